@@ -1,0 +1,491 @@
+//! DeltaFIFO: the queue of per-object changes between the reflector and the controller.
+//!
+//! A [`DeltaFifo`] is like a FIFO of keys, with two differences: it keeps, for each key, every
+//! change ([`Delta`]) since the key was last popped, instead of only the newest object; and it
+//! turns relists into deletions of what disappeared, as [`DeletedFinalStateUnknown`] tombstones.
+//!
+//! Use it when you need to
+//! - process every object at most once per pop, however many changes it went through;
+//! - see deletions, including those a broken watch missed;
+//! - resync periodically (replay known objects as [`Delta::Sync`]).
+//!
+//! The reflector is the producer (through [`ReflectorStore`]), the controller the consumer
+//! (through [`Queue::pop`]). All methods take `&self` and are safe to call from any thread.
+//!
+//! This follows client-go v0.32's contract (`delta_fifo.go`), without `ErrRequeue`.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use crate::queue::{Queue, QueueClosed, ReflectorStore};
+use crate::resource::Resource;
+use crate::store::{KnownObjects, ObjectKey};
+
+/// Changes every object entering the queue (from add, update, delete or replace) exactly once,
+/// before it reaches the cache; for example to drop `metadata.managedFields`.
+///
+/// It must be idempotent, and it never sees tombstones or resync replays.
+#[doc(alias = "TransformFunc")]
+pub type TransformFn<K> = Arc<dyn Fn(&mut K) + Send + Sync>;
+
+/// The kind of a [`Delta`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeltaType {
+    /// A watch reported the object as added.
+    Added,
+    /// A watch reported the object as modified.
+    Updated,
+    /// The object is gone: reported by a watch, or missing from a relist.
+    Deleted,
+    /// A relist returned the object (it may or may not have changed).
+    Replaced,
+    /// A periodic resync replayed the cached object.
+    Sync,
+}
+
+/// One change to one object. It holds the state after the change; for a deletion, the last
+/// state known before it.
+pub enum Delta<K> {
+    /// See [`DeltaType::Added`].
+    Added(Arc<K>),
+    /// See [`DeltaType::Updated`].
+    Updated(Arc<K>),
+    /// See [`DeltaType::Deleted`].
+    Deleted(DeletedObject<K>),
+    /// See [`DeltaType::Replaced`].
+    Replaced(Arc<K>),
+    /// See [`DeltaType::Sync`].
+    Sync(Arc<K>),
+}
+
+impl<K> Delta<K> {
+    /// The kind of change.
+    #[must_use]
+    pub fn kind(&self) -> DeltaType {
+        match self {
+            Self::Added(_) => DeltaType::Added,
+            Self::Updated(_) => DeltaType::Updated,
+            Self::Deleted(_) => DeltaType::Deleted,
+            Self::Replaced(_) => DeltaType::Replaced,
+            Self::Sync(_) => DeltaType::Sync,
+        }
+    }
+
+    /// The object: after the change, or the last known state for a deletion (if any).
+    #[must_use]
+    pub fn object(&self) -> Option<&Arc<K>> {
+        match self {
+            Self::Added(o) | Self::Updated(o) | Self::Replaced(o) | Self::Sync(o) => Some(o),
+            Self::Deleted(d) => d.object(),
+        }
+    }
+}
+
+impl<K> Clone for Delta<K> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Added(o) => Self::Added(Arc::clone(o)),
+            Self::Updated(o) => Self::Updated(Arc::clone(o)),
+            Self::Deleted(d) => Self::Deleted(d.clone()),
+            Self::Replaced(o) => Self::Replaced(Arc::clone(o)),
+            Self::Sync(o) => Self::Sync(Arc::clone(o)),
+        }
+    }
+}
+
+impl<K: Resource> fmt::Debug for Delta<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Deleted(d) => write!(f, "Deleted({d:?})"),
+            other => {
+                let obj = other.object().map(|o| &**o);
+                write!(f, "{:?}({})", other.kind(), ObjectDisplay(obj))
+            }
+        }
+    }
+}
+
+/// What a deletion carries: the deleted object, or a tombstone when the final state is unknown.
+///
+/// Handlers get this from `on_delete`. Match on it instead of forgetting the tombstone case: it
+/// happens whenever a watch missed the deletion and a relist found the object gone.
+pub enum DeletedObject<K> {
+    /// The object's last state, as reported by the watch.
+    Object(Arc<K>),
+    /// The object vanished between two lists; its last state is whatever was known then.
+    FinalStateUnknown(DeletedFinalStateUnknown<K>),
+}
+
+impl<K> DeletedObject<K> {
+    /// The last known state of the object, if any.
+    #[must_use]
+    pub fn object(&self) -> Option<&Arc<K>> {
+        match self {
+            Self::Object(o) => Some(o),
+            Self::FinalStateUnknown(t) => t.obj.as_ref(),
+        }
+    }
+
+    /// Whether this is a [`DeletedFinalStateUnknown`] tombstone.
+    #[must_use]
+    pub fn is_final_state_unknown(&self) -> bool {
+        matches!(self, Self::FinalStateUnknown(_))
+    }
+}
+
+impl<K: Resource> DeletedObject<K> {
+    /// The key of the deleted object.
+    #[must_use]
+    pub fn key(&self) -> ObjectKey {
+        match self {
+            Self::Object(o) => ObjectKey::of(&**o),
+            Self::FinalStateUnknown(t) => t.key.clone(),
+        }
+    }
+}
+
+impl<K> Clone for DeletedObject<K> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Object(o) => Self::Object(Arc::clone(o)),
+            Self::FinalStateUnknown(t) => Self::FinalStateUnknown(t.clone()),
+        }
+    }
+}
+
+impl<K: Resource> fmt::Debug for DeletedObject<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Object(o) => write!(f, "Object({})", ObjectDisplay(Some(&**o))),
+            Self::FinalStateUnknown(t) => t.fmt(f),
+        }
+    }
+}
+
+/// A tombstone: the object with this key was deleted while the watch was not looking, so its
+/// final state is unknown. `obj` is the last state that was known (queued or cached), if any.
+pub struct DeletedFinalStateUnknown<K> {
+    /// The key the object was stored under.
+    pub key: ObjectKey,
+    /// The last known state of the object.
+    pub obj: Option<Arc<K>>,
+}
+
+impl<K> Clone for DeletedFinalStateUnknown<K> {
+    fn clone(&self) -> Self {
+        Self { key: self.key.clone(), obj: self.obj.clone() }
+    }
+}
+
+impl<K: Resource> fmt::Debug for DeletedFinalStateUnknown<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "FinalStateUnknown({:?}, {})", self.key, ObjectDisplay(self.obj.as_deref()))
+    }
+}
+
+/// Objects print as `key@resourceVersion`: full objects would drown a test failure.
+struct ObjectDisplay<'a, K>(Option<&'a K>);
+
+impl<K: Resource> fmt::Display for ObjectDisplay<'_, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(o) => write!(f, "{}@{}", ObjectKey::of(o), crate::resource::resource_version(o)),
+            None => f.write_str("<none>"),
+        }
+    }
+}
+
+struct State<K> {
+    /// Deltas per key, oldest first. A key is here exactly when it is in `queue`.
+    items: HashMap<ObjectKey, Vec<Delta<K>>>,
+    /// Keys in pop order, without duplicates.
+    queue: VecDeque<ObjectKey>,
+    /// Whether anything was added, updated, deleted or replaced yet.
+    populated: bool,
+    /// Items of the first replace not popped yet.
+    initial_population_count: usize,
+    closed: bool,
+}
+
+impl<K> State<K> {
+    fn has_synced(&self) -> bool {
+        self.populated && self.initial_population_count == 0
+    }
+}
+
+/// A queue of per-object deltas; see the [module documentation](self).
+#[doc(alias = "DeltaFIFO")]
+pub struct DeltaFifo<K> {
+    state: Mutex<State<K>>,
+    not_empty: Notify,
+    known_objects: Option<Arc<dyn KnownObjects<K>>>,
+    transform: Option<TransformFn<K>>,
+}
+
+impl<K: Resource> Default for DeltaFifo<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: Resource> DeltaFifo<K> {
+    /// An empty queue that knows no objects: a deletion of a key that is not queued is dropped,
+    /// and resync does nothing.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            state: Mutex::new(State {
+                items: HashMap::new(),
+                queue: VecDeque::new(),
+                populated: false,
+                initial_population_count: 0,
+                closed: false,
+            }),
+            not_empty: Notify::new(),
+            known_objects: None,
+            transform: None,
+        }
+    }
+
+    /// Consults `known` (normally the informer's cache) for deletions, relists and resyncs.
+    #[must_use]
+    pub fn with_known_objects(mut self, known: Arc<dyn KnownObjects<K>>) -> Self {
+        self.known_objects = Some(known);
+        self
+    }
+
+    /// Applies `transform` once to every object entering the queue; see [`TransformFn`].
+    #[must_use]
+    pub fn with_transform(mut self, transform: TransformFn<K>) -> Self {
+        self.transform = Some(transform);
+        self
+    }
+
+    /// Number of keys queued.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.state.lock().queue.len()
+    }
+
+    /// Whether no key is queued.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.state.lock().queue.is_empty()
+    }
+
+    /// The queued keys, in pop order.
+    #[must_use]
+    pub fn keys(&self) -> Vec<ObjectKey> {
+        self.state.lock().queue.iter().cloned().collect()
+    }
+
+    /// The deltas queued for `key`, oldest first.
+    #[must_use]
+    pub fn deltas(&self, key: &str) -> Option<Vec<Delta<K>>> {
+        self.state.lock().items.get(key).cloned()
+    }
+
+    /// Whether [`close`](Queue::close) was called.
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.state.lock().closed
+    }
+
+    fn transformed(&self, mut obj: Arc<K>) -> Arc<K> {
+        if let Some(transform) = &self.transform {
+            // Unique when it came off the wire: changed in place. Shared (a fake source, a user
+            // keeping a copy): cloned once, so the holder's copy stays as it was.
+            transform(Arc::make_mut(&mut obj));
+        }
+        obj
+    }
+
+    /// Appends `delta` to its key's deltas, merging a repeated deletion, and queues the key if
+    /// it was not queued.
+    fn queue_action(&self, state: &mut State<K>, key: ObjectKey, delta: Delta<K>) {
+        let queued = match state.items.get_mut(&key) {
+            Some(deltas) => {
+                deltas.push(delta);
+                dedup_deltas(deltas);
+                true
+            }
+            None => {
+                state.items.insert(key.clone(), vec![delta]);
+                false
+            }
+        };
+        if !queued {
+            state.queue.push_back(key);
+            self.not_empty.notify_waiters();
+        }
+    }
+
+    fn add_or_update(&self, obj: Arc<K>, updated: bool) {
+        let key = ObjectKey::of(&*obj);
+        let obj = self.transformed(obj);
+        let mut state = self.state.lock();
+        state.populated = true;
+        let delta = if updated { Delta::Updated(obj) } else { Delta::Added(obj) };
+        self.queue_action(&mut state, key, delta);
+    }
+}
+
+/// Merges the last two deltas when both are deletions: keep the older unless it is a tombstone.
+/// Only deletions merge; `Added, Updated, Updated` stays three deltas.
+fn dedup_deltas<K>(deltas: &mut Vec<Delta<K>>) {
+    let n = deltas.len();
+    if n < 2 {
+        return;
+    }
+    if let (Delta::Deleted(older), Delta::Deleted(_)) = (&deltas[n - 2], &deltas[n - 1]) {
+        if older.is_final_state_unknown() {
+            deltas.swap(n - 2, n - 1);
+        }
+        deltas.truncate(n - 1);
+    }
+}
+
+impl<K: Resource> ReflectorStore<K> for DeltaFifo<K> {
+    fn add(&self, obj: Arc<K>) {
+        self.add_or_update(obj, false);
+    }
+
+    fn update(&self, obj: Arc<K>) {
+        self.add_or_update(obj, true);
+    }
+
+    fn delete(&self, obj: Arc<K>) {
+        let key = ObjectKey::of(&*obj);
+        let mut state = self.state.lock();
+        state.populated = true;
+        let queued = state.items.contains_key(&key);
+        let known = match &self.known_objects {
+            Some(known) => known.get_by_key(key.as_str()).is_some(),
+            None => false,
+        };
+        // Neither queued nor cached: a relist already reported this deletion.
+        if !queued && !known {
+            return;
+        }
+        let obj = self.transformed(obj);
+        self.queue_action(&mut state, key, Delta::Deleted(DeletedObject::Object(obj)));
+    }
+
+    fn replace(&self, list: Vec<Arc<K>>, _resource_version: &str) {
+        let list: Vec<(ObjectKey, Arc<K>)> =
+            list.into_iter().map(|obj| (ObjectKey::of(&*obj), self.transformed(obj))).collect();
+        let mut state = self.state.lock();
+        let mut keys = HashSet::with_capacity(list.len());
+        for (key, obj) in list {
+            keys.insert(key.clone());
+            self.queue_action(&mut state, key, Delta::Replaced(obj));
+        }
+
+        // Queued keys missing from the list: deleted while the watch was down.
+        let mut tombstones = Vec::new();
+        for (key, deltas) in &state.items {
+            if keys.contains(key) {
+                continue;
+            }
+            let last = deltas.last().and_then(|d| d.object().cloned());
+            tombstones.push(DeletedFinalStateUnknown { key: key.clone(), obj: last });
+        }
+        // Cached keys missing from the list and not queued: the same, known only to the cache.
+        if let Some(known) = &self.known_objects {
+            for key in known.list_keys() {
+                if keys.contains(&key) || state.items.contains_key(&key) {
+                    continue;
+                }
+                let obj = known.get_by_key(key.as_str());
+                tombstones.push(DeletedFinalStateUnknown { key, obj });
+            }
+        }
+        let queued_deletions = tombstones.len();
+        for tombstone in tombstones {
+            let key = tombstone.key.clone();
+            let delta = Delta::Deleted(DeletedObject::FinalStateUnknown(tombstone));
+            self.queue_action(&mut state, key, delta);
+        }
+
+        if !state.populated {
+            state.populated = true;
+            state.initial_population_count = keys.len() + queued_deletions;
+        }
+    }
+
+    fn resync(&self) {
+        let Some(known) = &self.known_objects else { return };
+        let mut state = self.state.lock();
+        for key in known.list_keys() {
+            // A queued delta is newer than the cache: replaying the cache would go back in time.
+            if state.items.get(&key).is_some_and(|d| !d.is_empty()) {
+                continue;
+            }
+            if let Some(obj) = known.get_by_key(key.as_str()) {
+                self.queue_action(&mut state, key, Delta::Sync(obj));
+            }
+        }
+    }
+}
+
+impl<K: Resource> Queue<K> for DeltaFifo<K> {
+    async fn pop<R, F>(&self, process: F) -> Result<R, QueueClosed>
+    where
+        F: FnOnce(Vec<Delta<K>>, bool) -> R + Send,
+        R: Send,
+    {
+        loop {
+            let notified = self.not_empty.notified();
+            tokio::pin!(notified);
+            // Registered before looking, so that a push between the look and the wait wakes us.
+            notified.as_mut().enable();
+            {
+                let mut state = self.state.lock();
+                while let Some(key) = state.queue.pop_front() {
+                    let is_in_initial_list = !state.has_synced();
+                    if state.initial_population_count > 0 {
+                        state.initial_population_count -= 1;
+                    }
+                    let Some(deltas) = state.items.remove(&key) else {
+                        tracing::error!(%key, "DeltaFIFO invariant broken: queued key has no deltas");
+                        continue;
+                    };
+                    // Processing under the lock keeps a relist or resync from interleaving with
+                    // the cache update this pop makes.
+                    return Ok(process(deltas, is_in_initial_list));
+                }
+                if state.closed {
+                    return Err(QueueClosed);
+                }
+            }
+            notified.await;
+        }
+    }
+
+    fn has_synced(&self) -> bool {
+        self.state.lock().has_synced()
+    }
+
+    fn close(&self) {
+        self.state.lock().closed = true;
+        self.not_empty.notify_waiters();
+    }
+}
+
+impl<K> fmt::Debug for DeltaFifo<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.state.lock();
+        f.debug_struct("DeltaFifo")
+            .field("queued", &state.queue.len())
+            .field("populated", &state.populated)
+            .field("closed", &state.closed)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,428 @@
+//! Ports of client-go's `delta_fifo_test.go` scenarios (v0.32 contract).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use k8s_openapi::api::core::v1::Pod;
+
+use super::*;
+use crate::store::Indexer;
+use crate::test_util::pod;
+
+/// A cluster-less pod keyed `name`, whose resource version plays client-go's `testFifoObject.val`.
+fn obj(name: &str, val: u32) -> Arc<Pod> {
+    Arc::new(pod("", name, &val.to_string()))
+}
+
+fn known(objs: &[Arc<Pod>]) -> Arc<dyn KnownObjects<Pod>> {
+    let indexer = Indexer::<Pod>::default();
+    for o in objs {
+        indexer.add(Arc::clone(o));
+    }
+    Arc::new(indexer.cache())
+}
+
+fn show(deltas: &[Delta<Pod>]) -> Vec<String> {
+    deltas.iter().map(|d| format!("{d:?}")).collect()
+}
+
+async fn pop(f: &DeltaFifo<Pod>) -> (Vec<String>, bool) {
+    f.pop(|deltas, initial| (show(&deltas), initial)).await.expect("queue open")
+}
+
+async fn pop_newest(f: &DeltaFifo<Pod>) -> String {
+    f.pop(|deltas, _| {
+        let newest = deltas.last().and_then(|d| d.object().cloned()).expect("an object");
+        format!("{}@{}", ObjectKey::of(&*newest), newest.metadata.resource_version.clone().unwrap_or_default())
+    })
+    .await
+    .expect("queue open")
+}
+
+// TestDeltaFIFO_basic: items pop in the order they were added.
+#[tokio::test]
+async fn basic() {
+    let f = DeltaFifo::new();
+    for i in 0..10 {
+        f.add(obj(&format!("a{i}"), i));
+    }
+    for i in 0..10 {
+        assert_eq!(pop_newest(&f).await, format!("a{i}@{i}"));
+    }
+    assert!(f.is_empty());
+}
+
+// TestDeltaFIFO_detectLineJumpers: a key already queued keeps its place.
+#[tokio::test]
+async fn detect_line_jumpers() {
+    let f = DeltaFifo::new();
+    f.add(obj("foo", 10));
+    f.add(obj("bar", 1));
+    f.add(obj("foo", 11));
+    f.add(obj("foo", 13));
+    f.add(obj("zab", 30));
+    assert_eq!(pop_newest(&f).await, "foo@13");
+    f.add(obj("foo", 14)); // ensure foo doesn't jump back in line
+    assert_eq!(pop_newest(&f).await, "bar@1");
+    assert_eq!(pop_newest(&f).await, "zab@30");
+    assert_eq!(pop_newest(&f).await, "foo@14");
+}
+
+// TestDeltaFIFO_addUpdate: every change is kept, oldest first.
+#[tokio::test]
+async fn add_update() {
+    let f = DeltaFifo::new();
+    f.add(obj("foo", 10));
+    f.update(obj("foo", 12));
+    f.delete(obj("foo", 15));
+    assert_eq!(f.keys(), [ObjectKey::from("foo")]);
+    let (deltas, _) = pop(&f).await;
+    assert_eq!(deltas, ["Added(foo@10)", "Updated(foo@12)", "Deleted(Object(foo@15))"]);
+}
+
+// TestDeltaFIFO_addUpdate, the dedup rule: only deletions merge.
+#[tokio::test]
+async fn only_deletions_merge() {
+    let f = DeltaFifo::new();
+    f.add(obj("foo", 1));
+    f.update(obj("foo", 2));
+    f.update(obj("foo", 2));
+    assert_eq!(pop(&f).await.0, ["Added(foo@1)", "Updated(foo@2)", "Updated(foo@2)"]);
+}
+
+// TestDeltaFIFO_enqueueingNoLister: without known objects, deleting an unqueued key is dropped.
+#[tokio::test]
+async fn enqueueing_no_lister() {
+    let f = DeltaFifo::new();
+    f.add(obj("foo", 10));
+    f.update(obj("bar", 15));
+    f.add(obj("qux", 17));
+    f.delete(obj("qux", 18));
+    f.delete(obj("baz", 20)); // baz was never queued: nothing to report
+    for expected in ["foo@10", "bar@15", "qux@18"] {
+        assert_eq!(pop_newest(&f).await, expected);
+    }
+    assert!(f.is_empty());
+}
+
+// TestDeltaFIFO_enqueueingWithLister: with known objects, deleting a cached key is queued.
+#[tokio::test]
+async fn enqueueing_with_lister() {
+    let f = DeltaFifo::new().with_known_objects(known(&[obj("foo", 5), obj("bar", 6), obj("baz", 7)]));
+    f.add(obj("foo", 10));
+    f.update(obj("bar", 15));
+    f.delete(obj("baz", 20)); // baz is cached: its deletion must reach the consumer
+    f.delete(obj("zzz", 21)); // neither queued nor known
+    for expected in ["foo@10", "bar@15", "baz@20"] {
+        assert_eq!(pop_newest(&f).await, expected);
+    }
+    assert!(f.is_empty());
+}
+
+// TestDeltaFIFO_DeleteExistingNonPropagated: a second delete of the same key merges.
+#[tokio::test]
+async fn delete_existing_non_propagated() {
+    let f = DeltaFifo::new();
+    f.add(obj("foo", 5));
+    f.delete(obj("foo", 6));
+    f.delete(obj("foo", 6));
+    assert_eq!(pop(&f).await.0, ["Added(foo@5)", "Deleted(Object(foo@6))"]);
+}
+
+// TestDeltaFIFO_addReplace: a relist after an add leaves one key whose newest state is the list's.
+#[tokio::test]
+async fn add_replace() {
+    let f = DeltaFifo::new();
+    f.add(obj("foo", 10));
+    f.replace(vec![obj("foo", 15)], "0");
+    let (deltas, _) = pop(&f).await;
+    assert_eq!(deltas, ["Added(foo@10)", "Replaced(foo@15)"]);
+    assert!(f.is_empty(), "no second pop");
+}
+
+// TestDeltaFIFO_ResyncNonExisting: resync skips a key with a queued delta.
+#[tokio::test]
+async fn resync_non_existing() {
+    let f = DeltaFifo::new().with_known_objects(known(&[obj("foo", 5)]));
+    f.delete(obj("foo", 10));
+    f.resync();
+    assert_eq!(pop(&f).await.0, ["Deleted(Object(foo@10))"]);
+    assert!(f.is_empty());
+}
+
+// TestDeltaFIFO_UpdateResyncRace: resync must not queue an older cached state behind an update.
+#[tokio::test]
+async fn update_resync_race() {
+    let f = DeltaFifo::new().with_known_objects(known(&[obj("foo", 5)]));
+    f.update(obj("foo", 6));
+    f.resync();
+    assert_eq!(pop(&f).await.0, ["Updated(foo@6)"]);
+    assert!(f.is_empty());
+}
+
+#[tokio::test]
+async fn resync_replays_known_objects_as_sync() {
+    let f = DeltaFifo::new().with_known_objects(known(&[obj("foo", 5)]));
+    f.resync();
+    assert_eq!(pop(&f).await.0, ["Sync(foo@5)"]);
+    assert!(DeltaFifo::<Pod>::new().is_empty(), "without known objects resync does nothing");
+}
+
+// TestDeltaFIFO_ReplaceMakesDeletions: three starting points, one relist each.
+#[tokio::test]
+async fn replace_makes_deletions() {
+    let knowns = || known(&[obj("foo", 5), obj("bar", 6), obj("baz", 7)]);
+
+    // A pre-existing delete in the queue merges with the relist's tombstone: the real one wins.
+    let f = DeltaFifo::new().with_known_objects(knowns());
+    f.delete(obj("baz", 10));
+    f.replace(vec![obj("foo", 5)], "0");
+    let mut popped = vec![pop(&f).await.0, pop(&f).await.0, pop(&f).await.0];
+    popped.sort();
+    assert_eq!(
+        popped,
+        [
+            vec!["Deleted(FinalStateUnknown(\"bar\", bar@6))"],
+            vec!["Deleted(Object(baz@10))"],
+            vec!["Replaced(foo@5)"],
+        ]
+    );
+
+    // A queued add followed by a relist without the object: the tombstone carries the queued state.
+    let f = DeltaFifo::new().with_known_objects(knowns());
+    f.add(obj("baz", 10));
+    f.replace(vec![obj("foo", 5)], "0");
+    let mut popped = vec![pop(&f).await.0, pop(&f).await.0, pop(&f).await.0];
+    popped.sort();
+    assert_eq!(
+        popped,
+        [
+            vec!["Added(baz@10)", "Deleted(FinalStateUnknown(\"baz\", baz@10))"],
+            vec!["Deleted(FinalStateUnknown(\"bar\", bar@6))"],
+            vec!["Replaced(foo@5)"],
+        ]
+    );
+
+    // Deleted and re-created in the queue, then gone from the list.
+    let f = DeltaFifo::new().with_known_objects(knowns());
+    f.delete(obj("bar", 6));
+    f.add(obj("bar", 7));
+    f.replace(vec![obj("foo", 5)], "0");
+    let mut popped = vec![pop(&f).await.0, pop(&f).await.0, pop(&f).await.0];
+    popped.sort();
+    assert_eq!(
+        popped,
+        [
+            vec!["Deleted(FinalStateUnknown(\"baz\", baz@7))"],
+            vec![
+                "Deleted(Object(bar@6))",
+                "Added(bar@7)",
+                "Deleted(FinalStateUnknown(\"bar\", bar@7))"
+            ],
+            vec!["Replaced(foo@5)"],
+        ]
+    );
+}
+
+// TestDeltaFIFO_ReplaceMakesDeletionsForObjectsOnlyInQueue: no known objects, tombstones from the queue.
+#[tokio::test]
+async fn replace_makes_deletions_for_objects_only_in_queue() {
+    let f = DeltaFifo::new();
+    f.add(obj("foo", 2));
+    f.add(obj("bar", 3));
+    f.replace(vec![obj("foo", 5)], "0");
+    let mut popped = vec![pop(&f).await.0, pop(&f).await.0];
+    popped.sort();
+    assert_eq!(
+        popped,
+        [
+            vec!["Added(bar@3)", "Deleted(FinalStateUnknown(\"bar\", bar@3))"],
+            vec!["Added(foo@2)", "Replaced(foo@5)"],
+        ]
+    );
+}
+
+// TestDeltaFIFO_replaceWithDeleteDeltaIn: a relist re-adds an object whose last delta was a delete.
+#[tokio::test]
+async fn replace_with_delete_delta_in() {
+    let f = DeltaFifo::new().with_known_objects(known(&[obj("foo", 5)]));
+    f.delete(obj("foo", 6));
+    f.replace(vec![obj("foo", 6)], "0");
+    assert_eq!(pop(&f).await.0, ["Deleted(Object(foo@6))", "Replaced(foo@6)"]);
+}
+
+// TestDeltaFIFO_HasSynced: the table of first operations.
+#[tokio::test]
+async fn has_synced() {
+    // Nothing happened yet.
+    assert!(!DeltaFifo::<Pod>::new().has_synced());
+
+    // A first add, update or delete: synced at once.
+    for first in ["add", "update", "delete"] {
+        let f = DeltaFifo::new().with_known_objects(known(&[obj("a", 1)]));
+        match first {
+            "add" => f.add(obj("a", 2)),
+            "update" => f.update(obj("a", 2)),
+            _ => f.delete(obj("a", 2)),
+        }
+        assert!(f.has_synced(), "first op {first}");
+    }
+
+    // Replace([]) is synced at once.
+    let f = DeltaFifo::<Pod>::new();
+    f.replace(vec![], "0");
+    assert!(f.has_synced());
+
+    // A first replace: synced once all its items are popped; a duplicate key counts once.
+    let f = DeltaFifo::new();
+    f.replace(vec![obj("a", 1), obj("b", 2), obj("a", 3)], "0");
+    assert!(!f.has_synced());
+    pop(&f).await;
+    assert!(!f.has_synced());
+    pop(&f).await;
+    assert!(f.has_synced());
+
+    // Adds after the first replace do not delay sync; a second replace does not reset it.
+    let f = DeltaFifo::new();
+    f.replace(vec![obj("a", 1)], "0");
+    f.add(obj("b", 2));
+    pop(&f).await;
+    assert!(f.has_synced());
+    f.replace(vec![obj("c", 3)], "0");
+    assert!(f.has_synced());
+}
+
+// TestDeltaFIFO_HasSyncedCorrectOnDeletion: the first replace's tombstones count, and pop with
+// is_in_initial_list = true.
+#[tokio::test]
+async fn has_synced_correct_on_deletion() {
+    let f = DeltaFifo::new().with_known_objects(known(&[obj("foo", 5), obj("bar", 6), obj("baz", 7)]));
+    f.replace(vec![obj("foo", 5)], "0");
+    let mut popped = Vec::new();
+    for _ in 0..3 {
+        assert!(!f.has_synced());
+        let (deltas, initial) = pop(&f).await;
+        assert!(initial, "{deltas:?} belongs to the initial list");
+        popped.push(deltas);
+    }
+    assert!(f.has_synced());
+    popped.sort();
+    assert_eq!(
+        popped,
+        [
+            vec!["Deleted(FinalStateUnknown(\"bar\", bar@6))"],
+            vec!["Deleted(FinalStateUnknown(\"baz\", baz@7))"],
+            vec!["Replaced(foo@5)"],
+        ]
+    );
+}
+
+#[tokio::test]
+async fn is_in_initial_list_only_for_the_first_replace() {
+    let f = DeltaFifo::new();
+    f.replace(vec![obj("a", 1), obj("b", 1)], "1");
+    f.add(obj("c", 2));
+    assert!(pop(&f).await.1);
+    assert!(pop(&f).await.1);
+    assert!(!pop(&f).await.1, "c came after the initial list");
+}
+
+// TestDeltaFIFO_transformer: once per entering object; never on tombstones or Sync.
+#[tokio::test]
+async fn transformer() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&calls);
+    let transform: TransformFn<Pod> = Arc::new(move |p: &mut Pod| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        let labels = p.metadata.labels.get_or_insert_with(Default::default);
+        let n = labels.get("transformed").map_or(0, |v| v.parse::<u32>().unwrap_or(0));
+        labels.insert("transformed".into(), (n + 1).to_string());
+    });
+    let cache = Indexer::<Pod>::default();
+    cache.add(obj("known", 1));
+    let f = DeltaFifo::new().with_known_objects(Arc::new(cache.cache())).with_transform(transform);
+
+    let source = obj("foo", 1);
+    f.add(Arc::clone(&source));
+    f.update(obj("foo", 2));
+    f.delete(obj("foo", 3));
+    f.replace(vec![obj("bar", 4)], "4"); // + a tombstone for "known" (not transformed)
+    f.resync(); // nothing: every known key is queued
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+    assert!(source.metadata.labels.is_none(), "a shared object is copied, not changed under its holder");
+
+    let mut seen = Vec::new();
+    while !f.is_empty() {
+        f.pop(|deltas, _| {
+            for d in &deltas {
+                let mark = d.object().and_then(|o| o.metadata.labels.as_ref()).and_then(|l| l.get("transformed")).cloned();
+                seen.push((format!("{:?}", d.kind()), d.object().is_some(), mark));
+            }
+        })
+        .await
+        .unwrap();
+    }
+    for (kind, _, mark) in &seen {
+        if kind == "Deleted" && mark.is_none() {
+            continue; // the tombstone of "known": its cached object was never transformed here
+        }
+        assert_eq!(mark.as_deref(), Some("1"), "{kind} transformed exactly once");
+    }
+
+    // Sync deltas replay the cache as it is.
+    let cache = Indexer::<Pod>::default();
+    cache.add(obj("k", 1));
+    let f = DeltaFifo::new()
+        .with_known_objects(Arc::new(cache.cache()))
+        .with_transform(Arc::new(|_: &mut Pod| panic!("a Sync delta must not be transformed")));
+    f.resync();
+    assert_eq!(pop(&f).await.0, ["Sync(k@1)"]);
+}
+
+#[tokio::test]
+async fn key_of_tombstone_is_its_recorded_key() {
+    let tombstone = DeletedObject::FinalStateUnknown(DeletedFinalStateUnknown::<Pod> {
+        key: ObjectKey::from("ns/gone"),
+        obj: Some(Arc::new(pod("other", "name", ""))),
+    });
+    assert_eq!(tombstone.key().as_str(), "ns/gone");
+    assert_eq!(DeletedObject::Object(Arc::new(pod("ns", "x", ""))).key().as_str(), "ns/x");
+}
+
+// TestDeltaFIFO_PopShouldUnblockWhenClosed.
+#[tokio::test]
+async fn pop_should_unblock_when_closed() {
+    let f = Arc::new(DeltaFifo::<Pod>::new());
+    let popper = {
+        let f = Arc::clone(&f);
+        tokio::spawn(async move { f.pop(|_, _| ()).await })
+    };
+    tokio::task::yield_now().await;
+    f.close();
+    let result = tokio::time::timeout(std::time::Duration::from_secs(5), popper).await;
+    assert_eq!(result.expect("pop returned").expect("task ok"), Err(QueueClosed));
+}
+
+#[tokio::test]
+async fn close_drains_queued_items_first() {
+    let f = DeltaFifo::new();
+    f.add(obj("a", 1));
+    f.add(obj("b", 1));
+    f.close();
+    assert_eq!(pop_newest(&f).await, "a@1");
+    assert_eq!(pop_newest(&f).await, "b@1");
+    assert_eq!(f.pop(|_, _| ()).await, Err(QueueClosed));
+}
+
+#[tokio::test]
+async fn pop_waits_for_an_add() {
+    let f = Arc::new(DeltaFifo::<Pod>::new());
+    let popper = {
+        let f = Arc::clone(&f);
+        tokio::spawn(async move { pop_newest(&f).await })
+    };
+    tokio::task::yield_now().await;
+    f.add(obj("late", 7));
+    let got = tokio::time::timeout(std::time::Duration::from_secs(5), popper).await;
+    assert_eq!(got.expect("pop returned").expect("task ok"), "late@7");
+}

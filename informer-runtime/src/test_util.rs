@@ -1,0 +1,36 @@
+//! Helpers shared by the unit tests of this crate.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+/// A pod `ns/name` at resource version `rv` (none when `rv` is empty).
+pub(crate) fn pod(ns: &str, name: &str, rv: &str) -> Pod {
+    Pod {
+        metadata: ObjectMeta {
+            namespace: Some(ns.to_owned()),
+            name: Some(name.to_owned()),
+            resource_version: (!rv.is_empty()).then(|| rv.to_owned()),
+            ..ObjectMeta::default()
+        },
+        ..Pod::default()
+    }
+}
+
+/// `pod` with labels.
+pub(crate) fn labeled_pod(ns: &str, name: &str, labels: &[(&str, &str)]) -> Pod {
+    let mut p = pod(ns, name, "");
+    p.metadata.labels = Some(
+        labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect::<BTreeMap<_, _>>(),
+    );
+    p
+}
+
+/// A cluster-scoped object.
+pub(crate) fn namespace(name: &str) -> Namespace {
+    Namespace {
+        metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
+        ..Namespace::default()
+    }
+}
