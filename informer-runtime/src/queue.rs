@@ -52,3 +52,24 @@ pub trait Queue<K>: ReflectorStore<K> {
     /// Closes the queue: queued keys still pop, then pop reports [`QueueClosed`].
     fn close(&self);
 }
+
+impl<K: crate::Resource> ReflectorStore<K> for crate::store::Indexer<K> {
+    fn add(&self, obj: Arc<K>) {
+        crate::store::Indexer::add(self, obj);
+    }
+
+    fn update(&self, obj: Arc<K>) {
+        crate::store::Indexer::add(self, obj);
+    }
+
+    fn delete(&self, obj: Arc<K>) {
+        crate::store::Indexer::delete(self, &obj);
+    }
+
+    fn replace(&self, list: Vec<Arc<K>>, _resource_version: &str) {
+        crate::store::Indexer::replace(self, list);
+    }
+
+    // A plain cache has nothing to replay into.
+    fn resync(&self) {}
+}

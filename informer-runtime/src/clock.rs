@@ -1,0 +1,70 @@
+//! Time, injectable: everything that waits (backoff, resync, watch deadlines) asks a [`Clock`].
+//!
+//! Production code uses [`TokioClock`] (which also follows tokio's paused test time). Tests that
+//! want to step time by hand use `FakeClock` from the `testing` module.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+
+/// A source of time and timers.
+pub trait Clock: Send + Sync + 'static {
+    /// The current time.
+    fn now(&self) -> Instant;
+    /// Completes once `duration` has passed on this clock.
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()>;
+}
+
+/// The real clock, through `tokio::time`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TokioClock;
+
+impl Clock for TokioClock {
+    fn now(&self) -> Instant {
+        tokio::time::Instant::now().into_std()
+    }
+
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(duration))
+    }
+}
+
+/// A shared clock handle.
+pub type SharedClock = Arc<dyn Clock>;
+
+/// A source of uniformly distributed numbers in `[0, 1)`, for jitter and random timeouts.
+#[derive(Clone)]
+pub struct Random(Arc<dyn Fn() -> f64 + Send + Sync>);
+
+impl Random {
+    /// Randomness from `f`, which must return values in `[0, 1)`.
+    pub fn new(f: impl Fn() -> f64 + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// Always `value`: deterministic jitter for tests.
+    #[must_use]
+    pub fn fixed(value: f64) -> Self {
+        Self::new(move || value)
+    }
+
+    /// The next number.
+    #[must_use]
+    pub fn next_f64(&self) -> f64 {
+        (self.0)().clamp(0.0, 1.0)
+    }
+}
+
+impl Default for Random {
+    fn default() -> Self {
+        Self::new(fastrand::f64)
+    }
+}
+
+impl fmt::Debug for Random {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Random")
+    }
+}

@@ -1,0 +1,295 @@
+//! The transport seam: how the reflector lists and watches, whatever carries the bytes.
+//!
+//! A [`ListerWatcher`] answers list and watch requests for one resource type. The reflector is
+//! written against this trait only, so it runs the same over HTTP, against the in-process
+//! `FakeSource` of the `testing` module, or anything a user plugs in. A [`ListWatchSource`]
+//! makes lister-watchers for any type; the factory holds one.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+
+use crate::resource::Resource;
+
+/// A `resourceVersionMatch` rule for lists and streaming lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ResourceVersionMatch {
+    /// Data at least as new as the given resource version.
+    NotOlderThan,
+    /// Data at exactly the given resource version.
+    Exact,
+}
+
+impl ResourceVersionMatch {
+    /// The wire value.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotOlderThan => "NotOlderThan",
+            Self::Exact => "Exact",
+        }
+    }
+}
+
+/// Options of one list request (one page).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ListOptions {
+    /// Label selector, Kubernetes syntax (`app=web,tier!=db`).
+    pub label_selector: Option<String>,
+    /// Field selector (`metadata.name=x`).
+    pub field_selector: Option<String>,
+    /// `""`: a consistent read from storage; `"0"`: any data (from the watch cache); else at least
+    /// as new as this version (see `resource_version_match`).
+    pub resource_version: String,
+    /// How `resource_version` is interpreted.
+    pub resource_version_match: Option<ResourceVersionMatch>,
+    /// Page size; `None` for everything at once.
+    pub limit: Option<u32>,
+    /// The continue token of the previous page.
+    pub continue_token: Option<String>,
+}
+
+/// Options of one watch request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WatchOptions {
+    /// Label selector, as for lists.
+    pub label_selector: Option<String>,
+    /// Field selector, as for lists.
+    pub field_selector: Option<String>,
+    /// Watch changes after this version (`""` with `send_initial_events` for a streaming list).
+    pub resource_version: String,
+    /// How `resource_version` is interpreted (streaming lists use `NotOlderThan`).
+    pub resource_version_match: Option<ResourceVersionMatch>,
+    /// The server ends the watch after this long.
+    pub timeout: Option<Duration>,
+    /// Ask for `BOOKMARK` events.
+    pub allow_watch_bookmarks: bool,
+    /// Streaming list: first send the current state as `ADDED` events, then a bookmark
+    /// annotated `k8s.io/initial-events-end: "true"`.
+    pub send_initial_events: bool,
+}
+
+/// One page of a list.
+#[derive(Debug)]
+pub struct ObjectList<K> {
+    /// The objects of this page.
+    pub items: Vec<Arc<K>>,
+    /// The version the list was read at.
+    pub resource_version: String,
+    /// The token for the next page, if there is one.
+    pub continue_token: Option<String>,
+}
+
+/// A bookmark: "everything up to this version has been sent".
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Bookmark {
+    /// The version reached.
+    pub resource_version: String,
+    /// Whether this bookmark ends the initial events of a streaming list.
+    pub initial_events_end: bool,
+}
+
+/// One event of a watch.
+pub enum WatchEvent<K> {
+    /// `ADDED`.
+    Added(Arc<K>),
+    /// `MODIFIED`.
+    Modified(Arc<K>),
+    /// `DELETED`, with the object's last state.
+    Deleted(Arc<K>),
+    /// `BOOKMARK`.
+    Bookmark(Bookmark),
+    /// `ERROR`: the server ended the watch with this status.
+    Error(Status),
+}
+
+impl<K: Resource> fmt::Debug for WatchEvent<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let show = |o: &K| {
+            format!("{}@{}", crate::ObjectKey::of(o), crate::resource::resource_version(o))
+        };
+        match self {
+            Self::Added(o) => write!(f, "Added({})", show(o)),
+            Self::Modified(o) => write!(f, "Modified({})", show(o)),
+            Self::Deleted(o) => write!(f, "Deleted({})", show(o)),
+            Self::Bookmark(b) => write!(f, "{b:?}"),
+            Self::Error(s) => write!(f, "Error({s})"),
+        }
+    }
+}
+
+/// A stream of watch events; it ends when the watch ends.
+pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, Error>>;
+
+/// A Kubernetes `Status`: what the server says when a request fails.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Status {
+    /// HTTP status code (`410`, `429`, `500`, ...).
+    pub code: u16,
+    /// Machine-readable reason (`Expired`, `Gone`, `TooManyRequests`, `Timeout`, ...).
+    pub reason: String,
+    /// Human-readable message, as the server wrote it.
+    pub message: String,
+    /// The causes' types (for example `ResourceVersionTooLarge`) and messages.
+    pub causes: Vec<(String, String)>,
+    /// How long the server asked us to wait before retrying.
+    pub retry_after: Option<Duration>,
+}
+
+impl Status {
+    /// A status with a code, a reason and a message.
+    #[must_use]
+    pub fn new(code: u16, reason: &str, message: impl Into<String>) -> Self {
+        Self { code, reason: reason.to_owned(), message: message.into(), ..Self::default() }
+    }
+
+    /// `410 Expired`: the requested version was compacted away.
+    #[must_use]
+    pub fn expired(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
+    /// `429 TooManyRequests`.
+    #[must_use]
+    pub fn too_many_requests(message: impl Into<String>, retry_after: Option<Duration>) -> Self {
+        Self { retry_after, ..Self::new(429, "TooManyRequests", message) }
+    }
+
+    /// `504 Timeout` with cause `ResourceVersionTooLarge`: the version is newer than the server's.
+    #[must_use]
+    pub fn resource_version_too_large(message: impl Into<String>) -> Self {
+        let message = message.into();
+        Self {
+            causes: vec![("ResourceVersionTooLarge".to_owned(), message.clone())],
+            ..Self::new(504, "Timeout", message)
+        }
+    }
+
+    /// `410`, or reason `Expired` / `Gone`.
+    #[must_use]
+    pub fn is_expired(&self) -> bool {
+        self.code == 410 || self.reason == "Expired" || self.reason == "Gone"
+    }
+
+    /// `429`.
+    #[must_use]
+    pub fn is_too_many_requests(&self) -> bool {
+        self.code == 429 || self.reason == "TooManyRequests"
+    }
+
+    /// The three formats API servers have used to say "resource version too large".
+    #[must_use]
+    pub fn is_resource_version_too_large(&self) -> bool {
+        const MESSAGE: &str = "Too large resource version";
+        self.causes.iter().any(|(kind, msg)| kind == "ResourceVersionTooLarge" || msg.contains(MESSAGE))
+            || (self.reason == "Timeout" && self.message.contains(MESSAGE))
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}: {}", self.code, self.reason, self.message)
+    }
+}
+
+/// Why a list or watch failed. Every variant is retryable: the reflector backs off and retries.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server answered with a `Status`.
+    #[error("api error: {0}")]
+    Api(Status),
+    /// The connection could not be opened.
+    #[error("connection refused: {0}")]
+    ConnectionRefused(String),
+    /// The connection failed while in use.
+    #[error("transport error: {0}")]
+    Transport(String),
+    /// The bytes were not what the protocol promised.
+    #[error("decode error: {0}")]
+    Decode(String),
+    /// A watch delivered an object of another kind; the reflector skips it.
+    #[error("unexpected object kind in watch: expected {expected}, got {got}")]
+    UnexpectedKind {
+        /// The kind the watch is for.
+        expected: String,
+        /// The kind that arrived.
+        got: String,
+    },
+    /// A streaming list did not deliver its initial-events-end bookmark in time.
+    #[error("streaming list: no initial-events-end bookmark within {0:?}")]
+    StreamingListTimeout(Duration),
+}
+
+impl Error {
+    /// The server's status, if it sent one.
+    #[must_use]
+    pub fn status(&self) -> Option<&Status> {
+        match self {
+            Self::Api(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A `410 Expired` / `Gone`.
+    #[must_use]
+    pub fn is_expired(&self) -> bool {
+        self.status().is_some_and(Status::is_expired)
+    }
+
+    /// A `429 TooManyRequests`.
+    #[must_use]
+    pub fn is_too_many_requests(&self) -> bool {
+        self.status().is_some_and(Status::is_too_many_requests)
+    }
+
+    /// "Too large resource version".
+    #[must_use]
+    pub fn is_resource_version_too_large(&self) -> bool {
+        self.status().is_some_and(Status::is_resource_version_too_large)
+    }
+
+    /// Errors after which opening a watch is simply tried again after a backoff, without a
+    /// relist: 429 and connection refused.
+    #[must_use]
+    pub fn is_watch_retriable(&self) -> bool {
+        self.is_too_many_requests() || matches!(self, Self::ConnectionRefused(_))
+    }
+
+    /// How long the server asked to wait, if it did.
+    #[must_use]
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.status().and_then(|s| s.retry_after)
+    }
+}
+
+/// Lists and watches one resource type.
+///
+/// Implementations must report server errors as [`Error::Api`] with the server's status, so
+/// the reflector can tell a compacted version (410) from throttling (429) from the rest.
+#[doc(alias = "ListWatch")]
+pub trait ListerWatcher<K>: Send + Sync + 'static {
+    /// One page of objects.
+    fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ObjectList<K>, Error>>;
+    /// A stream of changes.
+    fn watch(&self, options: &WatchOptions) -> BoxFuture<'_, Result<WatchStream<K>, Error>>;
+}
+
+impl<K, T: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<T> {
+    fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ObjectList<K>, Error>> {
+        (**self).list(options)
+    }
+
+    fn watch(&self, options: &WatchOptions) -> BoxFuture<'_, Result<WatchStream<K>, Error>> {
+        (**self).watch(options)
+    }
+}
+
+/// Makes [`ListerWatcher`]s for any resource type: what a factory needs from a client.
+pub trait ListWatchSource: Clone + Send + Sync + 'static {
+    /// A lister-watcher for `K`, limited to `namespace` when given (for namespaced kinds).
+    fn lister_watcher<K: Resource>(&self, namespace: Option<&str>) -> Arc<dyn ListerWatcher<K>>;
+}

@@ -1,0 +1,768 @@
+//! The reflector: lists, then watches, and pushes every change into a store.
+//!
+//! A [`Reflector`] keeps a [`ReflectorStore`] (normally the informer's
+//! [`DeltaFifo`](crate::delta_fifo::DeltaFifo)) equal to the server's state of one resource:
+//!
+//! 1. **List** at resourceVersion `"0"` the first time (served from the API server's watch
+//!    cache), later at the last version it saw; a list answered 410 or "too large resource
+//!    version" is retried at once with `""` (a consistent read). Pages of 500 when listing at
+//!    `""` or `"0"`; a continue page that expires falls back to one full list at the same version.
+//!    The store is replaced with the result.
+//! 2. **Watch** from the listed version, bookmarks allowed, with a random server timeout in
+//!    `[min_watch_timeout, 2 × min_watch_timeout)` so that informers restarted together do not
+//!    relist together. Every event, bookmarks included, advances the last seen version.
+//! 3. When a watch ends, either **watch again** from the last version (clean close, timeout,
+//!    after a backoff on 429 or connection refused) or **back off and relist** (410, errors,
+//!    a watch that closed within a second with no events).
+//!
+//! While watching, it replays the cache as `Sync` deltas every resync period (never calling the
+//! server). With [`ReflectorConfig::streaming_list`] it replaces step 1 by a streaming list
+//! (`sendInitialEvents`), with a bounded wait and a fallback to a plain list.
+//!
+//! Time and randomness are injectable ([`Reflector::with_clock`], [`Reflector::with_random`]),
+//! so the whole state machine runs in virtual time in tests.
+
+mod backoff;
+mod state;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+
+pub use backoff::BackoffConfig;
+
+use self::backoff::Backoff;
+use self::state::{Next, WatchEnd, next_after};
+use crate::clock::{Random, SharedClock, TokioClock};
+use crate::listwatch::{
+    Error, ListOptions, ListerWatcher, ResourceVersionMatch, WatchEvent, WatchOptions,
+    WatchStream,
+};
+use crate::queue::ReflectorStore;
+use crate::resource::{Resource, resource_version};
+use crate::store::Indexer;
+
+/// A list or watch failure, as handed to the [watch-error handler](Reflector::with_watch_error_handler).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ReflectorError {
+    /// Listing failed; the reflector backs off and lists again.
+    #[error("failed to list {resource}: {source}")]
+    List {
+        /// The resource, as `plural.group`.
+        resource: String,
+        /// What the list returned.
+        #[source]
+        source: Error,
+    },
+    /// Opening a watch failed with a non-retriable error; the reflector backs off and relists.
+    #[error("failed to watch {resource}: {source}")]
+    Watch {
+        /// The resource, as `plural.group`.
+        resource: String,
+        /// What the watch returned.
+        #[source]
+        source: Error,
+    },
+}
+
+impl ReflectorError {
+    /// The underlying list/watch error.
+    #[must_use]
+    pub fn error(&self) -> &Error {
+        match self {
+            Self::List { source, .. } | Self::Watch { source, .. } => source,
+        }
+    }
+}
+
+/// Called with every error that ends a list-and-watch round.
+pub type WatchErrorHandler = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
+
+/// Options of a [`Reflector`].
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ReflectorConfig {
+    /// How often to replay the cache as `Sync` deltas; zero for never.
+    pub resync_period: Duration,
+    /// Page size of lists. `None`: client-go's rule, 500 when listing at `""` or `"0"` (or when the
+    /// server paginated the first list), and unpaginated at a given version so the API server can
+    /// answer from its watch cache.
+    pub page_size: Option<u32>,
+    /// The server-side watch timeout is drawn from `[min, 2 × min)`; values under 5 minutes are
+    /// raised to 5 minutes, as in client-go.
+    pub min_watch_timeout: Duration,
+    /// Added to the server-side timeout to make the client-side deadline of a watch.
+    pub watch_deadline_margin: Duration,
+    /// Label selector applied to every list and watch.
+    pub label_selector: Option<String>,
+    /// Field selector applied to every list and watch.
+    pub field_selector: Option<String>,
+    /// Use a streaming list (`sendInitialEvents=true`) instead of a paginated list.
+    pub streaming_list: bool,
+    /// How long a streaming list may take to deliver its initial-events-end bookmark before the
+    /// reflector falls back to a plain list (client-go waits forever).
+    pub streaming_list_timeout: Duration,
+    /// Backoff between failed attempts.
+    pub backoff: BackoffConfig,
+}
+
+impl Default for ReflectorConfig {
+    fn default() -> Self {
+        Self {
+            resync_period: Duration::ZERO,
+            page_size: None,
+            // client-go's minWatchTimeout.
+            min_watch_timeout: Duration::from_secs(5 * 60),
+            watch_deadline_margin: Duration::from_secs(30),
+            label_selector: None,
+            field_selector: None,
+            // Off by default: not every server or proxy supports it.
+            streaming_list: false,
+            streaming_list_timeout: Duration::from_secs(60),
+            backoff: BackoffConfig::default(),
+        }
+    }
+}
+
+impl ReflectorConfig {
+    /// Sets [`resync_period`](Self::resync_period).
+    #[must_use]
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = period;
+        self
+    }
+
+    /// Sets [`page_size`](Self::page_size).
+    #[must_use]
+    pub fn page_size(mut self, size: u32) -> Self {
+        self.page_size = Some(size);
+        self
+    }
+
+    /// Sets [`min_watch_timeout`](Self::min_watch_timeout).
+    #[must_use]
+    pub fn min_watch_timeout(mut self, timeout: Duration) -> Self {
+        self.min_watch_timeout = timeout;
+        self
+    }
+
+    /// Sets [`label_selector`](Self::label_selector).
+    #[must_use]
+    pub fn labels(mut self, selector: &str) -> Self {
+        self.label_selector = Some(selector.to_owned());
+        self
+    }
+
+    /// Sets [`field_selector`](Self::field_selector).
+    #[must_use]
+    pub fn fields(mut self, selector: &str) -> Self {
+        self.field_selector = Some(selector.to_owned());
+        self
+    }
+
+    /// Turns on [`streaming_list`](Self::streaming_list).
+    #[must_use]
+    pub fn streaming_list(mut self, enabled: bool) -> Self {
+        self.streaming_list = enabled;
+        self
+    }
+
+    /// Sets [`streaming_list_timeout`](Self::streaming_list_timeout).
+    #[must_use]
+    pub fn streaming_list_timeout(mut self, timeout: Duration) -> Self {
+        self.streaming_list_timeout = timeout;
+        self
+    }
+
+    /// Sets [`backoff`](Self::backoff).
+    #[must_use]
+    pub fn backoff(mut self, backoff: BackoffConfig) -> Self {
+        self.backoff = backoff;
+        self
+    }
+}
+
+#[derive(Default)]
+struct SyncState {
+    last_sync_resource_version: String,
+    /// The last version can no longer be listed (410 or too large): list at `""` next.
+    resource_version_unavailable: bool,
+    /// The first list at `"0"` came back paginated: the server does not serve it from a cache.
+    paginated_result: bool,
+}
+
+/// Lists and watches one resource into a store; see the [module documentation](self).
+pub struct Reflector<K> {
+    lister_watcher: Arc<dyn ListerWatcher<K>>,
+    store: Arc<dyn ReflectorStore<K>>,
+    config: ReflectorConfig,
+    resource: String,
+    clock: SharedClock,
+    random: Random,
+    should_resync: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
+    watch_error_handler: Option<WatchErrorHandler>,
+    state: Mutex<SyncState>,
+    backoff: Mutex<Backoff>,
+}
+
+impl<K: Resource> Reflector<K> {
+    /// A reflector that keeps `store` in step with what `lister_watcher` serves.
+    pub fn new(
+        lister_watcher: Arc<dyn ListerWatcher<K>>,
+        store: Arc<dyn ReflectorStore<K>>,
+        config: ReflectorConfig,
+    ) -> Self {
+        let clock: SharedClock = Arc::new(TokioClock);
+        let random = Random::default();
+        let backoff = Backoff::new(config.backoff.clone(), Arc::clone(&clock), random.clone());
+        let resource = if K::GROUP.is_empty() {
+            K::URL_PATH_SEGMENT.to_owned()
+        } else {
+            format!("{}.{}", K::URL_PATH_SEGMENT, K::GROUP)
+        };
+        Self {
+            lister_watcher,
+            store,
+            config,
+            resource,
+            clock,
+            random,
+            should_resync: None,
+            watch_error_handler: None,
+            state: Mutex::new(SyncState::default()),
+            backoff: Mutex::new(backoff),
+        }
+    }
+
+    /// Uses `clock` for backoff, resync and watch deadlines.
+    #[must_use]
+    pub fn with_clock(mut self, clock: SharedClock) -> Self {
+        self.clock = clock;
+        self.reset_backoff();
+        self
+    }
+
+    /// Uses `random` for jitter and watch timeouts.
+    #[must_use]
+    pub fn with_random(mut self, random: Random) -> Self {
+        self.random = random;
+        self.reset_backoff();
+        self
+    }
+
+    /// Asks `should_resync` at every resync tick whether to replay the cache (the informer asks
+    /// whether any handler is due).
+    #[must_use]
+    pub fn with_should_resync(mut self, should_resync: Arc<dyn Fn() -> bool + Send + Sync>) -> Self {
+        self.should_resync = Some(should_resync);
+        self
+    }
+
+    /// Reports list and watch errors to `handler` instead of logging them.
+    #[must_use]
+    pub fn with_watch_error_handler(mut self, handler: WatchErrorHandler) -> Self {
+        self.watch_error_handler = Some(handler);
+        self
+    }
+
+    fn reset_backoff(&mut self) {
+        let backoff =
+            Backoff::new(self.config.backoff.clone(), Arc::clone(&self.clock), self.random.clone());
+        self.backoff = Mutex::new(backoff);
+    }
+
+    /// The resource version of the last list or event seen; `""` before the first list.
+    #[must_use]
+    pub fn last_sync_resource_version(&self) -> String {
+        self.state.lock().last_sync_resource_version.clone()
+    }
+
+    /// Lists and watches until `cancel` fires, backing off between rounds.
+    ///
+    /// Errors never end it: they go to the watch-error handler (or the log) and the reflector
+    /// tries again after a backoff.
+    pub async fn run(&self, cancel: CancellationToken) {
+        tracing::debug!(resource = %self.resource, "reflector started");
+        loop {
+            if cancel.is_cancelled() {
+                break;
+            }
+            if let Err(error) = self.list_and_watch(&cancel).await {
+                self.report(&error);
+            }
+            if cancel.is_cancelled() {
+                break;
+            }
+            let delay = self.backoff.lock().next_delay();
+            tokio::select! {
+                () = cancel.cancelled() => break,
+                () = self.clock.sleep(delay) => {}
+            }
+        }
+        tracing::debug!(resource = %self.resource, "reflector stopped");
+    }
+
+    fn report(&self, error: &ReflectorError) {
+        match &self.watch_error_handler {
+            Some(handler) => handler(error),
+            None if error.error().is_expired() => {
+                tracing::debug!(resource = %self.resource, %error, "watch closed");
+            }
+            None => tracing::warn!(resource = %self.resource, %error, "list and watch failed"),
+        }
+    }
+
+    /// One round: list (or stream the initial state), then watch until a relist is needed.
+    ///
+    /// Returns `Ok` when the round ended in a way that calls for a relist, or on cancellation.
+    ///
+    /// # Errors
+    ///
+    /// The list failed, or opening a watch failed with an error that is not retried in place.
+    #[doc(alias = "ListAndWatch")]
+    pub async fn list_and_watch(&self, cancel: &CancellationToken) -> Result<(), ReflectorError> {
+        if cancel.is_cancelled() {
+            return Ok(());
+        }
+        let mut stream = None;
+        if self.config.streaming_list {
+            match self.watch_list(cancel).await {
+                Ok(Some(s)) => stream = Some(s),
+                Ok(None) => return Ok(()),
+                Err(error) => {
+                    tracing::info!(resource = %self.resource, %error, "streaming list failed; falling back to list");
+                }
+            }
+        }
+        if stream.is_none() {
+            let listed = self.list(cancel).await.map_err(|source| ReflectorError::List {
+                resource: self.resource.clone(),
+                source,
+            })?;
+            if !listed {
+                return Ok(());
+            }
+        }
+        let mut resync = ResyncTimer::new(self);
+        self.watch(stream, &mut resync, cancel).await
+    }
+
+    /// `""` after a 410 or a too-large version; `"0"` before anything was listed; else the last
+    /// version seen.
+    fn relist_resource_version(&self) -> String {
+        let state = self.state.lock();
+        if state.resource_version_unavailable {
+            String::new()
+        } else if state.last_sync_resource_version.is_empty() {
+            "0".to_owned()
+        } else {
+            state.last_sync_resource_version.clone()
+        }
+    }
+
+    fn rewatch_resource_version(&self) -> String {
+        let state = self.state.lock();
+        if state.resource_version_unavailable {
+            String::new()
+        } else {
+            state.last_sync_resource_version.clone()
+        }
+    }
+
+    fn set_last_sync_resource_version(&self, rv: &str) {
+        let mut state = self.state.lock();
+        if state.last_sync_resource_version != rv {
+            rv.clone_into(&mut state.last_sync_resource_version);
+        }
+    }
+
+    fn page_size_for(&self, resource_version: &str) -> Option<u32> {
+        const DEFAULT_PAGE_SIZE: u32 = 500;
+        if let Some(size) = self.config.page_size {
+            return Some(size).filter(|s| *s > 0);
+        }
+        if self.state.lock().paginated_result || resource_version.is_empty() || resource_version == "0"
+        {
+            Some(DEFAULT_PAGE_SIZE)
+        } else {
+            // At a given version, unpaginated lets the API server answer from its watch cache
+            // instead of etcd: a relist storm after an upgrade stays cheap.
+            None
+        }
+    }
+
+    /// Lists and replaces the store. `Ok(false)` when cancelled first.
+    async fn list(&self, cancel: &CancellationToken) -> Result<bool, Error> {
+        let rv = self.relist_resource_version();
+        let listing = async {
+            match self.list_pages(&rv).await {
+                Err(e) if e.is_expired() || e.is_resource_version_too_large() => {
+                    tracing::debug!(resource = %self.resource, rv, error = %e, "relisting with a consistent read");
+                    self.state.lock().resource_version_unavailable = true;
+                    self.list_pages(&self.relist_resource_version()).await
+                }
+                result => result,
+            }
+        };
+        let (items, list_rv, paginated) = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Ok(false),
+            result = listing => result?,
+        };
+        {
+            let mut state = self.state.lock();
+            if rv == "0" && paginated {
+                state.paginated_result = true;
+            }
+            state.resource_version_unavailable = false;
+        }
+        tracing::debug!(resource = %self.resource, items = items.len(), rv = list_rv, "listed");
+        self.store.replace(items, &list_rv);
+        self.set_last_sync_resource_version(&list_rv);
+        Ok(true)
+    }
+
+    /// All pages of one list at `rv`: the objects, the version of the first page, and whether
+    /// the answer came in several pages.
+    async fn list_pages(&self, rv: &str) -> Result<(Vec<Arc<K>>, String, bool), Error> {
+        let mut options = ListOptions {
+            label_selector: self.config.label_selector.clone(),
+            field_selector: self.config.field_selector.clone(),
+            resource_version: rv.to_owned(),
+            resource_version_match: None,
+            limit: self.page_size_for(rv),
+            continue_token: None,
+        };
+        let mut items = Vec::new();
+        let mut list_rv = None;
+        let mut paginated = false;
+        loop {
+            match self.lister_watcher.list(&options).await {
+                Err(e) if e.is_expired() && options.continue_token.is_some() => {
+                    // The snapshot behind the continue token was compacted away mid-list: one
+                    // full list at the version first asked for keeps the result consistent.
+                    tracing::debug!(resource = %self.resource, rv, "continue token expired; full list");
+                    let full = ListOptions {
+                        resource_version: rv.to_owned(),
+                        limit: None,
+                        continue_token: None,
+                        ..options
+                    };
+                    let page = self.lister_watcher.list(&full).await?;
+                    return Ok((page.items, page.resource_version, paginated));
+                }
+                Err(e) => return Err(e),
+                Ok(page) => {
+                    let page_rv = page.resource_version;
+                    list_rv.get_or_insert(page_rv);
+                    if items.is_empty() {
+                        items = page.items;
+                    } else {
+                        items.extend(page.items);
+                    }
+                    match page.continue_token {
+                        Some(token) if !token.is_empty() => {
+                            options.continue_token = Some(token);
+                            // A version with a continue token is an error on the server.
+                            options.resource_version.clear();
+                            options.resource_version_match = None;
+                            paginated = true;
+                        }
+                        _ => return Ok((items, list_rv.unwrap_or_default(), paginated)),
+                    }
+                }
+            }
+        }
+    }
+
+    fn watch_timeout(&self) -> Duration {
+        const MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+        let min = self.config.min_watch_timeout.max(MIN_WATCH_TIMEOUT);
+        // Whole seconds, as the server takes them.
+        Duration::from_secs(min.mul_f64(1.0 + self.random.next_f64()).as_secs())
+    }
+
+    fn watch_options(&self, resource_version: String, timeout: Duration) -> WatchOptions {
+        WatchOptions {
+            label_selector: self.config.label_selector.clone(),
+            field_selector: self.config.field_selector.clone(),
+            resource_version,
+            resource_version_match: None,
+            timeout: Some(timeout),
+            allow_watch_bookmarks: true,
+            send_initial_events: false,
+        }
+    }
+
+    /// Watches until the table in [`next_after`] says relist or stop.
+    async fn watch(
+        &self,
+        mut stream: Option<(WatchStream<K>, Duration)>,
+        resync: &mut ResyncTimer<'_, K>,
+        cancel: &CancellationToken,
+    ) -> Result<(), ReflectorError> {
+        loop {
+            let (mut watch, timeout) = match stream.take() {
+                Some(open) => open,
+                None => {
+                    let timeout = self.watch_timeout();
+                    let options = self.watch_options(self.last_sync_resource_version(), timeout);
+                    match resync.race(self.lister_watcher.watch(&options), cancel).await {
+                        None => return Ok(()),
+                        Some(Ok(watch)) => (watch, timeout),
+                        Some(Err(e)) if e.is_watch_retriable() => {
+                            tracing::debug!(resource = %self.resource, error = %e, "watch refused; backing off");
+                            if !self.backoff_wait(e.retry_after(), resync, cancel).await {
+                                return Ok(());
+                            }
+                            continue;
+                        }
+                        Some(Err(source)) => {
+                            return Err(ReflectorError::Watch { resource: self.resource.clone(), source });
+                        }
+                    }
+                }
+            };
+            let deadline = timeout + self.config.watch_deadline_margin;
+            let end = self.handle_watch(&mut watch, &*self.store, None, deadline, resync, cancel).await;
+            match next_after(&end) {
+                Next::Stop => return Ok(()),
+                Next::Rewatch => {
+                    tracing::trace!(resource = %self.resource, ?end, "watch ended; watching again");
+                }
+                Next::BackoffThenRewatch => {
+                    let retry_after = match &end {
+                        WatchEnd::Failed(e) => e.retry_after(),
+                        _ => None,
+                    };
+                    if !self.backoff_wait(retry_after, resync, cancel).await {
+                        return Ok(());
+                    }
+                }
+                Next::Relist => {
+                    match &end {
+                        WatchEnd::Failed(e) if e.is_expired() => {
+                            tracing::debug!(resource = %self.resource, error = %e, "watch expired; relisting");
+                        }
+                        _ => tracing::warn!(resource = %self.resource, ?end, "watch ended; relisting"),
+                    }
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Waits one backoff step (at least `retry_after`). `false` when cancelled first.
+    async fn backoff_wait(
+        &self,
+        retry_after: Option<Duration>,
+        resync: &mut ResyncTimer<'_, K>,
+        cancel: &CancellationToken,
+    ) -> bool {
+        let delay = self.backoff.lock().next_delay().max(retry_after.unwrap_or_default());
+        resync.race(self.clock.sleep(delay), cancel).await.is_some()
+    }
+
+    /// Reads `watch` into `target` until it ends. With `initial_events`, stops at the
+    /// initial-events-end bookmark and records versions there instead of in the reflector.
+    async fn handle_watch(
+        &self,
+        watch: &mut WatchStream<K>,
+        target: &dyn ReflectorStore<K>,
+        mut initial_events: Option<&mut String>,
+        deadline: Duration,
+        resync: &mut ResyncTimer<'_, K>,
+        cancel: &CancellationToken,
+    ) -> WatchEnd {
+        let start = self.clock.now();
+        let mut events = 0;
+        let mut deadline = self.clock.sleep(deadline);
+        loop {
+            let next = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return WatchEnd::Stopped,
+                () = resync.tick() => continue,
+                () = &mut deadline => return WatchEnd::DeadlineExceeded,
+                next = watch.next() => next,
+            };
+            let event = match next {
+                None => {
+                    let lasted = self.clock.now().saturating_duration_since(start);
+                    return WatchEnd::Closed { events, lasted };
+                }
+                Some(Err(e @ Error::UnexpectedKind { .. })) => {
+                    tracing::warn!(resource = %self.resource, error = %e, "skipping event");
+                    continue;
+                }
+                Some(Err(e)) => return WatchEnd::Failed(e),
+                Some(Ok(event)) => event,
+            };
+            let rv = match event {
+                WatchEvent::Added(obj) => {
+                    let rv = resource_version(&*obj).to_owned();
+                    target.add(obj);
+                    rv
+                }
+                WatchEvent::Modified(obj) => {
+                    let rv = resource_version(&*obj).to_owned();
+                    target.update(obj);
+                    rv
+                }
+                WatchEvent::Deleted(obj) => {
+                    let rv = resource_version(&*obj).to_owned();
+                    target.delete(obj);
+                    rv
+                }
+                WatchEvent::Bookmark(bookmark) => {
+                    if bookmark.initial_events_end {
+                        if let Some(initial_rv) = initial_events.as_deref_mut() {
+                            *initial_rv = bookmark.resource_version;
+                            return WatchEnd::InitialEventsEnd;
+                        }
+                    }
+                    bookmark.resource_version
+                }
+                WatchEvent::Error(status) => return WatchEnd::Failed(Error::Api(status)),
+            };
+            match initial_events.as_deref_mut() {
+                Some(initial_rv) => *initial_rv = rv,
+                None => self.set_last_sync_resource_version(&rv),
+            }
+            events += 1;
+        }
+    }
+
+    /// A streaming list: the current state as events into a temporary store, swapped into the
+    /// real store at the initial-events-end bookmark; the same stream then goes on as the watch.
+    ///
+    /// `Ok(None)` when cancelled. An error means: fall back to a plain list.
+    async fn watch_list(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Result<Option<(WatchStream<K>, Duration)>, Error> {
+        let started = self.clock.now();
+        let budget = self.config.streaming_list_timeout;
+        let mut no_resync = ResyncTimer::disabled(self);
+        loop {
+            let elapsed = self.clock.now().saturating_duration_since(started);
+            let Some(remaining) = budget.checked_sub(elapsed).filter(|d| !d.is_zero()) else {
+                return Err(Error::StreamingListTimeout(budget));
+            };
+            let timeout = self.watch_timeout();
+            let mut options = self.watch_options(self.rewatch_resource_version(), timeout);
+            options.send_initial_events = true;
+            options.resource_version_match = Some(ResourceVersionMatch::NotOlderThan);
+            let opened = tokio::select! {
+                () = self.clock.sleep(remaining) => return Err(Error::StreamingListTimeout(budget)),
+                opened = no_resync.race(self.lister_watcher.watch(&options), cancel) => opened,
+            };
+            let mut watch = match opened {
+                None => return Ok(None),
+                Some(Ok(watch)) => watch,
+                Some(Err(e)) if e.is_watch_retriable() => {
+                    if !self.backoff_wait(e.retry_after(), &mut no_resync, cancel).await {
+                        return Ok(None);
+                    }
+                    continue;
+                }
+                Some(Err(e)) => return Err(e),
+            };
+            let temporary = Indexer::<K>::default();
+            let mut rv = String::new();
+            let end = self
+                .handle_watch(&mut watch, &temporary, Some(&mut rv), remaining, &mut no_resync, cancel)
+                .await;
+            match end {
+                WatchEnd::InitialEventsEnd => {
+                    self.store.replace(temporary.list(), &rv);
+                    self.state.lock().resource_version_unavailable = false;
+                    self.set_last_sync_resource_version(&rv);
+                    return Ok(Some((watch, timeout)));
+                }
+                WatchEnd::Stopped => return Ok(None),
+                WatchEnd::DeadlineExceeded => return Err(Error::StreamingListTimeout(budget)),
+                WatchEnd::Failed(e) if e.is_expired() || e.is_resource_version_too_large() => {
+                    self.state.lock().resource_version_unavailable = true;
+                }
+                WatchEnd::Failed(e) if e.is_too_many_requests() => {
+                    if !self.backoff_wait(e.retry_after(), &mut no_resync, cancel).await {
+                        return Ok(None);
+                    }
+                }
+                WatchEnd::Failed(e) => return Err(e),
+                // Closed before the bookmark: nothing was synced, so stream again from scratch.
+                WatchEnd::Closed { .. } => {
+                    if !self.backoff_wait(None, &mut no_resync, cancel).await {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The resync timer of one list-and-watch round; it keeps ticking across rewatches and backoffs.
+struct ResyncTimer<'a, K> {
+    reflector: &'a Reflector<K>,
+    timer: Option<BoxFuture<'static, ()>>,
+}
+
+impl<'a, K: Resource> ResyncTimer<'a, K> {
+    fn new(reflector: &'a Reflector<K>) -> Self {
+        let period = reflector.config.resync_period;
+        let timer = (!period.is_zero()).then(|| reflector.clock.sleep(period));
+        Self { reflector, timer }
+    }
+
+    fn disabled(reflector: &'a Reflector<K>) -> Self {
+        Self { reflector, timer: None }
+    }
+
+    /// Completes after a resync was done (or never, when resync is off).
+    async fn tick(&mut self) {
+        let Some(timer) = self.timer.as_mut() else {
+            return std::future::pending().await;
+        };
+        timer.await;
+        let reflector = self.reflector;
+        if reflector.should_resync.as_ref().is_none_or(|should| should()) {
+            tracing::trace!(resource = %reflector.resource, "resync");
+            reflector.store.resync();
+        }
+        self.timer = Some(reflector.clock.sleep(reflector.config.resync_period));
+    }
+
+    /// Runs `fut` while resyncing on time; `None` if cancelled first.
+    async fn race<T>(
+        &mut self,
+        fut: impl Future<Output = T>,
+        cancel: &CancellationToken,
+    ) -> Option<T> {
+        tokio::pin!(fut);
+        loop {
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return None,
+                () = self.tick() => {}
+                out = &mut fut => return Some(out),
+            }
+        }
+    }
+}
+
+impl<K> std::fmt::Debug for Reflector<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reflector")
+            .field("resource", &self.resource)
+            .field("last_sync_resource_version", &self.state.lock().last_sync_resource_version)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;
