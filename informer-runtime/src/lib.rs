@@ -2,7 +2,10 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod clock;
+mod controller;
 pub mod delta_fifo;
+pub mod informer;
+pub mod lister;
 pub mod listwatch;
 pub mod queue;
 pub mod reflector;

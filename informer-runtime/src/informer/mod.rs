@@ -1,0 +1,538 @@
+//! The shared informer: one cache and one watch per resource, any number of handlers.
+//!
+//! A [`SharedIndexInformer`] runs a [reflector](crate::reflector) into a
+//! [`DeltaFifo`](crate::delta_fifo::DeltaFifo), pops each key's deltas into its
+//! [`Indexer`](crate::store::Indexer), and fans every change out to the registered
+//! [handlers](ResourceEventHandler) through per-handler buffers (the processor).
+//!
+//! # Guarantees
+//!
+//! - **Eventual consistency.** Once the informer has synced, the cache converges to the server's
+//!   state. The states a given object takes in the cache are a subsequence of the states it had
+//!   on the server: some may be skipped (several changes merged between two pops, or missed
+//!   during a disconnect), but never reordered.
+//! - **Identity is namespace/name, not UID.** An object deleted and re-created while the watch
+//!   was down arrives as an update.
+//! - **Per handler, notifications keep their order**; across handlers there is no order.
+//! - **A late handler** (added after start) first receives an add for every cached object, with
+//!   `is_in_initial_list = true`, then live changes, with nothing lost or duplicated in between.
+//! - **Deletes** carry the last known state, or a [`DeletedFinalStateUnknown`] tombstone when a
+//!   relist found the object gone.
+//!
+//! # Not guaranteed
+//!
+//! - The cache is not a snapshot: two reads may see different versions.
+//! - [`has_synced`](SharedIndexInformer::has_synced) means the cache holds the first list; it
+//!   does not mean the handlers processed it (use the
+//!   [registration's](ResourceEventHandlerRegistration::has_synced)).
+//!
+//! # Example
+//!
+//! ```
+//! # use std::sync::Arc;
+//! # use informer_runtime::informer::{HandlerFuncs, SharedIndexInformer};
+//! # use informer_runtime::testing::FakeSource;
+//! # use k8s_openapi::api::core::v1::Pod;
+//! # use tokio_util::sync::CancellationToken;
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let source = FakeSource::new(); // or an HTTP client
+//! let informer = SharedIndexInformer::<Pod>::new(source.lister_watcher::<Pod>(None));
+//! let registration = informer
+//!     .add_event_handler(HandlerFuncs::new().on_add(|pod: Arc<Pod>, _| {
+//!         println!("{:?}", pod.metadata.name);
+//!     }))
+//!     .unwrap();
+//! let stop = CancellationToken::new();
+//! let run = tokio::spawn({
+//!     let (informer, stop) = (informer.clone(), stop.clone());
+//!     async move { informer.run(stop).await }
+//! });
+//! assert!(registration.wait_for_sync().await);
+//! stop.cancel();
+//! run.await.unwrap();
+//! # }
+//! ```
+
+mod handler;
+mod processor;
+mod registration;
+mod stream;
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+pub use self::handler::{
+    DeletedFinalStateUnknown, DeletedObject, FilteringHandler, HandlerFuncs, Notification,
+    ResourceEventHandler,
+};
+pub use self::registration::ResourceEventHandlerRegistration;
+pub use self::stream::NotificationStream;
+
+use self::processor::{MINIMUM_RESYNC_PERIOD, Processor, determine_resync_period};
+use crate::clock::{Random, SharedClock, TokioClock};
+use crate::controller::{self, DeltaHandler};
+use crate::delta_fifo::{Delta, DeltaFifo, TransformFn};
+use crate::lister::Lister;
+use crate::listwatch::ListerWatcher;
+use crate::queue::{Queue, ReflectorStore};
+use crate::reflector::{Reflector, ReflectorConfig, ReflectorError, WatchErrorHandler};
+use crate::resource::{Resource, resource_version};
+use crate::store::{Cache, IndexError, Indexer, Indexers};
+
+/// Why an informer refused a call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InformerError {
+    /// The setting must be made before [`run`](SharedIndexInformer::run).
+    #[error("informer has already started: {0} must be set before run")]
+    AlreadyStarted(&'static str),
+    /// The informer has stopped; nothing can be registered any more.
+    #[error("handler was not added to shared informer because it has stopped already")]
+    Stopped,
+}
+
+struct Settings<K> {
+    resync_check_period: Duration,
+    default_resync: Duration,
+    transform: Option<TransformFn<K>>,
+    watch_error_handler: Option<WatchErrorHandler>,
+    reflector: ReflectorConfig,
+    random: Random,
+    started: bool,
+    stopped: bool,
+}
+
+struct Shared<K> {
+    indexer: Indexer<K>,
+    processor: Arc<Processor<K>>,
+    lister_watcher: Arc<dyn ListerWatcher<K>>,
+    clock: SharedClock,
+    settings: Mutex<Settings<K>>,
+    /// Held while deltas are applied and while a late handler is given the cache, so that it
+    /// sees every change exactly once.
+    block_deltas: Mutex<()>,
+    queue: OnceLock<Arc<DeltaFifo<K>>>,
+    reflector: OnceLock<Arc<Reflector<K>>>,
+    /// Woken when the sync state may have changed, and when the informer stops.
+    progress: Arc<Notify>,
+}
+
+/// A cache of one resource type kept in sync by one watch, shared by any number of handlers;
+/// see the [module documentation](self) for its guarantees.
+#[doc(alias = "SharedInformer")]
+pub struct SharedIndexInformer<K> {
+    shared: Arc<Shared<K>>,
+}
+
+impl<K> Clone for SharedIndexInformer<K> {
+    fn clone(&self) -> Self {
+        Self { shared: Arc::clone(&self.shared) }
+    }
+}
+
+impl<K: Resource> SharedIndexInformer<K> {
+    /// An informer over `lister_watcher`, with the namespace index and no resync.
+    #[must_use]
+    pub fn new(lister_watcher: Arc<dyn ListerWatcher<K>>) -> Self {
+        let clock: SharedClock = Arc::new(TokioClock);
+        Self {
+            shared: Arc::new(Shared {
+                indexer: Indexer::with_namespace_index(),
+                processor: Arc::new(Processor::new(Arc::clone(&clock))),
+                lister_watcher,
+                clock,
+                settings: Mutex::new(Settings {
+                    resync_check_period: Duration::ZERO,
+                    default_resync: Duration::ZERO,
+                    transform: None,
+                    watch_error_handler: None,
+                    reflector: ReflectorConfig::default(),
+                    random: Random::default(),
+                    started: false,
+                    stopped: false,
+                }),
+                block_deltas: Mutex::new(()),
+                queue: OnceLock::new(),
+                reflector: OnceLock::new(),
+                progress: Arc::new(Notify::new()),
+            }),
+        }
+    }
+
+    fn configure(mut self, f: impl FnOnce(&mut Shared<K>)) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => f(shared),
+            None => tracing::error!("informer options must be set before the informer is shared"),
+        }
+        self
+    }
+
+    /// Default resync period of handlers, and the informer's resync check period.
+    #[must_use]
+    pub fn with_resync(self, period: Duration) -> Self {
+        self.configure(|s| {
+            let settings = s.settings.get_mut();
+            settings.resync_check_period = period;
+            settings.default_resync = period;
+        })
+    }
+
+    /// Options of the reflector: selectors, paging, streaming list, backoff.
+    #[must_use]
+    pub fn with_reflector_config(self, config: ReflectorConfig) -> Self {
+        self.configure(|s| s.settings.get_mut().reflector = config)
+    }
+
+    /// Extra indices, besides the namespace index.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::Conflict`] if a name is taken.
+    pub fn with_indexers(self, indexers: Indexers<K>) -> Result<Self, IndexError> {
+        self.shared.indexer.add_indexers(indexers)?;
+        Ok(self)
+    }
+
+    /// The clock for resync, backoff and deadlines (tests step a `FakeClock`).
+    #[must_use]
+    pub fn with_clock(self, clock: SharedClock) -> Self {
+        self.configure(|s| {
+            s.processor = Arc::new(Processor::new(Arc::clone(&clock)));
+            s.clock = clock;
+        })
+    }
+
+    /// The randomness for jitter and watch timeouts.
+    #[must_use]
+    pub fn with_random(self, random: Random) -> Self {
+        self.configure(|s| s.settings.get_mut().random = random)
+    }
+
+    /// Applies `transform` to every object before it is cached (for example to drop
+    /// `metadata.managedFields`); see [`TransformFn`].
+    ///
+    /// # Errors
+    ///
+    /// [`InformerError::AlreadyStarted`] after [`run`](Self::run).
+    #[doc(alias = "SetTransform")]
+    pub fn set_transform(&self, transform: impl Fn(&mut K) + Send + Sync + 'static) -> Result<(), InformerError> {
+        let mut settings = self.shared.settings.lock();
+        if settings.started {
+            return Err(InformerError::AlreadyStarted("transform"));
+        }
+        settings.transform = Some(Arc::new(transform));
+        Ok(())
+    }
+
+    /// Reports list and watch failures to `handler` (by default they are logged).
+    ///
+    /// # Errors
+    ///
+    /// [`InformerError::AlreadyStarted`] after [`run`](Self::run).
+    #[doc(alias = "SetWatchErrorHandler")]
+    pub fn set_watch_error_handler(
+        &self,
+        handler: impl Fn(&ReflectorError) + Send + Sync + 'static,
+    ) -> Result<(), InformerError> {
+        let mut settings = self.shared.settings.lock();
+        if settings.started {
+            return Err(InformerError::AlreadyStarted("watch error handler"));
+        }
+        settings.watch_error_handler = Some(Arc::new(handler));
+        Ok(())
+    }
+
+    /// Registers `handler` with the informer's default resync period.
+    ///
+    /// # Errors
+    ///
+    /// [`InformerError::Stopped`] once the informer has stopped.
+    pub fn add_event_handler(
+        &self,
+        handler: impl ResourceEventHandler<K>,
+    ) -> Result<ResourceEventHandlerRegistration<K>, InformerError> {
+        let period = self.shared.settings.lock().default_resync;
+        self.add_event_handler_with_resync_period(handler, period)
+    }
+
+    /// Registers `handler`, replaying the cache to it every `resync_period` (zero: never).
+    ///
+    /// Periods under a second are raised to a second. Before start, a period shorter than the
+    /// informer's check period lowers the check period; after start it is raised to it.
+    ///
+    /// # Errors
+    ///
+    /// [`InformerError::Stopped`] once the informer has stopped.
+    pub fn add_event_handler_with_resync_period(
+        &self,
+        handler: impl ResourceEventHandler<K>,
+        resync_period: Duration,
+    ) -> Result<ResourceEventHandlerRegistration<K>, InformerError> {
+        let shared = &self.shared;
+        let mut settings = shared.settings.lock();
+        if settings.stopped {
+            return Err(InformerError::Stopped);
+        }
+        let mut period = resync_period;
+        if !period.is_zero() {
+            period = period.max(MINIMUM_RESYNC_PERIOD);
+            if period < settings.resync_check_period {
+                if settings.started {
+                    tracing::warn!(?period, check = ?settings.resync_check_period, "resync period is below the informer's check period; raised to it");
+                    period = settings.resync_check_period;
+                } else {
+                    settings.resync_check_period = period;
+                    shared.processor.resync_check_period_changed(period);
+                }
+            }
+        }
+        let effective = determine_resync_period(period, settings.resync_check_period);
+        let handler: Arc<dyn ResourceEventHandler<K>> = Arc::new(handler);
+        let listener = if settings.started {
+            let _block = shared.block_deltas.lock();
+            shared.processor.add_handler(handler, period, effective, |push| self.replay_cache(push))
+        } else {
+            shared.processor.add_handler(handler, period, effective, |_| {})
+        };
+        drop(settings);
+        let listener = listener.ok_or(InformerError::Stopped)?;
+        Ok(self.registration(listener))
+    }
+
+    /// The changes as a [`Stream`](futures::Stream) instead of callbacks.
+    ///
+    /// # Errors
+    ///
+    /// [`InformerError::Stopped`] once the informer has stopped.
+    pub fn stream(&self) -> Result<NotificationStream<K>, InformerError> {
+        let shared = &self.shared;
+        let settings = shared.settings.lock();
+        if settings.stopped {
+            return Err(InformerError::Stopped);
+        }
+        let _block = shared.block_deltas.lock();
+        let added = if settings.started {
+            shared.processor.add_stream(|push| self.replay_cache(push))
+        } else {
+            shared.processor.add_stream(|_| {})
+        };
+        let (listener, receiver) = added.ok_or(InformerError::Stopped)?;
+        let registration = self.registration(Arc::clone(&listener));
+        Ok(NotificationStream::new(receiver, registration, Arc::downgrade(&shared.processor), listener))
+    }
+
+    fn replay_cache(&self, push: &mut dyn FnMut(Notification<K>)) {
+        self.shared.indexer.for_each(|obj| {
+            push(Notification::Add { obj: Arc::clone(obj), is_in_initial_list: true });
+        });
+    }
+
+    fn registration(&self, listener: Arc<processor::Listener<K>>) -> ResourceEventHandlerRegistration<K> {
+        let shared = Arc::downgrade(&self.shared);
+        let synced = Arc::new(move || {
+            shared.upgrade().is_some_and(|s| s.queue.get().is_some_and(|q| q.has_synced()))
+        });
+        ResourceEventHandlerRegistration::new(listener, synced, Arc::clone(&self.shared.progress))
+    }
+
+    /// Unregisters a handler. Idempotent; a registration of another informer is ignored.
+    /// Notifications still buffered for it are dropped.
+    pub fn remove_event_handler(&self, registration: &ResourceEventHandlerRegistration<K>) {
+        self.shared.processor.remove(registration.listener.id());
+    }
+
+    /// Number of registered handlers and streams.
+    #[must_use]
+    pub fn handler_count(&self) -> usize {
+        self.shared.processor.len()
+    }
+
+    /// Adds indices; allowed at any time, existing objects are indexed at once.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::Conflict`] if a name is taken.
+    pub fn add_indexers(&self, indexers: Indexers<K>) -> Result<(), IndexError> {
+        self.shared.indexer.add_indexers(indexers)
+    }
+
+    /// A read handle on the cache.
+    #[must_use]
+    #[doc(alias = "GetIndexer")]
+    #[doc(alias = "GetStore")]
+    pub fn cache(&self) -> Cache<K> {
+        self.shared.indexer.cache()
+    }
+
+    /// A lister over the cache.
+    #[must_use]
+    pub fn lister(&self) -> Lister<K> {
+        Lister::new(self.cache())
+    }
+
+    /// Whether the cache holds the first complete list.
+    #[must_use]
+    pub fn has_synced(&self) -> bool {
+        self.shared.queue.get().is_some_and(|q| q.has_synced())
+    }
+
+    /// Waits until [`has_synced`](Self::has_synced); `false` if the informer stopped first.
+    pub async fn wait_for_sync(&self) -> bool {
+        loop {
+            let progress = self.shared.progress.notified();
+            tokio::pin!(progress);
+            progress.as_mut().enable();
+            if self.has_synced() {
+                return true;
+            }
+            if self.is_stopped() {
+                return false;
+            }
+            progress.await;
+        }
+    }
+
+    /// The resourceVersion of the last list or event seen.
+    #[must_use]
+    pub fn last_sync_resource_version(&self) -> String {
+        self.shared.reflector.get().map(|r| r.last_sync_resource_version()).unwrap_or_default()
+    }
+
+    /// The period at which the reflector checks whether any handler is due for a resync.
+    #[must_use]
+    pub fn resync_check_period(&self) -> Duration {
+        self.shared.settings.lock().resync_check_period
+    }
+
+    /// Whether [`run`](Self::run) was called.
+    #[must_use]
+    pub fn is_started(&self) -> bool {
+        self.shared.settings.lock().started
+    }
+
+    /// Whether the informer has stopped.
+    #[must_use]
+    pub fn is_stopped(&self) -> bool {
+        self.shared.settings.lock().stopped
+    }
+
+    /// Runs the informer until `stop` fires, then stops every handler task and returns once they
+    /// have all ended. A second call does nothing.
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime.
+    pub async fn run(&self, stop: CancellationToken) {
+        let shared = &self.shared;
+        let (queue, reflector) = {
+            let mut settings = shared.settings.lock();
+            if settings.started {
+                tracing::warn!("the informer has already been started");
+                return;
+            }
+            settings.started = true;
+            let mut queue = DeltaFifo::new().with_known_objects(Arc::new(shared.indexer.cache()));
+            if let Some(transform) = &settings.transform {
+                queue = queue.with_transform(Arc::clone(transform));
+            }
+            let queue = Arc::new(queue);
+            let sink = Arc::new(QueueSink { queue: Arc::clone(&queue), progress: Arc::clone(&shared.progress) });
+            let processor = Arc::downgrade(&shared.processor);
+            let mut config = settings.reflector.clone();
+            config.resync_period = settings.resync_check_period;
+            let mut reflector = Reflector::new(Arc::clone(&shared.lister_watcher), sink, config)
+                .with_clock(Arc::clone(&shared.clock))
+                .with_random(settings.random.clone())
+                .with_should_resync(Arc::new(move || processor.upgrade().is_some_and(|p| p.should_resync())));
+            if let Some(handler) = &settings.watch_error_handler {
+                reflector = reflector.with_watch_error_handler(Arc::clone(handler));
+            }
+            let reflector = Arc::new(reflector);
+            // `started` was false and is now true under this lock: nobody set these before.
+            let _ = shared.queue.set(Arc::clone(&queue));
+            let _ = shared.reflector.set(Arc::clone(&reflector));
+            (queue, reflector)
+        };
+        shared.processor.run(tokio::runtime::Handle::current());
+        controller::run(
+            &*queue,
+            &reflector,
+            stop,
+            |deltas, initial| self.handle_deltas(deltas, initial),
+            || shared.progress.notify_waiters(),
+        )
+        .await;
+        shared.settings.lock().stopped = true;
+        shared.processor.stop().await;
+        shared.progress.notify_waiters();
+    }
+
+    fn handle_deltas(&self, deltas: Vec<Delta<K>>, is_in_initial_list: bool) {
+        let _block = self.shared.block_deltas.lock();
+        controller::process_deltas(self, &self.shared.indexer, deltas, is_in_initial_list);
+    }
+}
+
+impl<K: Resource> DeltaHandler<K> for SharedIndexInformer<K> {
+    fn on_add(&self, obj: Arc<K>, is_in_initial_list: bool) {
+        self.shared.processor.distribute(&Notification::Add { obj, is_in_initial_list }, false);
+    }
+
+    fn on_update(&self, old: Arc<K>, new: Arc<K>) {
+        // Same version: a resync or a relist that found nothing new. Only handlers due for a
+        // resync want it.
+        let sync = resource_version(&*old) == resource_version(&*new);
+        self.shared.processor.distribute(&Notification::Update { old, new }, sync);
+    }
+
+    fn on_delete(&self, obj: DeletedObject<K>) {
+        self.shared.processor.distribute(&Notification::Delete(obj), false);
+    }
+}
+
+/// The queue as the reflector sees it: also wakes sync waiters after a replace, since an empty
+/// first list syncs without any pop.
+struct QueueSink<K> {
+    queue: Arc<DeltaFifo<K>>,
+    progress: Arc<Notify>,
+}
+
+impl<K: Resource> ReflectorStore<K> for QueueSink<K> {
+    fn add(&self, obj: Arc<K>) {
+        self.queue.add(obj);
+    }
+
+    fn update(&self, obj: Arc<K>) {
+        self.queue.update(obj);
+    }
+
+    fn delete(&self, obj: Arc<K>) {
+        self.queue.delete(obj);
+    }
+
+    fn replace(&self, list: Vec<Arc<K>>, resource_version: &str) {
+        self.queue.replace(list, resource_version);
+        self.progress.notify_waiters();
+    }
+
+    fn resync(&self) {
+        self.queue.resync();
+    }
+}
+
+impl<K> std::fmt::Debug for SharedIndexInformer<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let settings = self.shared.settings.lock();
+        f.debug_struct("SharedIndexInformer")
+            .field("started", &settings.started)
+            .field("stopped", &settings.stopped)
+            .field("cache", &self.shared.indexer)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,565 @@
+//! Ports of client-go's `shared_informer_test.go` scenarios, against the in-process `FakeSource`.
+//!
+//! Waits are on conditions with a deadline (a notification from the recording handler), never
+//! sleeps to let things settle. Resync scenarios step a `FakeClock`.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::clock::Random;
+use crate::listwatch::{Error, Status};
+use crate::testing::{FakeClock, FakeSource};
+use crate::test_util::pod;
+
+const DEADLINE: Duration = Duration::from_secs(10);
+
+/// client-go's `testListener`: records what it receives and wakes waiters.
+#[derive(Clone, Default)]
+struct Recorder {
+    events: Arc<Mutex<Vec<String>>>,
+    changed: Arc<Notify>,
+}
+
+impl Recorder {
+    fn push(&self, event: String) {
+        self.events.lock().push(event);
+        self.changed.notify_waiters();
+    }
+
+    /// Names received through adds and updates (client-go's testListener ignores deletes).
+    fn names(&self) -> BTreeSet<String> {
+        self.events
+            .lock()
+            .iter()
+            .filter_map(|e| e.strip_prefix("add:").or_else(|| e.strip_prefix("update:")))
+            .map(String::from)
+            .collect()
+    }
+
+    fn events(&self) -> Vec<String> {
+        self.events.lock().clone()
+    }
+
+    fn reset(&self) {
+        self.events.lock().clear();
+    }
+
+    async fn wait_until(&self, cond: impl Fn(&Self) -> bool) {
+        let wait = async {
+            loop {
+                let changed = self.changed.notified();
+                tokio::pin!(changed);
+                changed.as_mut().enable();
+                if cond(self) {
+                    return;
+                }
+                changed.await;
+            }
+        };
+        tokio::time::timeout(DEADLINE, wait).await.unwrap_or_else(|_| panic!("condition not met; saw {:?}", self.events()));
+    }
+
+    async fn wait_for_names(&self, names: &[&str]) {
+        let want: BTreeSet<String> = names.iter().map(|n| (*n).to_owned()).collect();
+        self.wait_until(|r| r.names() == want).await;
+    }
+}
+
+fn name(p: &Pod) -> String {
+    p.metadata.name.clone().unwrap_or_default()
+}
+
+impl ResourceEventHandler<Pod> for Recorder {
+    fn on_add(&self, obj: Arc<Pod>, _: bool) {
+        self.push(format!("add:{}", name(&obj)));
+    }
+
+    fn on_update(&self, _: Arc<Pod>, new: Arc<Pod>) {
+        self.push(format!("update:{}", name(&new)));
+    }
+
+    fn on_delete(&self, obj: DeletedObject<Pod>) {
+        self.push(format!("delete:{}", obj.key()));
+    }
+}
+
+fn p(name: &str) -> Pod {
+    pod("ns", name, "")
+}
+
+/// Runs `informer` on a task; stop it with the returned token and await the handle.
+fn start(informer: &SharedIndexInformer<Pod>) -> (CancellationToken, tokio::task::JoinHandle<()>) {
+    let stop = CancellationToken::new();
+    let handle = tokio::spawn({
+        let (informer, stop) = (informer.clone(), stop.clone());
+        async move { informer.run(stop).await }
+    });
+    (stop, handle)
+}
+
+async fn stop(stop: CancellationToken, handle: tokio::task::JoinHandle<()>) {
+    stop.cancel();
+    tokio::time::timeout(DEADLINE, handle).await.expect("informer stops").expect("no panic");
+}
+
+fn informer(source: &FakeSource) -> SharedIndexInformer<Pod> {
+    SharedIndexInformer::new(source.lister_watcher::<Pod>(None)).with_random(Random::fixed(0.0))
+}
+
+/// Steps `clock` by `step` until `cond` holds (each step lets the informer's tasks run).
+async fn step_until(clock: &FakeClock, step: Duration, recorder: &Recorder, cond: impl Fn(&Recorder) -> bool) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !cond(recorder) {
+        assert!(tokio::time::Instant::now() < deadline, "condition not met; saw {:?}", recorder.events());
+        clock.step(step);
+        let changed = recorder.changed.notified();
+        let _ = tokio::time::timeout(Duration::from_millis(20), changed).await;
+    }
+}
+
+// TestListenerResyncPeriods: each handler is resynced on its own period.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listener_resync_periods() {
+    let source = FakeSource::new();
+    source.add(p("pod1"));
+    source.add(p("pod2"));
+    let clock = FakeClock::new();
+    let informer = informer(&source).with_resync(Duration::from_secs(1)).with_clock(Arc::new(clock.clone()));
+    let (l1, l2, l3) = (Recorder::default(), Recorder::default(), Recorder::default());
+    let h1 = informer.add_event_handler_with_resync_period(l1.clone(), Duration::ZERO).unwrap();
+    let h2 = informer.add_event_handler_with_resync_period(l2.clone(), Duration::from_secs(2)).unwrap();
+    let h3 = informer.add_event_handler_with_resync_period(l3.clone(), Duration::from_secs(3)).unwrap();
+    let (token, handle) = start(&informer);
+    for (l, h) in [(&l1, &h1), (&l2, &h2), (&l3, &h3)] {
+        l.wait_for_names(&["pod1", "pod2"]).await;
+        assert!(h.wait_for_sync().await);
+    }
+    source.wait_for_watches::<Pod>(1).await;
+    clock.wait_for_waiters(1).await;
+
+    for l in [&l1, &l2, &l3] {
+        l.reset();
+    }
+    clock.step(Duration::from_secs(2));
+    l2.wait_for_names(&["pod1", "pod2"]).await;
+    assert_eq!(l2.events().iter().filter(|e| e.starts_with("update:")).count(), 2);
+    assert!(l1.events().is_empty() && l3.events().is_empty());
+    assert_eq!((h1.pending(), h3.pending()), (0, 0), "nothing was sent to L1 or L3");
+
+    for l in [&l1, &l2, &l3] {
+        l.reset();
+    }
+    clock.step(Duration::from_secs(1));
+    l3.wait_for_names(&["pod1", "pod2"]).await;
+    assert!(l1.events().is_empty() && l2.events().is_empty());
+    stop(token, handle).await;
+}
+
+// TestResyncCheckPeriod: before start, a shorter handler period lowers the check period; each
+// handler keeps its own period.
+#[tokio::test]
+async fn resync_check_period() {
+    let source = FakeSource::new();
+    let informer = informer(&source).with_resync(Duration::from_secs(12 * 3600));
+    let periods = |hs: &[&ResourceEventHandlerRegistration<Pod>]| hs.iter().map(|h| h.resync_period()).collect::<Vec<_>>();
+    let h1 = informer.add_event_handler_with_resync_period(Recorder::default(), Duration::ZERO).unwrap();
+    assert_eq!(informer.resync_check_period(), Duration::from_secs(12 * 3600));
+    assert_eq!(periods(&[&h1]), [Duration::ZERO]);
+    let h2 = informer.add_event_handler_with_resync_period(Recorder::default(), Duration::from_secs(60)).unwrap();
+    assert_eq!(informer.resync_check_period(), Duration::from_secs(60));
+    let h3 = informer.add_event_handler_with_resync_period(Recorder::default(), Duration::from_secs(55)).unwrap();
+    assert_eq!(informer.resync_check_period(), Duration::from_secs(55));
+    assert_eq!(periods(&[&h1, &h2, &h3]), [Duration::ZERO, Duration::from_secs(60), Duration::from_secs(55)]);
+    let h4 = informer.add_event_handler_with_resync_period(Recorder::default(), Duration::from_secs(5)).unwrap();
+    assert_eq!(informer.resync_check_period(), Duration::from_secs(5));
+    assert_eq!(
+        periods(&[&h1, &h2, &h3, &h4]),
+        [Duration::ZERO, Duration::from_secs(60), Duration::from_secs(55), Duration::from_secs(5)]
+    );
+    let tiny = informer.add_event_handler_with_resync_period(Recorder::default(), Duration::from_millis(10)).unwrap();
+    assert_eq!(tiny.resync_period(), Duration::from_secs(1), "minimum resync period is 1 s");
+}
+
+#[tokio::test]
+async fn resync_period_after_start_is_raised_to_check_period() {
+    let source = FakeSource::new();
+    let informer = informer(&source).with_resync(Duration::from_secs(30));
+    let (token, handle) = start(&informer);
+    assert!(informer.wait_for_sync().await);
+    let h = informer.add_event_handler_with_resync_period(Recorder::default(), Duration::from_secs(5)).unwrap();
+    assert_eq!(h.resync_period(), Duration::from_secs(30));
+    assert_eq!(informer.resync_check_period(), Duration::from_secs(30));
+    stop(token, handle).await;
+}
+
+// TestSharedInformerWatchDisruption: lost events are recovered by the relist that follows a
+// reset; unchanged objects reach only the handler due for a resync.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_disruption() {
+    let source = FakeSource::new();
+    source.add(p("pod1"));
+    let pod2 = source.add(p("pod2"));
+    let clock = FakeClock::new();
+    let informer = informer(&source).with_resync(Duration::from_secs(1)).with_clock(Arc::new(clock.clone()));
+    let no_resync = Recorder::default();
+    let resync = Recorder::default();
+    informer.add_event_handler_with_resync_period(no_resync.clone(), Duration::ZERO).unwrap();
+    informer.add_event_handler_with_resync_period(resync.clone(), Duration::from_secs(1)).unwrap();
+    let (token, handle) = start(&informer);
+    no_resync.wait_for_names(&["pod1", "pod2"]).await;
+    resync.wait_for_names(&["pod1", "pod2"]).await;
+    source.wait_for_watches::<Pod>(1).await;
+
+    // Changes the watch never delivers.
+    source.add_drop_watch(p("pod3"));
+    let mut changed = (*pod2).clone();
+    changed.metadata.labels = Some([("changed".to_owned(), "yes".to_owned())].into());
+    source.modify_drop_watch(changed);
+    assert_eq!(no_resync.names(), ["pod1", "pod2"].map(String::from).into());
+
+    no_resync.reset();
+    resync.reset();
+    clock.wait_for_waiters(1).await;
+    clock.step(Duration::from_secs(1)); // the resync round marks `resync` as syncing
+    resync.wait_until(|r| r.names().len() == 2).await;
+    source.reset_watch(); // the watch breaks; its version is gone: relist after a backoff
+    step_until(&clock, Duration::from_millis(100), &no_resync, |r| r.names().len() == 2).await;
+    no_resync.wait_for_names(&["pod2", "pod3"]).await;
+    resync.wait_for_names(&["pod1", "pod2", "pod3"]).await;
+    stop(token, handle).await;
+}
+
+// TestSharedInformerErrorHandling: list errors reach the watch-error handler.
+#[tokio::test]
+async fn error_handling() {
+    let source = FakeSource::new();
+    source.set_list_error(Some(Error::Api(Status::new(403, "Forbidden", "Access Denied"))));
+    let informer = informer(&source);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    informer.set_watch_error_handler(move |e| { let _ = tx.send(e.to_string()); }).unwrap();
+    let (token, handle) = start(&informer);
+    let error = tokio::time::timeout(DEADLINE, rx.recv()).await.unwrap().unwrap();
+    assert!(error.contains("Access Denied"), "{error}");
+    assert!(matches!(informer.set_watch_error_handler(|_| {}), Err(InformerError::AlreadyStarted(_))));
+    stop(token, handle).await;
+}
+
+// TestSharedInformerTransformer: the transform applies before the cache and the handlers.
+#[tokio::test]
+async fn transformer() {
+    let source = FakeSource::new();
+    source.add(p("pod1"));
+    source.add(p("pod2"));
+    let informer = informer(&source);
+    informer
+        .set_transform(|pod: &mut Pod| {
+            pod.metadata.name = pod.metadata.name.as_ref().map(|n| n.to_uppercase());
+        })
+        .unwrap();
+    let listener = Recorder::default();
+    informer.add_event_handler(listener.clone()).unwrap();
+    let (token, handle) = start(&informer);
+    listener.wait_for_names(&["POD1", "POD2"]).await;
+    assert!(informer.cache().get_by_key("ns/POD1").is_some());
+    assert!(matches!(informer.set_transform(|_| {}), Err(InformerError::AlreadyStarted("transform"))));
+    stop(token, handle).await;
+}
+
+// TestSharedInformerRemoveHandler and its companions: removal is idempotent, foreign
+// registrations are ignored, the same handler may be registered twice.
+#[tokio::test]
+async fn remove_handler() {
+    let source = FakeSource::new();
+    let informer = informer(&source);
+    let other = self::informer(&source);
+    let handler = Arc::new(Recorder::default());
+    let h1 = informer.add_event_handler(Recorder::default()).unwrap();
+    let h2 = informer.add_event_handler(Recorder::default()).unwrap();
+    let foreign = other.add_event_handler(Recorder::default()).unwrap();
+    assert_eq!(informer.handler_count(), 2);
+    informer.remove_event_handler(&foreign);
+    assert_eq!((informer.handler_count(), other.handler_count()), (2, 1));
+    informer.remove_event_handler(&h2);
+    assert_eq!(informer.handler_count(), 1);
+    informer.remove_event_handler(&h2);
+    informer.remove_event_handler(&h1);
+    assert_eq!(informer.handler_count(), 0);
+
+    struct Shared(Arc<Recorder>);
+    impl ResourceEventHandler<Pod> for Shared {
+        fn on_add(&self, obj: Arc<Pod>, initial: bool) {
+            self.0.on_add(obj, initial);
+        }
+    }
+    let a = informer.add_event_handler(Shared(Arc::clone(&handler))).unwrap();
+    let b = informer.add_event_handler(Shared(handler)).unwrap();
+    assert_eq!(informer.handler_count(), 2);
+    informer.remove_event_handler(&a);
+    assert_eq!(informer.handler_count(), 1);
+    assert!(!b.is_stopped());
+}
+
+/// A handler that blocks while its gate is held, then records.
+struct Gated {
+    gate: Arc<Mutex<()>>,
+    recorder: Recorder,
+}
+
+impl ResourceEventHandler<Pod> for Gated {
+    fn on_add(&self, obj: Arc<Pod>, initial: bool) {
+        drop(self.gate.lock());
+        self.recorder.on_add(obj, initial);
+    }
+}
+
+// TestAddWhileActive: a late handler gets the cache as synthetic adds first, and its handle is
+// not synced until it has processed them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_while_active() {
+    let source = FakeSource::new();
+    let informer = informer(&source);
+    let l1 = Recorder::default();
+    let h1 = informer.add_event_handler(l1.clone()).unwrap();
+    assert!(!h1.has_synced());
+    let (token, handle) = start(&informer);
+    source.wait_for_watches::<Pod>(1).await;
+    source.add(p("pod1"));
+    l1.wait_for_names(&["pod1"]).await;
+    assert!(h1.wait_for_sync().await);
+
+    let gate = Arc::new(Mutex::new(()));
+    let held = gate.lock();
+    let l2 = Recorder::default();
+    let h2 = informer.add_event_handler(Gated { gate: Arc::clone(&gate), recorder: l2.clone() }).unwrap();
+    assert!(!h2.has_synced(), "the synthetic add of pod1 is not processed yet");
+    assert_eq!(h2.pending(), 1);
+    drop(held);
+    source.add(p("pod2"));
+    l2.wait_for_names(&["pod1", "pod2"]).await;
+    assert!(h2.wait_for_sync().await);
+    assert_eq!(l2.events(), ["add:pod1", "add:pod2"], "nothing lost or duplicated");
+    l1.wait_for_names(&["pod1", "pod2"]).await;
+    stop(token, handle).await;
+}
+
+// TestRemoveWhileActive: a removed handler receives nothing more.
+#[tokio::test]
+async fn remove_while_active() {
+    let source = FakeSource::new();
+    let informer = informer(&source);
+    let l = Recorder::default();
+    let h = informer.add_event_handler(l.clone()).unwrap();
+    let (token, handle) = start(&informer);
+    source.wait_for_watches::<Pod>(1).await;
+    source.add(p("pod1"));
+    l.wait_for_names(&["pod1"]).await;
+    informer.remove_event_handler(&h);
+    assert!(h.is_stopped());
+    let witness = Recorder::default();
+    informer.add_event_handler(witness.clone()).unwrap();
+    source.add(p("pod2"));
+    witness.wait_for_names(&["pod1", "pod2"]).await;
+    assert_eq!(l.events(), ["add:pod1"]);
+    stop(token, handle).await;
+}
+
+// TestAddOnStoppedSharedInformer, TestRemoveOnStoppedSharedInformer, TestStateSharedInformer.
+#[tokio::test]
+async fn add_on_stopped_informer() {
+    let source = FakeSource::new();
+    let informer = informer(&source);
+    let h = informer.add_event_handler(Recorder::default()).unwrap();
+    assert_eq!((informer.is_started(), informer.is_stopped()), (false, false));
+    let (token, handle) = start(&informer);
+    assert!(informer.wait_for_sync().await);
+    assert_eq!((informer.is_started(), informer.is_stopped()), (true, false));
+    stop(token, handle).await;
+    assert_eq!((informer.is_started(), informer.is_stopped()), (true, true));
+    let err = informer.add_event_handler(Recorder::default()).unwrap_err();
+    assert!(err.to_string().ends_with("was not added to shared informer because it has stopped already"));
+    assert!(informer.stream().is_err());
+    informer.remove_event_handler(&h);
+    assert!(h.is_stopped());
+    assert!(!h.wait_for_sync().await || h.has_synced());
+}
+
+// TestShutdown: run returns only when every task it started has ended; an informer that never
+// ran starts none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_joins_every_task() {
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let baseline = metrics.num_alive_tasks();
+    let source = FakeSource::new();
+    source.add(p("pod1"));
+
+    let never_run = informer(&source);
+    never_run.add_event_handler(Recorder::default()).unwrap();
+    assert_eq!(metrics.num_alive_tasks(), baseline, "no-run: nothing spawned");
+
+    let informer = informer(&source);
+    let early = informer.add_event_handler(Recorder::default()).unwrap();
+    let (token, handle) = start(&informer);
+    assert!(early.wait_for_sync().await);
+    let late = informer.add_event_handler(Recorder::default()).unwrap();
+    assert!(late.wait_for_sync().await);
+    assert!(metrics.num_alive_tasks() >= baseline + 3, "run task + two handler tasks");
+    stop(token, handle).await;
+    assert_eq!(metrics.num_alive_tasks(), baseline, "every task joined");
+    assert!(early.is_stopped() && late.is_stopped());
+}
+
+/// Panics on the first add it sees.
+struct PanicsOnce {
+    panicked: Mutex<bool>,
+    recorder: Recorder,
+}
+
+impl ResourceEventHandler<Pod> for PanicsOnce {
+    fn on_add(&self, obj: Arc<Pod>, initial: bool) {
+        if !std::mem::replace(&mut *self.panicked.lock(), true) {
+            panic!("handler bug");
+        }
+        self.recorder.on_add(obj, initial);
+    }
+}
+
+// A panicking handler is contained: reported, its notification skipped, the handler and the
+// informer go on (client-go re-panics by default; the contract chose containment).
+#[tokio::test]
+async fn event_panics_are_contained() {
+    let source = FakeSource::new();
+    let informer = informer(&source);
+    let recorder = Recorder::default();
+    let witness = Recorder::default();
+    let h = informer.add_event_handler(PanicsOnce { panicked: Mutex::new(false), recorder: recorder.clone() }).unwrap();
+    informer.add_event_handler(witness.clone()).unwrap();
+    let (token, handle) = start(&informer);
+    source.wait_for_watches::<Pod>(1).await;
+    source.add(p("pod1"));
+    source.add(p("pod2"));
+    witness.wait_for_names(&["pod1", "pod2"]).await;
+    recorder.wait_for_names(&["pod2"]).await;
+    assert_eq!(h.panics(), 1);
+    stop(token, handle).await;
+}
+
+// TestIndexer-style: indexers can be added after start; existing objects are indexed at once.
+#[tokio::test]
+async fn add_indexers_while_running() {
+    let source = FakeSource::new();
+    let mut labeled = p("pod1");
+    labeled.metadata.labels = Some([("app".to_owned(), "web".to_owned())].into());
+    source.add(labeled);
+    source.add(p("pod2"));
+    let informer = informer(&source);
+    let (token, handle) = start(&informer);
+    assert!(informer.wait_for_sync().await);
+    let by_app: crate::store::IndexFn<Pod> = Arc::new(|p: &Pod| {
+        p.metadata.labels.as_ref().and_then(|l| l.get("app")).cloned().into_iter().collect()
+    });
+    informer.add_indexers([("app".to_owned(), Arc::clone(&by_app))].into()).unwrap();
+    let web = informer.cache().by_index("app", "web").unwrap();
+    assert_eq!(web.len(), 1);
+    assert!(matches!(informer.add_indexers([("app".to_owned(), by_app)].into()), Err(IndexError::Conflict(_))));
+    assert_eq!(informer.cache().by_index(crate::store::NAMESPACE_INDEX, "ns").unwrap().len(), 2);
+    stop(token, handle).await;
+}
+
+// Deletes reach handlers typed: the object from a watch, a tombstone from a relist.
+#[tokio::test]
+async fn deletes_are_typed() {
+    let source = FakeSource::new();
+    let gone = source.add(p("gone"));
+    let missed = source.add(p("missed"));
+    let informer = informer(&source);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = Arc::clone(&seen);
+    let changed = Arc::new(Notify::new());
+    let c = Arc::clone(&changed);
+    informer
+        .add_event_handler(HandlerFuncs::new().on_delete(move |d: DeletedObject<Pod>| {
+            s.lock().push((d.key().to_string(), d.is_final_state_unknown()));
+            c.notify_waiters();
+        }))
+        .unwrap();
+    let (token, handle) = start(&informer);
+    assert!(informer.wait_for_sync().await);
+    source.wait_for_watches::<Pod>(1).await;
+    let wait = |n: usize| {
+        let (seen, changed) = (Arc::clone(&seen), Arc::clone(&changed));
+        async move {
+            tokio::time::timeout(DEADLINE, async {
+                loop {
+                    let notified = changed.notified();
+                    tokio::pin!(notified);
+                    notified.as_mut().enable();
+                    if seen.lock().len() >= n {
+                        return;
+                    }
+                    notified.await;
+                }
+            })
+            .await
+            .expect("deletes arrive");
+        }
+    };
+    source.delete(&*gone);
+    wait(1).await;
+    source.delete_drop_watch(&*missed);
+    source.reset_watch();
+    wait(2).await;
+    assert_eq!(*seen.lock(), [("ns/gone".to_owned(), false), ("ns/missed".to_owned(), true)]);
+    stop(token, handle).await;
+}
+
+// The notification stream: the same deliveries as a handler, as a Stream.
+#[tokio::test]
+async fn notification_stream() {
+    let source = FakeSource::new();
+    source.add(p("pod1"));
+    let informer = informer(&source);
+    let (token, handle) = start(&informer);
+    assert!(informer.wait_for_sync().await);
+    let mut stream = informer.stream().unwrap();
+    assert!(!stream.registration().has_synced(), "the replayed cache is not taken yet");
+    let first = tokio::time::timeout(DEADLINE, stream.next()).await.unwrap().unwrap();
+    assert!(matches!(first, Notification::Add { ref obj, is_in_initial_list: true } if name(obj) == "pod1"));
+    assert!(stream.registration().has_synced());
+    source.wait_for_watches::<Pod>(1).await;
+    source.add(p("pod2"));
+    let second = tokio::time::timeout(DEADLINE, stream.next()).await.unwrap().unwrap();
+    assert!(matches!(second, Notification::Add { ref obj, is_in_initial_list: false } if name(&obj) == "pod2"));
+    assert_eq!(informer.handler_count(), 1);
+    drop(stream);
+    assert_eq!(informer.handler_count(), 0, "dropping the stream unregisters it");
+    stop(token, handle).await;
+}
+
+// A slow handler delays nobody: the others get everything while its buffer grows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_handler_does_not_delay_others() {
+    let source = FakeSource::new();
+    let informer = informer(&source);
+    let gate = Arc::new(Mutex::new(()));
+    let held = gate.lock();
+    let slow = informer.add_event_handler(Gated { gate: Arc::clone(&gate), recorder: Recorder::default() }).unwrap();
+    let fast = Recorder::default();
+    informer.add_event_handler(fast.clone()).unwrap();
+    let (token, handle) = start(&informer);
+    source.wait_for_watches::<Pod>(1).await;
+    for i in 0..50 {
+        source.add(p(&format!("pod{i}")));
+    }
+    fast.wait_until(|r| r.names().len() == 50).await;
+    assert!(slow.pending() >= 49, "the slow handler's notifications wait in its own buffer");
+    drop(held);
+    stop(token, handle).await;
+}
