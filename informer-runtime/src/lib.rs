@@ -4,6 +4,7 @@
 pub mod clock;
 mod controller;
 pub mod delta_fifo;
+pub mod factory;
 pub mod informer;
 pub mod lister;
 pub mod listwatch;

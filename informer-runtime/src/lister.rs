@@ -162,3 +162,66 @@ impl<K> std::fmt::Debug for NamespaceLister<K> {
         f.debug_struct("NamespaceLister").field("namespace", &self.namespace).finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{Namespace, Pod};
+
+    use super::*;
+    use crate::store::Indexer;
+    use crate::test_util::{labeled_pod, namespace};
+
+    fn names<K: Resource>(objs: &[Arc<K>]) -> Vec<String> {
+        let mut v: Vec<String> = objs.iter().map(|o| ObjectKey::of(&**o).to_string()).collect();
+        v.sort();
+        v
+    }
+
+    fn sel(s: &str) -> LabelSelector {
+        LabelSelector::parse(s).unwrap()
+    }
+
+    #[test]
+    fn list_by_selector_across_and_within_namespaces() {
+        let indexer = Indexer::<Pod>::with_namespace_index();
+        indexer.add(labeled_pod("a", "web", &[("app", "web"), ("tier", "front")]).into());
+        indexer.add(labeled_pod("a", "db", &[("app", "db")]).into());
+        indexer.add(labeled_pod("b", "web", &[("app", "web")]).into());
+        let lister = Lister::new(indexer.cache());
+        assert_eq!(names(&lister.list(&LabelSelector::everything())), ["a/db", "a/web", "b/web"]);
+        assert_eq!(names(&lister.list(&sel("app=web"))), ["a/web", "b/web"]);
+        assert_eq!(names(&lister.namespace("a").list(&sel("app in (web,db),!missing"))), ["a/db", "a/web"]);
+        assert_eq!(names(&lister.namespace("a").list(&sel("tier"))), ["a/web"]);
+        assert!(lister.list(&sel("app=none")).is_empty(), "a selector that matches nothing returns nothing");
+        assert!(lister.namespace("c").list(&LabelSelector::everything()).is_empty());
+    }
+
+    #[test]
+    fn get_and_typed_not_found() {
+        let indexer = Indexer::<Pod>::with_namespace_index();
+        indexer.add(labeled_pod("a", "web", &[]).into());
+        let pods = Lister::new(indexer.cache());
+        assert!(pods.namespace("a").get("web").is_ok());
+        let err = pods.namespace("b").get("web").unwrap_err();
+        assert_eq!(err.to_string(), r#"pod "web" not found"#);
+
+        let namespaces = Indexer::<Namespace>::with_namespace_index();
+        namespaces.add(namespace("kube-system").into());
+        let lister = Lister::new(namespaces.cache());
+        assert!(lister.get("kube-system").is_ok());
+        assert_eq!(lister.get("nope").unwrap_err().to_string(), r#"namespace "nope" not found"#);
+
+        let deployments = Lister::new(Indexer::<Deployment>::with_namespace_index().cache());
+        assert_eq!(deployments.namespace("x").get("y").unwrap_err().to_string(), r#"deployment.apps "y" not found"#);
+    }
+
+    #[test]
+    fn namespace_lister_without_namespace_index_scans() {
+        let indexer = Indexer::<Pod>::default();
+        indexer.add(labeled_pod("a", "web", &[("app", "web")]).into());
+        indexer.add(labeled_pod("b", "web", &[("app", "web")]).into());
+        let lister = Lister::new(indexer.cache());
+        assert_eq!(names(&lister.namespace("a").list(&sel("app=web"))), ["a/web"]);
+    }
+}

@@ -1,0 +1,520 @@
+//! The shared informer factory: one informer per resource type for a whole program.
+//!
+//! Every part of a program that asks the same [`SharedInformerFactory`] for pods gets the same
+//! [`SharedIndexInformer`]: one watch, one cache, however many handlers and listers.
+//!
+//! # Lifecycle
+//!
+//! ```
+//! # use std::sync::Arc;
+//! # use std::time::Duration;
+//! # use informer_runtime::factory::SharedInformerFactory;
+//! # use informer_runtime::informer::HandlerFuncs;
+//! # use informer_runtime::selector::LabelSelector;
+//! # use informer_runtime::testing::FakeSource;
+//! # use k8s_openapi::api::core::v1::Pod;
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let client = FakeSource::new(); // or an HTTP client
+//! // Create the factory.
+//! let factory = SharedInformerFactory::builder(client).resync(Duration::from_secs(600)).build();
+//! // Ask for informers, register handlers.
+//! let pods = factory.informer::<Pod>();
+//! let registration = pods
+//!     .add_event_handler(HandlerFuncs::new().on_add(|pod: Arc<Pod>, _| println!("{:?}", pod.metadata.name)))
+//!     .unwrap();
+//! // Start every informer asked for so far, and wait for their caches.
+//! factory.start();
+//! assert!(factory.wait_for_cache_sync(Duration::from_secs(30)).await.all_synced());
+//! // Read from the cache.
+//! let all = factory.lister::<Pod>().list(&LabelSelector::everything());
+//! # assert!(all.is_empty());
+//! // Shut down: stops every informer and waits for all their tasks.
+//! factory.shutdown().await;
+//! pods.remove_event_handler(&registration);
+//! # }
+//! ```
+
+use std::any::{Any, TypeId};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::clock::SharedClock;
+use crate::informer::SharedIndexInformer;
+use crate::lister::{Lister, NotFound};
+use crate::listwatch::ListWatchSource;
+use crate::reflector::ReflectorConfig;
+use crate::resource::{GroupVersionResource, Resource, is_namespaced};
+use crate::selector::LabelSelector;
+use crate::store::ObjectKey;
+
+/// Why the factory could not answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FactoryError {
+    /// [`for_resource`](SharedInformerFactory::for_resource) knows no type for this resource:
+    /// ask for it once with [`informer`](SharedInformerFactory::informer) or
+    /// [`register`](SharedInformerFactory::register) it.
+    #[error("no informer found for {0}")]
+    NoInformerFound(GroupVersionResource),
+}
+
+type MetaTransform = Arc<dyn Fn(&mut ObjectMeta) + Send + Sync>;
+
+/// How the factory makes its informers. Built by [`SharedInformerFactory::builder`].
+pub struct FactoryBuilder<S> {
+    source: S,
+    namespace: Option<String>,
+    default_resync: Duration,
+    custom_resync: HashMap<TypeId, Duration>,
+    transform: Option<MetaTransform>,
+    typed_transforms: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    reflector: ReflectorConfig,
+    clock: Option<SharedClock>,
+}
+
+impl<S: ListWatchSource> FactoryBuilder<S> {
+    /// Watch only `namespace` (namespaced kinds; cluster-scoped kinds are unaffected).
+    #[must_use]
+    pub fn namespace(mut self, namespace: &str) -> Self {
+        self.namespace = Some(namespace.to_owned());
+        self
+    }
+
+    /// Label selector for every list and watch of every informer.
+    #[must_use]
+    pub fn labels(mut self, selector: &str) -> Self {
+        self.reflector.label_selector = Some(selector.to_owned());
+        self
+    }
+
+    /// Field selector for every list and watch of every informer.
+    #[must_use]
+    pub fn fields(mut self, selector: &str) -> Self {
+        self.reflector.field_selector = Some(selector.to_owned());
+        self
+    }
+
+    /// Default resync period of every informer (zero: never).
+    #[must_use]
+    pub fn resync(mut self, period: Duration) -> Self {
+        self.default_resync = period;
+        self
+    }
+
+    /// Resync period of the informer for `K`, instead of the default.
+    #[doc(alias = "WithCustomResyncConfig")]
+    #[must_use]
+    pub fn resync_for<K: Resource>(mut self, period: Duration) -> Self {
+        self.custom_resync.insert(TypeId::of::<K>(), period);
+        self
+    }
+
+    /// A transform of every object's metadata, for every informer (for example dropping
+    /// `managedFields`). It overrides an informer's own transform.
+    #[doc(alias = "WithTransform")]
+    #[must_use]
+    pub fn transform(mut self, transform: impl Fn(&mut ObjectMeta) + Send + Sync + 'static) -> Self {
+        self.transform = Some(Arc::new(transform));
+        self
+    }
+
+    /// A transform for objects of `K`; it takes precedence over [`transform`](Self::transform).
+    #[must_use]
+    pub fn transform_for<K: Resource>(mut self, transform: impl Fn(&mut K) + Send + Sync + 'static) -> Self {
+        let transform: Arc<dyn Fn(&mut K) + Send + Sync> = Arc::new(transform);
+        self.typed_transforms.insert(TypeId::of::<K>(), Box::new(transform));
+        self
+    }
+
+    /// Reflector options for every informer (paging, streaming list, backoff).
+    #[must_use]
+    pub fn reflector_config(mut self, config: ReflectorConfig) -> Self {
+        let (labels, fields) = (self.reflector.label_selector.take(), self.reflector.field_selector.take());
+        self.reflector = config;
+        self.reflector.label_selector = self.reflector.label_selector.take().or(labels);
+        self.reflector.field_selector = self.reflector.field_selector.take().or(fields);
+        self
+    }
+
+    /// The clock every informer uses.
+    #[must_use]
+    pub fn clock(mut self, clock: SharedClock) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// The factory.
+    #[must_use]
+    pub fn build(self) -> SharedInformerFactory<S> {
+        SharedInformerFactory {
+            inner: Arc::new(Inner {
+                options: self,
+                state: Mutex::new(State {
+                    informers: HashMap::new(),
+                    registered: HashMap::new(),
+                    shutting_down: false,
+                }),
+                tasks: TaskTracker::new(),
+                stop: CancellationToken::new(),
+            }),
+        }
+    }
+}
+
+/// A type-erased informer: what the factory needs to run, sync and list any of them.
+trait ErasedInformer: Send + Sync {
+    fn gvr(&self) -> GroupVersionResource;
+    fn has_synced(&self) -> bool;
+    fn wait_for_sync(&self) -> BoxFuture<'static, bool>;
+    fn run(&self, stop: CancellationToken) -> BoxFuture<'static, ()>;
+    fn list(&self, selector: &LabelSelector) -> Vec<Arc<dyn DynResource>>;
+    fn get(&self, key: &str) -> Option<Arc<dyn DynResource>>;
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<K: Resource> ErasedInformer for SharedIndexInformer<K> {
+    fn gvr(&self) -> GroupVersionResource {
+        GroupVersionResource::of::<K>()
+    }
+
+    fn has_synced(&self) -> bool {
+        SharedIndexInformer::has_synced(self)
+    }
+
+    fn wait_for_sync(&self) -> BoxFuture<'static, bool> {
+        let informer = self.clone();
+        Box::pin(async move { informer.wait_for_sync().await })
+    }
+
+    fn run(&self, stop: CancellationToken) -> BoxFuture<'static, ()> {
+        let informer = self.clone();
+        Box::pin(async move { informer.run(stop).await })
+    }
+
+    fn list(&self, selector: &LabelSelector) -> Vec<Arc<dyn DynResource>> {
+        self.lister().list(selector).into_iter().map(|o| o as Arc<dyn DynResource>).collect()
+    }
+
+    fn get(&self, key: &str) -> Option<Arc<dyn DynResource>> {
+        self.cache().get_by_key(key).map(|o| o as Arc<dyn DynResource>)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// An object of a type known only at run time, as a [`GenericLister`] returns it.
+pub trait DynResource: Any + Send + Sync {
+    /// The object's metadata.
+    fn metadata(&self) -> &ObjectMeta;
+    /// The object's kind.
+    fn kind(&self) -> &'static str;
+    /// The object as JSON.
+    ///
+    /// # Errors
+    ///
+    /// When the object cannot be serialized.
+    fn to_json(&self) -> serde_json::Result<serde_json::Value>;
+    /// The object itself, to downcast to its Rust type.
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<K: Resource> DynResource for K {
+    fn metadata(&self) -> &ObjectMeta {
+        k8s_openapi::Metadata::metadata(self)
+    }
+
+    fn kind(&self) -> &'static str {
+        K::KIND
+    }
+
+    fn to_json(&self) -> serde_json::Result<serde_json::Value> {
+        serde_json::to_value(self)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// An informer found by group/version/resource; see [`SharedInformerFactory::for_resource`].
+#[derive(Clone)]
+pub struct GenericInformer {
+    erased: Arc<dyn ErasedInformer>,
+}
+
+impl GenericInformer {
+    /// The resource it watches.
+    #[must_use]
+    pub fn resource(&self) -> GroupVersionResource {
+        self.erased.gvr()
+    }
+
+    /// Whether its cache holds the first complete list.
+    #[must_use]
+    pub fn has_synced(&self) -> bool {
+        self.erased.has_synced()
+    }
+
+    /// A lister over its cache.
+    #[must_use]
+    pub fn lister(&self) -> GenericLister {
+        GenericLister { erased: Arc::clone(&self.erased) }
+    }
+
+    /// The typed informer, when `K` is its type.
+    #[must_use]
+    pub fn downcast<K: Resource>(&self) -> Option<SharedIndexInformer<K>> {
+        self.erased.as_any().downcast_ref::<SharedIndexInformer<K>>().cloned()
+    }
+}
+
+impl fmt::Debug for GenericInformer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GenericInformer").field("resource", &self.erased.gvr()).finish()
+    }
+}
+
+/// Reads a [`GenericInformer`]'s cache.
+#[derive(Clone)]
+pub struct GenericLister {
+    erased: Arc<dyn ErasedInformer>,
+}
+
+impl GenericLister {
+    /// The objects whose labels match `selector`.
+    #[must_use]
+    pub fn list(&self, selector: &LabelSelector) -> Vec<Arc<dyn DynResource>> {
+        self.erased.list(selector)
+    }
+
+    /// The object `name` in `namespace` (`None` for cluster-scoped kinds).
+    ///
+    /// # Errors
+    ///
+    /// [`NotFound`] when the cache does not hold it.
+    pub fn get(&self, namespace: Option<&str>, name: &str) -> Result<Arc<dyn DynResource>, NotFound> {
+        let key = ObjectKey::new(namespace, name);
+        self.erased.get(key.as_str()).ok_or_else(|| NotFound {
+            resource: self.erased.gvr().resource,
+            name: name.to_owned(),
+        })
+    }
+}
+
+impl fmt::Debug for GenericLister {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GenericLister").field("resource", &self.erased.gvr()).finish()
+    }
+}
+
+/// Which informers synced, from [`SharedInformerFactory::wait_for_cache_sync`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CacheSyncReport(pub BTreeMap<GroupVersionResource, bool>);
+
+impl CacheSyncReport {
+    /// Whether every started informer synced.
+    #[must_use]
+    pub fn all_synced(&self) -> bool {
+        self.0.values().all(|synced| *synced)
+    }
+
+    /// The resources whose informers did not sync.
+    #[must_use]
+    pub fn not_synced(&self) -> Vec<&GroupVersionResource> {
+        self.0.iter().filter(|(_, synced)| !**synced).map(|(gvr, _)| gvr).collect()
+    }
+}
+
+struct Entry {
+    typed: Box<dyn Any + Send + Sync>,
+    erased: Arc<dyn ErasedInformer>,
+    started: bool,
+}
+
+type Constructor<S> = fn(&SharedInformerFactory<S>) -> Arc<dyn ErasedInformer>;
+
+struct State<S> {
+    informers: HashMap<TypeId, Entry>,
+    registered: HashMap<GroupVersionResource, Constructor<S>>,
+    shutting_down: bool,
+}
+
+struct Inner<S> {
+    options: FactoryBuilder<S>,
+    state: Mutex<State<S>>,
+    tasks: TaskTracker,
+    stop: CancellationToken,
+}
+
+/// One informer per resource type, shared by every caller; see the [module documentation](self).
+pub struct SharedInformerFactory<S> {
+    inner: Arc<Inner<S>>,
+}
+
+impl<S> Clone for SharedInformerFactory<S> {
+    fn clone(&self) -> Self {
+        Self { inner: Arc::clone(&self.inner) }
+    }
+}
+
+impl<S: ListWatchSource> SharedInformerFactory<S> {
+    /// A factory with default options over `source`.
+    #[must_use]
+    pub fn new(source: S) -> Self {
+        Self::builder(source).build()
+    }
+
+    /// Options: namespace, selectors, resync, transforms.
+    #[must_use]
+    pub fn builder(source: S) -> FactoryBuilder<S> {
+        FactoryBuilder {
+            source,
+            namespace: None,
+            default_resync: Duration::ZERO,
+            custom_resync: HashMap::new(),
+            transform: None,
+            typed_transforms: HashMap::new(),
+            reflector: ReflectorConfig::default(),
+            clock: None,
+        }
+    }
+
+    /// The informer for `K`, created on first request.
+    #[doc(alias = "InformerFor")]
+    #[must_use]
+    pub fn informer<K: Resource>(&self) -> SharedIndexInformer<K> {
+        let mut state = self.inner.state.lock();
+        if let Some(informer) =
+            state.informers.get(&TypeId::of::<K>()).and_then(|e| e.typed.downcast_ref::<SharedIndexInformer<K>>())
+        {
+            return informer.clone();
+        }
+        let informer = self.new_informer::<K>();
+        state.registered.insert(GroupVersionResource::of::<K>(), |f| Arc::new(f.informer::<K>()));
+        state.informers.insert(
+            TypeId::of::<K>(),
+            Entry { typed: Box::new(informer.clone()), erased: Arc::new(informer.clone()), started: false },
+        );
+        informer
+    }
+
+    fn new_informer<K: Resource>(&self) -> SharedIndexInformer<K> {
+        let options = &self.inner.options;
+        let namespace = options.namespace.as_deref().filter(|_| is_namespaced::<K>());
+        let resync = options.custom_resync.get(&TypeId::of::<K>()).copied().unwrap_or(options.default_resync);
+        let mut informer = SharedIndexInformer::new(options.source.lister_watcher::<K>(namespace))
+            .with_resync(resync)
+            .with_reflector_config(options.reflector.clone());
+        if let Some(clock) = &options.clock {
+            informer = informer.with_clock(Arc::clone(clock));
+        }
+        let typed = options
+            .typed_transforms
+            .get(&TypeId::of::<K>())
+            .and_then(|t| t.downcast_ref::<Arc<dyn Fn(&mut K) + Send + Sync>>());
+        // Not started yet: setting a transform cannot fail here.
+        let _ = match (typed, &options.transform) {
+            (Some(transform), _) => {
+                let transform = Arc::clone(transform);
+                informer.set_transform(move |obj: &mut K| transform(obj))
+            }
+            (None, Some(transform)) => {
+                let transform = Arc::clone(transform);
+                informer.set_transform(move |obj: &mut K| transform(k8s_openapi::Metadata::metadata_mut(obj)))
+            }
+            (None, None) => Ok(()),
+        };
+        informer
+    }
+
+    /// A lister over the cache of the informer for `K` (creating the informer if needed).
+    #[must_use]
+    pub fn lister<K: Resource>(&self) -> Lister<K> {
+        self.informer::<K>().lister()
+    }
+
+    /// Makes `K` known to [`for_resource`](Self::for_resource) without creating its informer.
+    pub fn register<K: Resource>(&self) {
+        self.inner.state.lock().registered.insert(GroupVersionResource::of::<K>(), |f| Arc::new(f.informer::<K>()));
+    }
+
+    /// The informer for a resource known only at run time: one already asked for, or one whose
+    /// type was [registered](Self::register).
+    ///
+    /// # Errors
+    ///
+    /// [`FactoryError::NoInformerFound`] for an unknown resource.
+    #[doc(alias = "ForResource")]
+    pub fn for_resource(&self, gvr: &GroupVersionResource) -> Result<GenericInformer, FactoryError> {
+        let constructor = {
+            let state = self.inner.state.lock();
+            if let Some(entry) = state.informers.values().find(|e| e.erased.gvr() == *gvr) {
+                return Ok(GenericInformer { erased: Arc::clone(&entry.erased) });
+            }
+            state.registered.get(gvr).copied()
+        };
+        let constructor = constructor.ok_or_else(|| FactoryError::NoInformerFound(gvr.clone()))?;
+        Ok(GenericInformer { erased: constructor(self) })
+    }
+
+    /// Starts every informer asked for and not started yet. Call it again after asking for more;
+    /// after [`shutdown`](Self::shutdown) it does nothing.
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime.
+    pub fn start(&self) {
+        let mut state = self.inner.state.lock();
+        if state.shutting_down {
+            return;
+        }
+        for entry in state.informers.values_mut().filter(|e| !e.started) {
+            entry.started = true;
+            self.inner.tasks.spawn(entry.erased.run(self.inner.stop.child_token()));
+        }
+    }
+
+    /// Waits until every started informer has synced, or `timeout` passed; says which synced.
+    pub async fn wait_for_cache_sync(&self, timeout: Duration) -> CacheSyncReport {
+        let started: Vec<Arc<dyn ErasedInformer>> =
+            self.inner.state.lock().informers.values().filter(|e| e.started).map(|e| Arc::clone(&e.erased)).collect();
+        let waits = started.into_iter().map(|informer| async move {
+            let synced = tokio::time::timeout(timeout, informer.wait_for_sync()).await.unwrap_or(false);
+            (informer.gvr(), synced)
+        });
+        CacheSyncReport(futures::future::join_all(waits).await.into_iter().collect())
+    }
+
+    /// Stops every informer and waits until all their tasks have ended.
+    pub async fn shutdown(&self) {
+        self.inner.state.lock().shutting_down = true;
+        self.inner.stop.cancel();
+        self.inner.tasks.close();
+        self.inner.tasks.wait().await;
+    }
+}
+
+impl<S> fmt::Debug for SharedInformerFactory<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.inner.state.lock();
+        let mut resources: Vec<GroupVersionResource> = state.informers.values().map(|e| e.erased.gvr()).collect();
+        resources.sort();
+        f.debug_struct("SharedInformerFactory")
+            .field("namespace", &self.inner.options.namespace)
+            .field("informers", &resources)
+            .field("shutting_down", &state.shutting_down)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests;

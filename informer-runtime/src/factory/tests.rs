@@ -1,0 +1,148 @@
+//! Factory behaviour (client-go's `informers/factory.go` contract), against the `FakeSource`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+
+use super::*;
+use crate::listwatch::{Error, Status};
+use crate::testing::FakeSource;
+use crate::test_util::{labeled_pod, namespace, pod};
+
+#[tokio::test]
+async fn one_informer_per_type_shared_by_every_caller() {
+    let factory = SharedInformerFactory::new(FakeSource::new());
+    let a = factory.informer::<Pod>();
+    let b = factory.clone().informer::<Pod>();
+    a.add_event_handler(crate::informer::HandlerFuncs::new()).unwrap();
+    assert_eq!(b.handler_count(), 1, "the same informer");
+    let namespaces = factory.informer::<Namespace>();
+    assert_eq!((a.handler_count(), namespaces.handler_count()), (1, 0), "one informer per type");
+}
+
+#[tokio::test]
+async fn start_is_repeatable_and_wait_reports_each_informer() {
+    let source = FakeSource::new();
+    source.add(pod("ns", "a", ""));
+    source.add(namespace("ns"));
+    let factory = SharedInformerFactory::new(source.clone());
+    let pods = factory.informer::<Pod>();
+    factory.start();
+    factory.start(); // nothing new to start
+    let report = factory.wait_for_cache_sync(Duration::from_secs(10)).await;
+    assert!(report.all_synced());
+    assert_eq!(report.0.keys().cloned().collect::<Vec<_>>(), [GroupVersionResource::of::<Pod>()]);
+    assert_eq!(pods.cache().len(), 1);
+
+    // An informer asked for later starts with the next start(); one that cannot list is reported.
+    source.set_list_error(Some(Error::Api(Status::new(403, "Forbidden", "namespaces is forbidden"))));
+    let namespaces = factory.informer::<Namespace>();
+    assert!(!namespaces.is_started());
+    factory.start();
+    let report = factory.wait_for_cache_sync(Duration::from_millis(200)).await;
+    assert!(!report.all_synced());
+    assert_eq!(report.not_synced(), [&GroupVersionResource::of::<Namespace>()]);
+    assert!(report.0[&GroupVersionResource::of::<Pod>()]);
+    factory.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_stops_everything_and_start_does_nothing_after() {
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let baseline = metrics.num_alive_tasks();
+    let source = FakeSource::new();
+    let factory = SharedInformerFactory::new(source.clone());
+    let pods = factory.informer::<Pod>();
+    pods.add_event_handler(crate::informer::HandlerFuncs::new()).unwrap();
+    let _ = factory.informer::<Namespace>();
+    factory.start();
+    assert!(factory.wait_for_cache_sync(Duration::from_secs(10)).await.all_synced());
+    factory.shutdown().await;
+    assert!(pods.is_stopped());
+    // The runtime's count of live tasks lags the tasks' completion by a scheduler tick.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while metrics.num_alive_tasks() > baseline && std::time::Instant::now() < deadline {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(metrics.num_alive_tasks(), baseline, "every informer and handler task joined");
+    let late = factory.informer::<Deployment>();
+    factory.start();
+    assert!(!late.is_started(), "start after shutdown does nothing");
+}
+
+#[tokio::test]
+async fn options_namespace_selectors_resync_and_transforms() {
+    let source = FakeSource::new();
+    let mut managed = labeled_pod("team-a", "web", &[("app", "web")]);
+    managed.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
+    source.add(managed);
+    source.add(labeled_pod("team-a", "db", &[("app", "db")]));
+    source.add(labeled_pod("team-b", "web", &[("app", "web")]));
+    source.add(namespace("team-a"));
+    let factory = SharedInformerFactory::builder(source.clone())
+        .namespace("team-a")
+        .labels("app=web")
+        .resync(Duration::from_secs(300))
+        .resync_for::<Namespace>(Duration::from_secs(60))
+        .transform(|meta| meta.managed_fields = None)
+        .build();
+    let pods = factory.informer::<Pod>();
+    let namespaces = factory.informer::<Namespace>();
+    assert_eq!(pods.resync_check_period(), Duration::from_secs(300));
+    assert_eq!(namespaces.resync_check_period(), Duration::from_secs(60));
+    factory.start();
+    assert!(factory.wait_for_cache_sync(Duration::from_secs(10)).await.all_synced());
+
+    let cached = pods.cache().list();
+    assert_eq!(cached.len(), 1, "only team-a, only app=web");
+    assert!(cached[0].metadata.managed_fields.is_none(), "the factory's transform ran");
+    assert_eq!(namespaces.cache().len(), 0, "label selectors apply to every informer");
+    let lists = source.list_requests::<Pod>();
+    let watches = source.watch_requests::<Pod>();
+    assert_eq!(lists[0].label_selector.as_deref(), Some("app=web"));
+    assert!(watches.iter().all(|w| w.label_selector.as_deref() == Some("app=web")), "list and watch alike");
+    factory.shutdown().await;
+
+    let factory = SharedInformerFactory::builder(source.clone())
+        .transform(|meta| meta.annotations = Some([("factory".into(), "wide".into())].into()))
+        .transform_for::<Pod>(|pod| pod.metadata.annotations = Some([("typed".into(), "pod".into())].into()))
+        .build();
+    let pods = factory.informer::<Pod>();
+    factory.start();
+    assert!(factory.wait_for_cache_sync(Duration::from_secs(10)).await.all_synced());
+    assert!(pods.cache().list().iter().all(|p| p.metadata.annotations.as_ref().is_some_and(|a| a.contains_key("typed"))));
+    factory.shutdown().await;
+}
+
+#[tokio::test]
+async fn for_resource_by_group_version_resource() {
+    let source = FakeSource::new();
+    source.add(pod("ns", "a", ""));
+    let factory = SharedInformerFactory::new(source);
+    let unknown = factory.for_resource(&GroupVersionResource::new("apps", "v1", "deployments")).unwrap_err();
+    assert_eq!(unknown.to_string(), "no informer found for apps/v1, Resource=deployments");
+
+    let _ = factory.informer::<Pod>();
+    factory.register::<Deployment>();
+    let deployments = factory.for_resource(&GroupVersionResource::new("apps", "v1", "deployments")).unwrap();
+    assert!(deployments.downcast::<Deployment>().is_some());
+    assert!(deployments.downcast::<Pod>().is_none());
+
+    let pods = factory.for_resource(&GroupVersionResource::of::<Pod>()).unwrap();
+    factory.start();
+    assert!(factory.wait_for_cache_sync(Duration::from_secs(10)).await.all_synced());
+    assert!(pods.has_synced());
+    let lister = pods.lister();
+    let all = lister.list(&LabelSelector::everything());
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].kind(), "Pod");
+    assert!(all[0].as_any().downcast_ref::<Pod>().is_some());
+    assert_eq!(all[0].to_json().unwrap()["metadata"]["name"], "a");
+    assert!(lister.get(Some("ns"), "a").is_ok());
+    assert_eq!(lister.get(Some("ns"), "zz").err().unwrap().to_string(), r#"pods "zz" not found"#);
+    factory.shutdown().await;
+    let _ = Arc::new(());
+}
