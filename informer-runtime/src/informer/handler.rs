@@ -34,6 +34,21 @@ pub trait ResourceEventHandler<K>: Send + Sync + 'static {
     }
 }
 
+/// A shared handler: keep an `Arc` to read its state while it is registered.
+impl<K, H: ResourceEventHandler<K> + ?Sized> ResourceEventHandler<K> for Arc<H> {
+    fn on_add(&self, obj: Arc<K>, is_in_initial_list: bool) {
+        (**self).on_add(obj, is_in_initial_list);
+    }
+
+    fn on_update(&self, old: Arc<K>, new: Arc<K>) {
+        (**self).on_update(old, new);
+    }
+
+    fn on_delete(&self, obj: DeletedObject<K>) {
+        (**self).on_delete(obj);
+    }
+}
+
 /// One change, as delivered to a handler or a [`NotificationStream`](super::NotificationStream).
 pub enum Notification<K> {
     /// See [`ResourceEventHandler::on_add`].
