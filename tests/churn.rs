@@ -195,7 +195,7 @@ async fn ten_thousand_objects_with_churn_dropped_watches_and_a_410_reset() {
     }
     let lists = source.list_requests::<Pod>();
     assert!(lists.len() >= 3, "the resets made the informer relist: {} lists", lists.len());
-    let first_pages = lists[1..].iter().filter(|l| l.continue_token.is_none());
+    let mut first_pages = lists[1..].iter().filter(|l| l.continue_token.is_none());
     assert!(first_pages.clone().count() >= 2);
     assert!(first_pages.all(|l| !l.resource_version.is_empty()), "relists at the last version, not \"\"");
 
