@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use informer_runtime::factory::SharedInformerFactory;
 use informer_runtime::informer::{DeletedObject, ResourceEventHandler};
+use informer_runtime::reflector::{BackoffConfig, ReflectorConfig};
 use informer_runtime::selector::LabelSelector;
 use informer_runtime::testing::FakeSource;
 use k8s_openapi::api::core::v1::Pod;
@@ -120,10 +121,21 @@ fn assert_ordered(name: &str, history: &History) {
     }
 }
 
+/// A change the watch never sees, then a compaction that closes every watch: the informer's
+/// version is now older than the history, so its next watch gets 410 and it relists.
+fn force_relist(source: &FakeSource, generation: u64) {
+    source.add_drop_watch(pod(0, OBJECTS, generation));
+    source.reset_watch();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_objects_with_churn_dropped_watches_and_a_410_reset() {
     let source = FakeSource::new();
-    let factory = SharedInformerFactory::new(source.clone());
+    // Fast backoff: the test relists often and its time is real.
+    let backoff = BackoffConfig { initial: Duration::from_millis(5), max: Duration::from_millis(50), ..BackoffConfig::default() };
+    let factory = SharedInformerFactory::builder(source.clone())
+        .reflector_config(ReflectorConfig::default().backoff(backoff))
+        .build();
     let informer = factory.informer::<Pod>();
     let handlers = [History::default(), History::default(), History::default()];
     let registrations: Vec<_> = handlers.iter().map(|h| informer.add_event_handler(h.clone()).unwrap()).collect();
@@ -144,6 +156,7 @@ async fn ten_thousand_objects_with_churn_dropped_watches_and_a_410_reset() {
     let mut generation = 1;
     let mut touched: Vec<String> = (0..1_000).map(|i| key(&pod(i % 7, i, 0))).collect();
     let mut step = 0usize;
+    let mut visible = 0u64; // the newest version a watch was sent
     while next < OBJECTS || step < 30_000 {
         step += 1;
         generation += 1;
@@ -151,28 +164,49 @@ async fn ten_thousand_objects_with_churn_dropped_watches_and_a_410_reset() {
         if next < OBJECTS && (roll < 40 || live.is_empty()) {
             let p = pod(next % 7, next, generation);
             touched.push(key(&p));
-            if roll < 2 { source.add_drop_watch(p) } else { source.add(p) };
+            if roll < 2 {
+                source.add_drop_watch(p);
+            } else {
+                visible = rv(&source.add(p));
+            }
             live.push(next);
             next += 1;
         } else if roll < 80 && !live.is_empty() {
             let i = live[rng.usize(0..live.len())];
             let p = pod(i % 7, i, generation);
-            if roll < 42 { source.modify_drop_watch(p) } else { source.modify(p) };
+            if roll < 42 {
+                source.modify_drop_watch(p);
+            } else {
+                visible = rv(&source.modify(p));
+            }
         } else if !live.is_empty() {
             let i = live.swap_remove(rng.usize(0..live.len()));
             let p = pod(i % 7, i, generation);
-            if roll > 98 { source.delete_drop_watch(&p) } else { source.delete(&p) };
+            if roll > 98 {
+                source.delete_drop_watch(&p);
+            } else {
+                source.delete(&p);
+                visible = source.resource_version();
+            }
         }
         if step % 2_500 == 0 {
             source.drop_watches(); // a clean close: the informer watches again from its last version
         }
         if step == 15_000 {
-            source.reset_watch(); // compaction: the next watch gets 410 and the informer relists
+            force_relist(&source, generation);
+        }
+        if step % 500 == 0 {
+            // Interleave: let the informer catch up with what its watch was sent so far.
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            while informer.last_sync_resource_version().parse::<u64>().unwrap_or(0) < visible {
+                assert!(tokio::time::Instant::now() < deadline, "the informer stalled at step {step}");
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
         }
     }
-    // Events lost on purpose are only recovered by a relist: force one at the end, as a
-    // periodic watch expiry would.
-    source.reset_watch();
+    // Events lost on purpose are only recovered by a relist: force one at the end.
+    force_relist(&source, generation + 1);
+    touched.push(key(&pod(0, OBJECTS, 0)));
 
     let want = expected(&source, &touched);
     for (i, h) in handlers.iter().enumerate() {
@@ -196,7 +230,7 @@ async fn ten_thousand_objects_with_churn_dropped_watches_and_a_410_reset() {
     let lists = source.list_requests::<Pod>();
     assert!(lists.len() >= 3, "the resets made the informer relist: {} lists", lists.len());
     let mut first_pages = lists[1..].iter().filter(|l| l.continue_token.is_none());
-    assert!(first_pages.clone().count() >= 2);
+    assert!(first_pages.clone().count() >= 2, "relisted {} times", first_pages.clone().count());
     assert!(first_pages.all(|l| !l.resource_version.is_empty()), "relists at the last version, not \"\"");
 
     let cache: HashMap<String, u64> =
