@@ -38,7 +38,11 @@ struct History {
 }
 
 fn key(p: &Pod) -> String {
-    format!("{}/{}", p.metadata.namespace.as_deref().unwrap_or(""), p.metadata.name.as_deref().unwrap_or(""))
+    format!(
+        "{}/{}",
+        p.metadata.namespace.as_deref().unwrap_or(""),
+        p.metadata.name.as_deref().unwrap_or("")
+    )
 }
 
 fn rv(p: &Pod) -> u64 {
@@ -84,7 +88,8 @@ fn pod(ns: usize, name: usize, generation: u64) -> Pod {
 
 /// The final state each handler must reach: present at a version, or gone.
 fn expected(source: &FakeSource, touched: &[String]) -> HashMap<String, Option<u64>> {
-    let items: HashMap<String, u64> = source.items::<Pod>().iter().map(|p| (key(p), rv(p))).collect();
+    let items: HashMap<String, u64> =
+        source.items::<Pod>().iter().map(|p| (key(p), rv(p))).collect();
     touched.iter().map(|k| (k.clone(), items.get(k).copied())).collect()
 }
 
@@ -113,7 +118,10 @@ fn assert_ordered(name: &str, history: &History) {
                 }
                 Seen::Deleted(rv) => {
                     assert!(present, "{name}: {key} deleted twice or before any add: {seen:?}");
-                    assert!(rv == 0 || rv >= last_rv, "{name}: {key} deleted at an older version: {seen:?}");
+                    assert!(
+                        rv == 0 || rv >= last_rv,
+                        "{name}: {key} deleted at an older version: {seen:?}"
+                    );
                     present = false;
                 }
             }
@@ -132,13 +140,18 @@ fn force_relist(source: &FakeSource, generation: u64) {
 async fn ten_thousand_objects_with_churn_dropped_watches_and_a_410_reset() {
     let source = FakeSource::new();
     // Fast backoff: the test relists often and its time is real.
-    let backoff = BackoffConfig { initial: Duration::from_millis(5), max: Duration::from_millis(50), ..BackoffConfig::default() };
+    let backoff = BackoffConfig {
+        initial: Duration::from_millis(5),
+        max: Duration::from_millis(50),
+        ..BackoffConfig::default()
+    };
     let factory = SharedInformerFactory::builder(source.clone())
         .reflector_config(ReflectorConfig::default().backoff(backoff))
         .build();
     let informer = factory.informer::<Pod>();
     let handlers = [History::default(), History::default(), History::default()];
-    let registrations: Vec<_> = handlers.iter().map(|h| informer.add_event_handler(h.clone()).unwrap()).collect();
+    let registrations: Vec<_> =
+        handlers.iter().map(|h| informer.add_event_handler(h.clone()).unwrap()).collect();
     // A first batch exists before the informer starts: it arrives as the initial list.
     for i in 0..1_000 {
         source.add(pod(i % 7, i, 0));
@@ -199,7 +212,10 @@ async fn ten_thousand_objects_with_churn_dropped_watches_and_a_410_reset() {
             // Interleave: let the informer catch up with what its watch was sent so far.
             let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
             while informer.last_sync_resource_version().parse::<u64>().unwrap_or(0) < visible {
-                assert!(tokio::time::Instant::now() < deadline, "the informer stalled at step {step}");
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "the informer stalled at step {step}"
+                );
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
         }
@@ -225,17 +241,28 @@ async fn ten_thousand_objects_with_churn_dropped_watches_and_a_410_reset() {
             .await
             .unwrap_or_else(|_| panic!("handler {i} did not converge"));
         assert_ordered(&format!("handler {i}"), h);
-        assert!(h.tombstones.load(Ordering::Relaxed) > 0, "deletes the watch lost came back as tombstones");
+        assert!(
+            h.tombstones.load(Ordering::Relaxed) > 0,
+            "deletes the watch lost came back as tombstones"
+        );
     }
     let lists = source.list_requests::<Pod>();
     assert!(lists.len() >= 3, "the resets made the informer relist: {} lists", lists.len());
     let mut first_pages = lists[1..].iter().filter(|l| l.continue_token.is_none());
     assert!(first_pages.clone().count() >= 2, "relisted {} times", first_pages.clone().count());
-    assert!(first_pages.all(|l| !l.resource_version.is_empty()), "relists at the last version, not \"\"");
+    assert!(
+        first_pages.all(|l| !l.resource_version.is_empty()),
+        "relists at the last version, not \"\""
+    );
 
-    let cache: HashMap<String, u64> =
-        informer.lister().list(&LabelSelector::everything()).iter().map(|p| (key(p), rv(p))).collect();
-    let server: HashMap<String, u64> = source.items::<Pod>().iter().map(|p| (key(p), rv(p))).collect();
+    let cache: HashMap<String, u64> = informer
+        .lister()
+        .list(&LabelSelector::everything())
+        .iter()
+        .map(|p| (key(p), rv(p)))
+        .collect();
+    let server: HashMap<String, u64> =
+        source.items::<Pod>().iter().map(|p| (key(p), rv(p))).collect();
     assert_eq!(cache.len(), server.len());
     assert!(cache == server, "the cache equals the source");
     assert!(server.len() > 1_000, "churn left a real population ({})", server.len());

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::delta_fifo::{Delta, DeletedObject};
+use crate::delta_fifo::{DeletedObject, Delta};
 use crate::queue::Queue;
 use crate::reflector::Reflector;
 use crate::resource::Resource;
@@ -60,7 +60,7 @@ pub(crate) async fn run<K: Resource, Q: Queue<K>>(
         queue.close();
     };
     let pop_loop = async {
-        while queue.pop(|deltas, initial| process(deltas, initial)).await.is_ok() {
+        while queue.pop(&process).await.is_ok() {
             after_pop();
         }
     };

@@ -120,14 +120,20 @@ impl<S: ListWatchSource> FactoryBuilder<S> {
     /// `managedFields`). It overrides an informer's own transform.
     #[doc(alias = "WithTransform")]
     #[must_use]
-    pub fn transform(mut self, transform: impl Fn(&mut ObjectMeta) + Send + Sync + 'static) -> Self {
+    pub fn transform(
+        mut self,
+        transform: impl Fn(&mut ObjectMeta) + Send + Sync + 'static,
+    ) -> Self {
         self.transform = Some(Arc::new(transform));
         self
     }
 
     /// A transform for objects of `K`; it takes precedence over [`transform`](Self::transform).
     #[must_use]
-    pub fn transform_for<K: Resource>(mut self, transform: impl Fn(&mut K) + Send + Sync + 'static) -> Self {
+    pub fn transform_for<K: Resource>(
+        mut self,
+        transform: impl Fn(&mut K) + Send + Sync + 'static,
+    ) -> Self {
         let transform: Arc<dyn Fn(&mut K) + Send + Sync> = Arc::new(transform);
         self.typed_transforms.insert(TypeId::of::<K>(), Box::new(transform));
         self
@@ -136,7 +142,8 @@ impl<S: ListWatchSource> FactoryBuilder<S> {
     /// Reflector options for every informer (paging, streaming list, backoff).
     #[must_use]
     pub fn reflector_config(mut self, config: ReflectorConfig) -> Self {
-        let (labels, fields) = (self.reflector.label_selector.take(), self.reflector.field_selector.take());
+        let (labels, fields) =
+            (self.reflector.label_selector.take(), self.reflector.field_selector.take());
         self.reflector = config;
         self.reflector.label_selector = self.reflector.label_selector.take().or(labels);
         self.reflector.field_selector = self.reflector.field_selector.take().or(fields);
@@ -301,12 +308,15 @@ impl GenericLister {
     /// # Errors
     ///
     /// [`NotFound`] when the cache does not hold it.
-    pub fn get(&self, namespace: Option<&str>, name: &str) -> Result<Arc<dyn DynResource>, NotFound> {
+    pub fn get(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Arc<dyn DynResource>, NotFound> {
         let key = ObjectKey::new(namespace, name);
-        self.erased.get(key.as_str()).ok_or_else(|| NotFound {
-            resource: self.erased.gvr().resource,
-            name: name.to_owned(),
-        })
+        self.erased
+            .get(key.as_str())
+            .ok_or_else(|| NotFound { resource: self.erased.gvr().resource, name: name.to_owned() })
     }
 }
 
@@ -393,8 +403,10 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
     #[must_use]
     pub fn informer<K: Resource>(&self) -> SharedIndexInformer<K> {
         let mut state = self.inner.state.lock();
-        if let Some(informer) =
-            state.informers.get(&TypeId::of::<K>()).and_then(|e| e.typed.downcast_ref::<SharedIndexInformer<K>>())
+        if let Some(informer) = state
+            .informers
+            .get(&TypeId::of::<K>())
+            .and_then(|e| e.typed.downcast_ref::<SharedIndexInformer<K>>())
         {
             return informer.clone();
         }
@@ -402,7 +414,11 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
         state.registered.insert(GroupVersionResource::of::<K>(), |f| Arc::new(f.informer::<K>()));
         state.informers.insert(
             TypeId::of::<K>(),
-            Entry { typed: Box::new(informer.clone()), erased: Arc::new(informer.clone()), started: false },
+            Entry {
+                typed: Box::new(informer.clone()),
+                erased: Arc::new(informer.clone()),
+                started: false,
+            },
         );
         informer
     }
@@ -410,7 +426,11 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
     fn new_informer<K: Resource>(&self) -> SharedIndexInformer<K> {
         let options = &self.inner.options;
         let namespace = options.namespace.as_deref().filter(|_| is_namespaced::<K>());
-        let resync = options.custom_resync.get(&TypeId::of::<K>()).copied().unwrap_or(options.default_resync);
+        let resync = options
+            .custom_resync
+            .get(&TypeId::of::<K>())
+            .copied()
+            .unwrap_or(options.default_resync);
         let mut informer = SharedIndexInformer::new(options.source.lister_watcher::<K>(namespace))
             .with_resync(resync)
             .with_reflector_config(options.reflector.clone());
@@ -429,7 +449,9 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
             }
             (None, Some(transform)) => {
                 let transform = Arc::clone(transform);
-                informer.set_transform(move |obj: &mut K| transform(k8s_openapi::Metadata::metadata_mut(obj)))
+                informer.set_transform(move |obj: &mut K| {
+                    transform(k8s_openapi::Metadata::metadata_mut(obj))
+                })
             }
             (None, None) => Ok(()),
         };
@@ -444,7 +466,11 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
 
     /// Makes `K` known to [`for_resource`](Self::for_resource) without creating its informer.
     pub fn register<K: Resource>(&self) {
-        self.inner.state.lock().registered.insert(GroupVersionResource::of::<K>(), |f| Arc::new(f.informer::<K>()));
+        self.inner
+            .state
+            .lock()
+            .registered
+            .insert(GroupVersionResource::of::<K>(), |f| Arc::new(f.informer::<K>()));
     }
 
     /// The informer for a resource known only at run time: one already asked for, or one whose
@@ -454,7 +480,10 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
     ///
     /// [`FactoryError::NoInformerFound`] for an unknown resource.
     #[doc(alias = "ForResource")]
-    pub fn for_resource(&self, gvr: &GroupVersionResource) -> Result<GenericInformer, FactoryError> {
+    pub fn for_resource(
+        &self,
+        gvr: &GroupVersionResource,
+    ) -> Result<GenericInformer, FactoryError> {
         let constructor = {
             let state = self.inner.state.lock();
             if let Some(entry) = state.informers.values().find(|e| e.erased.gvr() == *gvr) {
@@ -485,10 +514,18 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
 
     /// Waits until every started informer has synced, or `timeout` passed; says which synced.
     pub async fn wait_for_cache_sync(&self, timeout: Duration) -> CacheSyncReport {
-        let started: Vec<Arc<dyn ErasedInformer>> =
-            self.inner.state.lock().informers.values().filter(|e| e.started).map(|e| Arc::clone(&e.erased)).collect();
+        let started: Vec<Arc<dyn ErasedInformer>> = self
+            .inner
+            .state
+            .lock()
+            .informers
+            .values()
+            .filter(|e| e.started)
+            .map(|e| Arc::clone(&e.erased))
+            .collect();
         let waits = started.into_iter().map(|informer| async move {
-            let synced = tokio::time::timeout(timeout, informer.wait_for_sync()).await.unwrap_or(false);
+            let synced =
+                tokio::time::timeout(timeout, informer.wait_for_sync()).await.unwrap_or(false);
             (informer.gvr(), synced)
         });
         CacheSyncReport(futures::future::join_all(waits).await.into_iter().collect())
@@ -506,7 +543,8 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
 impl<S> fmt::Debug for SharedInformerFactory<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.inner.state.lock();
-        let mut resources: Vec<GroupVersionResource> = state.informers.values().map(|e| e.erased.gvr()).collect();
+        let mut resources: Vec<GroupVersionResource> =
+            state.informers.values().map(|e| e.erased.gvr()).collect();
         resources.sort();
         f.debug_struct("SharedInformerFactory")
             .field("namespace", &self.inner.options.namespace)

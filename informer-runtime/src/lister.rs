@@ -159,7 +159,9 @@ impl<K> std::fmt::Debug for Lister<K> {
 
 impl<K> std::fmt::Debug for NamespaceLister<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NamespaceLister").field("namespace", &self.namespace).finish_non_exhaustive()
+        f.debug_struct("NamespaceLister")
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
     }
 }
 
@@ -191,9 +193,15 @@ mod tests {
         let lister = Lister::new(indexer.cache());
         assert_eq!(names(&lister.list(&LabelSelector::everything())), ["a/db", "a/web", "b/web"]);
         assert_eq!(names(&lister.list(&sel("app=web"))), ["a/web", "b/web"]);
-        assert_eq!(names(&lister.namespace("a").list(&sel("app in (web,db),!missing"))), ["a/db", "a/web"]);
+        assert_eq!(
+            names(&lister.namespace("a").list(&sel("app in (web,db),!missing"))),
+            ["a/db", "a/web"]
+        );
         assert_eq!(names(&lister.namespace("a").list(&sel("tier"))), ["a/web"]);
-        assert!(lister.list(&sel("app=none")).is_empty(), "a selector that matches nothing returns nothing");
+        assert!(
+            lister.list(&sel("app=none")).is_empty(),
+            "a selector that matches nothing returns nothing"
+        );
         assert!(lister.namespace("c").list(&LabelSelector::everything()).is_empty());
     }
 
@@ -213,7 +221,10 @@ mod tests {
         assert_eq!(lister.get("nope").unwrap_err().to_string(), r#"namespace "nope" not found"#);
 
         let deployments = Lister::new(Indexer::<Deployment>::with_namespace_index().cache());
-        assert_eq!(deployments.namespace("x").get("y").unwrap_err().to_string(), r#"deployment.apps "y" not found"#);
+        assert_eq!(
+            deployments.namespace("x").get("y").unwrap_err().to_string(),
+            r#"deployment.apps "y" not found"#
+        );
     }
 
     #[test]

@@ -108,9 +108,8 @@ pub enum WatchEvent<K> {
 
 impl<K: Resource> fmt::Debug for WatchEvent<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let show = |o: &K| {
-            format!("{}@{}", crate::ObjectKey::of(o), crate::resource::resource_version(o))
-        };
+        let show =
+            |o: &K| format!("{}@{}", crate::ObjectKey::of(o), crate::resource::resource_version(o));
         match self {
             Self::Added(o) => write!(f, "Added({})", show(o)),
             Self::Modified(o) => write!(f, "Modified({})", show(o)),
@@ -184,7 +183,9 @@ impl Status {
     #[must_use]
     pub fn is_resource_version_too_large(&self) -> bool {
         const MESSAGE: &str = "Too large resource version";
-        self.causes.iter().any(|(kind, msg)| kind == "ResourceVersionTooLarge" || msg.contains(MESSAGE))
+        self.causes
+            .iter()
+            .any(|(kind, msg)| kind == "ResourceVersionTooLarge" || msg.contains(MESSAGE))
             || (self.reason == "Timeout" && self.message.contains(MESSAGE))
     }
 }

@@ -199,11 +199,7 @@ impl Requirement {
         }
         values.sort_unstable();
         values.dedup();
-        Ok(Self {
-            key: key.to_owned(),
-            operator,
-            values,
-        })
+        Ok(Self { key: key.to_owned(), operator, values })
     }
 
     /// The label key this requirement is about.
@@ -302,11 +298,7 @@ impl LabelSelector {
     /// has an invalid key or value (see [`Requirement::new`]).
     pub fn parse(s: &str) -> Result<Self, SelectorParseError> {
         let tokens = lex(s);
-        let parser = Parser {
-            input: s,
-            tokens,
-            position: 0,
-        };
+        let parser = Parser { input: s, tokens, position: 0 };
         parser.parse().map(Self::from_requirements)
     }
 
@@ -402,9 +394,7 @@ impl fmt::Display for LabelSelector {
 
 /// Checks that `key` is a qualified name, like Go's `validation.IsQualifiedName`.
 fn validate_key(key: &str) -> Result<(), SelectorParseError> {
-    let (prefix, name) = key
-        .split_once('/')
-        .map_or((None, key), |(p, n)| (Some(p), n));
+    let (prefix, name) = key.split_once('/').map_or((None, key), |(p, n)| (Some(p), n));
     let reason = if name.contains('/') {
         "a qualified name has at most one '/', between an optional DNS subdomain prefix and a name"
     } else if prefix.is_some_and(str::is_empty) {
@@ -424,10 +414,7 @@ fn validate_key(key: &str) -> Result<(), SelectorParseError> {
     } else {
         return Ok(());
     };
-    Err(SelectorParseError::InvalidKey {
-        key: key.to_owned(),
-        reason,
-    })
+    Err(SelectorParseError::InvalidKey { key: key.to_owned(), reason })
 }
 
 /// Checks a label value, like Go's `validation.IsValidLabelValue`, and
@@ -443,11 +430,7 @@ fn validate_value(key: &str, value: &str, integer: bool) -> Result<(), SelectorP
     } else {
         return Ok(());
     };
-    Err(SelectorParseError::InvalidValue {
-        key: key.to_owned(),
-        value: value.to_owned(),
-        reason,
-    })
+    Err(SelectorParseError::InvalidValue { key: key.to_owned(), value: value.to_owned(), reason })
 }
 
 /// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`
@@ -455,9 +438,7 @@ fn is_name(s: &str) -> bool {
     let bytes = s.as_bytes();
     matches!((bytes.first(), bytes.last()), (Some(first), Some(last))
         if first.is_ascii_alphanumeric() && last.is_ascii_alphanumeric())
-        && bytes
-            .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && bytes.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 /// `[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*`
@@ -526,10 +507,7 @@ fn lex(input: &str) -> Vec<Token<'_>> {
             ')' => TokenKind::CloseParen,
             ',' => TokenKind::Comma,
             _ => {
-                while chars
-                    .next_if(|&(_, n)| !is_special(n) && !is_whitespace(n))
-                    .is_some()
-                {}
+                while chars.next_if(|&(_, n)| !is_special(n) && !is_whitespace(n)).is_some() {}
                 TokenKind::Identifier
             }
         };
@@ -538,10 +516,7 @@ fn lex(input: &str) -> Vec<Token<'_>> {
         tokens.push(Token { kind, text, pos });
     }
     let pos = input.len();
-    tokens.push(Token {
-        pos,
-        ..Token::default()
-    });
+    tokens.push(Token { pos, ..Token::default() });
     tokens
 }
 
@@ -639,10 +614,8 @@ impl<'a> Parser<'a> {
             };
             (operator, values)
         };
-        let (strings, positions): (Vec<String>, Vec<usize>) = values
-            .into_iter()
-            .map(|(v, pos)| (v.to_owned(), pos))
-            .unzip();
+        let (strings, positions): (Vec<String>, Vec<usize>) =
+            values.into_iter().map(|(v, pos)| (v.to_owned(), pos)).unzip();
         Requirement::build(key, operator, strings).map_err(|(site, error)| {
             let pos = site.and_then(|i| positions.get(i).copied());
             invalid(pos.unwrap_or(key_pos), error)
@@ -731,10 +704,7 @@ mod tests {
     use metav1::LabelSelectorRequirement;
 
     fn set(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
     }
 
     fn req(key: &str, op: Operator, values: &[&str]) -> Requirement {
@@ -874,10 +844,7 @@ mod tests {
         let cases: &[(&str, &[TokenKind])] = &[
             ("key in ( value )", &[Id, Id, Opn, Id, Cp]),
             ("key notin ( value )", &[Id, Id, Opn, Id, Cp]),
-            (
-                "key in ( value1, value2 )",
-                &[Id, Id, Opn, Id, Comma, Id, Cp],
-            ),
+            ("key in ( value1, value2 )", &[Id, Id, Opn, Id, Comma, Id, Cp]),
             ("key", &[Id]),
             ("!key", &[Bang, Id]),
             ("()", &[Opn, Cp]),
@@ -896,14 +863,8 @@ mod tests {
             ),
             ("key>2", &[Id, Op(Operator::GreaterThan), Id]),
             ("key<1", &[Id, Op(Operator::LessThan), Id]),
-            (
-                "a!==b",
-                &[Id, Op(Operator::NotEquals), Op(Operator::Equals), Id],
-            ),
-            (
-                "a===b",
-                &[Id, Op(Operator::DoubleEquals), Op(Operator::Equals), Id],
-            ),
+            ("a!==b", &[Id, Op(Operator::NotEquals), Op(Operator::Equals), Id]),
+            ("a===b", &[Id, Op(Operator::DoubleEquals), Op(Operator::Equals), Id]),
         ];
         for (input, want) in cases {
             let mut want = want.to_vec();
@@ -912,16 +873,8 @@ mod tests {
         }
         let tokens = lex("ab  in\t(é,c)");
         let texts: Vec<(&str, usize)> = tokens.iter().map(|t| (t.text, t.pos)).collect();
-        let want = [
-            ("ab", 0),
-            ("in", 4),
-            ("(", 7),
-            ("é", 8),
-            (",", 10),
-            ("c", 11),
-            (")", 12),
-            ("", 13),
-        ];
+        let want =
+            [("ab", 0), ("in", 4), ("(", 7), ("é", 8), (",", 10), ("c", 11), (")", 12), ("", 13)];
         assert_eq!(texts, want);
     }
 
@@ -961,19 +914,11 @@ mod tests {
         };
         assert_eq!(
             err("x", In, &[]),
-            SelectorParseError::InvalidValueCount {
-                key: "x".into(),
-                operator: In,
-                count: 0
-            }
+            SelectorParseError::InvalidValueCount { key: "x".into(), operator: In, count: 0 }
         );
         assert_eq!(
             err("x", Equals, &["a", "a"]),
-            SelectorParseError::InvalidValueCount {
-                key: "x".into(),
-                operator: Equals,
-                count: 2
-            }
+            SelectorParseError::InvalidValueCount { key: "x".into(), operator: Equals, count: 2 }
         );
         assert_eq!(
             err("x", GreaterThan, &["bar"]),
@@ -984,10 +929,7 @@ mod tests {
             }
         );
         // An integer must still be a valid label value, as in client-go.
-        assert!(matches!(
-            err("x", GreaterThan, &["-1"]),
-            SelectorParseError::InvalidValue { .. }
-        ));
+        assert!(matches!(err("x", GreaterThan, &["-1"]), SelectorParseError::InvalidValue { .. }));
         assert_eq!(
             err("x", Equals, &["a b"]).to_string(),
             "invalid label value \"a b\" for key \"x\": must be empty or consist of \
@@ -1044,26 +986,12 @@ mod tests {
         for key in bad_keys {
             assert!(validate_key(key).is_err(), "{key:?}");
         }
-        for value in [
-            "",
-            "simple",
-            "now-with-dashes",
-            "1-starts",
-            "end.1",
-            "A_b.C-9",
-            &"a".repeat(63),
-        ] {
+        for value in
+            ["", "simple", "now-with-dashes", "1-starts", "end.1", "A_b.C-9", &"a".repeat(63)]
+        {
             assert_eq!(validate_value("k", value, false), Ok(()), "{value:?}");
         }
-        for value in [
-            "nospecialchars%^=@",
-            "-start",
-            "end-",
-            "_x",
-            "x.",
-            "a b",
-            &"a".repeat(64),
-        ] {
+        for value in ["nospecialchars%^=@", "-start", "end-", "_x", "x.", "a b", &"a".repeat(64)] {
             assert!(validate_value("k", value, false).is_err(), "{value:?}");
         }
     }
@@ -1148,32 +1076,12 @@ mod tests {
                 vec![req("x", In, &["foo"]), req("y", In, &["alpha"])],
                 false,
             ),
-            (
-                set(&[("y", "")]),
-                vec![req("x", NotIn, &[""]), req("y", Exists, &[])],
-                true,
-            ),
-            (
-                set(&[("y", "")]),
-                vec![req("x", DoesNotExist, &[]), req("y", Exists, &[])],
-                true,
-            ),
-            (
-                set(&[("y", "")]),
-                vec![req("x", NotIn, &[""]), req("y", DoesNotExist, &[])],
-                false,
-            ),
+            (set(&[("y", "")]), vec![req("x", NotIn, &[""]), req("y", Exists, &[])], true),
+            (set(&[("y", "")]), vec![req("x", DoesNotExist, &[]), req("y", Exists, &[])], true),
+            (set(&[("y", "")]), vec![req("x", NotIn, &[""]), req("y", DoesNotExist, &[])], false),
             (set(&[("y", "baz")]), vec![req("x", In, &[""])], false),
-            (
-                set(&[("z", "2")]),
-                vec![req("z", GreaterThan, &["1"])],
-                true,
-            ),
-            (
-                set(&[("z", "v2")]),
-                vec![req("z", GreaterThan, &["1"])],
-                false,
-            ),
+            (set(&[("z", "2")]), vec![req("z", GreaterThan, &["1"])], true),
+            (set(&[("z", "v2")]), vec![req("z", GreaterThan, &["1"])], false),
         ];
         for (labels, requirements, want) in cases {
             let selector = sel(requirements);
@@ -1194,26 +1102,15 @@ mod tests {
             ),
             (
                 "this-is-another-dns.domain.com/key-with-dash in (so,what)",
-                vec![req(
-                    "this-is-another-dns.domain.com/key-with-dash",
-                    In,
-                    &["so", "what"],
-                )],
+                vec![req("this-is-another-dns.domain.com/key-with-dash", In, &["so", "what"])],
             ),
             (
                 "0.1.2.domain/99 notin (10.10.100.1, tick.tack.clock)",
-                vec![req(
-                    "0.1.2.domain/99",
-                    NotIn,
-                    &["10.10.100.1", "tick.tack.clock"],
-                )],
+                vec![req("0.1.2.domain/99", NotIn, &["10.10.100.1", "tick.tack.clock"])],
             ),
             ("foo  in\t (abc)", vec![req("foo", In, &["abc"])]),
             ("x notin\n (abc)", vec![req("x", NotIn, &["abc"])]),
-            (
-                "x  notin\t\t\t(abc,def)",
-                vec![req("x", NotIn, &["abc", "def"])],
-            ),
+            ("x  notin\t\t\t(abc,def)", vec![req("x", NotIn, &["abc", "def"])]),
             ("x in (abc,def)", vec![req("x", In, &["abc", "def"])]),
             ("x in (abc,)", vec![req("x", In, &["abc", ""])]),
             ("x in ()", vec![req("x", In, &[""])]),
@@ -1226,17 +1123,11 @@ mod tests {
                     req("z", In, &[""]),
                 ],
             ),
-            (
-                "x,y in (a)",
-                vec![req("x", Exists, &[]), req("y", In, &["a"])],
-            ),
+            ("x,y in (a)", vec![req("x", Exists, &[]), req("y", In, &["a"])]),
             ("x=a", vec![req("x", Equals, &["a"])]),
             ("x>1", vec![req("x", GreaterThan, &["1"])]),
             ("x<7", vec![req("x", LessThan, &["7"])]),
-            (
-                "x=a,y!=b",
-                vec![req("x", Equals, &["a"]), req("y", NotEquals, &["b"])],
-            ),
+            ("x=a,y!=b", vec![req("x", Equals, &["a"]), req("y", NotEquals, &["b"])]),
             (
                 "x=a,y!=b,z in (h,i,j)",
                 vec![
@@ -1248,10 +1139,7 @@ mod tests {
             ("x notin ( )", vec![req("x", NotIn, &[""])]),
             ("x notin (, a)", vec![req("x", NotIn, &["", "a"])]),
             ("a ", vec![req("a", Exists, &[])]),
-            (
-                "a in (x,y,notin, z,in)",
-                vec![req("a", In, &["in", "notin", "x", "y", "z"])],
-            ),
+            ("a in (x,y,notin, z,in)", vec![req("a", In, &["in", "notin", "x", "y", "z"])]),
             (
                 "in in (in),notin notin (notin)",
                 vec![req("in", In, &["in"]), req("notin", NotIn, &["notin"])],
@@ -1273,10 +1161,7 @@ mod tests {
             "(",
         ];
         for input in bad {
-            assert!(
-                LabelSelector::parse(input).is_err(),
-                "{input:?} should not parse"
-            );
+            assert!(LabelSelector::parse(input).is_err(), "{input:?} should not parse");
         }
     }
 
@@ -1297,9 +1182,7 @@ mod tests {
         ];
         for (input, want) in cases {
             let got = LabelSelector::parse(input).ok();
-            let values = got
-                .as_ref()
-                .map(|s| s.requirements()[0].values().collect::<Vec<_>>());
+            let values = got.as_ref().map(|s| s.requirements()[0].values().collect::<Vec<_>>());
             assert_eq!(values.as_deref(), *want, "{input:?}");
         }
     }
@@ -1321,10 +1204,7 @@ mod tests {
             })
         };
         assert_eq!(convert(None, None), Ok(LabelSelector::everything()));
-        assert_eq!(
-            convert(Some(BTreeMap::new()), Some(vec![])),
-            Ok(LabelSelector::everything())
-        );
+        assert_eq!(convert(Some(BTreeMap::new()), Some(vec![])), Ok(LabelSelector::everything()));
         assert_eq!(convert(labels.clone(), None), Ok(parse("foo=bar")));
         assert_eq!(convert(None, exprs.clone()), Ok(parse("baz in (norf,qux)")));
         let both = convert(labels, exprs).unwrap();
@@ -1364,10 +1244,7 @@ mod tests {
     #[test]
     fn syntax_error_messages() {
         let cases = [
-            (
-                "a in (x",
-                r#"invalid label selector "a in (x": expected ")" at position 8"#,
-            ),
+            ("a in (x", r#"invalid label selector "a in (x": expected ")" at position 8"#),
             (
                 "x==a==b",
                 r#"invalid label selector "x==a==b": expected "," or end of string at position 5, found "==""#,
@@ -1392,18 +1269,9 @@ mod tests {
                 "a in (xyz abc)",
                 r#"invalid label selector "a in (xyz abc)": expected "," or ")" at position 11, found "abc""#,
             ),
-            (
-                "a in x",
-                r#"invalid label selector "a in x": expected "(" at position 6, found "x""#,
-            ),
-            (
-                "!",
-                r#"invalid label selector "!": expected a label key at position 2"#,
-            ),
-            (
-                "a=(",
-                r#"invalid label selector "a=(": expected a value at position 3, found "(""#,
-            ),
+            ("a in x", r#"invalid label selector "a in x": expected "(" at position 6, found "x""#),
+            ("!", r#"invalid label selector "!": expected a label key at position 2"#),
+            ("a=(", r#"invalid label selector "a=(": expected a value at position 3, found "(""#),
             (
                 "x in (a,,)",
                 r#"invalid label selector "x in (a,,)": expected a value or "," at position 10, found ")""#,
@@ -1506,11 +1374,7 @@ mod tests {
     #[test]
     fn accessors_and_traits() {
         let selector: LabelSelector = "z=1, a in (y,x), !m".parse().unwrap();
-        let keys: Vec<&str> = selector
-            .requirements()
-            .iter()
-            .map(Requirement::key)
-            .collect();
+        let keys: Vec<&str> = selector.requirements().iter().map(Requirement::key).collect();
         assert_eq!(keys, ["a", "m", "z"]);
         let a = &selector.requirements()[0];
         assert_eq!(a.operator(), Operator::In);
@@ -1540,9 +1404,6 @@ mod tests {
             assert_eq!(parse(&text), selector, "{input:?} -> {text:?}");
             assert_eq!(parse(&text).to_string(), text);
         }
-        assert_eq!(
-            parse(" x  notin ( b , a , ) , y == 3").to_string(),
-            "x notin (,a,b),y==3"
-        );
+        assert_eq!(parse(" x  notin ( b , a , ) , y == 3").to_string(), "x notin (,a,b),y==3");
     }
 }

@@ -65,7 +65,10 @@ fn meta(ns: Option<&str>, name: &str, labels: &[(&str, &str)]) -> ObjectMeta {
 
 fn pod(ns: &str, name: &str, tier: &str, generation: u64) -> Pod {
     let generation = generation.to_string();
-    Pod { metadata: meta(Some(ns), name, &[("tier", tier), ("generation", &generation)]), ..Pod::default() }
+    Pod {
+        metadata: meta(Some(ns), name, &[("tier", tier), ("generation", &generation)]),
+        ..Pod::default()
+    }
 }
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
@@ -111,7 +114,8 @@ async fn demo(objects: usize) -> Result<(), String> {
     let namespaces = factory.informer::<Namespace>();
     let pod_counter = Arc::new(Counter::default());
     let ns_counter = Arc::new(Counter::default());
-    let pod_registration = pods.add_event_handler(Arc::clone(&pod_counter)).map_err(|e| e.to_string())?;
+    let pod_registration =
+        pods.add_event_handler(Arc::clone(&pod_counter)).map_err(|e| e.to_string())?;
     namespaces.add_event_handler(Arc::clone(&ns_counter)).map_err(|e| e.to_string())?;
     factory.start();
     let report = factory.wait_for_cache_sync(Duration::from_secs(60)).await;
@@ -119,7 +123,11 @@ async fn demo(objects: usize) -> Result<(), String> {
         return Err(format!("caches did not sync: {:?}", report.not_synced()));
     }
     pod_registration.wait_for_sync().await;
-    println!("demo: caches synced in {:?}; pods handler: {}", started.elapsed(), pod_counter.line());
+    println!(
+        "demo: caches synced in {:?}; pods handler: {}",
+        started.elapsed(),
+        pod_counter.line()
+    );
 
     let mut rng = fastrand::Rng::with_seed(42);
     let mut live: Vec<usize> = (0..initial).collect();
@@ -129,13 +137,23 @@ async fn demo(objects: usize) -> Result<(), String> {
         let generation = op as u64;
         match rng.u32(0..10) {
             0..=3 if next < objects => {
-                source.add(pod(NAMESPACES[next % 4], &format!("pod-{next}"), TIERS[next % 3], generation));
+                source.add(pod(
+                    NAMESPACES[next % 4],
+                    &format!("pod-{next}"),
+                    TIERS[next % 3],
+                    generation,
+                ));
                 live.push(next);
                 next += 1;
             }
             0..=7 if !live.is_empty() => {
                 let i = live[rng.usize(0..live.len())];
-                source.modify(pod(NAMESPACES[i % 4], &format!("pod-{i}"), TIERS[rng.usize(0..3)], generation));
+                source.modify(pod(
+                    NAMESPACES[i % 4],
+                    &format!("pod-{i}"),
+                    TIERS[rng.usize(0..3)],
+                    generation,
+                ));
             }
             _ if !live.is_empty() => {
                 let i = live.swap_remove(rng.usize(0..live.len()));
@@ -145,7 +163,10 @@ async fn demo(objects: usize) -> Result<(), String> {
         }
         if op % (operations / 4).max(1) == 0 {
             source.drop_watches();
-            println!("demo: {op:>7}/{operations} changes; dropped every watch; pods handler: {}", pod_counter.line());
+            println!(
+                "demo: {op:>7}/{operations} changes; dropped every watch; pods handler: {}",
+                pod_counter.line()
+            );
         }
         if op == operations / 2 {
             source.reset_watch();
@@ -176,7 +197,9 @@ async fn demo(objects: usize) -> Result<(), String> {
     let web_in_payments = factory.lister::<Pod>().namespace("payments").list(&web).len();
     let namespaces_cached = factory.lister::<Namespace>().list(&LabelSelector::everything()).len();
     println!("demo: pods handler: {}", pod_counter.line());
-    println!("demo: lister: {web_in_payments} tier=web pods in namespace payments, {namespaces_cached} namespaces");
+    println!(
+        "demo: lister: {web_in_payments} tier=web pods in namespace payments, {namespaces_cached} namespaces"
+    );
     println!(
         "demo: OK: every cache equals the server ({} pods, {} namespaces) after {} changes, in {:?}",
         server_pods.len(),

@@ -52,5 +52,9 @@ fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
         .envs(env.iter().copied())
         .status()
         .map_err(|e| format!("could not run {cargo}: {e}"))?;
-    if status.success() { Ok(()) } else { Err(format!("cargo {} failed: {status}", args.join(" "))) }
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("cargo {} failed: {status}", args.join(" ")))
+    }
 }

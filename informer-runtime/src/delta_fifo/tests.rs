@@ -33,7 +33,11 @@ async fn pop(f: &DeltaFifo<Pod>) -> (Vec<String>, bool) {
 async fn pop_newest(f: &DeltaFifo<Pod>) -> String {
     f.pop(|deltas, _| {
         let newest = deltas.last().and_then(|d| d.object().cloned()).expect("an object");
-        format!("{}@{}", ObjectKey::of(&*newest), newest.metadata.resource_version.clone().unwrap_or_default())
+        format!(
+            "{}@{}",
+            ObjectKey::of(&*newest),
+            newest.metadata.resource_version.clone().unwrap_or_default()
+        )
     })
     .await
     .expect("queue open")
@@ -108,7 +112,8 @@ async fn enqueueing_no_lister() {
 // TestDeltaFIFO_enqueueingWithLister: with known objects, deleting a cached key is queued.
 #[tokio::test]
 async fn enqueueing_with_lister() {
-    let f = DeltaFifo::new().with_known_objects(known(&[obj("foo", 5), obj("bar", 6), obj("baz", 7)]));
+    let f =
+        DeltaFifo::new().with_known_objects(known(&[obj("foo", 5), obj("bar", 6), obj("baz", 7)]));
     f.add(obj("foo", 10));
     f.update(obj("bar", 15));
     f.delete(obj("baz", 20)); // baz is cached: its deletion must reach the consumer
@@ -296,7 +301,8 @@ async fn has_synced() {
 // is_in_initial_list = true.
 #[tokio::test]
 async fn has_synced_correct_on_deletion() {
-    let f = DeltaFifo::new().with_known_objects(known(&[obj("foo", 5), obj("bar", 6), obj("baz", 7)]));
+    let f =
+        DeltaFifo::new().with_known_objects(known(&[obj("foo", 5), obj("bar", 6), obj("baz", 7)]));
     f.replace(vec![obj("foo", 5)], "0");
     let mut popped = Vec::new();
     for _ in 0..3 {
@@ -349,13 +355,20 @@ async fn transformer() {
     f.replace(vec![obj("bar", 4)], "4"); // + a tombstone for "known" (not transformed)
     f.resync(); // nothing: every known key is queued
     assert_eq!(calls.load(Ordering::SeqCst), 4);
-    assert!(source.metadata.labels.is_none(), "a shared object is copied, not changed under its holder");
+    assert!(
+        source.metadata.labels.is_none(),
+        "a shared object is copied, not changed under its holder"
+    );
 
     let mut seen = Vec::new();
     while !f.is_empty() {
         f.pop(|deltas, _| {
             for d in &deltas {
-                let mark = d.object().and_then(|o| o.metadata.labels.as_ref()).and_then(|l| l.get("transformed")).cloned();
+                let mark = d
+                    .object()
+                    .and_then(|o| o.metadata.labels.as_ref())
+                    .and_then(|l| l.get("transformed"))
+                    .cloned();
                 seen.push((format!("{:?}", d.kind()), d.object().is_some(), mark));
             }
         })

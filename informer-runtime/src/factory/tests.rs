@@ -9,8 +9,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 
 use super::*;
 use crate::listwatch::{Error, Status};
-use crate::testing::FakeSource;
 use crate::test_util::{labeled_pod, namespace, pod};
+use crate::testing::FakeSource;
 
 #[tokio::test]
 async fn one_informer_per_type_shared_by_every_caller() {
@@ -38,7 +38,11 @@ async fn start_is_repeatable_and_wait_reports_each_informer() {
     assert_eq!(pods.cache().len(), 1);
 
     // An informer asked for later starts with the next start(); one that cannot list is reported.
-    source.set_list_error(Some(Error::Api(Status::new(403, "Forbidden", "namespaces is forbidden"))));
+    source.set_list_error(Some(Error::Api(Status::new(
+        403,
+        "Forbidden",
+        "namespaces is forbidden",
+    ))));
     let namespaces = factory.informer::<Namespace>();
     assert!(!namespaces.is_started());
     factory.start();
@@ -103,17 +107,28 @@ async fn options_namespace_selectors_resync_and_transforms() {
     let lists = source.list_requests::<Pod>();
     let watches = source.watch_requests::<Pod>();
     assert_eq!(lists[0].label_selector.as_deref(), Some("app=web"));
-    assert!(watches.iter().all(|w| w.label_selector.as_deref() == Some("app=web")), "list and watch alike");
+    assert!(
+        watches.iter().all(|w| w.label_selector.as_deref() == Some("app=web")),
+        "list and watch alike"
+    );
     factory.shutdown().await;
 
     let factory = SharedInformerFactory::builder(source.clone())
         .transform(|meta| meta.annotations = Some([("factory".into(), "wide".into())].into()))
-        .transform_for::<Pod>(|pod| pod.metadata.annotations = Some([("typed".into(), "pod".into())].into()))
+        .transform_for::<Pod>(|pod| {
+            pod.metadata.annotations = Some([("typed".into(), "pod".into())].into())
+        })
         .build();
     let pods = factory.informer::<Pod>();
     factory.start();
     assert!(factory.wait_for_cache_sync(Duration::from_secs(10)).await.all_synced());
-    assert!(pods.cache().list().iter().all(|p| p.metadata.annotations.as_ref().is_some_and(|a| a.contains_key("typed"))));
+    assert!(
+        pods.cache().list().iter().all(|p| p
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key("typed")))
+    );
     factory.shutdown().await;
 }
 
@@ -122,12 +137,14 @@ async fn for_resource_by_group_version_resource() {
     let source = FakeSource::new();
     source.add(pod("ns", "a", ""));
     let factory = SharedInformerFactory::new(source);
-    let unknown = factory.for_resource(&GroupVersionResource::new("apps", "v1", "deployments")).unwrap_err();
+    let unknown =
+        factory.for_resource(&GroupVersionResource::new("apps", "v1", "deployments")).unwrap_err();
     assert_eq!(unknown.to_string(), "no informer found for apps/v1, Resource=deployments");
 
     let _ = factory.informer::<Pod>();
     factory.register::<Deployment>();
-    let deployments = factory.for_resource(&GroupVersionResource::new("apps", "v1", "deployments")).unwrap();
+    let deployments =
+        factory.for_resource(&GroupVersionResource::new("apps", "v1", "deployments")).unwrap();
     assert!(deployments.downcast::<Deployment>().is_some());
     assert!(deployments.downcast::<Pod>().is_none());
 

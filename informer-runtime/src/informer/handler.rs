@@ -75,7 +75,9 @@ impl<K> Clone for Notification<K> {
             Self::Add { obj, is_in_initial_list } => {
                 Self::Add { obj: Arc::clone(obj), is_in_initial_list: *is_in_initial_list }
             }
-            Self::Update { old, new } => Self::Update { old: Arc::clone(old), new: Arc::clone(new) },
+            Self::Update { old, new } => {
+                Self::Update { old: Arc::clone(old), new: Arc::clone(new) }
+            }
             Self::Delete(d) => Self::Delete(d.clone()),
         }
     }
@@ -83,9 +85,8 @@ impl<K> Clone for Notification<K> {
 
 impl<K: crate::Resource> fmt::Debug for Notification<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let show = |o: &K| {
-            format!("{}@{}", crate::ObjectKey::of(o), crate::resource::resource_version(o))
-        };
+        let show =
+            |o: &K| format!("{}@{}", crate::ObjectKey::of(o), crate::resource::resource_version(o));
         match self {
             Self::Add { obj, is_in_initial_list } => {
                 write!(f, "Add({}, initial={is_in_initial_list})", show(obj))

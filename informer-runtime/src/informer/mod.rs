@@ -218,7 +218,10 @@ impl<K: Resource> SharedIndexInformer<K> {
     ///
     /// [`InformerError::AlreadyStarted`] after [`run`](Self::run).
     #[doc(alias = "SetTransform")]
-    pub fn set_transform(&self, transform: impl Fn(&mut K) + Send + Sync + 'static) -> Result<(), InformerError> {
+    pub fn set_transform(
+        &self,
+        transform: impl Fn(&mut K) + Send + Sync + 'static,
+    ) -> Result<(), InformerError> {
         let mut settings = self.shared.settings.lock();
         if settings.started {
             return Err(InformerError::AlreadyStarted("transform"));
@@ -321,7 +324,12 @@ impl<K: Resource> SharedIndexInformer<K> {
         };
         let (listener, receiver) = added.ok_or(InformerError::Stopped)?;
         let registration = self.registration(Arc::clone(&listener));
-        Ok(NotificationStream::new(receiver, registration, Arc::downgrade(&shared.processor), listener))
+        Ok(NotificationStream::new(
+            receiver,
+            registration,
+            Arc::downgrade(&shared.processor),
+            listener,
+        ))
     }
 
     fn replay_cache(&self, push: &mut dyn FnMut(Notification<K>)) {
@@ -330,7 +338,10 @@ impl<K: Resource> SharedIndexInformer<K> {
         });
     }
 
-    fn registration(&self, listener: Arc<processor::Listener<K>>) -> ResourceEventHandlerRegistration<K> {
+    fn registration(
+        &self,
+        listener: Arc<processor::Listener<K>>,
+    ) -> ResourceEventHandlerRegistration<K> {
         let shared = Arc::downgrade(&self.shared);
         let synced = Arc::new(move || {
             shared.upgrade().is_some_and(|s| s.queue.get().is_some_and(|q| q.has_synced()))
@@ -439,14 +450,19 @@ impl<K: Resource> SharedIndexInformer<K> {
                 queue = queue.with_transform(Arc::clone(transform));
             }
             let queue = Arc::new(queue);
-            let sink = Arc::new(QueueSink { queue: Arc::clone(&queue), progress: Arc::clone(&shared.progress) });
+            let sink = Arc::new(QueueSink {
+                queue: Arc::clone(&queue),
+                progress: Arc::clone(&shared.progress),
+            });
             let processor = Arc::downgrade(&shared.processor);
             let mut config = settings.reflector.clone();
             config.resync_period = settings.resync_check_period;
             let mut reflector = Reflector::new(Arc::clone(&shared.lister_watcher), sink, config)
                 .with_clock(Arc::clone(&shared.clock))
                 .with_random(settings.random.clone())
-                .with_should_resync(Arc::new(move || processor.upgrade().is_some_and(|p| p.should_resync())));
+                .with_should_resync(Arc::new(move || {
+                    processor.upgrade().is_some_and(|p| p.should_resync())
+                }));
             if let Some(handler) = &settings.watch_error_handler {
                 reflector = reflector.with_watch_error_handler(Arc::clone(handler));
             }

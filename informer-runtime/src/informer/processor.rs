@@ -113,9 +113,15 @@ impl<K> Listener<K> {
     }
 }
 
+/// A handler registered before start: its listener, buffer and handler, waiting for a task.
+type Waiting<K> = (Arc<Listener<K>>, Receiver<K>, Arc<dyn ResourceEventHandler<K>>);
+
+/// The receiving end of a listener's buffer.
+pub(crate) type Receiver<K> = mpsc::UnboundedReceiver<Notification<K>>;
+
 enum RunState<K> {
     /// Handler listeners wait here for `run` to spawn their tasks.
-    NotStarted(Vec<(Arc<Listener<K>>, mpsc::UnboundedReceiver<Notification<K>>, Arc<dyn ResourceEventHandler<K>>)>),
+    NotStarted(Vec<Waiting<K>>),
     Running(tokio::runtime::Handle),
     Stopped,
 }
@@ -180,7 +186,8 @@ impl<K: Send + Sync + 'static> Processor<K> {
                 waiting.push((Arc::clone(&listener), receiver, handler));
             }
             RunState::Running(runtime) => {
-                self.tasks.spawn_on(run_listener(Arc::clone(&listener), receiver, handler), runtime);
+                self.tasks
+                    .spawn_on(run_listener(Arc::clone(&listener), receiver, handler), runtime);
             }
             RunState::Stopped => return None,
         }
@@ -192,7 +199,7 @@ impl<K: Send + Sync + 'static> Processor<K> {
     pub(crate) fn add_stream(
         &self,
         replay: impl FnOnce(&mut dyn FnMut(Notification<K>)),
-    ) -> Option<(Arc<Listener<K>>, mpsc::UnboundedReceiver<Notification<K>>)> {
+    ) -> Option<(Arc<Listener<K>>, Receiver<K>)> {
         let (listener, receiver) = self.new_listener(Duration::ZERO, Duration::ZERO);
         replay(&mut |n| listener.add(n));
         if matches!(*self.state.lock(), RunState::Stopped) {
@@ -239,7 +246,9 @@ impl<K: Send + Sync + 'static> Processor<K> {
     /// Spawns the tasks of the handlers registered so far on `runtime`.
     pub(crate) fn run(&self, runtime: tokio::runtime::Handle) {
         let mut state = self.state.lock();
-        if let RunState::NotStarted(waiting) = std::mem::replace(&mut *state, RunState::Running(runtime.clone())) {
+        if let RunState::NotStarted(waiting) =
+            std::mem::replace(&mut *state, RunState::Running(runtime.clone()))
+        {
             for (listener, receiver, handler) in waiting {
                 self.tasks.spawn_on(run_listener(listener, receiver, handler), &runtime);
             }
@@ -270,7 +279,6 @@ impl<K> Processor<K> {
             listener.close();
         }
     }
-
 }
 
 /// A handler's task: handle buffered notifications in order until stopped.

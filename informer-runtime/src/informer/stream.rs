@@ -48,7 +48,8 @@ impl<K> Stream for NotificationStream<K> {
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let polled = self.receiver.poll_recv(cx);
         if let Poll::Ready(Some(notification)) = &polled {
-            let initial = matches!(notification, Notification::Add { is_in_initial_list: true, .. });
+            let initial =
+                matches!(notification, Notification::Add { is_in_initial_list: true, .. });
             self.listener.done(initial);
         }
         polled

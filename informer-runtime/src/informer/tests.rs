@@ -16,8 +16,8 @@ use tokio_util::sync::CancellationToken;
 use super::*;
 use crate::clock::Random;
 use crate::listwatch::{Error, Status};
-use crate::testing::{FakeClock, FakeSource};
 use crate::test_util::pod;
+use crate::testing::{FakeClock, FakeSource};
 
 const DEADLINE: Duration = Duration::from_secs(10);
 
@@ -64,7 +64,9 @@ impl Recorder {
                 changed.await;
             }
         };
-        tokio::time::timeout(DEADLINE, wait).await.unwrap_or_else(|_| panic!("condition not met; saw {:?}", self.events()));
+        tokio::time::timeout(DEADLINE, wait)
+            .await
+            .unwrap_or_else(|_| panic!("condition not met; saw {:?}", self.events()));
     }
 
     async fn wait_for_names(&self, names: &[&str]) {
@@ -115,10 +117,19 @@ fn informer(source: &FakeSource) -> SharedIndexInformer<Pod> {
 }
 
 /// Steps `clock` by `step` until `cond` holds (each step lets the informer's tasks run).
-async fn step_until(clock: &FakeClock, step: Duration, recorder: &Recorder, cond: impl Fn(&Recorder) -> bool) {
+async fn step_until(
+    clock: &FakeClock,
+    step: Duration,
+    recorder: &Recorder,
+    cond: impl Fn(&Recorder) -> bool,
+) {
     let deadline = tokio::time::Instant::now() + DEADLINE;
     while !cond(recorder) {
-        assert!(tokio::time::Instant::now() < deadline, "condition not met; saw {:?}", recorder.events());
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "condition not met; saw {:?}",
+            recorder.events()
+        );
         clock.step(step);
         let changed = recorder.changed.notified();
         let _ = tokio::time::timeout(Duration::from_millis(20), changed).await;
@@ -132,11 +143,14 @@ async fn listener_resync_periods() {
     source.add(p("pod1"));
     source.add(p("pod2"));
     let clock = FakeClock::new();
-    let informer = informer(&source).with_resync(Duration::from_secs(1)).with_clock(Arc::new(clock.clone()));
+    let informer =
+        informer(&source).with_resync(Duration::from_secs(1)).with_clock(Arc::new(clock.clone()));
     let (l1, l2, l3) = (Recorder::default(), Recorder::default(), Recorder::default());
     let h1 = informer.add_event_handler_with_resync_period(l1.clone(), Duration::ZERO).unwrap();
-    let h2 = informer.add_event_handler_with_resync_period(l2.clone(), Duration::from_secs(2)).unwrap();
-    let h3 = informer.add_event_handler_with_resync_period(l3.clone(), Duration::from_secs(3)).unwrap();
+    let h2 =
+        informer.add_event_handler_with_resync_period(l2.clone(), Duration::from_secs(2)).unwrap();
+    let h3 =
+        informer.add_event_handler_with_resync_period(l3.clone(), Duration::from_secs(3)).unwrap();
     let (token, handle) = start(&informer);
     for (l, h) in [(&l1, &h1), (&l2, &h2), (&l3, &h3)] {
         l.wait_for_names(&["pod1", "pod2"]).await;
@@ -169,22 +183,36 @@ async fn listener_resync_periods() {
 async fn resync_check_period() {
     let source = FakeSource::new();
     let informer = informer(&source).with_resync(Duration::from_secs(12 * 3600));
-    let periods = |hs: &[&ResourceEventHandlerRegistration<Pod>]| hs.iter().map(|h| h.resync_period()).collect::<Vec<_>>();
-    let h1 = informer.add_event_handler_with_resync_period(Recorder::default(), Duration::ZERO).unwrap();
+    let periods = |hs: &[&ResourceEventHandlerRegistration<Pod>]| {
+        hs.iter().map(|h| h.resync_period()).collect::<Vec<_>>()
+    };
+    let h1 =
+        informer.add_event_handler_with_resync_period(Recorder::default(), Duration::ZERO).unwrap();
     assert_eq!(informer.resync_check_period(), Duration::from_secs(12 * 3600));
     assert_eq!(periods(&[&h1]), [Duration::ZERO]);
-    let h2 = informer.add_event_handler_with_resync_period(Recorder::default(), Duration::from_secs(60)).unwrap();
+    let h2 = informer
+        .add_event_handler_with_resync_period(Recorder::default(), Duration::from_secs(60))
+        .unwrap();
     assert_eq!(informer.resync_check_period(), Duration::from_secs(60));
-    let h3 = informer.add_event_handler_with_resync_period(Recorder::default(), Duration::from_secs(55)).unwrap();
+    let h3 = informer
+        .add_event_handler_with_resync_period(Recorder::default(), Duration::from_secs(55))
+        .unwrap();
     assert_eq!(informer.resync_check_period(), Duration::from_secs(55));
-    assert_eq!(periods(&[&h1, &h2, &h3]), [Duration::ZERO, Duration::from_secs(60), Duration::from_secs(55)]);
-    let h4 = informer.add_event_handler_with_resync_period(Recorder::default(), Duration::from_secs(5)).unwrap();
+    assert_eq!(
+        periods(&[&h1, &h2, &h3]),
+        [Duration::ZERO, Duration::from_secs(60), Duration::from_secs(55)]
+    );
+    let h4 = informer
+        .add_event_handler_with_resync_period(Recorder::default(), Duration::from_secs(5))
+        .unwrap();
     assert_eq!(informer.resync_check_period(), Duration::from_secs(5));
     assert_eq!(
         periods(&[&h1, &h2, &h3, &h4]),
         [Duration::ZERO, Duration::from_secs(60), Duration::from_secs(55), Duration::from_secs(5)]
     );
-    let tiny = informer.add_event_handler_with_resync_period(Recorder::default(), Duration::from_millis(10)).unwrap();
+    let tiny = informer
+        .add_event_handler_with_resync_period(Recorder::default(), Duration::from_millis(10))
+        .unwrap();
     assert_eq!(tiny.resync_period(), Duration::from_secs(1), "minimum resync period is 1 s");
 }
 
@@ -194,7 +222,9 @@ async fn resync_period_after_start_is_raised_to_check_period() {
     let informer = informer(&source).with_resync(Duration::from_secs(30));
     let (token, handle) = start(&informer);
     assert!(informer.wait_for_sync().await);
-    let h = informer.add_event_handler_with_resync_period(Recorder::default(), Duration::from_secs(5)).unwrap();
+    let h = informer
+        .add_event_handler_with_resync_period(Recorder::default(), Duration::from_secs(5))
+        .unwrap();
     assert_eq!(h.resync_period(), Duration::from_secs(30));
     assert_eq!(informer.resync_check_period(), Duration::from_secs(30));
     stop(token, handle).await;
@@ -208,7 +238,8 @@ async fn watch_disruption() {
     source.add(p("pod1"));
     let pod2 = source.add(p("pod2"));
     let clock = FakeClock::new();
-    let informer = informer(&source).with_resync(Duration::from_secs(1)).with_clock(Arc::new(clock.clone()));
+    let informer =
+        informer(&source).with_resync(Duration::from_secs(1)).with_clock(Arc::new(clock.clone()));
     let no_resync = Recorder::default();
     let resync = Recorder::default();
     informer.add_event_handler_with_resync_period(no_resync.clone(), Duration::ZERO).unwrap();
@@ -244,11 +275,18 @@ async fn error_handling() {
     source.set_list_error(Some(Error::Api(Status::new(403, "Forbidden", "Access Denied"))));
     let informer = informer(&source);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    informer.set_watch_error_handler(move |e| { let _ = tx.send(e.to_string()); }).unwrap();
+    informer
+        .set_watch_error_handler(move |e| {
+            let _ = tx.send(e.to_string());
+        })
+        .unwrap();
     let (token, handle) = start(&informer);
     let error = tokio::time::timeout(DEADLINE, rx.recv()).await.unwrap().unwrap();
     assert!(error.contains("Access Denied"), "{error}");
-    assert!(matches!(informer.set_watch_error_handler(|_| {}), Err(InformerError::AlreadyStarted(_))));
+    assert!(matches!(
+        informer.set_watch_error_handler(|_| {}),
+        Err(InformerError::AlreadyStarted(_))
+    ));
     stop(token, handle).await;
 }
 
@@ -269,7 +307,10 @@ async fn transformer() {
     let (token, handle) = start(&informer);
     listener.wait_for_names(&["POD1", "POD2"]).await;
     assert!(informer.cache().get_by_key("ns/POD1").is_some());
-    assert!(matches!(informer.set_transform(|_| {}), Err(InformerError::AlreadyStarted("transform"))));
+    assert!(matches!(
+        informer.set_transform(|_| {}),
+        Err(InformerError::AlreadyStarted("transform"))
+    ));
     stop(token, handle).await;
 }
 
@@ -338,7 +379,9 @@ async fn add_while_active() {
     let gate = Arc::new(Mutex::new(()));
     let held = gate.lock();
     let l2 = Recorder::default();
-    let h2 = informer.add_event_handler(Gated { gate: Arc::clone(&gate), recorder: l2.clone() }).unwrap();
+    let h2 = informer
+        .add_event_handler(Gated { gate: Arc::clone(&gate), recorder: l2.clone() })
+        .unwrap();
     assert!(!h2.has_synced(), "the synthetic add of pod1 is not processed yet");
     assert_eq!(h2.pending(), 1);
     drop(held);
@@ -384,7 +427,10 @@ async fn add_on_stopped_informer() {
     stop(token, handle).await;
     assert_eq!((informer.is_started(), informer.is_stopped()), (true, true));
     let err = informer.add_event_handler(Recorder::default()).unwrap_err();
-    assert!(err.to_string().ends_with("was not added to shared informer because it has stopped already"));
+    assert!(
+        err.to_string()
+            .ends_with("was not added to shared informer because it has stopped already")
+    );
     assert!(informer.stream().is_err());
     informer.remove_event_handler(&h);
     assert!(h.is_stopped());
@@ -439,7 +485,9 @@ async fn event_panics_are_contained() {
     let informer = informer(&source);
     let recorder = Recorder::default();
     let witness = Recorder::default();
-    let h = informer.add_event_handler(PanicsOnce { panicked: Mutex::new(false), recorder: recorder.clone() }).unwrap();
+    let h = informer
+        .add_event_handler(PanicsOnce { panicked: Mutex::new(false), recorder: recorder.clone() })
+        .unwrap();
     informer.add_event_handler(witness.clone()).unwrap();
     let (token, handle) = start(&informer);
     source.wait_for_watches::<Pod>(1).await;
@@ -468,7 +516,10 @@ async fn add_indexers_while_running() {
     informer.add_indexers([("app".to_owned(), Arc::clone(&by_app))].into()).unwrap();
     let web = informer.cache().by_index("app", "web").unwrap();
     assert_eq!(web.len(), 1);
-    assert!(matches!(informer.add_indexers([("app".to_owned(), by_app)].into()), Err(IndexError::Conflict(_))));
+    assert!(matches!(
+        informer.add_indexers([("app".to_owned(), by_app)].into()),
+        Err(IndexError::Conflict(_))
+    ));
     assert_eq!(informer.cache().by_index(crate::store::NAMESPACE_INDEX, "ns").unwrap().len(), 2);
     stop(token, handle).await;
 }
@@ -531,12 +582,16 @@ async fn notification_stream() {
     let mut stream = informer.stream().unwrap();
     assert!(!stream.registration().has_synced(), "the replayed cache is not taken yet");
     let first = tokio::time::timeout(DEADLINE, stream.next()).await.unwrap().unwrap();
-    assert!(matches!(first, Notification::Add { ref obj, is_in_initial_list: true } if name(obj) == "pod1"));
+    assert!(
+        matches!(first, Notification::Add { ref obj, is_in_initial_list: true } if name(obj) == "pod1")
+    );
     assert!(stream.registration().has_synced());
     source.wait_for_watches::<Pod>(1).await;
     source.add(p("pod2"));
     let second = tokio::time::timeout(DEADLINE, stream.next()).await.unwrap().unwrap();
-    assert!(matches!(second, Notification::Add { ref obj, is_in_initial_list: false } if name(&obj) == "pod2"));
+    assert!(
+        matches!(second, Notification::Add { ref obj, is_in_initial_list: false } if name(obj) == "pod2")
+    );
     assert_eq!(informer.handler_count(), 1);
     drop(stream);
     assert_eq!(informer.handler_count(), 0, "dropping the stream unregisters it");
@@ -545,12 +600,18 @@ async fn notification_stream() {
 
 // A slow handler delays nobody: the others get everything while its buffer grows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(
+    clippy::await_holding_lock,
+    reason = "the gate is held on purpose: it stalls the slow handler"
+)]
 async fn slow_handler_does_not_delay_others() {
     let source = FakeSource::new();
     let informer = informer(&source);
     let gate = Arc::new(Mutex::new(()));
     let held = gate.lock();
-    let slow = informer.add_event_handler(Gated { gate: Arc::clone(&gate), recorder: Recorder::default() }).unwrap();
+    let slow = informer
+        .add_event_handler(Gated { gate: Arc::clone(&gate), recorder: Recorder::default() })
+        .unwrap();
     let fast = Recorder::default();
     informer.add_event_handler(fast.clone()).unwrap();
     let (token, handle) = start(&informer);

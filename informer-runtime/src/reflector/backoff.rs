@@ -99,7 +99,10 @@ mod tests {
             b.next_delay();
         }
         let capped = b.next_delay();
-        assert!(capped >= Duration::from_secs(30) && capped < Duration::from_secs(60), "{capped:?}");
+        assert!(
+            capped >= Duration::from_secs(30) && capped < Duration::from_secs(60),
+            "{capped:?}"
+        );
     }
 
     #[test]

@@ -39,8 +39,7 @@ use self::backoff::Backoff;
 use self::state::{Next, WatchEnd, next_after};
 use crate::clock::{Random, SharedClock, TokioClock};
 use crate::listwatch::{
-    Error, ListOptions, ListerWatcher, ResourceVersionMatch, WatchEvent, WatchOptions,
-    WatchStream,
+    Error, ListOptions, ListerWatcher, ResourceVersionMatch, WatchEvent, WatchOptions, WatchStream,
 };
 use crate::queue::ReflectorStore;
 use crate::resource::{Resource, resource_version};
@@ -257,7 +256,10 @@ impl<K: Resource> Reflector<K> {
     /// Asks `should_resync` at every resync tick whether to replay the cache (the informer asks
     /// whether any handler is due).
     #[must_use]
-    pub fn with_should_resync(mut self, should_resync: Arc<dyn Fn() -> bool + Send + Sync>) -> Self {
+    pub fn with_should_resync(
+        mut self,
+        should_resync: Arc<dyn Fn() -> bool + Send + Sync>,
+    ) -> Self {
         self.should_resync = Some(should_resync);
         self
     }
@@ -385,7 +387,9 @@ impl<K: Resource> Reflector<K> {
         if let Some(size) = self.config.page_size {
             return Some(size).filter(|s| *s > 0);
         }
-        if self.state.lock().paginated_result || resource_version.is_empty() || resource_version == "0"
+        if self.state.lock().paginated_result
+            || resource_version.is_empty()
+            || resource_version == "0"
         {
             Some(DEFAULT_PAGE_SIZE)
         } else {
@@ -522,13 +526,17 @@ impl<K: Resource> Reflector<K> {
                             continue;
                         }
                         Some(Err(source)) => {
-                            return Err(ReflectorError::Watch { resource: self.resource.clone(), source });
+                            return Err(ReflectorError::Watch {
+                                resource: self.resource.clone(),
+                                source,
+                            });
                         }
                     }
                 }
             };
             let deadline = timeout + self.config.watch_deadline_margin;
-            let end = self.handle_watch(&mut watch, &*self.store, None, deadline, resync, cancel).await;
+            let end =
+                self.handle_watch(&mut watch, &*self.store, None, deadline, resync, cancel).await;
             match next_after(&end) {
                 Next::Stop => return Ok(()),
                 Next::Rewatch => {
@@ -548,7 +556,9 @@ impl<K: Resource> Reflector<K> {
                         WatchEnd::Failed(e) if e.is_expired() => {
                             tracing::debug!(resource = %self.resource, error = %e, "watch expired; relisting");
                         }
-                        _ => tracing::warn!(resource = %self.resource, ?end, "watch ended; relisting"),
+                        _ => {
+                            tracing::warn!(resource = %self.resource, ?end, "watch ended; relisting")
+                        }
                     }
                     return Ok(());
                 }
@@ -674,7 +684,14 @@ impl<K: Resource> Reflector<K> {
             let temporary = Indexer::<K>::default();
             let mut rv = String::new();
             let end = self
-                .handle_watch(&mut watch, &temporary, Some(&mut rv), remaining, &mut no_resync, cancel)
+                .handle_watch(
+                    &mut watch,
+                    &temporary,
+                    Some(&mut rv),
+                    remaining,
+                    &mut no_resync,
+                    cancel,
+                )
                 .await;
             match end {
                 WatchEnd::InitialEventsEnd => {

@@ -96,9 +96,11 @@ fn bookmark(rv: &str, end: bool) -> WatchEvent<Pod> {
     WatchEvent::Bookmark(Bookmark { resource_version: rv.to_owned(), initial_events_end: end })
 }
 
+type EventSender = mpsc::UnboundedSender<Result<WatchEvent<Pod>, Error>>;
+
 /// Watch streams the test feeds by hand, one channel per watch request.
 struct ManualWatches {
-    created: Mutex<VecDeque<mpsc::UnboundedSender<Result<WatchEvent<Pod>, Error>>>>,
+    created: Mutex<VecDeque<EventSender>>,
     notify: tokio::sync::Notify,
 }
 
@@ -114,7 +116,7 @@ impl ManualWatches {
         Box::pin(rx)
     }
 
-    async fn next(&self) -> mpsc::UnboundedSender<Result<WatchEvent<Pod>, Error>> {
+    async fn next(&self) -> EventSender {
         loop {
             let notified = self.notify.notified();
             tokio::pin!(notified);
@@ -178,7 +180,11 @@ impl Clock for RecordingClock {
     }
 }
 
-fn reflector(lw: Arc<ScriptedLw>, store: Arc<dyn ReflectorStore<Pod>>, config: ReflectorConfig) -> Reflector<Pod> {
+fn reflector(
+    lw: Arc<ScriptedLw>,
+    store: Arc<dyn ReflectorStore<Pod>>,
+    config: ReflectorConfig,
+) -> Reflector<Pod> {
     Reflector::new(lw, store, config).with_random(Random::fixed(0.0))
 }
 
@@ -199,7 +205,9 @@ impl Rounds {
     }
 
     /// A watch that ends the round as soon as it is opened.
-    fn cancelling_watch(&self) -> impl Fn(&WatchOptions) -> Result<WatchStream<Pod>, Error> + Send + Sync + 'static {
+    fn cancelling_watch(
+        &self,
+    ) -> impl Fn(&WatchOptions) -> Result<WatchStream<Pod>, Error> + Send + Sync + 'static {
         let rounds = self.clone();
         move |_| {
             rounds.cancel_round();
@@ -272,9 +280,16 @@ async fn list_and_watch_with_errors() {
         (vec!["bar@3", "qux@5"], (Err(Error::Transport("a list error".into())), vec![], None)),
         (
             vec!["bar@3", "qux@5"],
-            (list_of("5", &[p("bar", 3), p("qux", 5)]), vec![], Some(Error::Transport("a watch error".into()))),
+            (
+                list_of("5", &[p("bar", 3), p("qux", 5)]),
+                vec![],
+                Some(Error::Transport("a watch error".into())),
+            ),
         ),
-        (vec!["bar@3", "qux@5"], (list_of("5", &[p("bar", 3), p("qux", 5)]), vec![added(p("baz", 6))], None)),
+        (
+            vec!["bar@3", "qux@5"],
+            (list_of("5", &[p("bar", 3), p("qux", 5)]), vec![added(p("baz", 6))], None),
+        ),
     ];
     let store = Indexer::<Pod>::default();
     for (before, (list, events, watch_err)) in rows {
@@ -284,7 +299,9 @@ async fn list_and_watch_with_errors() {
         let watch = Mutex::new(Some((events, watch_err)));
         let r2 = rounds.clone();
         let lw = ScriptedLw::new(
-            move |_| list.lock().take().unwrap_or_else(|| Err(Error::Transport("second list".into()))),
+            move |_| {
+                list.lock().take().unwrap_or_else(|| Err(Error::Transport("second list".into())))
+            },
             move |_| match watch.lock().take() {
                 Some((_, Some(err))) => Err(err),
                 Some((events, None)) => Ok(r2.then_cancel(events)),
@@ -392,7 +409,9 @@ async fn full_list_if_too_large() {
     let lw = ScriptedLw::new(
         move |o| match o.resource_version.as_str() {
             "0" => list_of("20", &[]),
-            "20" => Err(Error::Api(Status::resource_version_too_large("Too large resource version: 20, current: 10"))),
+            "20" => Err(Error::Api(Status::resource_version_too_large(
+                "Too large resource version: 20, current: 10",
+            ))),
             "30" => Err(Error::Api(Status {
                 causes: vec![(String::new(), "Too large resource version".into())],
                 ..Status::new(504, "Timeout", "timeout")
@@ -408,7 +427,8 @@ async fn full_list_if_too_large() {
         },
         rounds.cancelling_watch(),
     );
-    let r = reflector(Arc::clone(&lw), Arc::new(Indexer::<Pod>::default()), ReflectorConfig::default());
+    let r =
+        reflector(Arc::clone(&lw), Arc::new(Indexer::<Pod>::default()), ReflectorConfig::default());
     for _ in 0..4 {
         rounds.run(&r).await.unwrap();
     }
@@ -434,8 +454,9 @@ async fn backoff_on_too_many_requests() {
         },
     );
     let clock = Arc::new(RecordingClock::default());
-    let r = reflector(Arc::clone(&lw), Arc::new(Indexer::<Pod>::default()), ReflectorConfig::default())
-        .with_clock(Arc::clone(&clock) as SharedClock);
+    let r =
+        reflector(Arc::clone(&lw), Arc::new(Indexer::<Pod>::default()), ReflectorConfig::default())
+            .with_clock(Arc::clone(&clock) as SharedClock);
     r.list_and_watch(&CancellationToken::new()).await.unwrap();
     let backoffs: Vec<Duration> =
         clock.0.lock().iter().copied().filter(|d| *d < Duration::from_secs(60)).collect();
@@ -454,19 +475,24 @@ async fn no_relist_on_too_many_requests() {
             let mut n = calls.lock();
             *n += 1;
             if *n <= 4 {
-                Err(Error::Api(Status::too_many_requests("slow down", Some(Duration::from_secs(3)))))
+                Err(Error::Api(Status::too_many_requests(
+                    "slow down",
+                    Some(Duration::from_secs(3)),
+                )))
             } else {
                 Ok(stream_of(vec![]))
             }
         },
     );
     let clock = Arc::new(RecordingClock::default());
-    let r = reflector(Arc::clone(&lw), Arc::new(Indexer::<Pod>::default()), ReflectorConfig::default())
-        .with_clock(Arc::clone(&clock) as SharedClock);
+    let r =
+        reflector(Arc::clone(&lw), Arc::new(Indexer::<Pod>::default()), ReflectorConfig::default())
+            .with_clock(Arc::clone(&clock) as SharedClock);
     r.list_and_watch(&CancellationToken::new()).await.unwrap();
     assert_eq!(lw.lists.lock().len(), 1);
     assert_eq!(lw.watches.lock().len(), 5);
-    let backoffs: Vec<u128> = clock.0.lock().iter().filter(|d| d.as_secs() < 60).map(Duration::as_millis).collect();
+    let backoffs: Vec<u128> =
+        clock.0.lock().iter().filter(|d| d.as_secs() < 60).map(Duration::as_millis).collect();
     assert_eq!(backoffs, [3000, 3000, 3200, 6400], "Retry-After is honoured as a floor");
 }
 
@@ -532,11 +558,18 @@ async fn watch_timeout() {
             let rounds = Rounds::default();
             let lw = ScriptedLw::new(|_| list_of("10", &[]), rounds.cancelling_watch());
             let config = ReflectorConfig::default().min_watch_timeout(Duration::from_secs(min));
-            let r = Reflector::new(Arc::clone(&lw) as Arc<dyn ListerWatcher<Pod>>, Arc::new(Indexer::default()), config)
-                .with_random(Random::fixed(random));
+            let r = Reflector::new(
+                Arc::clone(&lw) as Arc<dyn ListerWatcher<Pod>>,
+                Arc::new(Indexer::default()),
+                config,
+            )
+            .with_random(Random::fixed(random));
             rounds.run(&r).await.unwrap();
             let timeout = lw.watches.lock()[0].timeout.unwrap().as_secs();
-            assert!(timeout >= expected_min && timeout <= 2 * expected_min, "{timeout} for min {min}");
+            assert!(
+                timeout >= expected_min && timeout <= 2 * expected_min,
+                "{timeout} for min {min}"
+            );
         }
     }
 }
@@ -550,7 +583,8 @@ async fn watch_handler() {
     let lw = ScriptedLw::new(
         |_| list_of("1", &[p("foo", 1), p("bar", 1)]),
         move |_| {
-            let wrong_kind = Err(Error::UnexpectedKind { expected: "Pod".into(), got: "Service".into() });
+            let wrong_kind =
+                Err(Error::UnexpectedKind { expected: "Pod".into(), got: "Service".into() });
             let events = vec![
                 wrong_kind,
                 Ok(WatchEvent::Deleted(Arc::new(p("foo", 1)))),
@@ -576,7 +610,8 @@ async fn watch_handler() {
 #[tokio::test(start_paused = true)]
 async fn stop_watch() {
     let lw = ScriptedLw::new(|_| list_of("1", &[]), |_| Ok(open_stream_of(vec![])));
-    let r = reflector(Arc::clone(&lw), Arc::new(Indexer::<Pod>::default()), ReflectorConfig::default());
+    let r =
+        reflector(Arc::clone(&lw), Arc::new(Indexer::<Pod>::default()), ReflectorConfig::default());
     let cancel = CancellationToken::new();
     cancel.cancel();
     r.list_and_watch(&cancel).await.unwrap();
@@ -602,7 +637,8 @@ async fn replaces_store_on_unsafe_delete() {
         },
     );
     let store = Indexer::<Pod>::default();
-    let r = Arc::new(reflector(Arc::clone(&lw), Arc::new(store.clone()), ReflectorConfig::default()));
+    let r =
+        Arc::new(reflector(Arc::clone(&lw), Arc::new(store.clone()), ReflectorConfig::default()));
     let cancel = CancellationToken::new();
     let run = tokio::spawn({
         let (r, cancel) = (Arc::clone(&r), cancel.clone());
@@ -634,11 +670,16 @@ async fn silent_watch_ends_at_client_deadline() {
         },
     );
     let started = tokio::time::Instant::now();
-    let r = reflector(Arc::clone(&lw), Arc::new(Indexer::<Pod>::default()), ReflectorConfig::default());
+    let r =
+        reflector(Arc::clone(&lw), Arc::new(Indexer::<Pod>::default()), ReflectorConfig::default());
     rounds.run(&r).await.unwrap();
     assert_eq!(lw.watch_rvs(), ["7", "7"]);
     assert_eq!(lw.lists.lock().len(), 1);
-    assert_eq!(started.elapsed(), Duration::from_secs(300 + 30), "timeout 300 s (random 0) + 30 s margin");
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_secs(300 + 30),
+        "timeout 300 s (random 0) + 30 s margin"
+    );
 }
 
 // An ERROR 410 inside the stream: back off, relist at the last version (not "").
@@ -659,7 +700,11 @@ async fn expired_watch_relists_at_last_version() {
             }
         },
     );
-    let r = Arc::new(reflector(Arc::clone(&lw), Arc::new(Indexer::<Pod>::default()), ReflectorConfig::default()));
+    let r = Arc::new(reflector(
+        Arc::clone(&lw),
+        Arc::new(Indexer::<Pod>::default()),
+        ReflectorConfig::default(),
+    ));
     rounds.run(&r).await.unwrap();
     let r2 = Arc::clone(&r);
     let _ = r2;
@@ -740,7 +785,10 @@ async fn watch_list_without_initial_events_end_does_not_sync() {
 // "can fall back to old LIST/WATCH semantics when a server doesn't support streaming".
 #[tokio::test(start_paused = true)]
 async fn watch_list_falls_back_to_list_on_error() {
-    for error in [Error::Transport("dummy error".into()), Error::Api(Status::new(422, "Invalid", "sendInitialEvents unsupported"))] {
+    for error in [
+        Error::Transport("dummy error".into()),
+        Error::Api(Status::new(422, "Invalid", "sendInitialEvents unsupported")),
+    ] {
         let rounds = Rounds::default();
         let r2 = rounds.clone();
         let error = Mutex::new(Some(error));
@@ -803,7 +851,12 @@ async fn watch_list_stopped_before_and_after_sync() {
             *n += 1;
             match *n {
                 1 => Ok(stream_of(vec![added(p("p1", 1))])),
-                2 => Ok(stream_of(vec![added(p("p1", 1)), added(p("p2", 2)), bookmark("2", true), added(p("p3", 3))])),
+                2 => Ok(stream_of(vec![
+                    added(p("p1", 1)),
+                    added(p("p2", 2)),
+                    bookmark("2", true),
+                    added(p("p3", 3)),
+                ])),
                 _ => Ok(r2.then_cancel(vec![added(p("p4", 4))])),
             }
         },
@@ -815,7 +868,10 @@ async fn watch_list_stopped_before_and_after_sync() {
     let watches = lw.watches.lock().clone();
     assert_eq!(watches.len(), 3);
     assert!(is_streaming(&watches[0]) && watches[0].resource_version.is_empty());
-    assert!(is_streaming(&watches[1]) && watches[1].resource_version.is_empty(), "nothing synced yet");
+    assert!(
+        is_streaming(&watches[1]) && watches[1].resource_version.is_empty(),
+        "nothing synced yet"
+    );
     assert!(!watches[2].send_initial_events && watches[2].resource_version == "3");
 }
 
@@ -854,7 +910,11 @@ async fn watch_error_handler_gets_list_errors_and_run_retries() {
         move |_| {
             let mut n = calls.lock();
             *n += 1;
-            if *n < 3 { Err(Error::Api(Status::new(403, "Forbidden", "Access Denied"))) } else { list_of("1", &[p("a", 1)]) }
+            if *n < 3 {
+                Err(Error::Api(Status::new(403, "Forbidden", "Access Denied")))
+            } else {
+                list_of("1", &[p("a", 1)])
+            }
         },
         |_| Ok(open_stream_of(vec![])),
     );
@@ -863,7 +923,9 @@ async fn watch_error_handler_gets_list_errors_and_run_retries() {
     let store = Indexer::<Pod>::default();
     let r = Arc::new(
         reflector(Arc::clone(&lw), Arc::new(store.clone()), ReflectorConfig::default())
-            .with_watch_error_handler(Arc::new(move |e: &ReflectorError| e2.lock().push(e.to_string()))),
+            .with_watch_error_handler(Arc::new(move |e: &ReflectorError| {
+                e2.lock().push(e.to_string())
+            })),
     );
     let cancel = CancellationToken::new();
     let run = tokio::spawn({
@@ -875,5 +937,9 @@ async fn watch_error_handler_gets_list_errors_and_run_retries() {
     run.await.unwrap();
     let errors = errors.lock().clone();
     assert_eq!(errors.len(), 2);
-    assert!(errors[0].contains("failed to list pods") && errors[0].contains("Access Denied"), "{}", errors[0]);
+    assert!(
+        errors[0].contains("failed to list pods") && errors[0].contains("Access Denied"),
+        "{}",
+        errors[0]
+    );
 }

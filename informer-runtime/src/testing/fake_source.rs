@@ -220,13 +220,7 @@ impl<K: Resource> Table<K> {
             ChangeKind::Deleted => self.objects.remove(&key),
             ChangeKind::Added | ChangeKind::Modified => self.objects.insert(key, Arc::clone(&obj)),
         };
-        let change = Change {
-            rv,
-            kind,
-            obj: Arc::clone(&obj),
-            prev,
-            prev_at_rv: OnceLock::new(),
-        };
+        let change = Change { rv, kind, obj: Arc::clone(&obj), prev, prev_at_rv: OnceLock::new() };
         if broadcast {
             self.watchers.retain(|w| !w.tx.is_closed());
             for watcher in &self.watchers {
@@ -269,11 +263,7 @@ impl<K: Resource> Table<K> {
             }
         }
         let resource_version = list_rv.to_string();
-        Ok(ObjectList {
-            items,
-            resource_version,
-            continue_token,
-        })
+        Ok(ObjectList { items, resource_version, continue_token })
     }
 
     /// Validates a continue token (`"{list version}:{last key}"`) and returns its parts.
@@ -288,9 +278,7 @@ impl<K: Resource> Table<K> {
             return Err(bad_request(message));
         }
         if options.resource_version_match.is_some() {
-            return Err(invalid(
-                "resourceVersionMatch is forbidden when continue is provided",
-            ));
+            return Err(invalid("resourceVersionMatch is forbidden when continue is provided"));
         }
         let (rv, key) = token
             .split_once(':')
@@ -340,11 +328,7 @@ impl<K: Resource> Table<K> {
             }
         }
         let bookmarks = options.allow_watch_bookmarks;
-        self.watchers.push(Watcher {
-            tx,
-            filter,
-            bookmarks,
-        });
+        self.watchers.push(Watcher { tx, filter, bookmarks });
         Ok(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).boxed())
     }
 }
@@ -420,18 +404,9 @@ impl FakeSource {
     #[doc(alias = "NewFakeControllerSource")]
     pub fn new() -> Self {
         let history_limit = DEFAULT_HISTORY_LIMIT;
-        let server = Server {
-            history_limit,
-            ..Server::default()
-        };
-        let state = Arc::new(Mutex::new(State {
-            server,
-            tables: HashMap::new(),
-        }));
-        Self {
-            state,
-            watch_opened: Arc::new(Notify::new()),
-        }
+        let server = Server { history_limit, ..Server::default() };
+        let state = Arc::new(Mutex::new(State { server, tables: HashMap::new() }));
+        Self { state, watch_opened: Arc::new(Notify::new()) }
     }
 
     /// A lister-watcher for `K` served by this source, limited to `namespace` when given and
@@ -443,11 +418,7 @@ impl FakeSource {
     ) -> Arc<dyn ListerWatcher<K>> {
         let namespace = namespace.filter(|ns| !ns.is_empty() && is_namespaced::<K>());
         let namespace = namespace.map(str::to_owned);
-        Arc::new(FakeListerWatcher::<K> {
-            source: self.clone(),
-            namespace,
-            _kind: PhantomData,
-        })
+        Arc::new(FakeListerWatcher::<K> { source: self.clone(), namespace, _kind: PhantomData })
     }
 
     /// Creates `obj` (or replaces the object with its key) at the next resourceVersion and
@@ -711,11 +682,7 @@ impl Filter {
         });
         let fields = fields.map_or(Ok(Vec::new()), parse_field_selector)?;
         let namespace = namespace.map(str::to_owned);
-        Ok(Self {
-            namespace,
-            labels: labels.transpose()?,
-            fields,
-        })
+        Ok(Self { namespace, labels: labels.transpose()?, fields })
     }
 
     fn matches<K: Resource>(&self, obj: &K) -> bool {
@@ -755,18 +722,15 @@ fn parse_field_selector(selector: &str) -> Result<Vec<(bool, bool, String)>, Err
 
 /// The version a first list page is served at, checking `resourceVersion(Match)`.
 fn list_version(options: &ListOptions, current: u64) -> Result<u64, Error> {
-    let (rv, exact) = (
-        options.resource_version.as_str(),
-        options.resource_version_match,
-    );
+    let (rv, exact) = (options.resource_version.as_str(), options.resource_version_match);
     let exact = exact == Some(ResourceVersionMatch::Exact);
     match rv {
-        "" if options.resource_version_match.is_some() => Err(invalid(
-            "resourceVersionMatch is forbidden unless resourceVersion is provided",
-        )),
-        "0" if exact => Err(invalid(
-            "resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"",
-        )),
+        "" if options.resource_version_match.is_some() => {
+            Err(invalid("resourceVersionMatch is forbidden unless resourceVersion is provided"))
+        }
+        "0" if exact => {
+            Err(invalid("resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\""))
+        }
         "" | "0" => Ok(current),
         _ => match parse_version(rv)? {
             n if n > current => Err(too_large(n, current)),
@@ -782,11 +746,7 @@ fn list_version(options: &ListOptions, current: u64) -> Result<u64, Error> {
 /// The API server's validation of watch options.
 fn validate_watch(options: &WatchOptions) -> Result<(), Error> {
     let not_older = options.resource_version_match == Some(ResourceVersionMatch::NotOlderThan);
-    let why = match (
-        options.send_initial_events,
-        not_older,
-        options.allow_watch_bookmarks,
-    ) {
+    let why = match (options.send_initial_events, not_older, options.allow_watch_bookmarks) {
         (true, false, _) => {
             "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"
         }
@@ -800,8 +760,7 @@ fn validate_watch(options: &WatchOptions) -> Result<(), Error> {
 }
 
 fn parse_version(rv: &str) -> Result<u64, Error> {
-    rv.parse()
-        .map_err(|_| bad_request(format!("invalid resource version {rv:?}")))
+    rv.parse().map_err(|_| bad_request(format!("invalid resource version {rv:?}")))
 }
 
 fn too_large(requested: u64, current: u64) -> Error {
@@ -815,18 +774,11 @@ fn bad_request(message: impl Into<String>) -> Error {
 
 /// `422 Invalid`: options the API server's validation rejects.
 fn invalid(message: &str) -> Error {
-    Error::Api(Status::new(
-        422,
-        "Invalid",
-        format!("invalid options: {message}"),
-    ))
+    Error::Api(Status::new(422, "Invalid", format!("invalid options: {message}")))
 }
 
 fn bookmark<K>(rv: u64, initial_events_end: bool) -> WatchEvent<K> {
-    WatchEvent::Bookmark(Bookmark {
-        resource_version: rv.to_string(),
-        initial_events_end,
-    })
+    WatchEvent::Bookmark(Bookmark { resource_version: rv.to_string(), initial_events_end })
 }
 
 /// `obj` with `metadata.resourceVersion` set to `rv`, shared.
@@ -864,24 +816,15 @@ mod tests {
     }
 
     fn list_opts(rv: &str) -> ListOptions {
-        ListOptions {
-            resource_version: rv.to_owned(),
-            ..ListOptions::default()
-        }
+        ListOptions { resource_version: rv.to_owned(), ..ListOptions::default() }
     }
 
     fn watch_opts(rv: &str) -> WatchOptions {
-        WatchOptions {
-            resource_version: rv.to_owned(),
-            ..WatchOptions::default()
-        }
+        WatchOptions { resource_version: rv.to_owned(), ..WatchOptions::default() }
     }
 
     fn keys<K: Resource>(list: &ObjectList<K>) -> Vec<String> {
-        list.items
-            .iter()
-            .map(|o| ObjectKey::of(&**o).to_string())
-            .collect()
+        list.items.iter().map(|o| ObjectKey::of(&**o).to_string()).collect()
     }
 
     fn status<T>(result: Result<T, Error>) -> Status {
@@ -908,10 +851,7 @@ mod tests {
         let pods = source.lister_watcher::<Pod>(None);
         let list = pods.list(&ListOptions::default()).await.unwrap();
         assert_eq!(list.resource_version, "3");
-        assert!(
-            Arc::ptr_eq(&list.items[0], &a2),
-            "lists share the stored objects"
-        );
+        assert!(Arc::ptr_eq(&list.items[0], &a2), "lists share the stored objects");
 
         let gone = source.delete(&pod("ns", "a", "")).unwrap();
         assert_eq!(crate::resource::resource_version(&*gone), "4");
@@ -927,13 +867,7 @@ mod tests {
             source.add(pod("ns", name, ""));
         }
         let lw = source.lister_watcher::<Pod>(None);
-        let first = lw
-            .list(&ListOptions {
-                limit: Some(2),
-                ..list_opts("0")
-            })
-            .await
-            .unwrap();
+        let first = lw.list(&ListOptions { limit: Some(2), ..list_opts("0") }).await.unwrap();
         assert_eq!(keys(&first), ["ns/a", "ns/b"]);
         assert_eq!(first.resource_version, "5");
         source.add(pod("ns", "bb", ""));
@@ -957,15 +891,9 @@ mod tests {
         assert_eq!(third.continue_token, None, "no token after the last item");
         assert_eq!(source.list_requests::<Pod>().len(), 3);
 
-        let with_rv = ListOptions {
-            continue_token: first.continue_token,
-            ..list_opts("5")
-        };
+        let with_rv = ListOptions { continue_token: first.continue_token, ..list_opts("5") };
         assert_eq!(status(lw.list(&with_rv).await).code, 400);
-        let bogus = ListOptions {
-            continue_token: Some("x".into()),
-            ..ListOptions::default()
-        };
+        let bogus = ListOptions { continue_token: Some("x".into()), ..ListOptions::default() };
         assert_eq!(status(lw.list(&bogus).await).code, 400);
     }
 
@@ -975,17 +903,10 @@ mod tests {
         source.add(pod("ns", "a", ""));
         source.add(pod("ns", "b", ""));
         let lw = source.lister_watcher::<Pod>(None);
-        let first = lw
-            .list(&ListOptions {
-                limit: Some(1),
-                ..ListOptions::default()
-            })
-            .await
-            .unwrap();
-        let next_page = ListOptions {
-            continue_token: first.continue_token,
-            ..ListOptions::default()
-        };
+        let first =
+            lw.list(&ListOptions { limit: Some(1), ..ListOptions::default() }).await.unwrap();
+        let next_page =
+            ListOptions { continue_token: first.continue_token, ..ListOptions::default() };
         source.compact();
         assert_eq!(
             keys(&lw.list(&next_page).await.unwrap()),
@@ -996,10 +917,7 @@ mod tests {
         source.reset_watch();
         let expired = status(lw.list(&next_page).await);
         assert!(expired.is_expired());
-        assert!(
-            expired.message.contains("continue parameter is too old"),
-            "{expired}"
-        );
+        assert!(expired.message.contains("continue parameter is too old"), "{expired}");
     }
 
     #[tokio::test]
@@ -1009,11 +927,7 @@ mod tests {
         source.add(pod("ns", "b", ""));
         let lw = source.lister_watcher::<Pod>(None);
         for rv in ["", "0", "1", "2"] {
-            assert_eq!(
-                lw.list(&list_opts(rv)).await.unwrap().resource_version,
-                "2",
-                "rv {rv:?}"
-            );
+            assert_eq!(lw.list(&list_opts(rv)).await.unwrap().resource_version, "2", "rv {rv:?}");
         }
         let not_older = ListOptions {
             resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
@@ -1026,12 +940,7 @@ mod tests {
         };
         assert_eq!(lw.list(&exact("2")).await.unwrap().resource_version, "2");
         assert!(status(lw.list(&exact("1")).await).is_expired());
-        assert!(
-            lw.list(&list_opts("3"))
-                .await
-                .unwrap_err()
-                .is_resource_version_too_large()
-        );
+        assert!(lw.list(&list_opts("3")).await.unwrap_err().is_resource_version_too_large());
         assert_eq!(status(lw.list(&list_opts("abc")).await).code, 400);
         assert_eq!(status(lw.list(&exact("")).await).code, 422);
     }
@@ -1069,20 +978,13 @@ mod tests {
         source.wait_for_watches::<Pod>(1).await;
         source.add(pod("ns", "b", ""));
         source.reset_watch();
-        assert_eq!(
-            next(&mut w).await.unwrap(),
-            "Added(ns/b@2)",
-            "queued events are delivered"
-        );
+        assert_eq!(next(&mut w).await.unwrap(), "Added(ns/b@2)", "queued events are delivered");
         assert_eq!(next(&mut w).await, None);
         assert_eq!(source.open_watches::<Pod>(), 0);
 
         let mut old = lw.watch(&watch_opts("1")).await.unwrap();
         let event = next(&mut old).await.unwrap();
-        assert!(
-            event.contains("410 Expired: too old resource version: 1 (2)"),
-            "{event}"
-        );
+        assert!(event.contains("410 Expired: too old resource version: 1 (2)"), "{event}");
         assert_eq!(next(&mut old).await, None);
         assert_eq!(source.open_watches::<Pod>(), 0);
 
@@ -1107,22 +1009,14 @@ mod tests {
         source.add(pod("ns", "c", ""));
         assert!(source.delete_drop_watch(&pod("ns", "c", "")).is_some());
         source.add(pod("ns", "d", ""));
-        assert_eq!(
-            rest(&source, w).await,
-            ["Added(ns/a@1)", "Added(ns/c@4)", "Added(ns/d@6)"]
-        );
+        assert_eq!(rest(&source, w).await, ["Added(ns/a@1)", "Added(ns/c@4)", "Added(ns/d@6)"]);
 
         let list = lw.list(&ListOptions::default()).await.unwrap();
         assert_eq!(keys(&list), ["ns/a", "ns/b", "ns/d"]);
         assert_eq!(crate::resource::resource_version(&*list.items[0]), "3");
 
         let mut old = lw.watch(&watch_opts("4")).await.unwrap();
-        assert!(
-            next(&mut old)
-                .await
-                .unwrap()
-                .contains("too old resource version: 4 (5)")
-        );
+        assert!(next(&mut old).await.unwrap().contains("too old resource version: 4 (5)"));
         let w = lw.watch(&watch_opts("5")).await.unwrap();
         assert_eq!(rest(&source, w).await, ["Added(ns/d@6)"]);
     }
@@ -1159,25 +1053,13 @@ mod tests {
         assert_eq!(events[..2], ["Added(ns/a@1)", "Added(ns/b@2)"]);
         assert_eq!(
             events[2],
-            format!(
-                "{:?}",
-                Bookmark {
-                    resource_version: "2".into(),
-                    initial_events_end: true
-                }
-            )
+            format!("{:?}", Bookmark { resource_version: "2".into(), initial_events_end: true })
         );
         assert_eq!(events[3], "Deleted(ns/a@3)");
 
-        let no_match = WatchOptions {
-            resource_version_match: None,
-            ..options.clone()
-        };
+        let no_match = WatchOptions { resource_version_match: None, ..options.clone() };
         assert_eq!(status(lw.watch(&no_match).await).code, 422);
-        let no_bookmarks = WatchOptions {
-            allow_watch_bookmarks: false,
-            ..options
-        };
+        let no_bookmarks = WatchOptions { allow_watch_bookmarks: false, ..options };
         assert_eq!(status(lw.watch(&no_bookmarks).await).code, 422);
     }
 
@@ -1187,18 +1069,12 @@ mod tests {
         source.add(pod("ns", "a", ""));
         let lw = source.lister_watcher::<Pod>(None);
         let asked = lw
-            .watch(&WatchOptions {
-                allow_watch_bookmarks: true,
-                ..watch_opts("1")
-            })
+            .watch(&WatchOptions { allow_watch_bookmarks: true, ..watch_opts("1") })
             .await
             .unwrap();
         let silent = lw.watch(&watch_opts("1")).await.unwrap();
         source.send_bookmarks::<Pod>();
-        let bookmark = Bookmark {
-            resource_version: "1".into(),
-            initial_events_end: false,
-        };
+        let bookmark = Bookmark { resource_version: "1".into(), initial_events_end: false };
         assert_eq!(rest(&source, asked).await, [format!("{bookmark:?}")]);
         assert!(rest(&source, silent).await.is_empty());
     }
@@ -1212,34 +1088,17 @@ mod tests {
         source.add(namespace("a"));
         let all = source.lister_watcher::<Pod>(None);
         let in_a = source.lister_watcher::<Pod>(Some("a"));
-        let labels = |s: &str| ListOptions {
-            label_selector: Some(s.into()),
-            ..ListOptions::default()
-        };
-        let fields = |s: &str| ListOptions {
-            field_selector: Some(s.into()),
-            ..ListOptions::default()
-        };
+        let labels =
+            |s: &str| ListOptions { label_selector: Some(s.into()), ..ListOptions::default() };
+        let fields =
+            |s: &str| ListOptions { field_selector: Some(s.into()), ..ListOptions::default() };
+        assert_eq!(keys(&all.list(&labels("app=web")).await.unwrap()), ["a/web", "b/web"]);
+        assert_eq!(keys(&in_a.list(&labels("app=web")).await.unwrap()), ["a/web"]);
         assert_eq!(
-            keys(&all.list(&labels("app=web")).await.unwrap()),
-            ["a/web", "b/web"]
-        );
-        assert_eq!(
-            keys(&in_a.list(&labels("app=web")).await.unwrap()),
-            ["a/web"]
-        );
-        assert_eq!(
-            keys(
-                &all.list(&fields("metadata.name=web,metadata.namespace!=a"))
-                    .await
-                    .unwrap()
-            ),
+            keys(&all.list(&fields("metadata.name=web,metadata.namespace!=a")).await.unwrap()),
             ["b/web"]
         );
-        assert_eq!(
-            keys(&all.list(&fields("metadata.name==db")).await.unwrap()),
-            ["a/db"]
-        );
+        assert_eq!(keys(&all.list(&fields("metadata.name==db")).await.unwrap()), ["a/db"]);
         let namespaces = source.lister_watcher::<Namespace>(Some("b"));
         assert_eq!(
             keys(&namespaces.list(&ListOptions::default()).await.unwrap()),
@@ -1248,35 +1107,20 @@ mod tests {
         );
 
         let bad = status(all.list(&labels("app in (web")).await);
-        assert!(
-            bad.code == 400 && bad.message.contains("app in (web"),
-            "{bad}"
-        );
+        assert!(bad.code == 400 && bad.message.contains("app in (web"), "{bad}");
         let bad = status(all.list(&fields("spec.nodeName=n1")).await);
-        assert!(
-            bad.code == 400 && bad.message.contains("spec.nodeName=n1"),
-            "{bad}"
-        );
+        assert!(bad.code == 400 && bad.message.contains("spec.nodeName=n1"), "{bad}");
         assert_eq!(status(all.list(&fields("metadata.name")).await).code, 400);
 
-        let options = WatchOptions {
-            label_selector: Some("app=web".into()),
-            ..watch_opts("4")
-        };
+        let options = WatchOptions { label_selector: Some("app=web".into()), ..watch_opts("4") };
         let w = in_a.watch(&options).await.unwrap();
         source.modify(labeled_pod("a", "web", &[("app", "other")]));
         source.modify(labeled_pod("a", "db", &[("app", "web")]));
         source.modify(labeled_pod("b", "web", &[("app", "web"), ("x", "y")]));
         source.modify(labeled_pod("a", "db", &[("app", "web"), ("x", "y")]));
         let events = rest(&source, w).await;
-        assert_eq!(
-            events,
-            ["Deleted(a/web@5)", "Added(a/db@6)", "Modified(a/db@8)"]
-        );
-        let bad = WatchOptions {
-            field_selector: Some("nope".into()),
-            ..watch_opts("")
-        };
+        assert_eq!(events, ["Deleted(a/web@5)", "Added(a/db@6)", "Modified(a/db@8)"]);
+        let bad = WatchOptions { field_selector: Some("nope".into()), ..watch_opts("") };
         assert_eq!(status(all.watch(&bad).await).code, 400);
     }
 
@@ -1285,44 +1129,19 @@ mod tests {
         let source = FakeSource::new();
         let lw = source.lister_watcher::<Pod>(None);
         source.fail_next_lists(2, Error::Transport("boom".into()));
-        assert!(matches!(
-            lw.list(&ListOptions::default()).await,
-            Err(Error::Transport(_))
-        ));
-        assert!(matches!(
-            lw.list(&ListOptions::default()).await,
-            Err(Error::Transport(_))
-        ));
+        assert!(matches!(lw.list(&ListOptions::default()).await, Err(Error::Transport(_))));
+        assert!(matches!(lw.list(&ListOptions::default()).await, Err(Error::Transport(_))));
         assert!(lw.list(&ListOptions::default()).await.is_ok());
 
-        source.set_list_error(Some(Error::Api(Status::too_many_requests(
-            "slow down",
-            None,
-        ))));
-        assert!(
-            lw.list(&ListOptions::default())
-                .await
-                .unwrap_err()
-                .is_too_many_requests()
-        );
-        assert!(
-            lw.list(&ListOptions::default())
-                .await
-                .unwrap_err()
-                .is_too_many_requests()
-        );
+        source.set_list_error(Some(Error::Api(Status::too_many_requests("slow down", None))));
+        assert!(lw.list(&ListOptions::default()).await.unwrap_err().is_too_many_requests());
+        assert!(lw.list(&ListOptions::default()).await.unwrap_err().is_too_many_requests());
         source.set_list_error(None);
         assert!(lw.list(&ListOptions::default()).await.is_ok());
         assert_eq!(source.list_requests::<Pod>().len(), 6);
 
         source.fail_next_watches(1, Error::ConnectionRefused("down".into()));
-        assert!(
-            lw.watch(&watch_opts("0"))
-                .await
-                .err()
-                .unwrap()
-                .is_watch_retriable()
-        );
+        assert!(lw.watch(&watch_opts("0")).await.err().unwrap().is_watch_retriable());
         assert!(lw.watch(&watch_opts("0")).await.is_ok());
         assert_eq!(source.watch_requests::<Pod>().len(), 2);
     }
@@ -1337,17 +1156,10 @@ mod tests {
         let lw = source.lister_watcher::<Pod>(None);
         let first = lw.watch(&watch_opts("")).await.unwrap();
         let _second = lw.watch(&watch_opts("")).await.unwrap();
-        tokio::time::timeout(Duration::from_secs(1), waiter)
-            .await
-            .unwrap()
-            .unwrap();
+        tokio::time::timeout(Duration::from_secs(1), waiter).await.unwrap().unwrap();
         assert_eq!(source.open_watches::<Pod>(), 2);
         assert_eq!(source.open_watches::<Namespace>(), 0);
         drop(first);
-        assert_eq!(
-            source.open_watches::<Pod>(),
-            1,
-            "a dropped stream closes its watch"
-        );
+        assert_eq!(source.open_watches::<Pod>(), 1, "a dropped stream closes its watch");
     }
 }

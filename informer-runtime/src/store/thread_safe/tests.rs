@@ -69,7 +69,9 @@ fn index_by_probe_object_deduplicates() {
     let found = store.index("values", &probe).unwrap();
     assert_eq!(found.len(), 2, "`one` matches both values and comes back once");
     assert_eq!(names(&found), ["one", "two"].map(String::from).into());
-    assert!(matches!(store.index("nope", &probe), Err(IndexError::NotFound(name)) if name == "nope"));
+    assert!(
+        matches!(store.index("nope", &probe), Err(IndexError::NotFound(name)) if name == "nope")
+    );
 }
 
 // Port of client-go's TestGetIndexFuncValues: the values with at least one member.
