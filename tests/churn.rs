@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use informer_runtime::factory::SharedInformerFactory;
-use informer_runtime::informer::{DeletedObject, ResourceEventHandler};
+use informer_runtime::informer::{DeletedObject, ResourceEventHandler, SharedIndexInformer};
 use informer_runtime::reflector::{BackoffConfig, ReflectorConfig};
 use informer_runtime::selector::LabelSelector;
 use informer_runtime::testing::FakeSource;
@@ -97,8 +97,8 @@ fn converged(history: &History, expected: &HashMap<String, Option<u64>>) -> bool
     let events = history.events.lock();
     expected.iter().all(|(k, want)| match (events.get(k).and_then(|e| e.last()), want) {
         (Some(Seen::Present(got)), Some(want)) => got == want,
-        (Some(Seen::Deleted(_)), None) => true,
-        (None, None) => true, // created and deleted while the watch was not looking
+        // (None, None): created and deleted while the watch was not looking.
+        (Some(Seen::Deleted(_)) | None, None) => true,
         _ => false,
     })
 }
@@ -136,33 +136,9 @@ fn force_relist(source: &FakeSource, generation: u64) {
     source.reset_watch();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ten_thousand_objects_with_churn_dropped_watches_and_a_410_reset() {
-    let source = FakeSource::new();
-    // Fast backoff: the test relists often and its time is real.
-    let backoff = BackoffConfig {
-        initial: Duration::from_millis(5),
-        max: Duration::from_millis(50),
-        ..BackoffConfig::default()
-    };
-    let factory = SharedInformerFactory::builder(source.clone())
-        .reflector_config(ReflectorConfig::default().backoff(backoff))
-        .build();
-    let informer = factory.informer::<Pod>();
-    let handlers = [History::default(), History::default(), History::default()];
-    let registrations: Vec<_> =
-        handlers.iter().map(|h| informer.add_event_handler(h.clone()).unwrap()).collect();
-    // A first batch exists before the informer starts: it arrives as the initial list.
-    for i in 0..1_000 {
-        source.add(pod(i % 7, i, 0));
-    }
-    factory.start();
-    assert!(factory.wait_for_cache_sync(Duration::from_secs(30)).await.all_synced());
-    for r in &registrations {
-        assert!(r.wait_for_sync().await);
-    }
-    source.wait_for_watches::<Pod>(1).await;
-
+/// Interleaved adds, updates and deletes up to `OBJECTS` objects, with lost events, dropped
+/// watches and a forced 410 half way; returns every key touched and the last generation.
+async fn drive(source: &FakeSource, informer: &SharedIndexInformer<Pod>) -> (Vec<String>, u64) {
     let mut rng = fastrand::Rng::with_seed(0x5eed);
     let mut live: Vec<usize> = (0..1_000).collect();
     let mut next = 1_000;
@@ -206,7 +182,7 @@ async fn ten_thousand_objects_with_churn_dropped_watches_and_a_410_reset() {
             source.drop_watches(); // a clean close: the informer watches again from its last version
         }
         if step == 15_000 {
-            force_relist(&source, generation);
+            force_relist(source, generation);
         }
         if step % 500 == 0 {
             // Interleave: let the informer catch up with what its watch was sent so far.
@@ -220,6 +196,37 @@ async fn ten_thousand_objects_with_churn_dropped_watches_and_a_410_reset() {
             }
         }
     }
+    (touched, generation)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_objects_with_churn_dropped_watches_and_a_410_reset() {
+    let source = FakeSource::new();
+    // Fast backoff: the test relists often and its time is real.
+    let backoff = BackoffConfig {
+        initial: Duration::from_millis(5),
+        max: Duration::from_millis(50),
+        ..BackoffConfig::default()
+    };
+    let factory = SharedInformerFactory::builder(source.clone())
+        .reflector_config(ReflectorConfig::default().backoff(backoff))
+        .build();
+    let informer = factory.informer::<Pod>();
+    let handlers = [History::default(), History::default(), History::default()];
+    let registrations: Vec<_> =
+        handlers.iter().map(|h| informer.add_event_handler(h.clone()).unwrap()).collect();
+    // A first batch exists before the informer starts: it arrives as the initial list.
+    for i in 0..1_000 {
+        source.add(pod(i % 7, i, 0));
+    }
+    factory.start();
+    assert!(factory.wait_for_cache_sync(Duration::from_secs(30)).await.all_synced());
+    for r in &registrations {
+        assert!(r.wait_for_sync().await);
+    }
+    source.wait_for_watches::<Pod>(1).await;
+
+    let (mut touched, generation) = drive(&source, &informer).await;
     // Events lost on purpose are only recovered by a relist: force one at the end.
     force_relist(&source, generation + 1);
     touched.push(key(&pod(0, OBJECTS, 0)));

@@ -1,4 +1,4 @@
-//! DeltaFIFO: the queue of per-object changes between the reflector and the controller.
+//! `DeltaFIFO`: the queue of per-object changes between the reflector and the controller.
 //!
 //! A [`DeltaFifo`] is like a FIFO of keys, with two differences: it keeps, for each key, every
 //! change ([`Delta`]) since the key was last popped, instead of only the newest object; and it
@@ -307,16 +307,13 @@ impl<K: Resource> DeltaFifo<K> {
     /// Appends `delta` to its key's deltas, merging a repeated deletion, and queues the key if
     /// it was not queued.
     fn queue_action(&self, state: &mut State<K>, key: ObjectKey, delta: Delta<K>) {
-        let queued = match state.items.get_mut(&key) {
-            Some(deltas) => {
-                deltas.push(delta);
-                dedup_deltas(deltas);
-                true
-            }
-            None => {
-                state.items.insert(key.clone(), vec![delta]);
-                false
-            }
+        let queued = if let Some(deltas) = state.items.get_mut(&key) {
+            deltas.push(delta);
+            dedup_deltas(deltas);
+            true
+        } else {
+            state.items.insert(key.clone(), vec![delta]);
+            false
         };
         if !queued {
             state.queue.push_back(key);

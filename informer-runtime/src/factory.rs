@@ -450,7 +450,7 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
             (None, Some(transform)) => {
                 let transform = Arc::clone(transform);
                 informer.set_transform(move |obj: &mut K| {
-                    transform(k8s_openapi::Metadata::metadata_mut(obj))
+                    transform(k8s_openapi::Metadata::metadata_mut(obj));
                 })
             }
             (None, None) => Ok(()),

@@ -123,21 +123,19 @@ impl<K: Resource> NamespaceLister<K> {
     /// The objects of this namespace whose labels match `selector`.
     #[must_use]
     pub fn list(&self, selector: &LabelSelector) -> Vec<Arc<K>> {
-        match self.cache.by_index(NAMESPACE_INDEX, &self.namespace) {
-            Ok(objs) => matching(objs, selector),
-            // A cache built without the namespace index: scan it.
-            Err(_) => {
-                let mut out = Vec::new();
-                self.cache.for_each(|o| {
-                    if o.metadata().namespace.as_deref() == Some(&*self.namespace)
-                        && selector.matches_opt(o.metadata().labels.as_ref())
-                    {
-                        out.push(Arc::clone(o));
-                    }
-                });
-                out
-            }
+        if let Ok(objs) = self.cache.by_index(NAMESPACE_INDEX, &self.namespace) {
+            return matching(objs, selector);
         }
+        // A cache built without the namespace index: scan it.
+        let mut out = Vec::new();
+        self.cache.for_each(|o| {
+            if o.metadata().namespace.as_deref() == Some(&*self.namespace)
+                && selector.matches_opt(o.metadata().labels.as_ref())
+            {
+                out.push(Arc::clone(o));
+            }
+        });
+        out
     }
 
     /// The object `name` of this namespace.

@@ -129,6 +129,50 @@ async fn demo(objects: usize) -> Result<(), String> {
         pod_counter.line()
     );
 
+    let operations = churn(&source, objects, initial, &pod_counter).await;
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let server_pods: Vec<(ObjectKey, String)> = snapshot(&source.items::<Pod>());
+    loop {
+        let cached = snapshot(&pods.lister().list(&LabelSelector::everything()));
+        if cached == server_pods {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the pod cache did not converge: {} cached, {} on the server",
+                cached.len(),
+                server_pods.len()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let web = LabelSelector::parse("tier=web").map_err(|e| e.to_string())?;
+    let web_in_payments = factory.lister::<Pod>().namespace("payments").list(&web).len();
+    let namespaces_cached = factory.lister::<Namespace>().list(&LabelSelector::everything()).len();
+    println!("demo: pods handler: {}", pod_counter.line());
+    println!(
+        "demo: lister: {web_in_payments} tier=web pods in namespace payments, {namespaces_cached} namespaces"
+    );
+    println!(
+        "demo: OK: every cache equals the server ({} pods, {} namespaces) after {} changes, in {:?}",
+        server_pods.len(),
+        namespaces_cached,
+        operations,
+        started.elapsed()
+    );
+    factory.shutdown().await;
+    Ok(())
+}
+
+/// Creates, updates and deletes pods against the source, dropping every watch four times and
+/// compacting history once; returns the number of changes made.
+async fn churn(
+    source: &FakeSource,
+    objects: usize,
+    initial: usize,
+    pod_counter: &Counter,
+) -> usize {
     let mut rng = fastrand::Rng::with_seed(42);
     let mut live: Vec<usize> = (0..initial).collect();
     let mut next = initial;
@@ -177,38 +221,7 @@ async fn demo(objects: usize) -> Result<(), String> {
         }
     }
 
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let server_pods: Vec<(ObjectKey, String)> = snapshot(&source.items::<Pod>());
-    loop {
-        let cached = snapshot(&pods.lister().list(&LabelSelector::everything()));
-        if cached == server_pods {
-            break;
-        }
-        if Instant::now() > deadline {
-            return Err(format!(
-                "the pod cache did not converge: {} cached, {} on the server",
-                cached.len(),
-                server_pods.len()
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let web = LabelSelector::parse("tier=web").map_err(|e| e.to_string())?;
-    let web_in_payments = factory.lister::<Pod>().namespace("payments").list(&web).len();
-    let namespaces_cached = factory.lister::<Namespace>().list(&LabelSelector::everything()).len();
-    println!("demo: pods handler: {}", pod_counter.line());
-    println!(
-        "demo: lister: {web_in_payments} tier=web pods in namespace payments, {namespaces_cached} namespaces"
-    );
-    println!(
-        "demo: OK: every cache equals the server ({} pods, {} namespaces) after {} changes, in {:?}",
-        server_pods.len(),
-        namespaces_cached,
-        operations,
-        started.elapsed()
-    );
-    factory.shutdown().await;
-    Ok(())
+    operations
 }
 
 fn snapshot<K: Resource>(objs: &[Arc<K>]) -> Vec<(ObjectKey, String)> {

@@ -116,7 +116,7 @@ async fn options_namespace_selectors_resync_and_transforms() {
     let factory = SharedInformerFactory::builder(source.clone())
         .transform(|meta| meta.annotations = Some([("factory".into(), "wide".into())].into()))
         .transform_for::<Pod>(|pod| {
-            pod.metadata.annotations = Some([("typed".into(), "pod".into())].into())
+            pod.metadata.annotations = Some([("typed".into(), "pod".into())].into());
         })
         .build();
     let pods = factory.informer::<Pod>();

@@ -163,9 +163,10 @@ impl<K: Resource> SharedIndexInformer<K> {
     }
 
     fn configure(mut self, f: impl FnOnce(&mut Shared<K>)) -> Self {
-        match Arc::get_mut(&mut self.shared) {
-            Some(shared) => f(shared),
-            None => tracing::error!("informer options must be set before the informer is shared"),
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            f(shared);
+        } else {
+            tracing::error!("informer options must be set before the informer is shared; ignored");
         }
         self
     }
@@ -472,7 +473,7 @@ impl<K: Resource> SharedIndexInformer<K> {
             let _ = shared.reflector.set(Arc::clone(&reflector));
             (queue, reflector)
         };
-        shared.processor.run(tokio::runtime::Handle::current());
+        shared.processor.run(&tokio::runtime::Handle::current());
         controller::run(
             &*queue,
             &reflector,

@@ -244,13 +244,13 @@ impl<K: Send + Sync + 'static> Processor<K> {
     }
 
     /// Spawns the tasks of the handlers registered so far on `runtime`.
-    pub(crate) fn run(&self, runtime: tokio::runtime::Handle) {
+    pub(crate) fn run(&self, runtime: &tokio::runtime::Handle) {
         let mut state = self.state.lock();
         if let RunState::NotStarted(waiting) =
             std::mem::replace(&mut *state, RunState::Running(runtime.clone()))
         {
             for (listener, receiver, handler) in waiting {
-                self.tasks.spawn_on(run_listener(listener, receiver, handler), &runtime);
+                self.tasks.spawn_on(run_listener(listener, receiver, handler), runtime);
             }
         }
     }

@@ -334,14 +334,8 @@ async fn remove_handler() {
     informer.remove_event_handler(&h1);
     assert_eq!(informer.handler_count(), 0);
 
-    struct Shared(Arc<Recorder>);
-    impl ResourceEventHandler<Pod> for Shared {
-        fn on_add(&self, obj: Arc<Pod>, initial: bool) {
-            self.0.on_add(obj, initial);
-        }
-    }
-    let a = informer.add_event_handler(Shared(Arc::clone(&handler))).unwrap();
-    let b = informer.add_event_handler(Shared(handler)).unwrap();
+    let a = informer.add_event_handler(Arc::clone(&handler)).unwrap();
+    let b = informer.add_event_handler(handler).unwrap();
     assert_eq!(informer.handler_count(), 2);
     informer.remove_event_handler(&a);
     assert_eq!(informer.handler_count(), 1);
@@ -470,9 +464,7 @@ struct PanicsOnce {
 
 impl ResourceEventHandler<Pod> for PanicsOnce {
     fn on_add(&self, obj: Arc<Pod>, initial: bool) {
-        if !std::mem::replace(&mut *self.panicked.lock(), true) {
-            panic!("handler bug");
-        }
+        assert!(std::mem::replace(&mut *self.panicked.lock(), true), "handler bug");
         self.recorder.on_add(obj, initial);
     }
 }

@@ -510,27 +510,26 @@ impl<K: Resource> Reflector<K> {
         cancel: &CancellationToken,
     ) -> Result<(), ReflectorError> {
         loop {
-            let (mut watch, timeout) = match stream.take() {
-                Some(open) => open,
-                None => {
-                    let timeout = self.watch_timeout();
-                    let options = self.watch_options(self.last_sync_resource_version(), timeout);
-                    match resync.race(self.lister_watcher.watch(&options), cancel).await {
-                        None => return Ok(()),
-                        Some(Ok(watch)) => (watch, timeout),
-                        Some(Err(e)) if e.is_watch_retriable() => {
-                            tracing::debug!(resource = %self.resource, error = %e, "watch refused; backing off");
-                            if !self.backoff_wait(e.retry_after(), resync, cancel).await {
-                                return Ok(());
-                            }
-                            continue;
+            let (mut watch, timeout) = if let Some(open) = stream.take() {
+                open
+            } else {
+                let timeout = self.watch_timeout();
+                let options = self.watch_options(self.last_sync_resource_version(), timeout);
+                match resync.race(self.lister_watcher.watch(&options), cancel).await {
+                    None => return Ok(()),
+                    Some(Ok(watch)) => (watch, timeout),
+                    Some(Err(e)) if e.is_watch_retriable() => {
+                        tracing::debug!(resource = %self.resource, error = %e, "watch refused; backing off");
+                        if !self.backoff_wait(e.retry_after(), resync, cancel).await {
+                            return Ok(());
                         }
-                        Some(Err(source)) => {
-                            return Err(ReflectorError::Watch {
-                                resource: self.resource.clone(),
-                                source,
-                            });
-                        }
+                        continue;
+                    }
+                    Some(Err(source)) => {
+                        return Err(ReflectorError::Watch {
+                            resource: self.resource.clone(),
+                            source,
+                        });
                     }
                 }
             };
@@ -557,7 +556,7 @@ impl<K: Resource> Reflector<K> {
                             tracing::debug!(resource = %self.resource, error = %e, "watch expired; relisting");
                         }
                         _ => {
-                            tracing::warn!(resource = %self.resource, ?end, "watch ended; relisting")
+                            tracing::warn!(resource = %self.resource, ?end, "watch ended; relisting");
                         }
                     }
                     return Ok(());

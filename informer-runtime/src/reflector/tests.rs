@@ -66,6 +66,7 @@ impl ListerWatcher<Pod> for ScriptedLw {
     }
 }
 
+#[allow(clippy::unnecessary_wraps, reason = "scripted list answers are Results")]
 fn list_of(rv: &str, pods: &[Pod]) -> Result<ObjectList<Pod>, Error> {
     Ok(ObjectList {
         items: pods.iter().cloned().map(Arc::new).collect(),
@@ -496,7 +497,7 @@ async fn no_relist_on_too_many_requests() {
     assert_eq!(backoffs, [3000, 3000, 3200, 6400], "Retry-After is honoured as a floor");
 }
 
-/// A store that counts resyncs and ends the round at the second, like client-go's FakeCustomStore.
+/// A store that counts resyncs and ends the round at the second, like client-go's `FakeCustomStore`.
 struct CountingStore {
     resyncs: Mutex<u32>,
     rounds: Rounds,
@@ -741,7 +742,7 @@ async fn watch_list_syncs_at_initial_events_end_and_keeps_the_stream() {
         |_| Err(Error::Transport("no list expected".into())),
         move |_| {
             let mut modified = p("p1", 3);
-            modified.spec = Some(Default::default());
+            modified.spec = Some(k8s_openapi::api::core::v1::PodSpec::default());
             Ok(r2.then_cancel(vec![
                 added(p("p1", 1)),
                 added(p("p2", 2)),
@@ -924,7 +925,7 @@ async fn watch_error_handler_gets_list_errors_and_run_retries() {
     let r = Arc::new(
         reflector(Arc::clone(&lw), Arc::new(store.clone()), ReflectorConfig::default())
             .with_watch_error_handler(Arc::new(move |e: &ReflectorError| {
-                e2.lock().push(e.to_string())
+                e2.lock().push(e.to_string());
             })),
     );
     let cancel = CancellationToken::new();

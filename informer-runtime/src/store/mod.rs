@@ -138,7 +138,7 @@ pub fn split_meta_namespace_key(key: &str) -> Result<(&str, &str), KeyError> {
     }
 }
 
-/// The objects the consumer of a queue already knows: what the DeltaFIFO consults to tell real
+/// The objects the consumer of a queue already knows: what the `DeltaFIFO` consults to tell real
 /// deletions from repeated ones and to find what a relist or a resync must cover.
 ///
 /// This is the subset of the [`Indexer`] that the queue uses.

@@ -288,12 +288,14 @@ impl<K: Resource> Indexer<K> {
     /// Inserts or replaces `obj` under `key`; returns the object it replaced.
     pub(crate) fn insert(&self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
         let mut inner = self.cache.inner.write();
-        let old = inner.items.insert(key.clone(), Arc::clone(&obj));
+        let old = inner.items.get(&key).cloned();
         inner.reindex(&key, old.as_deref(), Some(&obj));
+        inner.items.insert(key, obj);
         old
     }
 
     /// Removes the object stored under `key`; returns it, or `None` if there was none.
+    #[allow(clippy::must_use_candidate, reason = "the removed object is optional information")]
     pub fn delete_key(&self, key: &str) -> Option<Arc<K>> {
         let mut inner = self.cache.inner.write();
         let (key, old) = inner.items.remove_entry(key)?;
