@@ -1,5 +1,45 @@
 //! Typed Kubernetes informers: client-go's `tools/cache` as async Rust.
-#![cfg_attr(docsrs, feature(doc_cfg))]
+//!
+//! An informer keeps an in-memory, indexed cache of one resource type in step with the API
+//! server, and tells your handlers about every change. This crate has the whole machinery,
+//! generic over the resource type `K` (any k8s-openapi kind, or a custom resource type that
+//! implements k8s-openapi's `Resource` and `Metadata` traits).
+//!
+//! # Where to start
+//!
+//! Most programs need only the [`SharedInformerFactory`]: ask it for the informers of the types
+//! you care about, register handlers, start it, wait for the caches, read through [listers].
+//! See the example in the [`factory`] module.
+//!
+//! # The data flow
+//!
+//! Each module is one step; an event travels through them in this order:
+//!
+//! ```text
+//!  API server ──list/watch──▶ listwatch::ListerWatcher      (transport seam: HTTP, FakeSource, …)
+//!                                  │
+//!                                  ▼
+//!                            reflector::Reflector           (list, then watch; relist on 410;
+//!                                  │                          backoff; resync timer)
+//!                                  ▼
+//!                            delta_fifo::DeltaFifo          (per-key deltas; tombstones on relist)
+//!                                  │  pop
+//!                                  ▼
+//!                   controller (process_deltas) ──▶ store::Indexer   (cache + indices)
+//!                                  │                    ▲
+//!                                  ▼                    │ reads
+//!                   informer processor ──▶ handlers     lister::Lister
+//!                   (one buffer + task per handler)
+//!
+//!               factory::SharedInformerFactory owns one informer per resource type
+//! ```
+//!
+//! # Testing your controllers
+//!
+//! With the `testing` feature, [`testing::FakeSource`] is an in-process API source (list,
+//! watch, faults to inject) and [`testing::FakeClock`] a clock you step by hand.
+//!
+//! [listers]: lister::Lister
 
 pub mod clock;
 mod controller;
@@ -17,9 +57,21 @@ pub mod store;
 #[cfg(test)]
 mod test_util;
 
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+
+pub use factory::SharedInformerFactory;
+pub use informer::{
+    DeletedObject, HandlerFuncs, ResourceEventHandler, ResourceEventHandlerRegistration,
+    SharedIndexInformer,
+};
+pub use lister::{Lister, NamespaceLister, NotFound};
+pub use listwatch::{ListWatchSource, ListerWatcher};
 pub use resource::{GroupVersionResource, Resource};
+pub use selector::LabelSelector;
 pub use store::{Cache, Indexer, ObjectKey};
 
-#[cfg(any(test, feature = "testing"))]
-#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
-pub mod testing;
+// The README's example must compile and run.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

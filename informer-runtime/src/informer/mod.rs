@@ -1,8 +1,8 @@
 //! The shared informer: one cache and one watch per resource, any number of handlers.
 //!
 //! A [`SharedIndexInformer`] runs a [reflector](crate::reflector) into a
-//! [`DeltaFifo`](crate::delta_fifo::DeltaFifo), pops each key's deltas into its
-//! [`Indexer`](crate::store::Indexer), and fans every change out to the registered
+//! [`DeltaFifo`], pops each key's deltas into its
+//! [`Indexer`], and fans every change out to the registered
 //! [handlers](ResourceEventHandler) through per-handler buffers (the processor).
 //!
 //! # Guarantees
