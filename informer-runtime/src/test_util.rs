@@ -34,3 +34,14 @@ pub(crate) fn namespace(name: &str) -> Namespace {
         ..Namespace::default()
     }
 }
+
+/// Waits until the runtime counts at most `baseline` live tasks, or five seconds passed; returns
+/// the count. The runtime's count lags a task's completion by a scheduler tick.
+pub(crate) async fn settle_alive_tasks(baseline: usize) -> usize {
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while metrics.num_alive_tasks() > baseline && std::time::Instant::now() < deadline {
+        tokio::task::yield_now().await;
+    }
+    metrics.num_alive_tasks()
+}

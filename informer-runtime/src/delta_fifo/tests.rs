@@ -229,6 +229,113 @@ async fn replace_makes_deletions() {
     );
 }
 
+// TestDeltaFIFO_ReplaceMakesDeletions, cases 4 and 5: an object only in a relist, then gone from
+// the next; and a queue without known objects.
+#[tokio::test]
+async fn replace_makes_deletions_across_two_relists() {
+    let f =
+        DeltaFifo::new().with_known_objects(known(&[obj("foo", 5), obj("bar", 6), obj("baz", 7)]));
+    f.replace(vec![obj("bar", 100), obj("foo", 5)], "0");
+    f.replace(vec![obj("foo", 5)], "0");
+    let mut popped = vec![pop(&f).await.0, pop(&f).await.0, pop(&f).await.0];
+    popped.sort();
+    assert_eq!(
+        popped,
+        [
+            vec!["Deleted(FinalStateUnknown(\"baz\", baz@7))"],
+            vec!["Replaced(bar@100)", "Deleted(FinalStateUnknown(\"bar\", bar@100))"],
+            vec!["Replaced(foo@5)", "Replaced(foo@5)"],
+        ]
+    );
+
+    let f = DeltaFifo::new();
+    f.add(obj("baz", 10));
+    f.replace(vec![obj("foo", 5)], "0");
+    let mut popped = vec![pop(&f).await.0, pop(&f).await.0];
+    popped.sort();
+    assert_eq!(
+        popped,
+        [
+            vec!["Added(baz@10)", "Deleted(FinalStateUnknown(\"baz\", baz@10))"],
+            vec!["Replaced(foo@5)"]
+        ]
+    );
+}
+
+// TestDeltaFIFOW_ReplaceMakesDeletionsForObjectsOnlyInQueue, its table: each case with and
+// without known objects, one pop, nothing left.
+#[tokio::test]
+async fn replace_makes_deletions_for_objects_only_in_queue_table() {
+    type Op = fn(&DeltaFifo<Pod>);
+    let cases: [(&str, Op, &[&str]); 5] = [
+        (
+            "added object is deleted on replace",
+            |f| {
+                f.add(obj("foo", 2));
+                f.replace(vec![], "0");
+            },
+            &["Added(foo@2)", "Deleted(FinalStateUnknown(\"foo\", foo@2))"],
+        ),
+        (
+            "replaced object gets a single delete",
+            |f| {
+                f.add(obj("foo", 2));
+                f.replace(vec![obj("foo", 2)], "0");
+                f.replace(vec![], "0");
+            },
+            &["Added(foo@2)", "Replaced(foo@2)", "Deleted(FinalStateUnknown(\"foo\", foo@2))"],
+        ),
+        (
+            "deleted object gets no tombstone",
+            |f| {
+                f.add(obj("foo", 2));
+                f.delete(obj("foo", 2));
+                f.replace(vec![], "0");
+            },
+            &["Added(foo@2)", "Deleted(Object(foo@2))"],
+        ),
+        (
+            "added object gets a single delete on multiple replaces",
+            |f| {
+                f.add(obj("foo", 2));
+                f.replace(vec![], "0");
+                f.replace(vec![], "1");
+            },
+            &["Added(foo@2)", "Deleted(FinalStateUnknown(\"foo\", foo@2))"],
+        ),
+        (
+            "added, deleted and added again is deleted with the newest state",
+            |f| {
+                f.add(obj("foo", 2));
+                f.delete(obj("foo", 2));
+                f.add(obj("foo", 3));
+                f.replace(vec![], "0");
+            },
+            &[
+                "Added(foo@2)",
+                "Deleted(Object(foo@2))",
+                "Added(foo@3)",
+                "Deleted(FinalStateUnknown(\"foo\", foo@3))",
+            ],
+        ),
+    ];
+    for (name, op, want) in cases {
+        for with_known in [false, true] {
+            let f = if with_known {
+                DeltaFifo::new().with_known_objects(known(&[]))
+            } else {
+                DeltaFifo::new()
+            };
+            op(&f);
+            assert_eq!(pop(&f).await.0, want, "{name} (known objects: {with_known})");
+            assert!(f.is_empty(), "{name}");
+        }
+    }
+}
+
+// TestDeltaFIFO_requeueOnPop is not ported: requeueing on error (ErrRequeue) was removed in
+// client-go v0.33 and this project decided against it (it moves the informer back in time).
+
 // TestDeltaFIFO_ReplaceMakesDeletionsForObjectsOnlyInQueue: no known objects, tombstones from the queue.
 #[tokio::test]
 async fn replace_makes_deletions_for_objects_only_in_queue() {
@@ -392,6 +499,7 @@ async fn transformer() {
     assert_eq!(pop(&f).await.0, ["Sync(k@1)"]);
 }
 
+// TestDeltaFIFO_KeyOf: a tombstone is keyed by its recorded key.
 #[tokio::test]
 async fn key_of_tombstone_is_its_recorded_key() {
     let tombstone = DeletedObject::FinalStateUnknown(DeletedFinalStateUnknown::<Pod> {

@@ -66,12 +66,8 @@ async fn shutdown_stops_everything_and_start_does_nothing_after() {
     assert!(factory.wait_for_cache_sync(Duration::from_secs(10)).await.all_synced());
     factory.shutdown().await;
     assert!(pods.is_stopped());
-    // The runtime's count of live tasks lags the tasks' completion by a scheduler tick.
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while metrics.num_alive_tasks() > baseline && std::time::Instant::now() < deadline {
-        tokio::task::yield_now().await;
-    }
-    assert_eq!(metrics.num_alive_tasks(), baseline, "every informer and handler task joined");
+    let alive = crate::test_util::settle_alive_tasks(baseline).await;
+    assert_eq!(alive, baseline, "every informer and handler task joined");
     let late = factory.informer::<Deployment>();
     factory.start();
     assert!(!late.is_started(), "start after shutdown does nothing");

@@ -250,3 +250,71 @@ impl<F, H: fmt::Debug> fmt::Debug for FilteringHandler<F, H> {
         f.debug_struct("FilteringHandler").field("handler", &self.handler).finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Pod;
+    use parking_lot::Mutex;
+
+    use super::*;
+    use crate::test_util::labeled_pod;
+
+    // client-go's FilteringResourceEventHandler: transitions become adds and deletes.
+    #[test]
+    fn filtering_handler_turns_transitions_into_adds_and_deletes() {
+        let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+        let (a, u, d) = (Arc::clone(&seen), Arc::clone(&seen), Arc::clone(&seen));
+        let name = |p: &Pod| p.metadata.name.clone().unwrap_or_default();
+        let inner = HandlerFuncs::new()
+            .on_add(move |p: Arc<Pod>, initial| {
+                a.lock().push(format!("add {} {initial}", name(&p)))
+            })
+            .on_update(move |_, p: Arc<Pod>| u.lock().push(format!("update {}", name(&p))))
+            .on_delete(move |o: DeletedObject<Pod>| d.lock().push(format!("delete {}", o.key())));
+        let web = |p: &Pod| {
+            p.metadata.labels.as_ref().and_then(|l| l.get("app")).is_some_and(|v| v == "web")
+        };
+        let handler = FilteringHandler::new(web, inner);
+        let on = Arc::new(labeled_pod("ns", "a", &[("app", "web")]));
+        let off = Arc::new(labeled_pod("ns", "a", &[("app", "db")]));
+
+        handler.on_add(Arc::clone(&off), true);
+        handler.on_add(Arc::clone(&on), true);
+        handler.on_update(Arc::clone(&on), Arc::clone(&on));
+        handler.on_update(Arc::clone(&on), Arc::clone(&off)); // stops matching: a delete
+        handler.on_update(Arc::clone(&off), Arc::clone(&off)); // never matched: nothing
+        handler.on_update(Arc::clone(&off), Arc::clone(&on)); // starts matching: an add
+        handler.on_delete(DeletedObject::Object(Arc::clone(&off)));
+        handler.on_delete(DeletedObject::Object(Arc::clone(&on)));
+        handler.on_delete(DeletedObject::FinalStateUnknown(DeletedFinalStateUnknown {
+            key: "ns/unknown".into(),
+            obj: None,
+        }));
+        assert_eq!(
+            *seen.lock(),
+            [
+                "add a true",
+                "update a",
+                "delete ns/a",
+                "add a false",
+                "delete ns/a",
+                "delete ns/unknown"
+            ]
+        );
+    }
+
+    #[test]
+    fn handler_funcs_dispatch_and_unset_closures_do_nothing() {
+        let seen = Arc::new(Mutex::new(Vec::<&str>::new()));
+        let s = Arc::clone(&seen);
+        let only_delete = HandlerFuncs::<Pod>::new().on_delete(move |_| s.lock().push("delete"));
+        Notification::Add { obj: Arc::new(Pod::default()), is_in_initial_list: false }
+            .dispatch(&only_delete);
+        Notification::Update { old: Arc::new(Pod::default()), new: Arc::new(Pod::default()) }
+            .dispatch(&only_delete);
+        Notification::Delete(DeletedObject::Object(Arc::new(Pod::default())))
+            .dispatch(&only_delete);
+        assert_eq!(*seen.lock(), ["delete"]);
+        assert!(format!("{only_delete:?}").contains("on_add: false"));
+    }
+}

@@ -452,7 +452,7 @@ async fn shutdown_joins_every_task() {
     assert!(late.wait_for_sync().await);
     assert!(metrics.num_alive_tasks() >= baseline + 3, "run task + two handler tasks");
     stop(token, handle).await;
-    assert_eq!(metrics.num_alive_tasks(), baseline, "every task joined");
+    assert_eq!(crate::test_util::settle_alive_tasks(baseline).await, baseline, "every task joined");
     assert!(early.is_stopped() && late.is_stopped());
 }
 
@@ -491,7 +491,8 @@ async fn event_panics_are_contained() {
     stop(token, handle).await;
 }
 
-// TestIndexer-style: indexers can be added after start; existing objects are indexed at once.
+// TestIndexer (contract section 5): indexers can be added after start; existing objects are
+// indexed at once, and a name clash is an error.
 #[tokio::test]
 async fn add_indexers_while_running() {
     let source = FakeSource::new();

@@ -944,3 +944,31 @@ async fn watch_error_handler_gets_list_errors_and_run_retries() {
         errors[0]
     );
 }
+
+// Connection refused when opening a watch: back off and watch again, never relist.
+#[tokio::test(start_paused = true)]
+async fn connection_refused_rewatches_without_relist() {
+    let rounds = Rounds::default();
+    let calls = Mutex::new(0);
+    let r2 = rounds.clone();
+    let lw = ScriptedLw::new(
+        |_| list_of("4", &[]),
+        move |_| {
+            let mut n = calls.lock();
+            *n += 1;
+            if *n <= 3 {
+                Err(Error::ConnectionRefused(
+                    "dial tcp 127.0.0.1:6443: connect: connection refused".into(),
+                ))
+            } else {
+                r2.cancel_round();
+                Ok(open_stream_of(vec![]))
+            }
+        },
+    );
+    let r =
+        reflector(Arc::clone(&lw), Arc::new(Indexer::<Pod>::default()), ReflectorConfig::default());
+    rounds.run(&r).await.unwrap();
+    assert_eq!(lw.list_rvs(), ["0"]);
+    assert_eq!(lw.watch_rvs(), ["4", "4", "4", "4"]);
+}
