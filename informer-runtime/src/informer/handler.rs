@@ -267,7 +267,7 @@ mod tests {
         let name = |p: &Pod| p.metadata.name.clone().unwrap_or_default();
         let inner = HandlerFuncs::new()
             .on_add(move |p: Arc<Pod>, initial| {
-                a.lock().push(format!("add {} {initial}", name(&p)))
+                a.lock().push(format!("add {} {initial}", name(&p)));
             })
             .on_update(move |_, p: Arc<Pod>| u.lock().push(format!("update {}", name(&p))))
             .on_delete(move |o: DeletedObject<Pod>| d.lock().push(format!("delete {}", o.key())));
