@@ -41,6 +41,9 @@
 //!
 //! [listers]: lister::Lister
 
+#[cfg(feature = "client")]
+#[cfg_attr(docsrs, doc(cfg(feature = "client")))]
+pub mod client;
 pub mod clock;
 mod controller;
 pub mod delta_fifo;
@@ -53,6 +56,8 @@ pub mod reflector;
 pub mod resource;
 pub mod selector;
 pub mod store;
+#[cfg(feature = "client")]
+mod watch;
 
 #[cfg(test)]
 mod test_util;

@@ -2,6 +2,9 @@
 //!
 //! Enabled by the `testing` feature.
 
+#[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
+pub mod apiserver;
 mod fake_clock;
 mod fake_source;
 

@@ -1,0 +1,1 @@
+//! Credentials at request time: static tokens, rotating token files, exec plugins.

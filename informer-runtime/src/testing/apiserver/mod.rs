@@ -1,0 +1,1 @@
+//! An embedded, protocol-faithful Kubernetes API server for tests and demos.

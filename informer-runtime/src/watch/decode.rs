@@ -1,0 +1,1 @@
+//! Socket bytes to typed watch events.

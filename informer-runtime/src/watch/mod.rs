@@ -1,0 +1,3 @@
+//! Watch streams off the wire.
+
+pub(crate) mod decode;
