@@ -401,7 +401,10 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
     /// The informer for `K`, created on first request. Asking is enough to have it run by the
     /// next [`start`](Self::start), as with client-go's `factory.Core().V1().Pods().Informer()`.
     #[doc(alias = "InformerFor")]
-    #[allow(clippy::must_use_candidate, reason = "asking registers the informer; the handle may be dropped")]
+    #[allow(
+        clippy::must_use_candidate,
+        reason = "asking registers the informer; the handle may be dropped"
+    )]
     pub fn informer<K: Resource>(&self) -> SharedIndexInformer<K> {
         let mut state = self.inner.state.lock();
         if let Some(informer) = state

@@ -36,8 +36,15 @@
 //!
 //! # Testing your controllers
 //!
-//! With the `testing` feature, [`testing::FakeSource`] is an in-process API source (list,
-//! watch, faults to inject) and [`testing::FakeClock`] a clock you step by hand.
+//! With the `testing` feature, `testing::apiserver` is an embedded, protocol-faithful API
+//! server (real HTTP, kubectl works against it, faults to inject), [`testing::FakeSource`] an
+//! in-process API source, and [`testing::FakeClock`] a clock you step by hand.
+//!
+//! # Talking to a cluster
+//!
+//! With the default `client` feature, [`Client`] lists and watches any API server: kubeconfig
+//! (`KUBECONFIG`, `~/.kube/config`), in-cluster service accounts, tokens, client certificates
+//! and exec credential plugins. `SharedInformerFactory::new(Client::try_default()?)`.
 //!
 //! [listers]: lister::Lister
 
@@ -65,6 +72,8 @@ mod test_util;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
+#[cfg(feature = "client")]
+pub use client::Client;
 pub use factory::SharedInformerFactory;
 pub use informer::{
     DeletedObject, HandlerFuncs, ResourceEventHandler, ResourceEventHandlerRegistration,

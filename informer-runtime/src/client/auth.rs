@@ -1,1 +1,867 @@
 //! Credentials at request time: static tokens, rotating token files, exec plugins.
+//!
+//! Sits between a loaded [`Config`] and each request: the HTTP client asks
+//! [`Authenticator::authorization`] for the `Authorization` header of every request, calls
+//! [`Authenticator::invalidate`] after a 401, and takes a plugin-provided client certificate
+//! from [`Authenticator::exec_identity`]. Headers are marked sensitive, and nothing here logs a
+//! credential.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use base64::Engine as _;
+use parking_lot::Mutex;
+use reqwest::header::HeaderValue;
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+
+use super::config::{Auth, Config, ConfigError, ExecConfig, Identity};
+use super::kubeconfig::EXEC_API_VERSIONS;
+
+/// A token file is read again after this long even if its modification time did not change
+/// (client-go's cached file token source re-reads every minute).
+const TOKEN_FILE_REREAD: Duration = Duration::from_secs(60);
+/// Exec credentials are refreshed this long before they expire, or half their lifetime if that
+/// is shorter (so a short-lived credential is not refreshed on every request).
+const EXEC_REFRESH_MARGIN: Duration = Duration::from_secs(30);
+/// How many characters of a failed plugin's stderr go into the error.
+const STDERR_LIMIT: usize = 1024;
+
+/// Wall-clock time, injectable for tests (exec credentials expire at wall-clock instants).
+type WallClock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
+
+/// Produces the `Authorization` header (and exec-plugin client certificates) for requests.
+///
+/// Cheap to share behind an `Arc`; every method takes `&self`.
+pub(crate) struct Authenticator {
+    method: Method,
+    clock: WallClock,
+}
+
+enum Method {
+    /// No `Authorization` header.
+    None,
+    /// A bearer token or basic credentials that never change.
+    Static(HeaderValue),
+    /// A bearer token read from a file.
+    TokenFile(TokenFile),
+    /// A credential plugin.
+    Exec(Box<ExecPlugin>),
+}
+
+impl Authenticator {
+    /// An authenticator for `config.auth`.
+    ///
+    /// Nothing is read or run yet: token files are read and plugins run on first use.
+    pub(crate) fn new(config: &Config) -> Result<Self, ConfigError> {
+        Self::with_clock(config, Arc::new(SystemTime::now))
+    }
+
+    /// [`Authenticator::new`] with the wall clock given.
+    fn with_clock(config: &Config, clock: WallClock) -> Result<Self, ConfigError> {
+        let method = match &config.auth {
+            Auth::None => Method::None,
+            Auth::Bearer(token) => Method::Static(bearer(token.expose_secret())?),
+            Auth::Basic { username, password } => Method::Static(basic(username, password)?),
+            Auth::TokenFile(path) => {
+                Method::TokenFile(TokenFile { path: path.clone(), cached: Mutex::new(None) })
+            }
+            Auth::Exec(exec) => Method::Exec(Box::new(ExecPlugin::new(exec, config)?)),
+        };
+        Ok(Self { method, clock })
+    }
+
+    /// The Authorization header for the next request, refreshing rotated token files and expired
+    /// exec credentials.
+    ///
+    /// `None` when requests carry no header (no credentials, or an exec plugin that returns
+    /// only a client certificate). The header is marked sensitive.
+    ///
+    /// A token file is read again when its modification time changes, at least every minute,
+    /// and after [`invalidate`](Self::invalidate); if it cannot be read again, the previous
+    /// token is used (with a warning). An exec plugin runs when there is no cached credential,
+    /// a little before the cached one expires, and after `invalidate`; concurrent callers wait
+    /// for one run.
+    pub(crate) async fn authorization(&self) -> Result<Option<HeaderValue>, ConfigError> {
+        match &self.method {
+            Method::None => Ok(None),
+            Method::Static(header) => Ok(Some(header.clone())),
+            Method::TokenFile(file) => file.header((self.clock)()).map(Some),
+            Method::Exec(plugin) => Ok(plugin.credentials(&self.clock).await?.token),
+        }
+    }
+
+    /// Forget cached credentials after a 401 so the next request refreshes them.
+    pub(crate) fn invalidate(&self) {
+        match &self.method {
+            Method::None | Method::Static(_) => {}
+            Method::TokenFile(file) => *file.cached.lock() = None,
+            Method::Exec(plugin) => *plugin.cached.lock() = None,
+        }
+    }
+
+    /// A client certificate obtained from an exec plugin, to use instead of `config.identity`.
+    ///
+    /// Runs the plugin (blocking the calling thread) when no fresh credential is cached. `None`
+    /// for other authentication methods and for plugins that return only a token.
+    pub(crate) fn exec_identity(&self) -> Result<Option<Identity>, ConfigError> {
+        match &self.method {
+            Method::Exec(plugin) => Ok(plugin.credentials_blocking(&self.clock)?.identity),
+            _ => Ok(None),
+        }
+    }
+}
+
+impl std::fmt::Debug for Authenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let method = match &self.method {
+            Method::None => "None".to_owned(),
+            Method::Static(_) => "Static([REDACTED])".to_owned(),
+            Method::TokenFile(file) => format!("TokenFile({})", file.path.display()),
+            Method::Exec(plugin) => format!("Exec({})", plugin.config.command),
+        };
+        f.debug_struct("Authenticator")
+            .field("method", &format_args!("{method}"))
+            .finish_non_exhaustive()
+    }
+}
+
+/// `Bearer {token}`, marked sensitive.
+fn bearer(token: &str) -> Result<HeaderValue, ConfigError> {
+    sensitive(format!("Bearer {}", token.trim()), "bearer token")
+}
+
+/// `Basic base64(username:password)`, marked sensitive.
+fn basic(username: &str, password: &SecretString) -> Result<HeaderValue, ConfigError> {
+    let credentials = base64::engine::general_purpose::STANDARD
+        .encode(format!("{username}:{}", password.expose_secret()));
+    sensitive(format!("Basic {credentials}"), "basic auth credentials")
+}
+
+fn sensitive(value: String, what: &'static str) -> Result<HeaderValue, ConfigError> {
+    let mut header =
+        HeaderValue::try_from(value).map_err(|_| ConfigError::InvalidHeader { what })?;
+    header.set_sensitive(true);
+    Ok(header)
+}
+
+/// A bearer token file and the token last read from it.
+struct TokenFile {
+    path: PathBuf,
+    cached: Mutex<Option<CachedToken>>,
+}
+
+struct CachedToken {
+    header: HeaderValue,
+    read_at: SystemTime,
+    /// The file's modification time when it was read.
+    modified: Option<SystemTime>,
+}
+
+impl TokenFile {
+    fn header(&self, now: SystemTime) -> Result<HeaderValue, ConfigError> {
+        let modified = std::fs::metadata(&self.path).and_then(|metadata| metadata.modified()).ok();
+        let mut cached = self.cached.lock();
+        if let Some(token) = cached.as_ref() {
+            // A clock that went backwards counts as no time passed.
+            let age = now.duration_since(token.read_at).unwrap_or(Duration::ZERO);
+            if token.modified == modified && age < TOKEN_FILE_REREAD {
+                return Ok(token.header.clone());
+            }
+        }
+        match read_token(&self.path) {
+            Ok(header) => {
+                tracing::debug!(path = %self.path.display(), "read bearer token file");
+                *cached = Some(CachedToken { header: header.clone(), read_at: now, modified });
+                Ok(header)
+            }
+            Err(err) => match cached.as_ref() {
+                Some(token) => {
+                    tracing::warn!(path = %self.path.display(), error = %err, "cannot read the token file again; using the previous token");
+                    Ok(token.header.clone())
+                }
+                None => Err(err),
+            },
+        }
+    }
+}
+
+fn read_token(path: &Path) -> Result<HeaderValue, ConfigError> {
+    let token = SecretString::from(
+        std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Io { path: path.to_path_buf(), source })?,
+    );
+    if token.expose_secret().trim().is_empty() {
+        return Err(ConfigError::InvalidField {
+            file: path.to_path_buf(),
+            field: "token".to_owned(),
+            reason: "the token file is empty".to_owned(),
+        });
+    }
+    bearer(token.expose_secret())
+}
+
+/// A credential plugin and its cached credential.
+struct ExecPlugin {
+    config: ExecConfig,
+    /// The `KUBERNETES_EXEC_INFO` value (no secrets: the cluster's public settings only).
+    exec_info: String,
+    cached: Mutex<Option<ExecCredentials>>,
+    /// Held while the plugin runs, so concurrent requests wait for one run.
+    refreshing: tokio::sync::Mutex<()>,
+}
+
+/// What a plugin returned, ready for requests.
+#[derive(Clone)]
+struct ExecCredentials {
+    token: Option<HeaderValue>,
+    identity: Option<Identity>,
+    /// When to run the plugin again; `None`: never (until invalidated).
+    refresh_at: Option<SystemTime>,
+}
+
+impl ExecPlugin {
+    fn new(exec: &ExecConfig, config: &Config) -> Result<Self, ConfigError> {
+        let error = |reason: String| ConfigError::Exec { command: exec.command.clone(), reason };
+        if exec.command.is_empty() {
+            return Err(error("no command is configured".to_owned()));
+        }
+        if !EXEC_API_VERSIONS.contains(&exec.api_version.as_str()) {
+            return Err(error(format!(
+                "unsupported apiVersion `{}` (use {})",
+                exec.api_version,
+                EXEC_API_VERSIONS.join(" or ")
+            )));
+        }
+        Ok(Self {
+            config: exec.clone(),
+            exec_info: exec_info(exec, config),
+            cached: Mutex::new(None),
+            refreshing: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// The cached credentials, unless they are due for a refresh.
+    fn fresh(&self, now: SystemTime) -> Option<ExecCredentials> {
+        self.cached
+            .lock()
+            .as_ref()
+            .filter(|cached| cached.refresh_at.is_none_or(|at| now < at))
+            .cloned()
+    }
+
+    async fn credentials(&self, clock: &WallClock) -> Result<ExecCredentials, ConfigError> {
+        if let Some(cached) = self.fresh(clock()) {
+            return Ok(cached);
+        }
+        let _refreshing = self.refreshing.lock().await;
+        if let Some(cached) = self.fresh(clock()) {
+            return Ok(cached);
+        }
+        let credential = match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let (config, exec_info) = (self.config.clone(), self.exec_info.clone());
+                runtime.spawn_blocking(move || run_plugin(&config, &exec_info)).await.map_err(
+                    |err| ConfigError::Exec {
+                        command: self.config.command.clone(),
+                        reason: format!("the task running it failed: {err}"),
+                    },
+                )??
+            }
+            Err(_) => run_plugin(&self.config, &self.exec_info)?,
+        };
+        self.store(credential, clock())
+    }
+
+    fn credentials_blocking(&self, clock: &WallClock) -> Result<ExecCredentials, ConfigError> {
+        if let Some(cached) = self.fresh(clock()) {
+            return Ok(cached);
+        }
+        let credential = run_plugin(&self.config, &self.exec_info)?;
+        self.store(credential, clock())
+    }
+
+    fn store(
+        &self,
+        credential: PluginCredential,
+        now: SystemTime,
+    ) -> Result<ExecCredentials, ConfigError> {
+        let token =
+            credential.token.as_ref().map(|token| bearer(token.expose_secret())).transpose()?;
+        let refresh_at = credential.expires.map(|expires| {
+            let lifetime = expires.duration_since(now).unwrap_or(Duration::ZERO);
+            expires.checked_sub(EXEC_REFRESH_MARGIN.min(lifetime / 2)).unwrap_or(expires)
+        });
+        match credential.expires {
+            Some(expires) if expires <= now => {
+                tracing::warn!(command = %self.config.command, "the exec credential plugin returned an expired credential");
+            }
+            Some(expires) => {
+                tracing::debug!(command = %self.config.command, expires = %jiff::Timestamp::try_from(expires).map(|at| at.to_string()).unwrap_or_default(), "cached exec credential");
+            }
+            None => {
+                tracing::debug!(command = %self.config.command, "cached exec credential without expiry");
+            }
+        }
+        let credentials = ExecCredentials { token, identity: credential.identity, refresh_at };
+        *self.cached.lock() = Some(credentials.clone());
+        Ok(credentials)
+    }
+}
+
+/// The `KUBERNETES_EXEC_INFO` JSON: a non-interactive `ExecCredential` request, with the
+/// cluster's connection settings when the plugin asks for them.
+fn exec_info(exec: &ExecConfig, config: &Config) -> String {
+    let mut spec = serde_json::Map::new();
+    spec.insert("interactive".to_owned(), false.into());
+    if exec.provide_cluster_info {
+        let mut cluster = serde_json::Map::new();
+        let server = config.cluster_url.as_str();
+        let server =
+            if config.cluster_url.path() == "/" { server.trim_end_matches('/') } else { server };
+        cluster.insert("server".to_owned(), server.into());
+        if let Some(name) = &config.tls_server_name {
+            cluster.insert("tls-server-name".to_owned(), name.as_str().into());
+        }
+        cluster.insert("insecure-skip-tls-verify".to_owned(), config.accept_invalid_certs.into());
+        if let Some(pem) = &config.root_certs_pem {
+            cluster.insert(
+                "certificate-authority-data".to_owned(),
+                base64::engine::general_purpose::STANDARD.encode(pem).into(),
+            );
+        }
+        if let Some(proxy) = &config.proxy_url {
+            cluster.insert("proxy-url".to_owned(), proxy.as_str().into());
+        }
+        if let Some(extension) = &exec.cluster_config {
+            cluster.insert("config".to_owned(), extension.clone());
+        }
+        spec.insert("cluster".to_owned(), cluster.into());
+    }
+    serde_json::json!({ "apiVersion": exec.api_version, "kind": "ExecCredential", "spec": spec })
+        .to_string()
+}
+
+/// An `ExecCredential` as a plugin prints it.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecCredential {
+    api_version: Option<String>,
+    kind: Option<String>,
+    status: Option<ExecCredentialStatus>,
+}
+
+/// `ExecCredential.status`. `Debug` redacts the token and the key.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecCredentialStatus {
+    #[serde(default, deserialize_with = "secret")]
+    token: Option<SecretString>,
+    client_certificate_data: Option<String>,
+    #[serde(default, deserialize_with = "secret")]
+    client_key_data: Option<SecretString>,
+    expiration_timestamp: Option<String>,
+}
+
+impl std::fmt::Debug for ExecCredentialStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecCredentialStatus")
+            .field("token", &self.token.as_ref().map(|_| "[REDACTED]"))
+            .field(
+                "client_certificate_data",
+                &self.client_certificate_data.as_ref().map(|pem| format!("{} bytes", pem.len())),
+            )
+            .field("client_key_data", &self.client_key_data.as_ref().map(|_| "[REDACTED]"))
+            .field("expiration_timestamp", &self.expiration_timestamp)
+            .finish()
+    }
+}
+
+fn secret<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<SecretString>, D::Error> {
+    Ok(Option::<String>::deserialize(deserializer)?.map(SecretString::from))
+}
+
+/// A validated plugin result.
+struct PluginCredential {
+    token: Option<SecretString>,
+    identity: Option<Identity>,
+    expires: Option<SystemTime>,
+}
+
+/// Run the plugin once and validate what it prints.
+fn run_plugin(config: &ExecConfig, exec_info: &str) -> Result<PluginCredential, ConfigError> {
+    let error = |reason: String| ConfigError::Exec { command: config.command.clone(), reason };
+    let mut command = Command::new(&config.command);
+    command
+        .args(&config.args)
+        .envs(config.env.iter().map(|(name, value)| (name, value)))
+        .env("KUBERNETES_EXEC_INFO", exec_info)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(dir) = &config.working_dir {
+        if !dir.is_dir() {
+            return Err(error(format!("working directory {} does not exist", dir.display())));
+        }
+        command.current_dir(dir);
+    }
+    tracing::debug!(command = %config.command, "running exec credential plugin");
+    let output = command.output().map_err(|err| {
+        if err.kind() == std::io::ErrorKind::NotFound {
+            ConfigError::ExecNotFound {
+                command: config.command.clone(),
+                install_hint: config.install_hint.clone(),
+            }
+        } else {
+            error(format!("cannot run it: {err}"))
+        }
+    })?;
+    if !output.status.success() {
+        return Err(error(format!(
+            "failed ({}); stderr: {}",
+            output.status,
+            stderr_excerpt(&output.stderr)
+        )));
+    }
+    parse_credential(config, &output.stdout)
+}
+
+/// The start of a plugin's stderr, for an error message.
+fn stderr_excerpt(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let text = text.trim();
+    if text.is_empty() {
+        return "(empty)".to_owned();
+    }
+    match text.char_indices().nth(STDERR_LIMIT) {
+        Some((end, _)) => format!("{}...", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+/// Check a plugin's stdout the way client-go does. Errors never quote the output: it holds the
+/// credential.
+fn parse_credential(config: &ExecConfig, stdout: &[u8]) -> Result<PluginCredential, ConfigError> {
+    let error = |reason: String| ConfigError::Exec { command: config.command.clone(), reason };
+    let credential: ExecCredential = serde_json::from_slice(stdout).map_err(|err| {
+        let what = if err.is_data() {
+            "does not have the shape of an ExecCredential"
+        } else {
+            "is not JSON"
+        };
+        error(format!("its output {what} (line {}, column {})", err.line(), err.column()))
+    })?;
+    if credential.kind.as_deref() != Some("ExecCredential") {
+        return Err(error(format!(
+            "its output has kind `{}`, not ExecCredential",
+            credential.kind.unwrap_or_default()
+        )));
+    }
+    if credential.api_version.as_deref() != Some(config.api_version.as_str()) {
+        return Err(error(format!(
+            "it returned apiVersion `{}`, but `{}` is configured",
+            credential.api_version.unwrap_or_default(),
+            config.api_version
+        )));
+    }
+    let status = credential.status.ok_or_else(|| error("its output has no status".to_owned()))?;
+    let token = status.token.filter(|token| !token.expose_secret().is_empty());
+    let cert = status.client_certificate_data.filter(|cert| !cert.is_empty());
+    let key = status.client_key_data.filter(|key| !key.expose_secret().is_empty());
+    let identity = match (cert, key) {
+        (Some(cert), Some(key)) => Some(Identity { cert_pem: cert.into_bytes(), key_pem: key }),
+        (None, None) => None,
+        _ => {
+            return Err(error(
+                "it returned only one of status.clientCertificateData and status.clientKeyData"
+                    .to_owned(),
+            ));
+        }
+    };
+    if token.is_none() && identity.is_none() {
+        return Err(error(
+            "it returned neither status.token nor a client certificate and key".to_owned(),
+        ));
+    }
+    let expires = match status.expiration_timestamp.as_deref().filter(|at| !at.is_empty()) {
+        Some(at) => {
+            let at: jiff::Timestamp = at.parse().map_err(|err| {
+                error(format!("status.expirationTimestamp `{at}` is not an RFC 3339 time: {err}"))
+            })?;
+            Some(SystemTime::from(at))
+        }
+        None => None,
+    };
+    Ok(PluginCredential { token, identity, expires })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use super::*;
+    use crate::client::config::{InClusterOptions, KubeconfigOptions};
+    use crate::client::kubeconfig::tests::{TempDir, fixture};
+
+    /// A wall clock the test moves by hand.
+    #[derive(Clone)]
+    struct ManualClock(Arc<Mutex<SystemTime>>);
+
+    impl ManualClock {
+        fn at(rfc3339: &str) -> Self {
+            Self(Arc::new(Mutex::new(time(rfc3339))))
+        }
+
+        fn set(&self, rfc3339: &str) {
+            *self.0.lock() = time(rfc3339);
+        }
+
+        fn advance(&self, by: Duration) {
+            *self.0.lock() += by;
+        }
+
+        fn wall_clock(&self) -> WallClock {
+            let now = Arc::clone(&self.0);
+            Arc::new(move || *now.lock())
+        }
+    }
+
+    fn time(rfc3339: &str) -> SystemTime {
+        SystemTime::from(rfc3339.parse::<jiff::Timestamp>().unwrap())
+    }
+
+    fn config_with(auth: Auth) -> Config {
+        Config { auth, ..Config::new(url::Url::parse("https://10.0.0.1:6443").unwrap()) }
+    }
+
+    async fn header(auth: &Authenticator) -> String {
+        auth.authorization().await.unwrap().unwrap().to_str().unwrap().to_owned()
+    }
+
+    /// The plugin fixture, made executable (git may not keep the mode).
+    fn plugin() -> PathBuf {
+        let script = fixture("exec-plugin.sh");
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        script
+    }
+
+    /// How many times the plugin ran.
+    fn runs(counter: &Path) -> usize {
+        std::fs::read_to_string(counter).map_or(0, |text| text.lines().count())
+    }
+
+    fn exec_config(dir: &TempDir, api_version: &str) -> ExecConfig {
+        ExecConfig::new(api_version, plugin().to_string_lossy())
+            .env("COUNTER_FILE", dir.path().join("runs").to_string_lossy())
+            .env("API_VERSION", api_version)
+            .env("EXPIRY", "2030-01-01T00:00:00Z")
+    }
+
+    #[tokio::test]
+    async fn bearer_and_basic_headers_are_sensitive() {
+        let auth =
+            Authenticator::new(&config_with(Auth::Bearer(SecretString::from("abc\n")))).unwrap();
+        let value = auth.authorization().await.unwrap().unwrap();
+        assert!(value.is_sensitive());
+        assert_eq!(value.to_str().unwrap(), "Bearer abc");
+
+        let basic =
+            Auth::Basic { username: "admin".to_owned(), password: SecretString::from("pw") };
+        let auth = Authenticator::new(&config_with(basic)).unwrap();
+        let value = auth.authorization().await.unwrap().unwrap();
+        assert!(value.is_sensitive());
+        assert_eq!(value.to_str().unwrap(), "Basic YWRtaW46cHc=");
+        assert!(!format!("{auth:?}").contains("YWRtaW46cHc="));
+
+        let auth = Authenticator::new(&config_with(Auth::None)).unwrap();
+        assert!(auth.authorization().await.unwrap().is_none());
+        assert!(auth.exec_identity().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_token_that_cannot_be_a_header_is_an_error_without_the_token() {
+        let err =
+            Authenticator::new(&config_with(Auth::Bearer(SecretString::from("bad\u{7f}token"))))
+                .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the bearer token contains characters that cannot be sent in an HTTP header"
+        );
+    }
+
+    #[tokio::test]
+    async fn in_cluster_token_is_reread_after_rotation() {
+        let sa = TempDir::new("rotation");
+        let token = sa.write("token", "token-one\n");
+        sa.write("ca.crt", "-----BEGIN CERTIFICATE-----\nY2E=\n-----END CERTIFICATE-----\n");
+        sa.write("namespace", "apps");
+        let options = InClusterOptions {
+            service_host: Some("10.96.0.1".to_owned()),
+            service_port: Some("443".to_owned()),
+            namespace: None,
+            service_account_dir: sa.path().to_path_buf(),
+        };
+        let config = Config::incluster_with(&options).unwrap();
+        assert_eq!(config.default_namespace, "apps");
+        assert!(
+            config
+                .root_certs_pem
+                .as_deref()
+                .is_some_and(|pem| pem.starts_with(b"-----BEGIN CERTIFICATE-----"))
+        );
+
+        let clock = ManualClock::at("2026-01-01T00:00:00Z");
+        let auth = Authenticator::with_clock(&config, clock.wall_clock()).unwrap();
+        assert_eq!(header(&auth).await, "Bearer token-one");
+        let first_mtime = std::fs::metadata(&token).unwrap().modified().unwrap();
+        let rewrite = |contents: &str, mtime: SystemTime| {
+            std::fs::write(&token, contents).unwrap();
+            std::fs::File::options().write(true).open(&token).unwrap().set_modified(mtime).unwrap();
+        };
+
+        // Rewritten with the same mtime: cached until invalidated.
+        rewrite("token-two", first_mtime);
+        assert_eq!(header(&auth).await, "Bearer token-one");
+        auth.invalidate();
+        assert_eq!(header(&auth).await, "Bearer token-two");
+
+        // Same mtime again: re-read once a minute has passed.
+        rewrite("token-three", first_mtime);
+        clock.advance(Duration::from_secs(59));
+        assert_eq!(header(&auth).await, "Bearer token-two");
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(header(&auth).await, "Bearer token-three");
+
+        // A new mtime: re-read at once.
+        rewrite("token-four", first_mtime + Duration::from_secs(10));
+        assert_eq!(header(&auth).await, "Bearer token-four");
+
+        // A vanished file keeps the last token rather than failing requests.
+        std::fs::remove_file(&token).unwrap();
+        assert_eq!(header(&auth).await, "Bearer token-four");
+        auth.invalidate();
+        assert!(matches!(auth.authorization().await, Err(ConfigError::Io { .. })));
+    }
+
+    #[tokio::test]
+    async fn exec_v1_token_is_cached_until_expiry_and_refreshed_after_invalidate() {
+        let dir = TempDir::new("exec-v1");
+        let counter = dir.path().join("runs");
+        let clock = ManualClock::at("2029-12-31T23:00:00Z");
+        let auth = Authenticator::with_clock(
+            &config_with(Auth::Exec(exec_config(&dir, EXEC_API_VERSIONS[0]))),
+            clock.wall_clock(),
+        )
+        .unwrap();
+        assert_eq!(runs(&counter), 0, "plugins run on first use, not when built");
+
+        for _ in 0..3 {
+            assert_eq!(header(&auth).await, "Bearer exec-token-1");
+        }
+        assert_eq!(runs(&counter), 1);
+        assert!(auth.exec_identity().unwrap().is_none());
+        assert_eq!(runs(&counter), 1, "a cached token-only credential has no identity");
+
+        auth.invalidate();
+        assert_eq!(header(&auth).await, "Bearer exec-token-2");
+        assert_eq!(runs(&counter), 2);
+
+        // Shortly before the expiry (inside the refresh margin) the plugin runs again.
+        clock.set("2029-12-31T23:59:29Z");
+        assert_eq!(header(&auth).await, "Bearer exec-token-2");
+        clock.set("2029-12-31T23:59:31Z");
+        assert_eq!(header(&auth).await, "Bearer exec-token-3");
+        assert_eq!(runs(&counter), 3);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_requests_run_the_plugin_once() {
+        let dir = TempDir::new("exec-concurrent");
+        let auth = Arc::new(
+            Authenticator::new(&config_with(Auth::Exec(exec_config(&dir, EXEC_API_VERSIONS[0]))))
+                .unwrap(),
+        );
+        let requests: Vec<_> = (0..8)
+            .map(|_| {
+                let auth = Arc::clone(&auth);
+                tokio::spawn(async move { header(&auth).await })
+            })
+            .collect();
+        for request in requests {
+            assert_eq!(request.await.unwrap(), "Bearer exec-token-1");
+        }
+        assert_eq!(runs(&dir.path().join("runs")), 1);
+    }
+
+    #[tokio::test]
+    async fn exec_v1beta1_round_trip_and_version_mismatch() {
+        let dir = TempDir::new("exec-v1beta1");
+        let beta = EXEC_API_VERSIONS[1];
+        let auth = Authenticator::new(&config_with(Auth::Exec(
+            exec_config(&dir, beta).env("INFO_FILE", dir.path().join("info").to_string_lossy()),
+        )))
+        .unwrap();
+        assert_eq!(header(&auth).await, "Bearer exec-token-1");
+        let info: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("info")).unwrap())
+                .unwrap();
+        assert_eq!(
+            info,
+            serde_json::json!({"apiVersion": beta, "kind": "ExecCredential", "spec": {"interactive": false}})
+        );
+
+        // The plugin answers v1 to a v1beta1 request: rejected, as client-go does.
+        let mismatched = exec_config(&dir, beta).env("API_VERSION", EXEC_API_VERSIONS[0]);
+        let auth = Authenticator::new(&config_with(Auth::Exec(mismatched))).unwrap();
+        let err = auth.authorization().await.unwrap_err();
+        assert!(
+            err.to_string().contains("it returned apiVersion `client.authentication.k8s.io/v1`"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn exec_plugin_from_a_kubeconfig_gets_cluster_info() {
+        let dir = TempDir::new("exec-kubeconfig");
+        let _ = plugin();
+        let mut config =
+            Config::from_kubeconfig_file(fixture("exec-v1.yaml"), &KubeconfigOptions::default())
+                .unwrap();
+        let Auth::Exec(exec) = &mut config.auth else { panic!("{:?}", config.auth) };
+        exec.env.push((
+            "COUNTER_FILE".to_owned(),
+            dir.path().join("runs").to_string_lossy().into_owned(),
+        ));
+        exec.env
+            .push(("INFO_FILE".to_owned(), dir.path().join("info").to_string_lossy().into_owned()));
+        let auth = Authenticator::new(&config).unwrap();
+        assert_eq!(header(&auth).await, "Bearer exec-token-1");
+
+        let info: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("info")).unwrap())
+                .unwrap();
+        let ca = base64::engine::general_purpose::STANDARD
+            .encode(config.root_certs_pem.as_deref().unwrap());
+        assert_eq!(
+            info,
+            serde_json::json!({
+                "apiVersion": "client.authentication.k8s.io/v1",
+                "kind": "ExecCredential",
+                "spec": {
+                    "interactive": false,
+                    "cluster": {
+                        "server": "https://10.0.0.3:6443",
+                        "tls-server-name": "exec.internal",
+                        "insecure-skip-tls-verify": false,
+                        "certificate-authority-data": ca,
+                        "config": {"audience": "fixture-audience"},
+                    },
+                },
+            })
+        );
+    }
+
+    #[tokio::test]
+    async fn exec_client_certificate_is_an_identity() {
+        let dir = TempDir::new("exec-cert");
+        let counter = dir.path().join("runs");
+        let auth = Authenticator::new(&config_with(Auth::Exec(
+            exec_config(&dir, EXEC_API_VERSIONS[0]).env("MODE", "cert"),
+        )))
+        .unwrap();
+        let identity = auth.exec_identity().unwrap().unwrap();
+        assert!(identity.cert_pem.starts_with(b"-----BEGIN CERTIFICATE-----\nZXhlYy1jZXJ0"));
+        assert!(identity.key_pem.expose_secret().contains("ZXhlYy1rZXk="));
+        assert!(!format!("{identity:?}").contains("ZXhlYy1rZXk="));
+        assert!(auth.authorization().await.unwrap().is_none());
+        assert_eq!(runs(&counter), 1);
+    }
+
+    #[tokio::test]
+    async fn exec_failures_carry_stderr_but_never_the_output() {
+        let dir = TempDir::new("exec-fail");
+        let auth = Authenticator::new(&config_with(Auth::Exec(
+            exec_config(&dir, EXEC_API_VERSIONS[0]).env("MODE", "fail"),
+        )))
+        .unwrap();
+        let err = auth.authorization().await.unwrap_err().to_string();
+        assert!(
+            err.contains(
+                "failed (exit status: 3); stderr: exec-plugin: the identity provider refused"
+            ),
+            "{err}"
+        );
+
+        let auth = Authenticator::new(&config_with(Auth::Exec(
+            exec_config(&dir, EXEC_API_VERSIONS[0]).env("MODE", "garbage"),
+        )))
+        .unwrap();
+        let err = auth.authorization().await.unwrap_err().to_string();
+        assert!(err.contains("its output is not JSON"), "{err}");
+        assert!(!err.contains("exec-token"), "{err}");
+        // A failed run is not cached: the next request runs the plugin again.
+        assert!(auth.authorization().await.is_err());
+        assert_eq!(runs(&dir.path().join("runs")), 3);
+    }
+
+    #[tokio::test]
+    async fn a_missing_plugin_shows_the_install_hint() {
+        let config = Config::from_kubeconfig_file(
+            fixture("exec-missing.yaml"),
+            &KubeconfigOptions::default(),
+        )
+        .unwrap();
+        let auth = Authenticator::new(&config).unwrap();
+        let err = auth.authorization().await.unwrap_err();
+        assert!(matches!(err, ConfigError::ExecNotFound { .. }), "{err:?}");
+        let message = err.to_string();
+        assert!(message.starts_with("exec credential plugin `informer-runtime-fixture-plugin-that-is-not-installed` not found"), "{message}");
+        assert!(message.contains("Install it with: cargo install fixture-plugin"), "{message}");
+    }
+
+    #[test]
+    fn credential_output_is_validated() {
+        let config = ExecConfig::new(EXEC_API_VERSIONS[0], "plugin");
+        let check = |json: &str| {
+            parse_credential(&config, json.as_bytes())
+                .err()
+                .map(|err| err.to_string())
+                .unwrap_or_default()
+        };
+        let v1 = r#""apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential""#;
+        assert!(check(&format!("{{{v1}}}")).contains("no status"));
+        assert!(check(&format!(r#"{{{v1},"status":{{}}}}"#)).contains("neither status.token nor"));
+        assert!(
+            check(&format!(r#"{{{v1},"status":{{"clientCertificateData":"c"}}}}"#))
+                .contains("only one of")
+        );
+        let bad_time = check(&format!(
+            r#"{{{v1},"status":{{"token":"tkn-secret","expirationTimestamp":"tomorrow"}}}}"#
+        ));
+        assert!(bad_time.contains("`tomorrow` is not an RFC 3339 time"), "{bad_time}");
+        assert!(!bad_time.contains("tkn-secret"), "{bad_time}");
+        let bad_shape = check(&format!(r#"{{{v1},"status":{{"token":12345678}}}}"#));
+        assert!(bad_shape.contains("does not have the shape of an ExecCredential"), "{bad_shape}");
+        assert!(!bad_shape.contains("12345678"), "{bad_shape}");
+        assert!(check(r#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"Pod","status":{"token":"t"}}"#).contains("kind `Pod`"));
+    }
+
+    #[test]
+    fn long_stderr_is_truncated() {
+        let excerpt = stderr_excerpt("é".repeat(STDERR_LIMIT + 10).as_bytes());
+        assert_eq!(excerpt.chars().count(), STDERR_LIMIT + 3);
+        assert_eq!(stderr_excerpt(b"  \n"), "(empty)");
+    }
+
+    #[test]
+    fn exec_credential_status_debug_is_redacted() {
+        let status: ExecCredentialStatus =
+            serde_json::from_str(r#"{"token":"tkn-secret","clientKeyData":"key-secret"}"#).unwrap();
+        let debug = format!("{status:?}");
+        assert!(!debug.contains("tkn-secret") && !debug.contains("key-secret"), "{debug}");
+    }
+}

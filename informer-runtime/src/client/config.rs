@@ -1,17 +1,29 @@
 //! How to reach an API server: where, with which TLS settings, as whom.
 //!
-//! [`Config`] is plain data with public fields. The loaders (`Config::infer`, kubeconfig files,
-//! in-cluster service accounts) fill it in; [`Client::new`](super::Client::new) consumes it.
+//! [`Config`] is plain data with public fields. The loaders fill it in: [`Config::infer`] (what
+//! kubectl would use, else the in-cluster service account), [`Config::from_kubeconfig`] and
+//! [`Config::from_kubeconfig_file`] (kubeconfig files, merged as kubectl merges `KUBECONFIG`),
+//! and [`Config::incluster`]. [`Client::new`](super::Client::new) consumes it; credentials that
+//! change at run time (rotated token files, exec plugins) are fetched per request by the client's
+//! authenticator.
 
-use std::path::PathBuf;
+use std::ffi::OsString;
+use std::fmt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use secrecy::SecretString;
 
+use super::kubeconfig::Kubeconfig;
+
+/// Where a pod's service account credentials are mounted.
+const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
 /// Everything the HTTP client needs to talk to one API server.
 ///
-/// `Debug` output redacts secrets (tokens, private keys).
-#[derive(Clone, Debug)]
+/// `Debug` output redacts secrets (tokens, passwords, private keys, and passwords inside proxy
+/// URLs).
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct Config {
     /// The API server's base URL, for example `https://127.0.0.1:6443`.
@@ -51,6 +63,339 @@ impl Config {
             connect_timeout: Duration::from_secs(30),
         }
     }
+
+    /// The configuration kubectl would use, else the pod's service account.
+    ///
+    /// In order:
+    /// 1. the files listed in `KUBECONFIG` (separated by `:`, `;` on Windows), merged as kubectl
+    ///    merges them (see [`Config::from_kubeconfig`]); files that do not exist are skipped;
+    /// 2. when `KUBECONFIG` is unset or empty, `~/.kube/config`;
+    /// 3. when none of those files exists (or they are all empty), the in-cluster service account
+    ///    ([`Config::incluster`]).
+    ///
+    /// A kubeconfig file that exists but cannot be read or used is an error: there is no fallback
+    /// to in-cluster then, as with client-go.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::NoConfig`] when no kubeconfig file exists and the process is not in a
+    /// cluster; otherwise the errors of [`Config::from_kubeconfig`] and [`Config::incluster`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use informer_runtime::client::Config;
+    ///
+    /// let config = Config::infer()?;
+    /// println!("talking to {} in namespace {}", config.cluster_url, config.default_namespace);
+    /// # Ok::<(), informer_runtime::client::ConfigError>(())
+    /// ```
+    #[doc(alias = "NewDefaultClientConfigLoadingRules")]
+    pub fn infer() -> Result<Self, ConfigError> {
+        Self::infer_from(&Environment::from_process())
+    }
+
+    /// [`Config::infer`] with the environment given instead of read from the process.
+    pub(crate) fn infer_from(env: &Environment) -> Result<Self, ConfigError> {
+        let paths = env.kubeconfig_paths();
+        let kubeconfig = Kubeconfig::read_all(&paths)?;
+        if !kubeconfig.is_empty() {
+            return kubeconfig.to_config(&KubeconfigOptions::default());
+        }
+        tracing::debug!(tried = ?paths, "no kubeconfig found; trying the in-cluster service account");
+        match Self::incluster_with(&env.in_cluster) {
+            Err(ConfigError::NotInCluster) => Err(ConfigError::NoConfig { tried: paths }),
+            other => other,
+        }
+    }
+
+    /// The configuration of a kubeconfig context, from `KUBECONFIG` or `~/.kube/config`.
+    ///
+    /// Several files in `KUBECONFIG` are merged as kubectl merges them:
+    /// - files that do not exist are skipped, and a path listed twice is read once;
+    /// - for clusters, users and contexts, the first file to define a name wins, and the whole
+    ///   entry is taken from that file (a later file's entry of the same name is ignored, even
+    ///   its fields the first one does not set);
+    /// - the first file with a non-empty `current-context` sets it;
+    /// - relative paths (`certificate-authority`, `client-certificate`, `client-key`,
+    ///   `tokenFile`, and an exec `command` containing a `/`) are resolved against the directory
+    ///   of the file that defines the entry.
+    ///
+    /// `options` overrides the context, and the cluster or user the context names.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::NoConfig`] when none of the files exists; otherwise as
+    /// [`Config::from_kubeconfig_files`].
+    pub fn from_kubeconfig(options: &KubeconfigOptions) -> Result<Self, ConfigError> {
+        let paths = Environment::from_process().kubeconfig_paths();
+        let kubeconfig = Kubeconfig::read_all(&paths)?;
+        if kubeconfig.is_empty() {
+            return Err(ConfigError::NoConfig { tried: paths });
+        }
+        kubeconfig.to_config(options)
+    }
+
+    /// The configuration of a context in one kubeconfig file.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Io`] when the file cannot be read (a missing file is an error here);
+    /// otherwise as [`Config::from_kubeconfig_files`].
+    pub fn from_kubeconfig_file(
+        path: impl AsRef<Path>,
+        options: &KubeconfigOptions,
+    ) -> Result<Self, ConfigError> {
+        Kubeconfig::read(path.as_ref())?.to_config(options)
+    }
+
+    /// The configuration of a context in several kubeconfig files, merged as kubectl merges the
+    /// files listed in `KUBECONFIG` (the rules are listed at [`Config::from_kubeconfig`]).
+    ///
+    /// # Errors
+    ///
+    /// - [`ConfigError::Io`] when a file exists but cannot be read;
+    /// - [`ConfigError::Parse`] when a file is not a kubeconfig;
+    /// - [`ConfigError::NoCurrentContext`] when no context is set or requested;
+    /// - [`ConfigError::NotFound`] when the context, or the cluster it names, does not exist;
+    /// - [`ConfigError::InvalidField`] for a missing or unusable field (a bad URL or base64
+    ///   value, a file that cannot be read, conflicting authentication methods...);
+    /// - [`ConfigError::AuthProvider`] for a user with a legacy `auth-provider`.
+    pub fn from_kubeconfig_files<P: AsRef<Path>>(
+        paths: &[P],
+        options: &KubeconfigOptions,
+    ) -> Result<Self, ConfigError> {
+        let paths: Vec<PathBuf> = paths.iter().map(|path| path.as_ref().to_path_buf()).collect();
+        let kubeconfig = Kubeconfig::read_all(&paths)?;
+        if kubeconfig.is_empty() {
+            return Err(ConfigError::NoConfig { tried: paths });
+        }
+        kubeconfig.to_config(options)
+    }
+
+    /// The configuration of the pod this process runs in: its service account's token and CA,
+    /// and the API server from `KUBERNETES_SERVICE_HOST` and `KUBERNETES_SERVICE_PORT`.
+    ///
+    /// The token is used as [`Auth::TokenFile`], so a rotated token is picked up.
+    ///
+    /// # Errors
+    ///
+    /// As [`Config::incluster_with`].
+    #[doc(alias = "InClusterConfig")]
+    pub fn incluster() -> Result<Self, ConfigError> {
+        Self::incluster_with(&InClusterOptions::from_env())
+    }
+
+    /// [`Config::incluster`] with the environment and the service account directory given.
+    ///
+    /// - URL: `https://{service_host}:{service_port}`, an IPv6 host in brackets;
+    /// - CA: `{service_account_dir}/ca.crt` (when it cannot be read, a warning is logged and the
+    ///   system roots are used, as client-go does);
+    /// - namespace: `namespace`, else `{service_account_dir}/namespace`, else `default`;
+    /// - auth: [`Auth::TokenFile`] of `{service_account_dir}/token`.
+    ///
+    /// # Errors
+    ///
+    /// - [`ConfigError::NotInCluster`] when the host or the port is unset or empty;
+    /// - [`ConfigError::InvalidField`] when they do not form a URL;
+    /// - [`ConfigError::Io`] when the token file cannot be read.
+    pub fn incluster_with(options: &InClusterOptions) -> Result<Self, ConfigError> {
+        let host = options.service_host.as_deref().map(str::trim).filter(|host| !host.is_empty());
+        let port = options.service_port.as_deref().map(str::trim).filter(|port| !port.is_empty());
+        let (Some(host), Some(port)) = (host, port) else {
+            return Err(ConfigError::NotInCluster);
+        };
+        let host = if host.contains(':') && !host.starts_with('[') {
+            format!("[{host}]")
+        } else {
+            host.to_owned()
+        };
+        let cluster_url = url::Url::parse(&format!("https://{host}:{port}")).map_err(|err| {
+            ConfigError::InvalidField {
+                file: PathBuf::new(),
+                field: "KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT".to_owned(),
+                reason: format!("not a valid URL: {err}"),
+            }
+        })?;
+
+        let token_path = options.service_account_dir.join("token");
+        // client-go fails when the token cannot be read; the authenticator reads it again later.
+        std::fs::File::open(&token_path)
+            .map_err(|source| ConfigError::Io { path: token_path.clone(), source })?;
+
+        let ca_path = options.service_account_dir.join("ca.crt");
+        let root_certs_pem = match std::fs::read(&ca_path) {
+            Ok(pem) => Some(pem),
+            Err(err) => {
+                tracing::warn!(path = %ca_path.display(), error = %err, "cannot read the service account CA; using the system roots");
+                None
+            }
+        };
+
+        let namespace_path = options.service_account_dir.join("namespace");
+        let default_namespace = options
+            .namespace
+            .as_deref()
+            .map(str::trim)
+            .filter(|namespace| !namespace.is_empty())
+            .map(str::to_owned)
+            .or_else(|| {
+                std::fs::read_to_string(&namespace_path)
+                    .ok()
+                    .map(|namespace| namespace.trim().to_owned())
+                    .filter(|namespace| !namespace.is_empty())
+            })
+            .unwrap_or_else(|| "default".to_owned());
+
+        tracing::debug!(url = %cluster_url, namespace = %default_namespace, "using the in-cluster service account");
+        Ok(Self {
+            default_namespace,
+            root_certs_pem,
+            auth: Auth::TokenFile(token_path),
+            ..Self::new(cluster_url)
+        })
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("cluster_url", &redact_url(&self.cluster_url))
+            .field("default_namespace", &self.default_namespace)
+            .field(
+                "root_certs_pem",
+                &self.root_certs_pem.as_ref().map(|pem| format!("{} bytes", pem.len())),
+            )
+            .field("identity", &self.identity)
+            .field("accept_invalid_certs", &self.accept_invalid_certs)
+            .field("tls_server_name", &self.tls_server_name)
+            .field("proxy_url", &self.proxy_url.as_ref().map(redact_url))
+            .field("auth", &self.auth)
+            .field("connect_timeout", &self.connect_timeout)
+            .finish()
+    }
+}
+
+/// `url` with any password replaced, for display.
+pub(crate) fn redact_url(url: &url::Url) -> String {
+    if url.password().is_none() {
+        return url.to_string();
+    }
+    let mut redacted = url.clone();
+    // Only fails for URLs that cannot have credentials, which this one has.
+    let _ = redacted.set_password(Some("REDACTED"));
+    redacted.to_string()
+}
+
+/// Which context, cluster and user of a kubeconfig to use (kubectl's `--context`, `--cluster`
+/// and `--user`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[doc(alias = "ConfigOverrides")]
+pub struct KubeconfigOptions {
+    /// The context to use instead of `current-context`.
+    pub context: Option<String>,
+    /// The cluster to use instead of the context's.
+    pub cluster: Option<String>,
+    /// The user to use instead of the context's.
+    pub user: Option<String>,
+}
+
+impl KubeconfigOptions {
+    /// Use the context `name` instead of `current-context`.
+    #[must_use]
+    pub fn context(mut self, name: impl Into<String>) -> Self {
+        self.context = Some(name.into());
+        self
+    }
+
+    /// Use the cluster `name` instead of the context's.
+    #[must_use]
+    pub fn cluster(mut self, name: impl Into<String>) -> Self {
+        self.cluster = Some(name.into());
+        self
+    }
+
+    /// Use the user `name` instead of the context's.
+    #[must_use]
+    pub fn user(mut self, name: impl Into<String>) -> Self {
+        self.user = Some(name.into());
+        self
+    }
+}
+
+/// Where [`Config::incluster_with`] finds the pod's service account and the API server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InClusterOptions {
+    /// `KUBERNETES_SERVICE_HOST`.
+    pub service_host: Option<String>,
+    /// `KUBERNETES_SERVICE_PORT`.
+    pub service_port: Option<String>,
+    /// `POD_NAMESPACE`, which takes precedence over the service account's namespace file.
+    pub namespace: Option<String>,
+    /// The directory with `token`, `ca.crt` and `namespace`
+    /// (`/var/run/secrets/kubernetes.io/serviceaccount` in a pod).
+    pub service_account_dir: PathBuf,
+}
+
+impl InClusterOptions {
+    /// The process's environment and the standard service account directory.
+    #[must_use]
+    pub fn from_env() -> Self {
+        Self {
+            service_host: std::env::var("KUBERNETES_SERVICE_HOST").ok(),
+            service_port: std::env::var("KUBERNETES_SERVICE_PORT").ok(),
+            namespace: std::env::var("POD_NAMESPACE").ok(),
+            service_account_dir: PathBuf::from(SERVICE_ACCOUNT_DIR),
+        }
+    }
+}
+
+/// What [`Config::infer`] reads from the process environment, injectable for tests.
+#[derive(Clone, Debug)]
+pub(crate) struct Environment {
+    /// `KUBECONFIG`.
+    pub(crate) kubeconfig: Option<OsString>,
+    /// The home directory.
+    pub(crate) home: Option<PathBuf>,
+    /// The in-cluster settings.
+    pub(crate) in_cluster: InClusterOptions,
+}
+
+impl Environment {
+    /// The process's environment.
+    fn from_process() -> Self {
+        Self {
+            kubeconfig: std::env::var_os("KUBECONFIG"),
+            home: home_dir(),
+            in_cluster: InClusterOptions::from_env(),
+        }
+    }
+
+    /// The kubeconfig files to read, in precedence order: `KUBECONFIG`'s list (empty entries
+    /// dropped, duplicates read once), else `~/.kube/config`.
+    fn kubeconfig_paths(&self) -> Vec<PathBuf> {
+        match self.kubeconfig.as_ref().filter(|list| !list.is_empty()) {
+            Some(list) => {
+                let mut paths: Vec<PathBuf> = Vec::new();
+                for path in std::env::split_paths(list) {
+                    if !path.as_os_str().is_empty() && !paths.contains(&path) {
+                        paths.push(path);
+                    }
+                }
+                paths
+            }
+            None => self.home.iter().map(|home| home.join(".kube").join("config")).collect(),
+        }
+    }
+}
+
+/// The user's home directory as client-go finds it: `HOME`, else `USERPROFILE` (Windows).
+fn home_dir() -> Option<PathBuf> {
+    ["HOME", "USERPROFILE"]
+        .into_iter()
+        .filter_map(std::env::var_os)
+        .find(|dir| !dir.is_empty())
+        .map(PathBuf::from)
 }
 
 /// A client certificate and its private key, PEM-encoded.
@@ -62,13 +407,18 @@ pub struct Identity {
     pub key_pem: SecretString,
 }
 
-impl std::fmt::Debug for Identity {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Identity").field("cert_pem", &format_args!("{} bytes", self.cert_pem.len())).field("key_pem", &"[REDACTED]").finish()
+impl fmt::Debug for Identity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Identity")
+            .field("cert_pem", &format_args!("{} bytes", self.cert_pem.len()))
+            .field("key_pem", &"[REDACTED]")
+            .finish()
     }
 }
 
 /// How requests authenticate.
+///
+/// `Debug` output redacts tokens and passwords.
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub enum Auth {
@@ -92,19 +442,277 @@ pub enum Auth {
 }
 
 /// A `client.authentication.k8s.io` exec credential plugin, as a kubeconfig `user.exec` names it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// The plugin always runs non-interactively: its standard input is closed, and
+/// `KUBERNETES_EXEC_INFO` says `interactive: false`. `Debug` output shows the names of the
+/// environment variables but not their values.
+#[derive(Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ExecConfig {
     /// `client.authentication.k8s.io/v1` or `.../v1beta1`.
     pub api_version: String,
-    /// The program to run.
+    /// The program to run (a name looked up in `PATH`, or a path).
     pub command: String,
     /// Its arguments.
     pub args: Vec<String>,
-    /// Extra environment variables.
+    /// Extra environment variables, added to this process's environment.
     pub env: Vec<(String, String)>,
     /// Whether the plugin wants the cluster information in `KUBERNETES_EXEC_INFO`.
     pub provide_cluster_info: bool,
-    /// Directory to run it in (the kubeconfig file's directory, for relative commands).
+    /// Directory to run it in; `None`: this process's current directory, as kubectl does (the
+    /// kubeconfig loader resolves a relative `command` against the kubeconfig file's directory
+    /// instead).
     pub working_dir: Option<PathBuf>,
+    /// What to tell the user when the command is not installed (kubeconfig `installHint`).
+    pub install_hint: Option<String>,
+    /// The cluster's `client.authentication.k8s.io/exec` extension, passed to the plugin as
+    /// `spec.cluster.config` when it asks for cluster information.
+    pub cluster_config: Option<serde_json::Value>,
+}
+
+impl ExecConfig {
+    /// A plugin that runs `command` and speaks `api_version`
+    /// (`client.authentication.k8s.io/v1` or `.../v1beta1`).
+    #[must_use]
+    pub fn new(api_version: impl Into<String>, command: impl Into<String>) -> Self {
+        Self { api_version: api_version.into(), command: command.into(), ..Self::default() }
+    }
+
+    /// Add arguments.
+    #[must_use]
+    pub fn args(mut self, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Add an environment variable.
+    #[must_use]
+    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((name.into(), value.into()));
+        self
+    }
+
+    /// Pass the cluster information in `KUBERNETES_EXEC_INFO`.
+    #[must_use]
+    pub fn provide_cluster_info(mut self, provide: bool) -> Self {
+        self.provide_cluster_info = provide;
+        self
+    }
+}
+
+impl fmt::Debug for ExecConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExecConfig")
+            .field("api_version", &self.api_version)
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field(
+                "env",
+                &self.env.iter().map(|(name, _)| format!("{name}=[REDACTED]")).collect::<Vec<_>>(),
+            )
+            .field("provide_cluster_info", &self.provide_cluster_info)
+            .field("working_dir", &self.working_dir)
+            .field("install_hint", &self.install_hint)
+            .field("cluster_config", &self.cluster_config.as_ref().map(|_| "{..}"))
+            .finish()
+    }
+}
+
+/// Why a configuration could not be loaded, or credentials could not be obtained.
+///
+/// Messages name the file and the field at fault. None of them contains a token, a password or a
+/// private key. Loading errors are not retryable (fix the file); exec plugin errors may be
+/// (a plugin that failed is run again on the next request).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A file could not be read.
+    #[error("cannot read {}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A kubeconfig file is not YAML, or not shaped like a kubeconfig.
+    #[error("{}: {reason}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The YAML error, starting with the field path, for example
+        /// `clusters[0].cluster.server: invalid type: sequence, expected a string at line 7 column 13`.
+        reason: String,
+    },
+    /// A field is missing or has an unusable value.
+    #[error("{}: {field}: {reason}", file.display())]
+    InvalidField {
+        /// The file the field was read from (empty for environment variables).
+        file: PathBuf,
+        /// The path of the field, for example `users[2].user.client-key-data`.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// No kubeconfig file exists, and the process is not running in a cluster.
+    #[error("no kubeconfig found (tried {}) and not running in a cluster", display_paths(tried))]
+    NoConfig {
+        /// The kubeconfig files looked for.
+        tried: Vec<PathBuf>,
+    },
+    /// Neither `current-context` nor a context override says which context to use.
+    #[error(
+        "no context chosen: {} set no current-context and none was requested",
+        display_paths(files)
+    )]
+    NoCurrentContext {
+        /// The kubeconfig files read.
+        files: Vec<PathBuf>,
+    },
+    /// A context or cluster named in the kubeconfig or the options does not exist.
+    #[error("{kind} `{name}` not found in {}", display_paths(files))]
+    NotFound {
+        /// `context` or `cluster`.
+        kind: &'static str,
+        /// The name looked for.
+        name: String,
+        /// The kubeconfig files read.
+        files: Vec<PathBuf>,
+    },
+    /// A user relies on a legacy `auth-provider` (gcp, azure, oidc), which client-go removed.
+    #[error(
+        "{}: {field}: the `{name}` auth provider is no longer supported; configure an exec credential plugin (user.exec) instead{}",
+        file.display(),
+        auth_provider_replacement(name)
+    )]
+    AuthProvider {
+        /// The kubeconfig file.
+        file: PathBuf,
+        /// The field path, for example `users[0].user.auth-provider`.
+        field: String,
+        /// The provider's name.
+        name: String,
+    },
+    /// `KUBERNETES_SERVICE_HOST` or `KUBERNETES_SERVICE_PORT` is unset: this process does not
+    /// run in a pod.
+    #[error(
+        "not running in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set"
+    )]
+    NotInCluster,
+    /// A token or password cannot be sent in an HTTP header.
+    #[error("the {what} contains characters that cannot be sent in an HTTP header")]
+    InvalidHeader {
+        /// What it is (`bearer token`, `basic auth credentials`...).
+        what: &'static str,
+    },
+    /// An exec credential plugin is not installed.
+    #[error("exec credential plugin `{command}` not found{}", install_hint.as_deref().map(|hint| format!("\n\n{hint}")).unwrap_or_default())]
+    ExecNotFound {
+        /// The plugin command.
+        command: String,
+        /// The kubeconfig's `installHint`.
+        install_hint: Option<String>,
+    },
+    /// An exec credential plugin failed or returned something unusable.
+    #[error("exec credential plugin `{command}`: {reason}")]
+    Exec {
+        /// The plugin command.
+        command: String,
+        /// What went wrong, with the plugin's stderr (truncated) when it failed. Never the
+        /// credential itself.
+        reason: String,
+    },
+}
+
+fn display_paths(paths: &[PathBuf]) -> String {
+    if paths.is_empty() {
+        return "no files".to_owned();
+    }
+    paths.iter().map(|path| path.display().to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// The exec plugin that replaces a legacy auth provider, as a suffix for the error message.
+fn auth_provider_replacement(name: &str) -> &'static str {
+    match name {
+        "gcp" => " such as gke-gcloud-auth-plugin",
+        "azure" => " such as kubelogin",
+        "oidc" => " such as kubelogin (kubectl oidc-login)",
+        _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_debug_redacts_the_proxy_password_and_summarises_the_ca() {
+        let mut config = Config::new(url::Url::parse("https://10.0.0.1:6443").unwrap());
+        config.proxy_url = Some(url::Url::parse("http://me:hunter2@proxy:3128").unwrap());
+        config.root_certs_pem = Some(b"-----BEGIN CERTIFICATE-----".to_vec());
+        config.auth =
+            Auth::Basic { username: "me".to_owned(), password: SecretString::from("hunter2") };
+        let debug = format!("{config:?}");
+        assert!(!debug.contains("hunter2"), "{debug}");
+        assert!(debug.contains("27 bytes"), "{debug}");
+        assert!(debug.contains("proxy:3128"), "{debug}");
+    }
+
+    #[test]
+    fn exec_config_debug_hides_env_values() {
+        let exec =
+            ExecConfig::new("client.authentication.k8s.io/v1", "plugin").env("API_KEY", "s3cr3t");
+        let debug = format!("{exec:?}");
+        assert!(debug.contains("API_KEY"), "{debug}");
+        assert!(!debug.contains("s3cr3t"), "{debug}");
+    }
+
+    #[test]
+    fn kubeconfig_paths_split_dedupe_and_default_to_home() {
+        let env = Environment {
+            kubeconfig: Some(OsString::from("/a/one::/b/two:/a/one")),
+            home: Some(PathBuf::from("/home/me")),
+            in_cluster: not_in_cluster(),
+        };
+        assert_eq!(env.kubeconfig_paths(), vec![PathBuf::from("/a/one"), PathBuf::from("/b/two")]);
+        let env = Environment { kubeconfig: Some(OsString::new()), ..env };
+        assert_eq!(env.kubeconfig_paths(), vec![PathBuf::from("/home/me/.kube/config")]);
+    }
+
+    #[test]
+    fn infer_without_any_config_names_what_it_tried() {
+        let env = Environment {
+            kubeconfig: Some(OsString::from("/nonexistent/kubeconfig")),
+            home: None,
+            in_cluster: not_in_cluster(),
+        };
+        let err = Config::infer_from(&env).unwrap_err();
+        assert!(matches!(err, ConfigError::NoConfig { .. }), "{err:?}");
+        assert!(err.to_string().contains("/nonexistent/kubeconfig"), "{err}");
+    }
+
+    #[test]
+    fn incluster_brackets_ipv6_hosts() {
+        let dir = crate::client::kubeconfig::tests::TempDir::new("incluster-ipv6");
+        std::fs::write(dir.path().join("token"), "t").unwrap();
+        let options = InClusterOptions {
+            service_host: Some("fd00::1".to_owned()),
+            service_port: Some("443".to_owned()),
+            namespace: None,
+            service_account_dir: dir.path().to_path_buf(),
+        };
+        let config = Config::incluster_with(&options).unwrap();
+        assert_eq!(config.cluster_url.as_str(), "https://[fd00::1]/");
+        assert_eq!(config.default_namespace, "default");
+        assert!(config.root_certs_pem.is_none());
+    }
+
+    fn not_in_cluster() -> InClusterOptions {
+        InClusterOptions {
+            service_host: None,
+            service_port: None,
+            namespace: None,
+            service_account_dir: PathBuf::from("/nonexistent"),
+        }
+    }
 }

@@ -1,4 +1,11 @@
-//! Test support: an in-process API source and a manual clock, for this crate's tests and yours.
+//! Test support, for this crate's tests and yours: an embedded API server, an in-process API
+//! source and a manual clock.
+//!
+//! - [`apiserver`]: a protocol-faithful Kubernetes API server on loopback (list, watch, get and
+//!   writes over real HTTP, discovery for kubectl, CRDs, faults to inject). Test a controller
+//!   end to end with the real HTTP client, without a cluster.
+//! - [`FakeSource`]: the same list/watch protocol in process, without HTTP, generic over types.
+//! - [`FakeClock`]: a clock that moves only when the test steps it.
 //!
 //! Enabled by the `testing` feature.
 

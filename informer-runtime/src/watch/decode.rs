@@ -1,1 +1,501 @@
-//! Socket bytes to typed watch events.
+//! Socket bytes to typed watch events: newline framing, `Status` lines, bookmarks.
+//!
+//! The first step of the data flow after the socket: the HTTP client feeds the chunks of a watch
+//! response body into a [`WatchDecoder`], which cuts them into lines and turns each line into a
+//! [`WatchEvent<K>`] for the [reflector](crate::reflector). It is a pure state machine (no I/O,
+//! no clock), so every framing case is tested on bytes.
+//!
+//! # Framing
+//!
+//! The API server writes one JSON event per line (`{"type":"ADDED","object":{...}}\n`). Chunk
+//! boundaries fall anywhere: a line may span many chunks and a chunk may hold many lines. Only the
+//! unfinished tail of a line is kept between chunks; complete lines are decoded straight from the
+//! chunk. `\r\n` endings and empty lines are accepted. When the body ends inside a line, that is
+//! an error ([`WatchDecoder::finish`]): the event was cut off.
+//!
+//! # Decoding
+//!
+//! A line is read as `{type, object}` with `object` kept as borrowed raw JSON
+//! ([`RawValue`]), so no untyped tree is ever built:
+//!
+//! - `ADDED` / `MODIFIED` / `DELETED`: the object's `apiVersion` and `kind` are read first (a
+//!   small header struct); another kind gives [`Error::UnexpectedKind`], which the reflector skips.
+//!   Then the raw object is decoded into `K`.
+//! - `BOOKMARK`: only `metadata.resourceVersion` and the `k8s.io/initial-events-end` annotation are
+//!   read (bookmark objects are not valid `K`s: a pod bookmark has `"containers": null`).
+//! - `ERROR`: the object is a `metav1.Status`; it becomes [`WatchEvent::Error`].
+//! - A line that is not an event is retried as a `metav1.Status` (as kube-rs does), so an error
+//!   the server wrote in place of an event still arrives typed, as [`Error::Api`].
+//!
+//! Errors name the resource, the line number and the byte offset in the stream.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, VecDeque};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::client::{json_error_message, parse_status};
+use crate::listwatch::{Bookmark, Error, WatchEvent};
+use crate::resource::Resource;
+
+/// The annotation on the bookmark that ends the initial events of a streaming list.
+const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+
+/// Decoded events (or per-line errors), in stream order.
+pub(crate) type Decoded<K> = VecDeque<Result<WatchEvent<K>, Error>>;
+
+/// Turns the chunks of one watch response body into typed events; see the
+/// [module documentation](self).
+pub(crate) struct WatchDecoder<K> {
+    /// `plural` or `plural.group`, for error messages.
+    resource: Arc<str>,
+    /// The unfinished line carried over from earlier chunks.
+    partial: Vec<u8>,
+    /// The number of the next line, from 1.
+    line: u64,
+    /// The stream offset of the next line's first byte.
+    offset: u64,
+    _kind: PhantomData<fn() -> K>,
+}
+
+impl<K: Resource> WatchDecoder<K> {
+    /// A decoder for a watch of `resource` (named in errors).
+    pub(crate) fn new(resource: Arc<str>) -> Self {
+        Self { resource, partial: Vec::new(), line: 1, offset: 0, _kind: PhantomData }
+    }
+
+    /// Feeds the next chunk of the body; the events of every line it completes go to `out`.
+    pub(crate) fn feed(&mut self, chunk: &[u8], out: &mut Decoded<K>) {
+        let mut rest = chunk;
+        if !self.partial.is_empty() {
+            let Some(end) = rest.iter().position(|&b| b == b'\n') else {
+                self.partial.extend_from_slice(rest);
+                return;
+            };
+            self.partial.extend_from_slice(&rest[..end]);
+            rest = &rest[end + 1..];
+            // Decode from the carried-over buffer, then keep its allocation for the next tail.
+            let line = std::mem::take(&mut self.partial);
+            self.complete_line(&line, out);
+            self.partial = line;
+            self.partial.clear();
+        }
+        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+            self.complete_line(&rest[..end], out);
+            rest = &rest[end + 1..];
+        }
+        self.partial.extend_from_slice(rest);
+    }
+
+    /// The resource this decoder decodes, as named in errors.
+    pub(crate) fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// Whether bytes of an unfinished line are buffered.
+    pub(crate) fn has_partial_line(&self) -> bool {
+        self.partial.iter().any(|b| !b.is_ascii_whitespace())
+    }
+
+    /// The body ended.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Decode`] when it ended inside a line: the last event was cut off.
+    pub(crate) fn finish(&mut self) -> Result<(), Error> {
+        if !self.has_partial_line() {
+            return Ok(());
+        }
+        let len = self.partial.len();
+        self.partial.clear();
+        Err(Error::Decode(format!(
+            "{} watch: stream ended inside line {} (byte {}): {len} bytes of an unfinished event",
+            self.resource, self.line, self.offset
+        )))
+    }
+
+    /// Decodes one complete line (without its `\n`) and advances the position past it.
+    fn complete_line(&mut self, line: &[u8], out: &mut Decoded<K>) {
+        let content = line.strip_suffix(b"\r").unwrap_or(line);
+        if !content.iter().all(u8::is_ascii_whitespace) {
+            out.push_back(self.decode_line(content));
+        }
+        self.line += 1;
+        self.offset += line.len() as u64 + 1;
+    }
+
+    fn decode_line(&self, line: &[u8]) -> Result<WatchEvent<K>, Error> {
+        let event: RawEvent<'_> = match serde_json::from_slice(line) {
+            Ok(event) => event,
+            Err(error) => {
+                return match parse_status(line) {
+                    Some(status) => Err(Error::Api(status)),
+                    None => Err(self.error_at(
+                        0,
+                        &format!("not a watch event: {}", json_error_message(&error)),
+                        Some(&error),
+                    )),
+                };
+            }
+        };
+        let object = event.object.get();
+        // Where the object starts within the line (it borrows from it), to turn serde_json's
+        // columns into stream offsets.
+        let object_start = (object.as_ptr() as usize).saturating_sub(line.as_ptr() as usize);
+        match &*event.kind {
+            "ADDED" => self.decode_object(object, object_start).map(WatchEvent::Added),
+            "MODIFIED" => self.decode_object(object, object_start).map(WatchEvent::Modified),
+            "DELETED" => self.decode_object(object, object_start).map(WatchEvent::Deleted),
+            "BOOKMARK" => {
+                let bookmark: BookmarkObject = serde_json::from_str(object).map_err(|e| {
+                    self.error_at(
+                        object_start,
+                        &format!("BOOKMARK object: {}", json_error_message(&e)),
+                        Some(&e),
+                    )
+                })?;
+                let initial_events_end = bookmark
+                    .metadata
+                    .annotations
+                    .get(INITIAL_EVENTS_END)
+                    .is_some_and(|v| v == "true");
+                Ok(WatchEvent::Bookmark(Bookmark {
+                    resource_version: bookmark.metadata.resource_version,
+                    initial_events_end,
+                }))
+            }
+            "ERROR" => parse_status(object.as_bytes()).map(WatchEvent::Error).ok_or_else(|| {
+                self.error_at(object_start, "ERROR event whose object is not a Status", None)
+            }),
+            other => Err(self.error_at(0, &format!("unknown watch event type {other:?}"), None)),
+        }
+    }
+
+    fn decode_object(&self, object: &str, object_start: usize) -> Result<Arc<K>, Error> {
+        let header: TypeHeader<'_> = serde_json::from_str(object).map_err(|e| {
+            self.error_at(object_start, &format!("object: {}", json_error_message(&e)), Some(&e))
+        })?;
+        let api_version_matches = header.api_version.as_deref().is_none_or(|v| v == K::API_VERSION);
+        let kind_matches = header.kind.as_deref().is_none_or(|k| k == K::KIND);
+        if !api_version_matches || !kind_matches {
+            return Err(Error::UnexpectedKind {
+                expected: format!("{}/{}", K::API_VERSION, K::KIND),
+                got: format!(
+                    "{}/{}",
+                    header.api_version.as_deref().unwrap_or_default(),
+                    header.kind.as_deref().unwrap_or_default()
+                ),
+            });
+        }
+        serde_json::from_str::<K>(object).map(Arc::new).map_err(|e| {
+            self.error_at(
+                object_start,
+                &format!("{} object: {}", K::KIND, json_error_message(&e)),
+                Some(&e),
+            )
+        })
+    }
+
+    /// A decode error at the current line; `column_base` is where the JSON that `json` parsed
+    /// starts within the line.
+    fn error_at(&self, column_base: usize, what: &str, json: Option<&serde_json::Error>) -> Error {
+        // serde_json counts columns from 1 within the (single-line) text it parsed.
+        let byte = match json {
+            Some(e) if e.line() == 1 => {
+                self.offset + (column_base + e.column().saturating_sub(1)) as u64
+            }
+            _ => self.offset + column_base as u64,
+        };
+        Error::Decode(format!("{} watch, line {} (byte {byte}): {what}", self.resource, self.line))
+    }
+}
+
+/// One line of a watch, with the object left as raw JSON.
+#[derive(Deserialize)]
+struct RawEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow)]
+    object: &'a RawValue,
+}
+
+/// The part of an object that says what it is.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TypeHeader<'a> {
+    #[serde(borrow, default)]
+    api_version: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    kind: Option<Cow<'a, str>>,
+}
+
+/// The part of a bookmark's object that matters.
+#[derive(Deserialize)]
+struct BookmarkObject {
+    #[serde(default)]
+    metadata: BookmarkMeta,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct BookmarkMeta {
+    #[serde(default)]
+    resource_version: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    annotations: BTreeMap<String, String>,
+}
+
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Pod;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use serde::Serialize;
+
+    use super::*;
+    use crate::listwatch::Status;
+
+    /// The CRD of the recorded `foobar` watch.
+    #[derive(Clone, Debug, Deserialize, Serialize)]
+    struct FooBar {
+        metadata: ObjectMeta,
+        #[serde(default)]
+        spec: serde_json::Map<String, serde_json::Value>,
+    }
+
+    impl k8s_openapi::Resource for FooBar {
+        const API_VERSION: &'static str = "k8s-openapi-tests-custom-resource-definition.com/v1";
+        const GROUP: &'static str = "k8s-openapi-tests-custom-resource-definition.com";
+        const KIND: &'static str = "FooBar";
+        const VERSION: &'static str = "v1";
+        const URL_PATH_SEGMENT: &'static str = "foobars";
+        type Scope = k8s_openapi::NamespaceResourceScope;
+    }
+
+    impl k8s_openapi::Metadata for FooBar {
+        type Ty = ObjectMeta;
+        fn metadata(&self) -> &ObjectMeta {
+            &self.metadata
+        }
+        fn metadata_mut(&mut self) -> &mut ObjectMeta {
+            &mut self.metadata
+        }
+    }
+
+    const PODS_RV0_BOOKMARKS: &[u8] =
+        include_bytes!("../../tests/fixtures/kind-v1-36-watch-pods-rv0-bookmarks.events.jsonl");
+    const FOOBAR_WATCH: &[u8] =
+        include_bytes!("../../tests/fixtures/kind-v1-36-foobar-watch.events.jsonl");
+
+    /// Feeds `body` in chunks of `size` bytes, then ends it.
+    type Events<K> = Vec<Result<WatchEvent<K>, Error>>;
+
+    fn decode_chunked<K: Resource>(body: &[u8], size: usize) -> (Events<K>, Result<(), Error>) {
+        let mut decoder = WatchDecoder::<K>::new("test".into());
+        let mut out = Decoded::new();
+        for chunk in body.chunks(size) {
+            decoder.feed(chunk, &mut out);
+        }
+        let end = decoder.finish();
+        (out.into_iter().collect(), end)
+    }
+
+    fn decode_all<K: Resource>(body: &[u8]) -> Events<K> {
+        let (events, end) = decode_chunked(body, body.len().max(1));
+        end.unwrap();
+        events
+    }
+
+    /// `ADDED ns/name@rv`, `BOOKMARK rv end`, or the error's message.
+    fn describe<K: Resource>(event: &Result<WatchEvent<K>, Error>) -> String {
+        match event {
+            Ok(WatchEvent::Bookmark(b)) => {
+                format!("BOOKMARK {} {}", b.resource_version, b.initial_events_end)
+            }
+            Ok(event) => format!("{event:?}"),
+            Err(e) => format!("error: {e}"),
+        }
+    }
+
+    #[test]
+    fn recorded_pod_watch_with_initial_events_end_bookmark() {
+        let events = decode_all::<Pod>(PODS_RV0_BOOKMARKS);
+        let shown: Vec<String> = events.iter().map(describe).collect();
+        assert_eq!(shown.len(), 9, "{shown:#?}");
+        assert!(shown[..8].iter().all(|s| s.starts_with("Added(kube-system/")), "{shown:#?}");
+        assert_eq!(shown[8], "BOOKMARK 550 true");
+    }
+
+    #[test]
+    fn every_chunking_gives_the_same_events() {
+        let whole: Vec<String> =
+            decode_all::<Pod>(PODS_RV0_BOOKMARKS).iter().map(describe).collect();
+        for size in [1, 2, 7, 100, 4096, 65_536] {
+            let (events, end) = decode_chunked::<Pod>(PODS_RV0_BOOKMARKS, size);
+            end.unwrap();
+            let shown: Vec<String> = events.iter().map(describe).collect();
+            assert_eq!(shown, whole, "chunks of {size}");
+        }
+    }
+
+    #[test]
+    fn recorded_pod_watch_from_shared_objects() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../shared/objects/kind-v1-36-watch-pods.events.jsonl"
+        );
+        let Ok(body) = std::fs::read(path) else {
+            eprintln!(
+                "skipping: {path} is absent (../shared is not checked out beside the repository)"
+            );
+            return;
+        };
+        let events = decode_all::<Pod>(&body);
+        assert_eq!(events.len(), 5);
+        for event in &events {
+            let Ok(WatchEvent::Added(pod)) = event else { panic!("{}", describe(event)) };
+            assert!(pod.metadata.resource_version.is_some());
+            assert!(!pod.spec.as_ref().unwrap().containers.is_empty());
+        }
+    }
+
+    #[test]
+    fn recorded_custom_resource_watch() {
+        let events = decode_all::<FooBar>(FOOBAR_WATCH);
+        let names: Vec<_> = events
+            .iter()
+            .map(|e| match e {
+                Ok(WatchEvent::Added(fb)) => {
+                    (fb.metadata.name.clone().unwrap(), fb.spec["prop1"].clone())
+                }
+                other => panic!("{}", describe(other)),
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [("fb1".to_owned(), "value1".into()), ("fb2".to_owned(), "value1".into())]
+        );
+    }
+
+    #[test]
+    fn another_kind_is_unexpected_and_the_stream_goes_on() {
+        let mut body = FOOBAR_WATCH.to_vec();
+        body.extend_from_slice(br#"{"type":"MODIFIED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"n","resourceVersion":"9"}}}"#);
+        body.push(b'\n');
+        let events = decode_all::<Pod>(&body);
+        assert_eq!(events.len(), 3);
+        for event in &events[..2] {
+            let Err(Error::UnexpectedKind { expected, got }) = event else {
+                panic!("{}", describe(event))
+            };
+            assert_eq!(expected, "v1/Pod");
+            assert_eq!(got, "k8s-openapi-tests-custom-resource-definition.com/v1/FooBar");
+        }
+        assert_eq!(describe(&events[2]), "Modified(n/p@9)");
+    }
+
+    #[test]
+    fn crlf_and_empty_lines_are_accepted() {
+        let body = b"\r\n{\"type\":\"DELETED\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"resourceVersion\":\"3\"}}}\r\n\n  \n{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"4\"},\"spec\":{\"containers\":null}}}\r\n";
+        for size in [1, 3, body.len()] {
+            let (events, end) = decode_chunked::<Pod>(body, size);
+            end.unwrap();
+            let shown: Vec<String> = events.iter().map(describe).collect();
+            assert_eq!(shown, ["Deleted(n/a@3)", "BOOKMARK 4 false"]);
+        }
+    }
+
+    #[test]
+    fn a_trailing_partial_line_at_the_end_is_an_error() {
+        let body = b"{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"4\"}}}\n{\"type\":\"ADDED\",\"obj";
+        let (events, end) = decode_chunked::<Pod>(body, 10);
+        assert_eq!(events.len(), 1);
+        let Err(Error::Decode(message)) = end else { panic!("expected a cut-off error") };
+        assert!(message.contains("line 2 (byte 66)"), "{message}");
+        // Only whitespace after the last newline is a clean end.
+        let (_, end) = decode_chunked::<Pod>(b"\r\n  ", 1);
+        end.unwrap();
+    }
+
+    #[test]
+    fn error_event_becomes_a_status() {
+        let body = br#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 5 (10)","reason":"Expired","code":410}}
+"#;
+        let events = decode_all::<Pod>(body);
+        let [Ok(WatchEvent::Error(status))] = &events[..] else {
+            panic!("{}", describe(&events[0]))
+        };
+        assert_eq!(status, &Status::expired("too old resource version: 5 (10)"));
+    }
+
+    #[test]
+    fn a_status_line_instead_of_an_event_is_an_api_error() {
+        let body = br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"internal error","reason":"InternalError","code":500}
+"#;
+        let events = decode_all::<Pod>(body);
+        let [Err(Error::Api(status))] = &events[..] else { panic!("{}", describe(&events[0])) };
+        assert_eq!(status.code, 500);
+    }
+
+    #[test]
+    fn garbage_names_line_and_byte_and_later_lines_still_decode() {
+        let body = b"{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"1\"}}}\nnot json\n{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"2\"}}}\n";
+        let shown: Vec<String> = decode_all::<Pod>(body).iter().map(describe).collect();
+        assert_eq!(shown[0], "BOOKMARK 1 false");
+        assert!(
+            shown[1].starts_with(
+                "error: decode error: test watch, line 2 (byte 67): not a watch event"
+            ),
+            "{}",
+            shown[1]
+        );
+        assert_eq!(shown[2], "BOOKMARK 2 false");
+    }
+
+    #[test]
+    fn a_bad_object_names_the_byte_inside_the_line() {
+        let line =
+            br#"{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":7}}}"#;
+        let mut body = b"\n".to_vec();
+        body.extend_from_slice(line);
+        body.push(b'\n');
+        let events = decode_all::<Pod>(&body);
+        let Err(Error::Decode(message)) = &events[0] else { panic!("{}", describe(&events[0])) };
+        // serde_json stops at the `7`; line 2 starts at byte 1.
+        let fault = 1 + line.iter().position(|&b| b == b'7').unwrap();
+        assert!(
+            message.contains(&format!("line 2 (byte {fault})")),
+            "{message} (fault at {fault})"
+        );
+        assert!(message.contains("Pod object: invalid type: integer `7`"), "{message}");
+    }
+
+    #[test]
+    fn unknown_event_types_and_bad_error_objects_are_decode_errors() {
+        let body = br#"{"type":"SURPRISE","object":{}}
+{"type":"ERROR","object":{"kind":"Pod"}}
+"#;
+        let shown: Vec<String> = decode_all::<Pod>(body).iter().map(describe).collect();
+        assert!(shown[0].contains("unknown watch event type \"SURPRISE\""), "{}", shown[0]);
+        assert!(shown[1].contains("ERROR event whose object is not a Status"), "{}", shown[1]);
+    }
+
+    #[test]
+    fn bookmark_annotation_must_say_true() {
+        let body = br#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"5","annotations":{"k8s.io/initial-events-end":"false"}}}}
+{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"6","annotations":null}}}
+"#;
+        let shown: Vec<String> = decode_all::<Pod>(body).iter().map(describe).collect();
+        assert_eq!(shown, ["BOOKMARK 5 false", "BOOKMARK 6 false"]);
+    }
+}

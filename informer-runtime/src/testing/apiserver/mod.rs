@@ -1,1 +1,93 @@
 //! An embedded, protocol-faithful Kubernetes API server for tests and demos.
+//!
+//! It stands where a cluster's API server stands in the data flow (left of the
+//! [`ListerWatcher`](crate::ListerWatcher)), and speaks the same HTTP protocol closely enough
+//! that real clients (kubectl, kube-rs, client-go, this crate's client) cannot tell the
+//! difference for discovery, get, list, watch and writes. Start one per test with
+//! [`ApiServer::start`], point a client at [`url`](ServerHandle::url) or
+//! [`kubeconfig_yaml`](ServerHandle::kubeconfig_yaml), and inject faults through the
+//! [`ServerHandle`].
+//!
+//! ```
+//! use informer_runtime::testing::apiserver::ApiServer;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = ApiServer::start().await?;
+//! let url = format!("{}/api/v1/namespaces", server.url());
+//! // GET url with any HTTP client: a NamespaceList with default, kube-system, ...
+//! # let _ = url;
+//! let watches = server.drop_watches(); // every open watch ends, as on a dropped connection
+//! assert_eq!(watches, 0);
+//! server.shutdown().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # What is faithful
+//!
+//! - **Storage.** Objects are JSON, in any number of resource types: built-ins (core/v1 pods,
+//!   namespaces, configmaps, secrets, services, serviceaccounts, nodes, events, endpoints,
+//!   persistentvolumes(claims); apps/v1; batch/v1; leases; endpointslices; CRDs), types
+//!   declared in the [`Config`], and the types of CRDs created through the API (every served
+//!   version, with its scope, names and printer columns; `Established` at once). One global
+//!   resourceVersion counter, as etcd's revision.
+//! - **Discovery** (`/version`, `/api`, `/apis`, resource lists with verbs, short names and
+//!   categories) and an **`OpenAPI` v3** index whose PATCH operations declare `fieldValidation`,
+//!   which is what `kubectl create` and `kubectl apply` need to validate on the server (see
+//!   `discovery.rs`). `OpenAPI` v2 is not served; aggregated discovery requests get legacy
+//!   documents, from which kubectl falls back as it does with older servers.
+//! - **Reads.** get; list with `limit`/`continue` (tokens in the API server's format, every page
+//!   from one snapshot), `resourceVersion` `""`, `"0"` (the watch cache: `limit` ignored), `N`
+//!   with `NotOlderThan` or `Exact`, label and field selectors; 410 for compacted versions and
+//!   tokens, 504 `ResourceVersionTooLarge` for future ones. Tables
+//!   (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`, with `includeObject`) and
+//!   `PartialObjectMetadata(List)` for get, list and watch.
+//! - **Watch.** `ADDED`, `MODIFIED`, `DELETED` filtered as the watch cache filters, `BOOKMARK`
+//!   (periodic and on request), `timeoutSeconds`, `sendInitialEvents` with the
+//!   `k8s.io/initial-events-end` bookmark, and from a compacted version an HTTP 200 whose only
+//!   event is an `ERROR` with `410 Expired: too old resource version: X (Y)`.
+//! - **Writes.** create (generateName, uid, creationTimestamp, generation), update with
+//!   optimistic concurrency, merge patch, JSON patch, strategic merge patch for simple cases
+//!   (see `patch.rs`), server-side apply approximated as create-or-patch, delete (finalizers,
+//!   preconditions; the object or a `Status` as the real resource answers), deletecollection,
+//!   `/status` subresources, `dryRun=All`. Errors are `Status` bodies with apimachinery's
+//!   messages: `pods "x" not found`, `pods "x" already exists`, `Operation cannot be fulfilled
+//!   on pods "x": the object has been modified; ...`.
+//!
+//! Not simulated: authentication and authorization, admission, schema validation and
+//! defaulting (`fieldValidation` is accepted and ignored), garbage collection, controllers,
+//! managedFields, protobuf and YAML bodies, websockets.
+//!
+//! # Faults
+//!
+//! On the [`ServerHandle`]: [`drop_watches`](ServerHandle::drop_watches),
+//! [`stall_watches`](ServerHandle::stall_watches), [`compact`](ServerHandle::compact),
+//! [`set_history_limit`](ServerHandle::set_history_limit),
+//! [`fail_next`](ServerHandle::fail_next) with a [`Failure`] (status, reason, message,
+//! `Retry-After`, optionally only for one verb or resource),
+//! [`set_delay`](ServerHandle::set_delay) and [`send_bookmarks`](ServerHandle::send_bookmarks).
+
+mod catalog;
+mod crd;
+mod discovery;
+mod faults;
+mod handle;
+mod list;
+mod patch;
+mod query;
+mod registry;
+mod render;
+mod router;
+mod server;
+mod state;
+mod status;
+mod store;
+mod table;
+mod util;
+mod watch;
+
+pub use catalog::ResourceType;
+pub use faults::Failure;
+pub use handle::ServerHandle;
+pub use server::{ApiServer, Config, Error, Result, serve};

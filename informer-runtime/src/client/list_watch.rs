@@ -1,0 +1,387 @@
+//! The HTTP [`ListerWatcher`]: list pages with the next page prefetched, and watch streams with
+//! an idle deadline.
+//!
+//! This is the transport end of the data flow: the [reflector](crate::reflector) calls
+//! [`ListerWatcher::list`] and [`ListerWatcher::watch`]; the bytes come from the API server
+//! through [`Client`].
+//!
+//! # Lists: the next page while this one decodes
+//!
+//! The reflector asks for one page at a time and asks for the next one with the continue token
+//! of the previous (and its selectors and limit, with no resource version). The list's metadata
+//! comes before its items in the body, so [`decode_list_page`] reports the continue token before
+//! it decodes the items; at that moment this lister-watcher starts fetching exactly that next
+//! page in a task. When the reflector then asks for it, the request is already under way or
+//! done. A prefetched page that is not asked for next (options differ, the list ended in an
+//! error, the reflector stopped) is cancelled and dropped; at most one page is held. Bodies
+//! larger than [`INLINE_DECODE_MAX`] are decoded on tokio's blocking pool, so the prefetch makes
+//! progress even on a current-thread runtime.
+//!
+//! # Watches: an idle deadline
+//!
+//! A watch that receives no bytes for longer than its `timeoutSeconds` plus
+//! [`WATCH_IDLE_MARGIN`] ends with [`Error::Transport`] (`watch idle ...`): the connection has
+//! gone silent (a dead peer, a stalled proxy) and the server-side timeout did not end it. The
+//! deadline runs on tokio's clock, so tests can pause time.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use futures::stream::{Stream, StreamExt};
+use parking_lot::Mutex;
+use reqwest::Method;
+use tokio::task::JoinHandle;
+
+use super::Client;
+use super::error::{cause_chain, io_kind_in_chain, transport_error};
+use super::list_page::decode_list_page;
+use super::request::{collection_url, resource_name, set_list_query, set_watch_query};
+use crate::listwatch::{Error, ListOptions, ListerWatcher, ObjectList, WatchOptions, WatchStream};
+use crate::resource::Resource;
+use crate::watch::decode::{Decoded, WatchDecoder};
+
+/// Added to a watch's server timeout to make its client-side idle deadline.
+pub(crate) const WATCH_IDLE_MARGIN: Duration = Duration::from_secs(30);
+
+/// The idle deadline of a watch opened without a server timeout: the API server's longest
+/// default (twice its 30 minute minimum request timeout), plus the margin.
+const DEFAULT_SERVER_WATCH_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+
+/// List bodies up to this size are decoded on the calling task; larger ones on the blocking
+/// pool.
+pub(crate) const INLINE_DECODE_MAX: usize = 64 * 1024;
+
+/// Lists and watches one resource type over HTTP; see the [module documentation](self).
+pub(crate) struct HttpListerWatcher<K> {
+    client: Client,
+    namespace: Option<String>,
+    resource: Arc<str>,
+    prefetch: Arc<Mutex<Option<Prefetch>>>,
+    _kind: PhantomData<fn() -> K>,
+}
+
+/// A page being fetched ahead, and the options it answers.
+struct Prefetch {
+    options: ListOptions,
+    task: AbortOnDrop,
+}
+
+/// A fetch task that is cancelled when no one wants its result any more.
+struct AbortOnDrop(JoinHandle<Result<Bytes, Error>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl<K: Resource> HttpListerWatcher<K> {
+    pub(crate) fn new(client: Client, namespace: Option<&str>) -> Self {
+        Self {
+            client,
+            namespace: namespace.map(ToOwned::to_owned),
+            resource: resource_name::<K>().into(),
+            prefetch: Arc::default(),
+            _kind: PhantomData,
+        }
+    }
+
+    async fn list_page(&self, options: ListOptions) -> Result<ObjectList<K>, Error> {
+        let prefetched = {
+            let mut slot = self.prefetch.lock();
+            // A prefetch for other options is dropped here, which cancels it.
+            slot.take().filter(|p| p.options == options)
+        };
+        let body = match prefetched {
+            Some(mut prefetch) => {
+                tracing::trace!(resource = %self.resource, "using the prefetched page");
+                match (&mut prefetch.task.0).await {
+                    Ok(fetched) => fetched?,
+                    Err(join) => return Err(Error::Transport(format!("page prefetch: {join}"))),
+                }
+            }
+            None => fetch_page(&self.client, self.url(&options)).await?,
+        };
+        let start_next = self.prefetcher(options);
+        let resource = Arc::clone(&self.resource);
+        if body.len() <= INLINE_DECODE_MAX {
+            return decode_list_page(&body, &resource, start_next);
+        }
+        tokio::task::spawn_blocking(move || decode_list_page(&body, &resource, start_next))
+            .await
+            .map_err(|join| {
+                Error::Decode(format!("{} list: decoding task: {join}", self.resource))
+            })?
+    }
+
+    fn url(&self, options: &ListOptions) -> url::Url {
+        let mut url = collection_url::<K>(self.client.base_url(), self.namespace.as_deref());
+        set_list_query(&mut url, options);
+        url
+    }
+
+    /// What to do with a continue token: fetch the page the reflector will ask for next.
+    fn prefetcher(&self, options: ListOptions) -> impl FnOnce(&str) + Send + 'static {
+        let client = self.client.clone();
+        let namespace = self.namespace.clone();
+        let slot = Arc::clone(&self.prefetch);
+        // Polled outside tokio (reqwest would fail anyway): no prefetch rather than a panic.
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        move |token: &str| {
+            let Some(runtime) = runtime else { return };
+            // What the reflector sends for the next page.
+            let next = ListOptions {
+                continue_token: Some(token.to_owned()),
+                resource_version: String::new(),
+                resource_version_match: None,
+                ..options
+            };
+            let mut url = collection_url::<K>(client.base_url(), namespace.as_deref());
+            set_list_query(&mut url, &next);
+            let task = runtime.spawn(async move { fetch_page(&client, url).await });
+            *slot.lock() = Some(Prefetch { options: next, task: AbortOnDrop(task) });
+        }
+    }
+
+    async fn open_watch(&self, options: WatchOptions) -> Result<WatchStream<K>, Error> {
+        let mut url = collection_url::<K>(self.client.base_url(), self.namespace.as_deref());
+        set_watch_query(&mut url, &options);
+        let response = self.client.send(Method::GET, url, None).await?;
+        let idle = options.timeout.unwrap_or(DEFAULT_SERVER_WATCH_TIMEOUT) + WATCH_IDLE_MARGIN;
+        let body =
+            response.bytes_stream().map(|chunk| chunk.map_err(|e| ChunkError::from_reqwest(&e)));
+        Ok(watch_stream(body, WatchDecoder::new(Arc::clone(&self.resource)), idle))
+    }
+}
+
+impl<K: Resource> ListerWatcher<K> for HttpListerWatcher<K> {
+    fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ObjectList<K>, Error>> {
+        Box::pin(self.list_page(options.clone()))
+    }
+
+    fn watch(&self, options: &WatchOptions) -> BoxFuture<'_, Result<WatchStream<K>, Error>> {
+        Box::pin(self.open_watch(options.clone()))
+    }
+}
+
+impl<K> std::fmt::Debug for HttpListerWatcher<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpListerWatcher")
+            .field("resource", &self.resource)
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+/// GETs a list page and reads its whole body.
+async fn fetch_page(client: &Client, url: url::Url) -> Result<Bytes, Error> {
+    let response = client.send(Method::GET, url, None).await?;
+    response.bytes().await.map_err(|e| transport_error(&e))
+}
+
+/// Why reading a chunk of a watch body failed.
+#[derive(Debug)]
+pub(crate) enum ChunkError {
+    /// The connection ended without the body's proper end: harmless between events (the server
+    /// or a proxy closed the watch), a cut-off event otherwise.
+    Eof(String),
+    /// Any other failure.
+    Failed(Error),
+}
+
+impl ChunkError {
+    fn from_reqwest(error: &reqwest::Error) -> Self {
+        let message = cause_chain(error);
+        if io_kind_in_chain(error, std::io::ErrorKind::UnexpectedEof)
+            || message.contains("connection closed before message completed")
+        {
+            Self::Eof(message)
+        } else {
+            Self::Failed(transport_error(error))
+        }
+    }
+}
+
+/// The events of one watch body, ending at its end, at a transport error, or when no bytes
+/// arrived for `idle`.
+pub(crate) fn watch_stream<K, S>(
+    body: S,
+    decoder: WatchDecoder<K>,
+    idle: Duration,
+) -> WatchStream<K>
+where
+    K: Resource,
+    S: Stream<Item = Result<Bytes, ChunkError>> + Send + 'static,
+{
+    let state = WatchState {
+        body: Box::pin(body),
+        decoder,
+        ready: Decoded::new(),
+        idle,
+        deadline: Box::pin(tokio::time::sleep(idle)),
+        done: false,
+    };
+    futures::stream::unfold(state, |mut state| async move {
+        let item = state.next().await?;
+        Some((item, state))
+    })
+    .boxed()
+}
+
+struct WatchState<K, S> {
+    body: std::pin::Pin<Box<S>>,
+    decoder: WatchDecoder<K>,
+    ready: Decoded<K>,
+    idle: Duration,
+    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+    done: bool,
+}
+
+impl<K: Resource, S: Stream<Item = Result<Bytes, ChunkError>>> WatchState<K, S> {
+    async fn next(&mut self) -> Option<Result<crate::listwatch::WatchEvent<K>, Error>> {
+        loop {
+            if let Some(item) = self.ready.pop_front() {
+                return Some(item);
+            }
+            if self.done {
+                return None;
+            }
+            tokio::select! {
+                biased;
+                chunk = self.body.next() => self.on_chunk(chunk),
+                () = &mut self.deadline => {
+                    self.done = true;
+                    let idle = self.idle;
+                    tracing::debug!(resource = %self.decoder.resource(), ?idle, "watch idle; ending it");
+                    self.ready.push_back(Err(Error::Transport(format!(
+                        "watch idle: no bytes for more than {idle:?}"
+                    ))));
+                }
+            }
+        }
+    }
+
+    fn on_chunk(&mut self, chunk: Option<Result<Bytes, ChunkError>>) {
+        match chunk {
+            Some(Ok(bytes)) => {
+                self.deadline.as_mut().reset(tokio::time::Instant::now() + self.idle);
+                self.decoder.feed(&bytes, &mut self.ready);
+            }
+            Some(Err(ChunkError::Eof(message))) => {
+                self.done = true;
+                if self.decoder.has_partial_line() {
+                    let cut = format!("{message} (the last event was cut off)");
+                    self.ready.push_back(Err(Error::Transport(cut)));
+                } else {
+                    tracing::debug!(resource = %self.decoder.resource(), message, "watch connection closed between events");
+                }
+            }
+            Some(Err(ChunkError::Failed(error))) => {
+                self.done = true;
+                self.ready.push_back(Err(error));
+            }
+            None => {
+                self.done = true;
+                if let Err(error) = self.decoder.finish() {
+                    self.ready.push_back(Err(error));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::channel::mpsc;
+    use k8s_openapi::api::core::v1::Pod;
+    use tokio::time::Instant;
+
+    use super::*;
+    use crate::listwatch::WatchEvent;
+
+    type Sender = mpsc::UnboundedSender<Result<Bytes, ChunkError>>;
+
+    const BOOKMARK: &[u8] =
+        b"{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"5\"}}}\n";
+
+    fn stream(idle: Duration) -> (Sender, WatchStream<Pod>) {
+        let (tx, rx) = mpsc::unbounded();
+        (tx, watch_stream(rx, WatchDecoder::new("pods".into()), idle))
+    }
+
+    fn is_idle_error(item: Option<Result<WatchEvent<Pod>, Error>>) -> bool {
+        matches!(item, Some(Err(Error::Transport(m))) if m.starts_with("watch idle: no bytes for more than 60s"))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_watch_ends_at_its_idle_deadline() {
+        let (tx, mut watch) = stream(Duration::from_secs(60));
+        let start = Instant::now();
+        tx.unbounded_send(Ok(Bytes::from_static(BOOKMARK))).unwrap();
+        assert!(matches!(watch.next().await, Some(Ok(WatchEvent::Bookmark(_)))));
+        assert!(is_idle_error(watch.next().await));
+        assert_eq!(start.elapsed(), Duration::from_secs(60));
+        assert!(watch.next().await.is_none());
+        drop(tx);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn any_bytes_push_the_idle_deadline_back() {
+        let (tx, mut watch) = stream(Duration::from_secs(60));
+        let start = Instant::now();
+        let feeder = tokio::spawn(async move {
+            // Half an event, then the rest 50 s later: each chunk counts as life.
+            tokio::time::sleep(Duration::from_secs(50)).await;
+            tx.unbounded_send(Ok(Bytes::from_static(&BOOKMARK[..10]))).unwrap();
+            tokio::time::sleep(Duration::from_secs(50)).await;
+            tx.unbounded_send(Ok(Bytes::from_static(&BOOKMARK[10..]))).unwrap();
+            tx
+        });
+        assert!(matches!(watch.next().await, Some(Ok(WatchEvent::Bookmark(_)))));
+        assert_eq!(start.elapsed(), Duration::from_secs(100));
+        assert!(is_idle_error(watch.next().await));
+        assert_eq!(start.elapsed(), Duration::from_secs(160));
+        drop(feeder.await.unwrap());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_closed_between_events_ends_the_stream_quietly() {
+        let (tx, mut watch) = stream(Duration::from_secs(60));
+        tx.unbounded_send(Ok(Bytes::from_static(BOOKMARK))).unwrap();
+        tx.unbounded_send(Err(ChunkError::Eof("unexpected EOF".to_owned()))).unwrap();
+        assert!(matches!(watch.next().await, Some(Ok(WatchEvent::Bookmark(_)))));
+        assert!(watch.next().await.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_closed_inside_an_event_is_a_transport_error() {
+        let (tx, mut watch) = stream(Duration::from_secs(60));
+        tx.unbounded_send(Ok(Bytes::from_static(&BOOKMARK[..20]))).unwrap();
+        tx.unbounded_send(Err(ChunkError::Eof("unexpected EOF".to_owned()))).unwrap();
+        let Some(Err(Error::Transport(message))) = watch.next().await else {
+            panic!("expected an error")
+        };
+        assert_eq!(message, "unexpected EOF (the last event was cut off)");
+        assert!(watch.next().await.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_ending_inside_an_event_is_a_decode_error() {
+        let (tx, mut watch) = stream(Duration::from_secs(60));
+        tx.unbounded_send(Ok(Bytes::from_static(&BOOKMARK[..20]))).unwrap();
+        drop(tx);
+        assert!(matches!(watch.next().await, Some(Err(Error::Decode(_)))));
+        assert!(watch.next().await.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn other_body_errors_end_the_stream_with_them() {
+        let (tx, mut watch) = stream(Duration::from_secs(60));
+        tx.unbounded_send(Err(ChunkError::Failed(Error::Transport("reset".to_owned())))).unwrap();
+        assert!(matches!(watch.next().await, Some(Err(Error::Transport(m))) if m == "reset"));
+        assert!(watch.next().await.is_none());
+    }
+}

@@ -1,0 +1,288 @@
+//! Request URLs: the path of a resource type or object, and the query of a list or watch.
+//!
+//! Where requests start in the data flow: the [lister-watcher](super::Client::lister_watcher)
+//! and the typed requests of [`Client`](super::Client) build their URLs here, so path layout
+//! and query encoding are tested without a server.
+//!
+//! Paths follow the API server's layout:
+//!
+//! | resource | path |
+//! |---|---|
+//! | core group | `/api/v1/...` |
+//! | named group | `/apis/{group}/{version}/...` |
+//! | namespaced, in one namespace | `.../namespaces/{namespace}/{plural}[/{name}]` |
+//! | namespaced, all namespaces; cluster-scoped | `.../{plural}[/{name}]` |
+//!
+//! Path segments and query values are percent-encoded (a label selector such as
+//! `tier in (a,b)` travels as `tier+in+%28a%2Cb%29`).
+
+use url::Url;
+
+use crate::listwatch::{ListOptions, WatchOptions};
+use crate::resource::{Resource, is_namespaced};
+
+/// `plural` for the core group, `plural.group` otherwise: how resources are named in messages.
+pub(crate) fn resource_name<K: Resource>() -> String {
+    if K::GROUP.is_empty() {
+        K::URL_PATH_SEGMENT.to_owned()
+    } else {
+        format!("{}.{}", K::URL_PATH_SEGMENT, K::GROUP)
+    }
+}
+
+/// The URL of `K`'s collection under `base` (which may carry a path prefix), in `namespace` when
+/// `K` is namespaced and one is given; a namespace is ignored for cluster-scoped kinds.
+pub(crate) fn collection_url<K: Resource>(base: &Url, namespace: Option<&str>) -> Url {
+    let mut url = base.clone();
+    url.set_query(None);
+    url.set_fragment(None);
+    if let Ok(mut segments) = url.path_segments_mut() {
+        segments.pop_if_empty();
+        if K::GROUP.is_empty() {
+            segments.push("api");
+        } else {
+            segments.extend(["apis", K::GROUP]);
+        }
+        segments.push(K::VERSION);
+        if let Some(ns) = namespace.filter(|_| is_namespaced::<K>()) {
+            segments.extend(["namespaces", ns]);
+        }
+        segments.push(K::URL_PATH_SEGMENT);
+    }
+    url
+}
+
+/// The URL of one object of `K`.
+pub(crate) fn object_url<K: Resource>(base: &Url, namespace: Option<&str>, name: &str) -> Url {
+    let mut url = collection_url::<K>(base, namespace);
+    if let Ok(mut segments) = url.path_segments_mut() {
+        segments.push(name);
+    }
+    url
+}
+
+/// Adds the query of one list request (one page).
+pub(crate) fn set_list_query(url: &mut Url, options: &ListOptions) {
+    let mut query = url.query_pairs_mut();
+    query.clear();
+    if let Some(limit) = options.limit {
+        query.append_pair("limit", &limit.to_string());
+    }
+    if let Some(token) = options.continue_token.as_deref().filter(|t| !t.is_empty()) {
+        query.append_pair("continue", token);
+    }
+    if !options.resource_version.is_empty() {
+        query.append_pair("resourceVersion", &options.resource_version);
+    }
+    if let Some(rv_match) = options.resource_version_match {
+        query.append_pair("resourceVersionMatch", rv_match.as_str());
+    }
+    append_selectors(
+        &mut query,
+        options.label_selector.as_deref(),
+        options.field_selector.as_deref(),
+    );
+    drop(query);
+    clear_empty_query(url);
+}
+
+/// Adds the query of one watch request.
+pub(crate) fn set_watch_query(url: &mut Url, options: &WatchOptions) {
+    let mut query = url.query_pairs_mut();
+    query.clear();
+    query.append_pair("watch", "true");
+    if !options.resource_version.is_empty() {
+        query.append_pair("resourceVersion", &options.resource_version);
+    }
+    if let Some(rv_match) = options.resource_version_match {
+        query.append_pair("resourceVersionMatch", rv_match.as_str());
+    }
+    append_selectors(
+        &mut query,
+        options.label_selector.as_deref(),
+        options.field_selector.as_deref(),
+    );
+    if options.allow_watch_bookmarks {
+        query.append_pair("allowWatchBookmarks", "true");
+    }
+    if let Some(timeout) = options.timeout {
+        query.append_pair("timeoutSeconds", &timeout.as_secs().to_string());
+    }
+    if options.send_initial_events {
+        query.append_pair("sendInitialEvents", "true");
+    }
+}
+
+fn append_selectors(
+    query: &mut url::form_urlencoded::Serializer<'_, url::UrlQuery<'_>>,
+    labels: Option<&str>,
+    fields: Option<&str>,
+) {
+    if let Some(labels) = labels.filter(|s| !s.is_empty()) {
+        query.append_pair("labelSelector", labels);
+    }
+    if let Some(fields) = fields.filter(|s| !s.is_empty()) {
+        query.append_pair("fieldSelector", fields);
+    }
+}
+
+/// `query_pairs_mut` leaves `?` behind when nothing was added.
+fn clear_empty_query(url: &mut Url) {
+    if url.query() == Some("") {
+        url.set_query(None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{Namespace, Pod};
+    use k8s_openapi::api::rbac::v1::ClusterRole;
+
+    use super::*;
+    use crate::listwatch::ResourceVersionMatch;
+
+    fn base() -> Url {
+        Url::parse("https://10.0.0.1:6443").unwrap()
+    }
+
+    #[test]
+    fn core_namespaced_paths() {
+        assert_eq!(
+            collection_url::<Pod>(&base(), Some("kube-system")).path(),
+            "/api/v1/namespaces/kube-system/pods"
+        );
+        assert_eq!(collection_url::<Pod>(&base(), None).path(), "/api/v1/pods");
+        assert_eq!(
+            object_url::<Pod>(&base(), Some("default"), "web-0").path(),
+            "/api/v1/namespaces/default/pods/web-0"
+        );
+    }
+
+    #[test]
+    fn grouped_paths() {
+        assert_eq!(
+            collection_url::<Deployment>(&base(), Some("default")).as_str(),
+            "https://10.0.0.1:6443/apis/apps/v1/namespaces/default/deployments"
+        );
+        assert_eq!(collection_url::<Deployment>(&base(), None).path(), "/apis/apps/v1/deployments");
+    }
+
+    #[test]
+    fn cluster_scoped_paths_ignore_the_namespace() {
+        assert_eq!(
+            collection_url::<Namespace>(&base(), Some("default")).path(),
+            "/api/v1/namespaces"
+        );
+        assert_eq!(
+            object_url::<Namespace>(&base(), None, "kube-system").path(),
+            "/api/v1/namespaces/kube-system"
+        );
+        assert_eq!(
+            object_url::<ClusterRole>(&base(), None, "system:controller:job-controller").path(),
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles/system:controller:job-controller"
+        );
+    }
+
+    #[test]
+    fn base_path_prefix_is_kept() {
+        let base = Url::parse("https://rancher.example/k8s/clusters/c-1/?x=1").unwrap();
+        assert_eq!(
+            collection_url::<Pod>(&base, Some("a")).as_str(),
+            "https://rancher.example/k8s/clusters/c-1/api/v1/namespaces/a/pods"
+        );
+    }
+
+    #[test]
+    fn segments_are_percent_encoded() {
+        assert_eq!(
+            object_url::<Pod>(&base(), Some("a/b"), "c d?").path(),
+            "/api/v1/namespaces/a%2Fb/pods/c%20d%3F"
+        );
+    }
+
+    #[test]
+    fn list_query_has_every_option_encoded() {
+        let mut url = collection_url::<Pod>(&base(), None);
+        set_list_query(
+            &mut url,
+            &ListOptions {
+                label_selector: Some("app=web,tier in (a,b)".to_owned()),
+                field_selector: Some("metadata.name=x".to_owned()),
+                resource_version: "12".to_owned(),
+                resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
+                limit: Some(500),
+                continue_token: Some("eyJ2Ijo+/=".to_owned()),
+            },
+        );
+        assert_eq!(
+            url.query(),
+            Some(
+                "limit=500&continue=eyJ2Ijo%2B%2F%3D&resourceVersion=12&resourceVersionMatch=NotOlderThan\
+                 &labelSelector=app%3Dweb%2Ctier+in+%28a%2Cb%29&fieldSelector=metadata.name%3Dx"
+            )
+        );
+        let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
+        assert!(pairs.contains(&("labelSelector".to_owned(), "app=web,tier in (a,b)".to_owned())));
+        assert!(pairs.contains(&("continue".to_owned(), "eyJ2Ijo+/=".to_owned())));
+    }
+
+    #[test]
+    fn empty_list_options_give_no_query() {
+        let mut url = collection_url::<Pod>(&base(), None);
+        set_list_query(
+            &mut url,
+            &ListOptions { continue_token: Some(String::new()), ..ListOptions::default() },
+        );
+        assert_eq!(url.as_str(), "https://10.0.0.1:6443/api/v1/pods");
+    }
+
+    #[test]
+    fn watch_query() {
+        let mut url = collection_url::<Pod>(&base(), Some("default"));
+        set_watch_query(
+            &mut url,
+            &WatchOptions {
+                label_selector: Some("app!=db".to_owned()),
+                resource_version: "100".to_owned(),
+                timeout: Some(Duration::from_millis(301_900)),
+                allow_watch_bookmarks: true,
+                ..WatchOptions::default()
+            },
+        );
+        assert_eq!(
+            url.query(),
+            Some(
+                "watch=true&resourceVersion=100&labelSelector=app%21%3Ddb&allowWatchBookmarks=true&timeoutSeconds=301"
+            )
+        );
+    }
+
+    #[test]
+    fn streaming_list_watch_query() {
+        let mut url = collection_url::<Pod>(&base(), None);
+        set_watch_query(
+            &mut url,
+            &WatchOptions {
+                resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
+                allow_watch_bookmarks: true,
+                send_initial_events: true,
+                ..WatchOptions::default()
+            },
+        );
+        assert_eq!(
+            url.query(),
+            Some(
+                "watch=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&sendInitialEvents=true"
+            )
+        );
+    }
+
+    #[test]
+    fn resource_names() {
+        assert_eq!(resource_name::<Pod>(), "pods");
+        assert_eq!(resource_name::<Deployment>(), "deployments.apps");
+    }
+}

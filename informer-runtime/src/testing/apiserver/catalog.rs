@@ -1,0 +1,425 @@
+//! What the server serves: resource types by group/version/resource, built-ins and CRDs.
+//!
+//! The catalog is the embedded server's scheme and `RESTMapper` in one: discovery documents,
+//! path routing and storage all start from an [`ApiResource`] found here. Built-ins come from a
+//! table; CRDs add and remove entries at run time (see `crd.rs`).
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use super::status::GroupResource;
+
+/// A resource type the server serves: one group/version/resource with its kind and names, as
+/// discovery describes it (`APIResource`).
+///
+/// The built-in types and those of CRDs created through the API are served without being
+/// declared; declare other types with
+/// [`Config::resource`](super::Config::resource) or [`ServerHandle::register`](super::ServerHandle::register).
+///
+/// ```
+/// use informer_runtime::testing::apiserver::ResourceType;
+///
+/// let crontabs = ResourceType::new("stable.example.com", "v1", "CronTab", "crontabs", true)
+///     .short_names(&["ct"])
+///     .status_subresource(true);
+/// assert_eq!(crontabs.singular, "crontab");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceType {
+    /// API group, `""` for the core group.
+    pub group: String,
+    /// Version within the group, for example `v1`.
+    pub version: String,
+    /// Kind of the objects, for example `Pod`.
+    pub kind: String,
+    /// Plural name as it appears in URLs, for example `pods`.
+    pub plural: String,
+    /// Singular name (`kubectl get pod`); the lowercased kind by default.
+    pub singular: String,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// Short names (`po`), for kubectl.
+    pub short_names: Vec<String>,
+    /// Categories (`all`), for kubectl.
+    pub categories: Vec<String>,
+    /// Whether `status` is written only through the `/status` subresource: updates of the main
+    /// resource keep the stored status, updates of `/status` change nothing but the status.
+    pub status_subresource: bool,
+}
+
+impl ResourceType {
+    /// A type with no short names, no categories and no status subresource.
+    #[must_use]
+    pub fn new(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> Self {
+        Self {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            kind: kind.to_owned(),
+            plural: plural.to_owned(),
+            singular: kind.to_lowercase(),
+            namespaced,
+            short_names: Vec::new(),
+            categories: Vec::new(),
+            status_subresource: false,
+        }
+    }
+
+    /// The type of a k8s-openapi resource (or of a custom resource type implementing its
+    /// `Resource` trait).
+    ///
+    /// ```
+    /// # use informer_runtime::testing::apiserver::ResourceType;
+    /// use k8s_openapi::api::apps::v1::Deployment;
+    /// let deployments = ResourceType::of::<Deployment>();
+    /// assert_eq!((deployments.group.as_str(), deployments.plural.as_str()), ("apps", "deployments"));
+    /// ```
+    #[must_use]
+    pub fn of<K: k8s_openapi::Resource<Scope: 'static>>() -> Self {
+        use std::any::TypeId;
+        let namespaced =
+            TypeId::of::<K::Scope>() == TypeId::of::<k8s_openapi::NamespaceResourceScope>();
+        Self::new(K::GROUP, K::VERSION, K::KIND, K::URL_PATH_SEGMENT, namespaced)
+    }
+
+    /// Sets the short names.
+    #[must_use]
+    pub fn short_names(mut self, names: &[&str]) -> Self {
+        self.short_names = names.iter().map(|&n| n.to_owned()).collect();
+        self
+    }
+
+    /// Sets the categories.
+    #[must_use]
+    pub fn categories(mut self, categories: &[&str]) -> Self {
+        self.categories = categories.iter().map(|&c| c.to_owned()).collect();
+        self
+    }
+
+    /// Sets the singular name.
+    #[must_use]
+    pub fn singular(mut self, singular: &str) -> Self {
+        singular.clone_into(&mut self.singular);
+        self
+    }
+
+    /// Sets whether the type has a `/status` subresource.
+    #[must_use]
+    pub fn status_subresource(mut self, yes: bool) -> Self {
+        self.status_subresource = yes;
+        self
+    }
+
+    /// `apps/v1`, or `v1` in the core group.
+    pub(crate) fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+}
+
+/// A CRD's `additionalPrinterColumns` entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PrinterColumn {
+    pub(crate) name: String,
+    pub(crate) type_: String,
+    pub(crate) format: String,
+    pub(crate) description: String,
+    pub(crate) priority: i64,
+    pub(crate) json_path: String,
+}
+
+/// Everything the server knows about one served group/version/resource.
+#[derive(Clone, Debug)]
+pub(crate) struct ApiResource {
+    pub(crate) ty: ResourceType,
+    pub(crate) list_kind: String,
+    /// Where objects are kept: one store per group and resource, whatever the version.
+    pub(crate) storage: GroupResource,
+    /// The apiVersion objects are stored with (a CRD's storage version).
+    pub(crate) storage_version: String,
+    /// Built-in lists omit `kind` and `apiVersion` on their items, as typed lists do.
+    pub(crate) builtin: bool,
+    /// DELETE answers with the object (pods, namespaces, custom resources) rather than a
+    /// `Status` (configmaps, deployments).
+    pub(crate) returns_deleted_object: bool,
+    /// Field selector labels beyond `metadata.name` and `metadata.namespace`.
+    pub(crate) field_labels: Vec<String>,
+    /// The type's strategy sets `metadata.generation` and bumps it when the spec changes
+    /// (workloads, CRDs, custom resources; not pods or configmaps).
+    pub(crate) generation: bool,
+    /// Table columns after `Name`; empty means the generic `Name`, `Created At`.
+    pub(crate) columns: Vec<PrinterColumn>,
+    /// The CRD that defines this type, if any.
+    pub(crate) crd: Option<String>,
+}
+
+impl ApiResource {
+    /// An entry for a type declared by a test or defined by a CRD (not built in).
+    pub(crate) fn custom(ty: ResourceType) -> Self {
+        let storage = GroupResource::new(&ty.group, &ty.plural);
+        Self {
+            list_kind: format!("{}List", ty.kind),
+            storage_version: ty.api_version(),
+            storage,
+            builtin: false,
+            returns_deleted_object: true,
+            field_labels: Vec::new(),
+            generation: true,
+            columns: Vec::new(),
+            crd: None,
+            ty,
+        }
+    }
+
+    /// The `apiVersion` of objects served at this entry.
+    pub(crate) fn api_version(&self) -> String {
+        self.ty.api_version()
+    }
+
+    /// The resource as messages name it (`deployments.apps`).
+    pub(crate) fn group_resource(&self) -> &GroupResource {
+        &self.storage
+    }
+}
+
+/// Field labels of pods that the real server indexes.
+const POD_FIELDS: &[&str] = &[
+    "spec.nodeName",
+    "spec.restartPolicy",
+    "spec.schedulerName",
+    "spec.serviceAccountName",
+    "spec.hostNetwork",
+    "status.phase",
+    "status.podIP",
+    "status.nominatedNodeName",
+];
+/// Field labels of core/v1 events.
+const EVENT_FIELDS: &[&str] = &[
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+];
+
+/// The built-in table: (group, version, kind, plural, namespaced, short names, categories,
+/// status subresource, delete returns the object, extra field labels).
+type Builtin = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    bool,
+    &'static [&'static str],
+    &'static [&'static str],
+    bool,
+    bool,
+    &'static [&'static str],
+);
+
+const ALL: &[&str] = &["all"];
+const NONE: &[&str] = &[];
+
+#[rustfmt::skip]
+const BUILTINS: &[Builtin] = &[
+    ("", "v1", "Pod", "pods", true, &["po"], ALL, true, true, POD_FIELDS),
+    ("", "v1", "Namespace", "namespaces", false, &["ns"], NONE, true, true, &["status.phase"]),
+    ("", "v1", "ConfigMap", "configmaps", true, &["cm"], NONE, false, false, NONE),
+    ("", "v1", "Secret", "secrets", true, NONE, NONE, false, false, &["type"]),
+    ("", "v1", "Service", "services", true, &["svc"], ALL, true, true, NONE),
+    ("", "v1", "ServiceAccount", "serviceaccounts", true, &["sa"], NONE, false, false, NONE),
+    ("", "v1", "Node", "nodes", false, &["no"], NONE, true, true, &["spec.unschedulable"]),
+    ("", "v1", "Event", "events", true, &["ev"], NONE, false, false, EVENT_FIELDS),
+    ("", "v1", "Endpoints", "endpoints", true, &["ep"], NONE, false, false, NONE),
+    ("", "v1", "PersistentVolume", "persistentvolumes", false, &["pv"], NONE, true, true, NONE),
+    ("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", true, &["pvc"], NONE, true, true, NONE),
+    ("apps", "v1", "Deployment", "deployments", true, &["deploy"], ALL, true, false, NONE),
+    ("apps", "v1", "ReplicaSet", "replicasets", true, &["rs"], ALL, true, false, NONE),
+    ("apps", "v1", "StatefulSet", "statefulsets", true, &["sts"], ALL, true, false, NONE),
+    ("apps", "v1", "DaemonSet", "daemonsets", true, &["ds"], ALL, true, false, NONE),
+    ("batch", "v1", "Job", "jobs", true, NONE, ALL, true, false, &["status.successful"]),
+    ("batch", "v1", "CronJob", "cronjobs", true, &["cj"], ALL, true, false, NONE),
+    ("coordination.k8s.io", "v1", "Lease", "leases", true, NONE, NONE, false, false, NONE),
+    ("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", true, NONE, NONE, false, false, NONE),
+    ("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false, &["crd", "crds"], &["api-extensions"], true, true, NONE),
+];
+
+/// The verbs every served resource supports.
+pub(crate) const VERBS: &[&str] =
+    &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+
+/// The served resources, in registration order (built-ins first).
+#[derive(Clone, Debug)]
+pub(crate) struct Catalog {
+    resources: Vec<Arc<ApiResource>>,
+}
+
+impl Catalog {
+    /// The built-in types.
+    pub(crate) fn builtin() -> Self {
+        let resources = BUILTINS
+            .iter()
+            .map(|&(group, version, kind, plural, namespaced, short, cats, status, ret, fields)| {
+                let mut ty = ResourceType::new(group, version, kind, plural, namespaced)
+                    .short_names(short)
+                    .categories(cats)
+                    .status_subresource(status);
+                if kind == "Endpoints" {
+                    ty = ty.singular("endpoints");
+                }
+                let mut resource = ApiResource::custom(ty);
+                resource.builtin = true;
+                resource.generation = matches!(group, "apps" | "batch" | "apiextensions.k8s.io");
+                resource.returns_deleted_object = ret;
+                resource.field_labels = fields.iter().map(|&f| f.to_owned()).collect();
+                Arc::new(resource)
+            })
+            .collect();
+        Self { resources }
+    }
+
+    /// Serves `resource`, replacing an entry with the same group/version/resource.
+    pub(crate) fn add(&mut self, resource: ApiResource) {
+        let resource = Arc::new(resource);
+        let same = |r: &Arc<ApiResource>| {
+            r.ty.group == resource.ty.group
+                && r.ty.version == resource.ty.version
+                && r.ty.plural == resource.ty.plural
+        };
+        match self.resources.iter_mut().find(|r| same(r)) {
+            Some(slot) => *slot = resource,
+            None => self.resources.push(resource),
+        }
+    }
+
+    /// Stops serving the types a CRD defined; returns their storage.
+    pub(crate) fn remove_crd(&mut self, crd: &str) -> Vec<GroupResource> {
+        let mut removed: Vec<GroupResource> = Vec::new();
+        self.resources.retain(|r| {
+            let owned = r.crd.as_deref() == Some(crd);
+            if owned && !removed.contains(&r.storage) {
+                removed.push(r.storage.clone());
+            }
+            !owned
+        });
+        removed
+    }
+
+    /// The entry for a group/version/resource.
+    pub(crate) fn find(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<Arc<ApiResource>> {
+        self.resources
+            .iter()
+            .find(|r| r.ty.group == group && r.ty.version == version && r.ty.plural == plural)
+            .cloned()
+    }
+
+    /// The entry of a storage, preferring the storage version.
+    pub(crate) fn find_storage(&self, storage: &GroupResource) -> Option<Arc<ApiResource>> {
+        let mut entries = self.resources.iter().filter(|r| &r.storage == storage);
+        let first = entries.next()?;
+        Some(
+            std::iter::once(first)
+                .chain(entries)
+                .find(|r| r.api_version() == r.storage_version)
+                .unwrap_or(first)
+                .clone(),
+        )
+    }
+
+    /// The entries of one group version, in registration order.
+    pub(crate) fn in_group_version(&self, group: &str, version: &str) -> Vec<Arc<ApiResource>> {
+        self.resources
+            .iter()
+            .filter(|r| r.ty.group == group && r.ty.version == version)
+            .cloned()
+            .collect()
+    }
+
+    /// The served groups (core first, then in registration order), each with its versions
+    /// ordered by Kubernetes version priority (the first is the preferred one).
+    pub(crate) fn groups(&self) -> Vec<(String, Vec<String>)> {
+        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+        for r in &self.resources {
+            let index = groups.iter().position(|(g, _)| *g == r.ty.group).unwrap_or_else(|| {
+                groups.push((r.ty.group.clone(), Vec::new()));
+                groups.len() - 1
+            });
+            let versions = &mut groups[index].1;
+            if !versions.contains(&r.ty.version) {
+                versions.push(r.ty.version.clone());
+            }
+        }
+        for (_, versions) in &mut groups {
+            versions.sort_by(|a, b| compare_versions(a, b));
+        }
+        groups.sort_by_key(|(g, _)| !g.is_empty());
+        groups
+    }
+}
+
+/// Kubernetes version priority: GA before beta before alpha before anything else, higher
+/// numbers first, other strings alphabetically (apimachinery's `CompareKubeAwareVersionStrings`,
+/// reversed so that the preferred version sorts first).
+pub(crate) fn compare_versions(a: &str, b: &str) -> Ordering {
+    /// (stability rank, major, minor) for `v1`, `v2beta3`; `None` for other strings.
+    fn parse(v: &str) -> Option<(u8, u64, u64)> {
+        let rest = v.strip_prefix('v')?;
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let major = rest[..digits].parse().ok()?;
+        let (rank, minor) = match &rest[digits..] {
+            "" => (3, 0),
+            tail => {
+                let (rank, minor) = if let Some(m) = tail.strip_prefix("beta") {
+                    (2, m)
+                } else {
+                    (1, tail.strip_prefix("alpha")?)
+                };
+                (rank, minor.parse().ok()?)
+            }
+        };
+        Some((rank, major, minor))
+    }
+    match (parse(a), parse(b)) {
+        (Some(x), Some(y)) => y.cmp(&x),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => a.cmp(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_sort_by_kubernetes_priority() {
+        let mut versions = vec!["v1alpha1", "foo", "v1beta2", "v2", "v1", "v1beta1", "v10"];
+        versions.sort_by(|a, b| compare_versions(a, b));
+        assert_eq!(versions, ["v10", "v2", "v1", "v1beta2", "v1beta1", "v1alpha1", "foo"]);
+    }
+
+    #[test]
+    fn builtins_are_grouped_with_core_first() {
+        let catalog = Catalog::builtin();
+        let groups = catalog.groups();
+        assert_eq!(groups[0], (String::new(), vec!["v1".to_owned()]));
+        assert!(groups.iter().any(|(g, _)| g == "apiextensions.k8s.io"));
+        let pods = catalog.find("", "v1", "pods").unwrap();
+        assert_eq!((pods.list_kind.as_str(), pods.ty.short_names[0].as_str()), ("PodList", "po"));
+        assert!(catalog.find("apps", "v1", "pods").is_none());
+        assert_eq!(catalog.find("", "v1", "endpoints").unwrap().ty.singular, "endpoints");
+    }
+}

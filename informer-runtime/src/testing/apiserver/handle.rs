@@ -1,0 +1,266 @@
+//! [`ServerHandle`]: what a test does to a running server besides HTTP: inject faults, inspect
+//! and change objects directly.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::catalog::{ApiResource, ResourceType};
+use super::faults::Failure;
+use super::registry::{self, Deleted, Part, Scope};
+use super::render::served;
+use super::state::{Settings, Shared, State};
+use super::status::ApiError;
+use super::store::{meta_str, object_key};
+use crate::listwatch::Status;
+use crate::resource::GroupVersionResource;
+
+/// A cloneable, thread-safe handle on a running [`ApiServer`](super::ApiServer): faults,
+/// inspection and direct writes.
+///
+/// Direct writes go through the same code as HTTP requests (validation, resourceVersion,
+/// watch events), so a watch sees them exactly as it would see a client's.
+///
+/// ```
+/// use informer_runtime::GroupVersionResource;
+/// use informer_runtime::testing::apiserver::{ApiServer, Failure};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let server = ApiServer::start().await?;
+/// let pods = GroupVersionResource::new("", "v1", "pods");
+/// let pod = json!({"metadata": {"name": "web-0", "namespace": "default"}});
+/// let pod = server.create(&pods, pod).map_err(informer_runtime::listwatch::Error::Api)?;
+/// assert_eq!(pod["metadata"]["resourceVersion"], server.resource_version().to_string());
+///
+/// server.fail_next(2, Failure::too_many_requests(std::time::Duration::from_secs(1)).verb("list"));
+/// server.compact(); // a watch from an older version now gets 410 Expired
+/// server.shutdown().await?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct ServerHandle {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) addr: SocketAddr,
+}
+
+impl ServerHandle {
+    /// The server's base URL, `http://127.0.0.1:PORT`.
+    #[must_use]
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The address the server listens on.
+    #[must_use]
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A kubeconfig for this server (plain HTTP, no credentials, namespace `default`), for
+    /// kubectl, kube-rs or this crate's client.
+    #[must_use]
+    pub fn kubeconfig_yaml(&self) -> String {
+        format!(
+            "apiVersion: v1\n\
+             kind: Config\n\
+             clusters:\n\
+             - name: informer-runtime\n  cluster:\n    server: {url}\n\
+             contexts:\n\
+             - name: informer-runtime\n  context:\n    cluster: informer-runtime\n    user: informer-runtime\n    namespace: default\n\
+             current-context: informer-runtime\n\
+             users:\n\
+             - name: informer-runtime\n  user: {{}}\n\
+             preferences: {{}}\n",
+            url = self.url()
+        )
+    }
+
+    /// Ends every open watch cleanly (the response ends after the events already sent), as a
+    /// dropped connection or an API server restart would. History is kept: clients can resume
+    /// from their last version. Returns how many watches were open.
+    #[allow(clippy::must_use_candidate)] // The count is informational; the drop is the point.
+    pub fn drop_watches(&self) -> usize {
+        self.shared.state.lock().hub.drop_all()
+    }
+
+    /// Stalls every open watch: the connection stays open and nothing more is sent, not even
+    /// the end at its timeout, until [`drop_watches`](Self::drop_watches) or shutdown. Watches
+    /// opened later are not stalled. Returns how many were stalled.
+    #[allow(clippy::must_use_candidate)] // The count is informational; the stall is the point.
+    pub fn stall_watches(&self) -> usize {
+        self.shared.state.lock().hub.stall_all()
+    }
+
+    /// Sends a `BOOKMARK` at the current resourceVersion to every watch that asked for
+    /// bookmarks, as the API server does periodically.
+    pub fn send_bookmarks(&self) {
+        let mut state = self.shared.state.lock();
+        let rv = state.store.resource_version();
+        state.hub.bookmark(rv);
+    }
+
+    /// Compacts history like etcd: a watch from, an exact list at, or a continue token of
+    /// any version older than the current one gets `410 Expired`. Open watches keep running.
+    pub fn compact(&self) {
+        self.shared.state.lock().store.compact();
+    }
+
+    /// Keeps at most `limit` changes (of all types together) for watch replay and list
+    /// snapshots; older ones are compacted.
+    pub fn set_history_limit(&self, limit: usize) {
+        self.shared.state.lock().store.set_history_limit(limit);
+    }
+
+    /// Makes the next `n` resource requests that `failure` matches fail with its status. Rules
+    /// queue up: each request consumes the first pending rule it matches.
+    pub fn fail_next(&self, n: usize, failure: Failure) {
+        self.shared.state.lock().faults.add(n, failure);
+    }
+
+    /// Forgets the failures not yet consumed.
+    pub fn clear_failures(&self) {
+        self.shared.state.lock().faults.clear();
+    }
+
+    /// Delays every response by `delay` (`None`: no delay). A watch is delayed before it opens.
+    pub fn set_delay(&self, delay: Option<Duration>) {
+        self.shared.state.lock().faults.delay = delay;
+    }
+
+    /// The current resourceVersion: the number of writes so far, across all types.
+    #[must_use]
+    pub fn resource_version(&self) -> u64 {
+        self.shared.state.lock().store.resource_version()
+    }
+
+    /// The number of open watches, of all types (stalled ones included).
+    #[must_use]
+    pub fn open_watches(&self) -> usize {
+        self.shared.state.lock().hub.open()
+    }
+
+    /// Completes once at least `n` watches are open.
+    pub async fn wait_for_watches(&self, n: usize) {
+        loop {
+            let opened = self.shared.watch_opened.notified();
+            tokio::pin!(opened);
+            opened.as_mut().enable();
+            if self.open_watches() >= n {
+                return;
+            }
+            opened.await;
+        }
+    }
+
+    /// Serves another resource type (from now on, for every client).
+    pub fn register(&self, ty: ResourceType) {
+        self.shared.state.lock().catalog.add(ApiResource::custom(ty));
+    }
+
+    /// The objects of a resource in key order (namespace, then name), as served at its version;
+    /// empty for a resource the server does not serve.
+    #[must_use]
+    pub fn objects(&self, gvr: &GroupVersionResource) -> Vec<Value> {
+        let state = self.shared.state.lock();
+        let Some(resource) = state.catalog.find(&gvr.group, &gvr.version, &gvr.resource) else {
+            return Vec::new();
+        };
+        let objects = state.store.range(&resource.storage, "");
+        objects.map(|(_, obj)| served(obj, &resource).into_owned()).collect()
+    }
+
+    /// One object (`namespace` is `""` for cluster-scoped resources).
+    #[must_use]
+    pub fn get(&self, gvr: &GroupVersionResource, namespace: &str, name: &str) -> Option<Value> {
+        let state = self.shared.state.lock();
+        let resource = state.catalog.find(&gvr.group, &gvr.version, &gvr.resource)?;
+        let namespace = if resource.ty.namespaced { namespace } else { "" };
+        let obj = state.store.get(&resource.storage, &object_key(namespace, name))?;
+        Some(served(obj, &resource).into_owned())
+    }
+
+    /// Creates an object, as a POST would (its namespace is `metadata.namespace`).
+    ///
+    /// # Errors
+    ///
+    /// The `Status` the API server would answer with: 404 for an unknown resource, 409 if the
+    /// object exists, 422 for an invalid name, 400 for a body of another kind.
+    pub fn create(&self, gvr: &GroupVersionResource, obj: Value) -> Result<Value, Status> {
+        self.write(gvr, obj, |state, settings, scope, _, obj| {
+            registry::create(state, settings, scope, obj, false)
+        })
+    }
+
+    /// Replaces an object, as a PUT would (with optimistic concurrency when
+    /// `metadata.resourceVersion` is set).
+    ///
+    /// # Errors
+    ///
+    /// The `Status` the API server would answer with: 404 if there is no such object, 409 if
+    /// `metadata.resourceVersion` is stale.
+    pub fn update(&self, gvr: &GroupVersionResource, obj: Value) -> Result<Value, Status> {
+        self.write(gvr, obj, |state, _, scope, name, obj| {
+            registry::update(state, scope, name, obj, Part::Main, false)
+        })
+    }
+
+    /// Deletes an object, as a DELETE would; returns its last state (an object with
+    /// finalizers is only marked for deletion).
+    ///
+    /// # Errors
+    ///
+    /// The `Status` the API server would answer with: 404 if there is no such object.
+    pub fn delete(
+        &self,
+        gvr: &GroupVersionResource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Value, Status> {
+        let obj = serde_json::json!({"metadata": {"namespace": namespace, "name": name}});
+        let last = self.get(gvr, namespace, name);
+        self.write(gvr, obj, |state, _, scope, name, _| {
+            match registry::delete(state, scope, name, &serde_json::json!({}), false)? {
+                Deleted::Object(obj) => Ok(obj),
+                Deleted::Status(_) => Ok(last.unwrap_or_default()),
+            }
+        })
+    }
+
+    fn write(
+        &self,
+        gvr: &GroupVersionResource,
+        obj: Value,
+        op: impl FnOnce(&mut State, &Settings, Scope<'_>, &str, Value) -> Result<Value, ApiError>,
+    ) -> Result<Value, Status> {
+        let mut state = self.shared.state.lock();
+        let resource = state.catalog.find(&gvr.group, &gvr.version, &gvr.resource);
+        let resource = resource.ok_or_else(|| ApiError::path_not_found().to_status())?;
+        let namespace = meta_str(&obj, "namespace").to_owned();
+        let namespace = resource.ty.namespaced.then_some(namespace.as_str());
+        if namespace == Some("") {
+            return Err(
+                ApiError::bad_request("a namespaced object needs metadata.namespace").to_status()
+            );
+        }
+        let scope = Scope { resource: &resource, namespace };
+        let name = meta_str(&obj, "name").to_owned();
+        let settings = &self.shared.settings;
+        let written = op(&mut state, settings, scope, &name, obj).map_err(|e| e.to_status())?;
+        Ok(served(&written, &resource).into_owned())
+    }
+}
+
+impl fmt::Debug for ServerHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerHandle")
+            .field("url", &self.url())
+            .field("resource_version", &self.resource_version())
+            .finish_non_exhaustive()
+    }
+}

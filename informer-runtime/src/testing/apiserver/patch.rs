@@ -1,0 +1,300 @@
+//! PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902), and strategic merge
+//! patch for the simple cases.
+//!
+//! Strategic merge patch needs each field's patch strategy from the Go types; without them this
+//! server applies it as a merge patch with two refinements that cover what kubectl sends:
+//! lists whose elements are all objects with a `name` are merged by name (containers, env,
+//! volumes...) honouring `$patch: delete` on elements, and directive keys (`$patch`,
+//! `$setElementOrder/...`, `$retainKeys`, `$deleteFromPrimitiveList/...`) are applied or
+//! dropped rather than stored. Other lists are replaced.
+
+use serde_json::{Map, Value};
+
+/// The patch formats the server accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PatchKind {
+    /// `application/merge-patch+json`.
+    Merge,
+    /// `application/strategic-merge-patch+json`.
+    StrategicMerge,
+    /// `application/json-patch+json`.
+    Json,
+    /// `application/apply-patch+yaml` (server-side apply; JSON bodies only).
+    Apply,
+}
+
+impl PatchKind {
+    /// The kind of a `Content-Type`, if the server accepts it.
+    pub(crate) fn from_content_type(content_type: &str) -> Option<Self> {
+        let media = content_type.split(';').next().unwrap_or_default().trim();
+        match media.to_ascii_lowercase().as_str() {
+            "application/merge-patch+json" => Some(Self::Merge),
+            "application/strategic-merge-patch+json" => Some(Self::StrategicMerge),
+            "application/json-patch+json" => Some(Self::Json),
+            "application/apply-patch+yaml" => Some(Self::Apply),
+            _ => None,
+        }
+    }
+}
+
+/// RFC 7386: objects merge recursively, `null` removes, anything else replaces.
+pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(patch) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    if let Value::Object(target) = target {
+        for (key, value) in patch {
+            if value.is_null() {
+                target.remove(key);
+            } else {
+                merge_patch(target.entry(key.clone()).or_insert(Value::Null), value);
+            }
+        }
+    }
+}
+
+/// Strategic merge patch, approximated as described in the module docs.
+pub(crate) fn strategic_merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(patch) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    match patch.get("$patch").and_then(Value::as_str) {
+        Some("delete") => {
+            *target = Value::Object(Map::new());
+            return;
+        }
+        Some("replace") => {
+            *target = Value::Object(without_directives(patch));
+            return;
+        }
+        _ => {}
+    }
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let Value::Object(target) = target else { return };
+    for (key, value) in patch {
+        if key.starts_with('$') {
+            continue;
+        }
+        if value.is_null() {
+            target.remove(key);
+            continue;
+        }
+        let slot = target.entry(key.clone()).or_insert(Value::Null);
+        match (&mut *slot, value) {
+            (Value::Array(current), Value::Array(items)) if named(current) && named(items) => {
+                merge_named_lists(current, items);
+            }
+            (_, Value::Array(items)) => {
+                *slot = Value::Array(
+                    items
+                        .iter()
+                        .filter(|i| i.get("$patch").and_then(Value::as_str) != Some("delete"))
+                        .map(|i| strip(i.clone()))
+                        .collect(),
+                );
+            }
+            (_, Value::Object(_)) => strategic_merge_patch(slot, value),
+            (_, other) => *slot = other.clone(),
+        }
+    }
+}
+
+/// Whether every element is an object with a string `name` (the common merge key).
+fn named(items: &[Value]) -> bool {
+    items.iter().all(|i| i.get("name").is_some_and(Value::is_string))
+}
+
+fn merge_named_lists(current: &mut Vec<Value>, patch: &[Value]) {
+    for item in patch {
+        let name = item.get("name");
+        let position = current.iter().position(|c| c.get("name") == name);
+        let delete = item.get("$patch").and_then(Value::as_str) == Some("delete");
+        match (position, delete) {
+            (Some(i), true) => {
+                current.remove(i);
+            }
+            (Some(i), false) => strategic_merge_patch(&mut current[i], item),
+            (None, true) => {}
+            (None, false) => current.push(strip(item.clone())),
+        }
+    }
+}
+
+/// Drops directive keys from an object, recursively.
+fn strip(mut value: Value) -> Value {
+    match &mut value {
+        Value::Object(map) => {
+            map.retain(|k, _| !k.starts_with('$'));
+            for v in map.values_mut() {
+                *v = strip(std::mem::take(v));
+            }
+        }
+        Value::Array(items) => {
+            for v in items {
+                *v = strip(std::mem::take(v));
+            }
+        }
+        _ => {}
+    }
+    value
+}
+
+fn without_directives(map: &Map<String, Value>) -> Map<String, Value> {
+    match strip(Value::Object(map.clone())) {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+/// RFC 6902. The error is the reason the patch does not apply.
+pub(crate) fn json_patch(target: &mut Value, patch: &Value) -> Result<(), String> {
+    let ops = patch.as_array().ok_or("a JSON patch must be an array of operations")?;
+    for op in ops {
+        let name = op.get("op").and_then(Value::as_str).ok_or("operation has no \"op\"")?;
+        let path = op.get("path").and_then(Value::as_str).ok_or("operation has no \"path\"")?;
+        let value = || op.get("value").cloned().ok_or(format!("{name} operation has no \"value\""));
+        let from = || {
+            op.get("from")
+                .and_then(Value::as_str)
+                .ok_or(format!("{name} operation has no \"from\""))
+        };
+        match name {
+            "add" => add(target, path, value()?)?,
+            "remove" => {
+                remove(target, path)?;
+            }
+            "replace" => {
+                remove(target, path)?;
+                add(target, path, value()?)?;
+            }
+            "move" => {
+                let moved = remove(target, from()?)?;
+                add(target, path, moved)?;
+            }
+            "copy" => {
+                let copied = target
+                    .pointer(from()?)
+                    .cloned()
+                    .ok_or(format!("missing value at {}", from()?))?;
+                add(target, path, copied)?;
+            }
+            "test" => {
+                if target.pointer(path) != Some(&value()?) {
+                    return Err(format!("testing value {path} failed"));
+                }
+            }
+            other => return Err(format!("unexpected kind of operation: {other:?}")),
+        }
+    }
+    Ok(())
+}
+
+/// Splits a JSON pointer into its parent pointer and its unescaped last token.
+fn split_pointer(path: &str) -> Result<(&str, String), String> {
+    let i = path.rfind('/').ok_or(format!("invalid JSON pointer: {path:?}"))?;
+    Ok((&path[..i], path[i + 1..].replace("~1", "/").replace("~0", "~")))
+}
+
+fn add(target: &mut Value, path: &str, value: Value) -> Result<(), String> {
+    if path.is_empty() {
+        *target = value;
+        return Ok(());
+    }
+    let (parent, token) = split_pointer(path)?;
+    let missing = || format!("doc is missing path: {path:?}");
+    match target.pointer_mut(parent).ok_or_else(missing)? {
+        Value::Object(map) => {
+            map.insert(token, value);
+        }
+        Value::Array(items) => {
+            let index =
+                if token == "-" { items.len() } else { token.parse().map_err(|_| missing())? };
+            if index > items.len() {
+                return Err(format!("add operation index out of bounds: {index}"));
+            }
+            items.insert(index, value);
+        }
+        _ => return Err(missing()),
+    }
+    Ok(())
+}
+
+fn remove(target: &mut Value, path: &str) -> Result<Value, String> {
+    let (parent, token) = split_pointer(path)?;
+    let missing = || format!("remove operation does not apply: doc is missing path: {path:?}");
+    match target.pointer_mut(parent).ok_or_else(missing)? {
+        Value::Object(map) => map.remove(&token).ok_or_else(missing),
+        Value::Array(items) => {
+            let index: usize = token.parse().map_err(|_| missing())?;
+            if index >= items.len() {
+                return Err(missing());
+            }
+            Ok(items.remove(index))
+        }
+        _ => Err(missing()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merge_patch_follows_rfc_7386() {
+        let mut doc = json!({"a": "b", "c": {"d": "e", "f": "g"}, "l": [1, 2]});
+        merge_patch(&mut doc, &json!({"a": "z", "c": {"f": null}, "l": [3]}));
+        assert_eq!(doc, json!({"a": "z", "c": {"d": "e"}, "l": [3]}));
+        merge_patch(&mut doc, &json!(["x"]));
+        assert_eq!(doc, json!(["x"]));
+    }
+
+    #[test]
+    fn strategic_merge_patch_merges_named_lists_and_drops_directives() {
+        let mut pod = json!({"spec": {"containers": [{"name": "a", "image": "1"}, {"name": "b", "image": "1"}]}});
+        let patch = json!({"spec": {
+            "$setElementOrder/containers": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
+            "containers": [{"name": "a", "image": "2"}, {"name": "b", "$patch": "delete"}, {"name": "c", "image": "3"}]}});
+        strategic_merge_patch(&mut pod, &patch);
+        assert_eq!(
+            pod,
+            json!({"spec": {"containers": [{"name": "a", "image": "2"}, {"name": "c", "image": "3"}]}})
+        );
+        let mut doc = json!({"metadata": {"labels": {"a": "1"}}});
+        strategic_merge_patch(
+            &mut doc,
+            &json!({"metadata": {"labels": {"$patch": "replace", "b": "2"}}}),
+        );
+        assert_eq!(doc, json!({"metadata": {"labels": {"b": "2"}}}));
+    }
+
+    #[test]
+    fn json_patch_follows_rfc_6902() {
+        let mut doc = json!({"metadata": {"labels": {"a/b": "1"}}, "items": [1, 2]});
+        let patch = json!([
+            {"op": "add", "path": "/items/-", "value": 3},
+            {"op": "replace", "path": "/metadata/labels/a~1b", "value": "2"},
+            {"op": "move", "from": "/items/0", "path": "/first"},
+            {"op": "copy", "from": "/first", "path": "/second"},
+            {"op": "test", "path": "/second", "value": 1},
+            {"op": "remove", "path": "/items/0"}
+        ]);
+        json_patch(&mut doc, &patch).unwrap();
+        assert_eq!(
+            doc,
+            json!({"metadata": {"labels": {"a/b": "2"}}, "items": [3], "first": 1, "second": 1})
+        );
+        assert!(json_patch(&mut doc, &json!([{"op": "remove", "path": "/nope"}])).is_err());
+        assert!(
+            json_patch(&mut doc, &json!([{"op": "test", "path": "/first", "value": 2}])).is_err()
+        );
+        assert!(json_patch(&mut doc, &json!({"op": "add"})).is_err());
+    }
+}

@@ -1,0 +1,440 @@
+//! Query parameters of list, watch and write requests, validated as the API server does, and
+//! the [`Filter`] a list or watch applies (namespace, label and field selectors).
+
+use serde_json::Value;
+
+use super::catalog::ApiResource;
+use super::status::ApiError;
+use super::store::meta_str;
+use crate::selector::LabelSelector;
+
+/// The decoded query string of a request.
+#[derive(Debug, Default)]
+pub(crate) struct Query {
+    pairs: Vec<(String, String)>,
+}
+
+impl Query {
+    /// Decodes `a=b&c=d` (percent-encoding and `+` for space).
+    pub(crate) fn parse(raw: Option<&str>) -> Self {
+        let pairs = raw
+            .unwrap_or_default()
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|pair| {
+                let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+                (decode(k), decode(v))
+            })
+            .collect();
+        Self { pairs }
+    }
+
+    /// The first value of a parameter.
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+        self.pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    /// A boolean parameter, as Go's `strconv.ParseBool` reads it.
+    pub(crate) fn bool(&self, name: &str) -> Result<Option<bool>, ApiError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some("1" | "t" | "T" | "true" | "TRUE" | "True") => Ok(Some(true)),
+            Some("0" | "f" | "F" | "false" | "FALSE" | "False" | "") => Ok(Some(false)),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "invalid value for {name}: strconv.ParseBool: parsing {other:?}: invalid syntax"
+            ))),
+        }
+    }
+
+    /// An integer parameter.
+    pub(crate) fn int(&self, name: &str) -> Result<Option<i64>, ApiError> {
+        match self.get(name).filter(|v| !v.is_empty()) {
+            None => Ok(None),
+            Some(v) => v.parse().map(Some).map_err(|_| {
+                ApiError::bad_request(format!(
+                    "invalid value for {name}: strconv.ParseInt: parsing {v:?}: invalid syntax"
+                ))
+            }),
+        }
+    }
+
+    /// Whether `dryRun=All` was asked for.
+    pub(crate) fn dry_run(&self) -> Result<bool, ApiError> {
+        match self.get("dryRun") {
+            None | Some("") => Ok(false),
+            Some("All") => Ok(true),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "dryRun: Unsupported value: {other:?}: supported values: \"All\""
+            ))),
+        }
+    }
+}
+
+/// Percent-decodes one query component.
+fn decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = |b: u8| char::from(b).to_digit(16);
+                match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                    (Some(hi), Some(lo)) => {
+                        out.push(u8::try_from(hi * 16 + lo).unwrap_or(b'?'));
+                        i += 2;
+                    }
+                    _ => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `resourceVersionMatch`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RvMatch {
+    Exact,
+    NotOlderThan,
+}
+
+/// The options of a list or watch (metav1 `ListOptions`).
+#[derive(Debug, Default)]
+pub(crate) struct ListParams {
+    pub(crate) label_selector: Option<LabelSelector>,
+    pub(crate) field_selector: Vec<FieldRequirement>,
+    pub(crate) resource_version: String,
+    pub(crate) resource_version_match: Option<RvMatch>,
+    pub(crate) limit: Option<u64>,
+    pub(crate) continue_token: Option<String>,
+    pub(crate) watch: bool,
+    pub(crate) allow_watch_bookmarks: bool,
+    pub(crate) send_initial_events: Option<bool>,
+    pub(crate) timeout_seconds: Option<u64>,
+}
+
+impl ListParams {
+    /// Decodes and validates the options of a list or watch of `resource`.
+    pub(crate) fn parse(
+        query: &Query,
+        resource: &ApiResource,
+        watch: bool,
+    ) -> Result<Self, ApiError> {
+        let label_selector =
+            match query.get("labelSelector").filter(|s| !s.trim().is_empty()) {
+                Some(s) => Some(LabelSelector::parse(s).map_err(|e| {
+                    ApiError::bad_request(format!("unable to parse requirement: {e}"))
+                })?),
+                None => None,
+            };
+        let field_selector = match query.get("fieldSelector") {
+            Some(s) => parse_field_selector(s, resource)?,
+            None => Vec::new(),
+        };
+        let watch = watch || query.bool("watch")?.unwrap_or(false);
+        let match_text = query.get("resourceVersionMatch").unwrap_or_default();
+        let params = Self {
+            label_selector,
+            field_selector,
+            resource_version: query.get("resourceVersion").unwrap_or_default().to_owned(),
+            resource_version_match: match match_text {
+                "Exact" => Some(RvMatch::Exact),
+                "NotOlderThan" => Some(RvMatch::NotOlderThan),
+                _ => None,
+            },
+            limit: query.int("limit")?.and_then(|l| u64::try_from(l).ok()).filter(|&l| l > 0),
+            continue_token: query.get("continue").filter(|c| !c.is_empty()).map(str::to_owned),
+            watch,
+            allow_watch_bookmarks: query.bool("allowWatchBookmarks")?.unwrap_or(false),
+            send_initial_events: query.bool("sendInitialEvents")?,
+            timeout_seconds: query.int("timeoutSeconds")?.and_then(|t| u64::try_from(t).ok()),
+        };
+        params.validate(match_text)?;
+        Ok(params)
+    }
+
+    /// apimachinery's `ValidateListOptions`: 422 `ListOptions.meta.k8s.io "" is invalid`.
+    fn validate(&self, match_text: &str) -> Result<(), ApiError> {
+        let mut errors: Vec<(&str, &str, String)> = Vec::new();
+        let forbidden = |why: &str| format!("Forbidden: {why}");
+        let has_match = !match_text.is_empty();
+        if has_match && self.resource_version_match.is_none() {
+            let supported =
+                if self.watch { "\"NotOlderThan\"" } else { "\"Exact\", \"NotOlderThan\", \"\"" };
+            let message =
+                format!("Unsupported value: {match_text:?}: supported values: {supported}");
+            errors.push(("resourceVersionMatch", "FieldValueNotSupported", message));
+        }
+        if self.watch {
+            if let Some(sie) = self.send_initial_events {
+                if self.resource_version_match != Some(RvMatch::NotOlderThan) {
+                    let why =
+                        "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan";
+                    errors.push(("resourceVersionMatch", "FieldValueForbidden", forbidden(why)));
+                }
+                if sie && !self.allow_watch_bookmarks {
+                    let why = "sendInitialEvents requires setting allowWatchBookmarks to true";
+                    errors.push(("allowWatchBookmarks", "FieldValueForbidden", forbidden(why)));
+                }
+            } else if has_match {
+                let why = "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided";
+                errors.push(("resourceVersionMatch", "FieldValueForbidden", forbidden(why)));
+            }
+        } else {
+            if has_match && self.resource_version.is_empty() {
+                let why = "resourceVersionMatch is forbidden unless resourceVersion is provided";
+                errors.push(("resourceVersionMatch", "FieldValueForbidden", forbidden(why)));
+            }
+            if has_match && self.continue_token.is_some() {
+                let why = "resourceVersionMatch is forbidden when continue is provided";
+                errors.push(("resourceVersionMatch", "FieldValueForbidden", forbidden(why)));
+            }
+            if self.resource_version_match == Some(RvMatch::Exact) && self.resource_version == "0" {
+                let why = "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"";
+                errors.push(("resourceVersionMatch", "FieldValueForbidden", forbidden(why)));
+            }
+            if self.send_initial_events.is_some() {
+                let why = "sendInitialEvents is forbidden for list";
+                errors.push(("sendInitialEvents", "FieldValueForbidden", forbidden(why)));
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::invalid("ListOptions", "meta.k8s.io", "", &errors))
+        }
+    }
+
+    /// The resourceVersion parameter as a number: `None` for `""`.
+    pub(crate) fn parsed_version(&self) -> Result<Option<u64>, ApiError> {
+        parse_version(&self.resource_version)
+    }
+}
+
+/// Parses a resourceVersion parameter; `""` is `None`.
+pub(crate) fn parse_version(rv: &str) -> Result<Option<u64>, ApiError> {
+    if rv.is_empty() {
+        return Ok(None);
+    }
+    rv.parse::<u64>().map(Some).map_err(|_| {
+        ApiError::bad_request(format!(
+            "invalid resource version: strconv.ParseUint: parsing {rv:?}: invalid syntax"
+        ))
+    })
+}
+
+/// One `field=value` or `field!=value` term of a field selector.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct FieldRequirement {
+    pub(crate) field: String,
+    pub(crate) equals: bool,
+    pub(crate) value: String,
+}
+
+/// Parses a field selector (`=`, `==`, `!=`, comma-separated, `\` escapes), accepting the
+/// fields every resource has (`metadata.name`, `metadata.namespace`) and those the resource
+/// indexes.
+fn parse_field_selector(
+    selector: &str,
+    resource: &ApiResource,
+) -> Result<Vec<FieldRequirement>, ApiError> {
+    let mut requirements = Vec::new();
+    for term in split_unescaped(selector, ',') {
+        let term = term.trim();
+        if term.is_empty() {
+            continue;
+        }
+        let (field, equals, value) = if let Some((f, v)) = term.split_once("!=") {
+            (f, false, v)
+        } else if let Some((f, v)) = term.split_once("==") {
+            (f, true, v)
+        } else if let Some((f, v)) = term.split_once('=') {
+            (f, true, v)
+        } else {
+            return Err(ApiError::bad_request(format!(
+                "invalid selector: '{selector}'; can't understand '{term}'"
+            )));
+        };
+        let field = field.trim();
+        let known = matches!(field, "metadata.name" | "metadata.namespace")
+            || resource.field_labels.iter().any(|f| f == field);
+        if !known {
+            return Err(ApiError::bad_request(format!("field label not supported: {field}")));
+        }
+        let value = unescape(value.trim());
+        requirements.push(FieldRequirement { field: field.to_owned(), equals, value });
+    }
+    Ok(requirements)
+}
+
+/// Splits on `sep` where it is not escaped by a backslash.
+fn split_unescaped(text: &str, sep: char) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut start = 0;
+    let mut escaped = false;
+    for (i, c) in text.char_indices() {
+        match c {
+            '\\' if !escaped => escaped = true,
+            c if c == sep && !escaped => {
+                parts.push(&text[start..i]);
+                start = i + c.len_utf8();
+            }
+            _ => escaped = false,
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
+/// Removes field selector escapes (`\,`, `\=`, `\\`).
+fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if let Some(next) = chars.next() {
+                out.push(next);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Which objects a list or watch sees: its namespace and selectors.
+#[derive(Debug, Default)]
+pub(crate) struct Filter {
+    /// `None`: all namespaces (or a cluster-scoped resource).
+    pub(crate) namespace: Option<String>,
+    pub(crate) labels: Option<LabelSelector>,
+    pub(crate) fields: Vec<FieldRequirement>,
+}
+
+impl Filter {
+    /// The filter of a request in `namespace` with these options.
+    pub(crate) fn new(namespace: Option<&str>, params: &ListParams) -> Self {
+        Self {
+            namespace: namespace.filter(|ns| !ns.is_empty()).map(str::to_owned),
+            labels: params.label_selector.clone(),
+            fields: params.field_selector.clone(),
+        }
+    }
+
+    /// Whether there are no selectors (the namespace aside).
+    pub(crate) fn selects_everything(&self) -> bool {
+        self.labels.as_ref().is_none_or(LabelSelector::is_everything) && self.fields.is_empty()
+    }
+
+    /// Whether `obj` passes the filter.
+    pub(crate) fn matches(&self, obj: &Value) -> bool {
+        if self.namespace.as_deref().is_some_and(|ns| meta_str(obj, "namespace") != ns) {
+            return false;
+        }
+        if let Some(selector) = &self.labels {
+            let labels = obj.get("metadata").and_then(|m| m.get("labels"));
+            let labels = labels
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if !selector.matches(&labels) {
+                return false;
+            }
+        }
+        self.fields.iter().all(|req| (field_value(obj, &req.field) == req.value) == req.equals)
+    }
+}
+
+/// The value of a field label: a dotted path into the object, as a string (`""` if absent).
+fn field_value(obj: &Value, field: &str) -> String {
+    let value = field.split('.').try_fold(obj, |v, part| v.get(part));
+    match value {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::apiserver::catalog::Catalog;
+    use serde_json::json;
+
+    fn pods() -> std::sync::Arc<ApiResource> {
+        Catalog::builtin().find("", "v1", "pods").unwrap()
+    }
+
+    #[test]
+    fn query_strings_decode() {
+        let q = Query::parse(Some("labelSelector=app%3Dweb%2Ctier+in+(a)&watch=1&x"));
+        assert_eq!(q.get("labelSelector"), Some("app=web,tier in (a)"));
+        assert_eq!(q.bool("watch").unwrap(), Some(true));
+        assert_eq!(q.get("x"), Some(""));
+        assert_eq!(q.bool("x").unwrap(), Some(false));
+        assert!(Query::parse(Some("watch=yes")).bool("watch").is_err());
+        assert_eq!(Query::parse(Some("a=%zz%")).get("a"), Some("%zz%"));
+    }
+
+    #[test]
+    fn list_options_are_validated_as_the_api_server_does() {
+        let parse = |q: &str, watch| ListParams::parse(&Query::parse(Some(q)), &pods(), watch);
+        let err = parse("resourceVersionMatch=Exact", false).unwrap_err();
+        assert_eq!(err.code, 422);
+        assert_eq!(
+            err.message,
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: \
+             resourceVersionMatch is forbidden unless resourceVersion is provided"
+        );
+        assert_eq!(
+            parse("resourceVersion=0&resourceVersionMatch=Exact", false).unwrap_err().code,
+            422
+        );
+        assert_eq!(parse("sendInitialEvents=true", false).unwrap_err().code, 422);
+        assert_eq!(
+            parse("sendInitialEvents=true&resourceVersionMatch=NotOlderThan", true)
+                .unwrap_err()
+                .code,
+            422
+        );
+        let ok = parse(
+            "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
+            true,
+        )
+        .unwrap();
+        assert_eq!(ok.send_initial_events, Some(true));
+        assert_eq!(parse("labelSelector=a+in+(b", false).unwrap_err().code, 400);
+        assert_eq!(
+            parse("fieldSelector=spec.foo%3Dx", false).unwrap_err().message,
+            "field label not supported: spec.foo"
+        );
+    }
+
+    #[test]
+    fn filters_match_namespace_labels_and_fields() {
+        let params = ListParams::parse(
+            &Query::parse(Some("labelSelector=app%3Dweb&fieldSelector=status.phase!%3DFailed,metadata.name%3Dweb-0")),
+            &pods(),
+            false,
+        )
+        .unwrap();
+        let filter = Filter::new(Some("ns"), &params);
+        let pod = |ns: &str, name: &str, app: &str, phase: &str| json!({"metadata": {"namespace": ns, "name": name, "labels": {"app": app}}, "status": {"phase": phase}});
+        assert!(filter.matches(&pod("ns", "web-0", "web", "Running")));
+        assert!(!filter.matches(&pod("other", "web-0", "web", "Running")));
+        assert!(!filter.matches(&pod("ns", "web-0", "db", "Running")));
+        assert!(!filter.matches(&pod("ns", "web-0", "web", "Failed")));
+        assert!(!filter.matches(&pod("ns", "web-1", "web", "Running")));
+        assert!(!filter.selects_everything());
+        assert_eq!(split_unescaped(r"a=b\,c,d=e", ','), [r"a=b\,c", "d=e"]);
+    }
+}

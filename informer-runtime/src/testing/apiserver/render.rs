@@ -1,0 +1,276 @@
+//! Responses as the client asked for them: content negotiation (`Accept`) and the JSON of
+//! objects, lists, tables and partial object metadata.
+//!
+//! Objects are stored at their storage version; they are served at the requested version
+//! (only `apiVersion` differs: CRD versions are converted with the `None` strategy). Lists of
+//! built-in types omit `kind` and `apiVersion` on their items, as typed lists do on the wire;
+//! lists of custom resources keep them.
+
+use std::borrow::Cow;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::{Map, Value, json};
+
+use super::catalog::ApiResource;
+use super::query::Query;
+use super::status::ApiError;
+use super::store::Object;
+use super::table;
+
+/// What a table row carries as its `object` (`includeObject`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Include {
+    None,
+    Metadata,
+    Object,
+}
+
+/// The representation a response is rendered in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Output {
+    /// The objects themselves.
+    Json,
+    /// A `meta.k8s.io` `Table` (`v1` or `v1beta1`).
+    Table { api_version: &'static str, include: Include },
+    /// `PartialObjectMetadata` (or its list).
+    Metadata { api_version: &'static str },
+}
+
+/// Picks the first representation of the `Accept` header the server can produce.
+pub(crate) fn negotiate(accept: Option<&str>, query: &Query) -> Result<Output, ApiError> {
+    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
+        return Ok(Output::Json);
+    };
+    for range in accept.split(',') {
+        let mut parts = range.split(';').map(str::trim);
+        let media = parts.next().unwrap_or_default().to_ascii_lowercase();
+        let params: Vec<(String, &str)> = parts
+            .filter_map(|p| p.split_once('='))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().trim_matches('"')))
+            .collect();
+        let param = |name: &str| params.iter().find(|(k, _)| k == name).map(|(_, v)| *v);
+        if !matches!(media.as_str(), "application/json" | "application/*" | "*/*") {
+            continue;
+        }
+        let api_version = match (param("g"), param("v")) {
+            (Some("meta.k8s.io"), Some("v1")) => "meta.k8s.io/v1",
+            (Some("meta.k8s.io"), Some("v1beta1")) => "meta.k8s.io/v1beta1",
+            _ => "",
+        };
+        match param("as") {
+            None => return Ok(Output::Json),
+            Some("Table") if !api_version.is_empty() => {
+                let include = match query.get("includeObject").unwrap_or_default() {
+                    "" | "Metadata" => Include::Metadata,
+                    "None" => Include::None,
+                    "Object" => Include::Object,
+                    other => {
+                        return Err(ApiError::bad_request(format!(
+                            "unrecognized includeObject value: {other:?}"
+                        )));
+                    }
+                };
+                return Ok(Output::Table { api_version, include });
+            }
+            Some("PartialObjectMetadata" | "PartialObjectMetadataList")
+                if !api_version.is_empty() =>
+            {
+                return Ok(Output::Metadata { api_version });
+            }
+            // Aggregated discovery and other conversions: try the next range.
+            Some(_) => {}
+        }
+    }
+    Err(ApiError::not_acceptable(
+        "only the following media types are accepted: application/json, \
+         application/json;as=Table;v=v1;g=meta.k8s.io, \
+         application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",
+    ))
+}
+
+/// `obj` as served at `resource`'s version.
+pub(crate) fn served<'a>(obj: &'a Value, resource: &ApiResource) -> Cow<'a, Value> {
+    let api_version = resource.api_version();
+    if obj.get("apiVersion").and_then(Value::as_str) == Some(api_version.as_str()) {
+        return Cow::Borrowed(obj);
+    }
+    let mut owned = obj.clone();
+    if let Value::Object(map) = &mut owned {
+        map.insert("apiVersion".into(), Value::String(api_version));
+    }
+    Cow::Owned(owned)
+}
+
+/// `PartialObjectMetadata` of an object.
+pub(crate) fn partial_metadata(obj: &Value, api_version: &str) -> Value {
+    let metadata = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    json!({"kind": "PartialObjectMetadata", "apiVersion": api_version, "metadata": metadata})
+}
+
+/// One object in the negotiated representation.
+pub(crate) fn object(obj: &Value, resource: &ApiResource, output: Output) -> Value {
+    match output {
+        Output::Json => served(obj, resource).into_owned(),
+        Output::Metadata { api_version } => partial_metadata(obj, api_version),
+        Output::Table { api_version, include } => {
+            let rv = super::store::meta_str(obj, "resourceVersion").to_owned();
+            let meta = ListMeta { resource_version: rv, ..ListMeta::default() };
+            table::table(resource, &[obj], api_version, include, true, &meta)
+        }
+    }
+}
+
+/// The `metadata` of a list.
+#[derive(Debug, Default)]
+pub(crate) struct ListMeta {
+    pub(crate) resource_version: String,
+    pub(crate) continue_token: Option<String>,
+    pub(crate) remaining: Option<u64>,
+}
+
+impl ListMeta {
+    pub(crate) fn to_json(&self) -> Value {
+        let mut meta = Map::new();
+        meta.insert("resourceVersion".into(), json!(self.resource_version));
+        if let Some(token) = &self.continue_token {
+            meta.insert("continue".into(), json!(token));
+        }
+        if let Some(remaining) = self.remaining {
+            meta.insert("remainingItemCount".into(), json!(remaining));
+        }
+        Value::Object(meta)
+    }
+}
+
+/// A list in the negotiated representation, serialized.
+pub(crate) fn list(
+    resource: &ApiResource,
+    items: &[Object],
+    meta: &ListMeta,
+    output: Output,
+) -> Vec<u8> {
+    match output {
+        Output::Json => {
+            let body = ListBody { resource, items, meta };
+            serde_json::to_vec(&body).unwrap_or_default()
+        }
+        Output::Metadata { api_version } => {
+            let items: Vec<Value> =
+                items.iter().map(|o| partial_metadata(o, api_version)).collect();
+            let body = json!({"kind": "PartialObjectMetadataList", "apiVersion": api_version,
+                              "metadata": meta.to_json(), "items": items});
+            body.to_string().into_bytes()
+        }
+        Output::Table { api_version, include } => {
+            let rows: Vec<&Value> = items.iter().map(|o| &**o).collect();
+            table::table(resource, &rows, api_version, include, true, meta).to_string().into_bytes()
+        }
+    }
+}
+
+/// A list of objects, serialized without copying them.
+struct ListBody<'a> {
+    resource: &'a ApiResource,
+    items: &'a [Object],
+    meta: &'a ListMeta,
+}
+
+impl Serialize for ListBody<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(4))?;
+        map.serialize_entry("kind", &self.resource.list_kind)?;
+        map.serialize_entry("apiVersion", &self.resource.api_version())?;
+        map.serialize_entry("metadata", &self.meta.to_json())?;
+        let api_version = self.resource.api_version();
+        let items: Vec<Item<'_>> = self
+            .items
+            .iter()
+            .map(|obj| Item { obj, api_version: &api_version, strip: self.resource.builtin })
+            .collect();
+        map.serialize_entry("items", &items)?;
+        map.end()
+    }
+}
+
+/// One list item: without `kind`/`apiVersion` (built-ins), or with `apiVersion` as served.
+struct Item<'a> {
+    obj: &'a Value,
+    api_version: &'a str,
+    strip: bool,
+}
+
+impl Serialize for Item<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Value::Object(fields) = self.obj else {
+            return self.obj.serialize(serializer);
+        };
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in fields {
+            match key.as_str() {
+                "kind" | "apiVersion" if self.strip => {}
+                "apiVersion" => map.serialize_entry(key, self.api_version)?,
+                _ => map.serialize_entry(key, value)?,
+            }
+        }
+        map.end()
+    }
+}
+
+/// A JSON response.
+pub(crate) fn json_response(code: StatusCode, body: Vec<u8>) -> Response {
+    let mut response = (code, body).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::apiserver::catalog::Catalog;
+    use std::sync::Arc;
+
+    #[test]
+    fn negotiation_follows_kubectl_accept_headers() {
+        let q = Query::default();
+        let kubectl = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+        assert_eq!(
+            negotiate(Some(kubectl), &q).unwrap(),
+            Output::Table { api_version: "meta.k8s.io/v1", include: Include::Metadata }
+        );
+        let discovery =
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+        assert_eq!(negotiate(Some(discovery), &q).unwrap(), Output::Json);
+        assert_eq!(
+            negotiate(Some("application/vnd.kubernetes.protobuf, */*"), &q).unwrap(),
+            Output::Json
+        );
+        assert_eq!(
+            negotiate(Some("application/vnd.kubernetes.protobuf"), &q).unwrap_err().code,
+            406
+        );
+        let none = Query::parse(Some("includeObject=None"));
+        assert!(matches!(
+            negotiate(Some("application/json;as=Table;g=meta.k8s.io;v=v1"), &none).unwrap(),
+            Output::Table { include: Include::None, .. }
+        ));
+    }
+
+    #[test]
+    fn builtin_list_items_have_no_type_meta() {
+        let catalog = Catalog::builtin();
+        let pods = catalog.find("", "v1", "pods").unwrap();
+        let pod = Arc::new(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}}));
+        let meta = ListMeta { resource_version: "7".into(), ..ListMeta::default() };
+        let body: Value =
+            serde_json::from_slice(&list(&pods, &[pod], &meta, Output::Json)).unwrap();
+        assert_eq!(
+            body,
+            json!({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"},
+                   "items": [{"metadata": {"name": "a"}}]})
+        );
+    }
+}

@@ -1,0 +1,330 @@
+//! Starting and stopping the server: [`Config`], [`ApiServer`], [`serve`], and their [`Error`].
+
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::ops::Deref;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::json;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::catalog::{ApiResource, Catalog, ResourceType};
+use super::faults::Faults;
+use super::handle::ServerHandle;
+use super::registry::{self, Scope};
+use super::router::router;
+use super::state::{Settings, Shared, State};
+use super::store::Store;
+use super::watch::WatchHub;
+
+/// Why the server could not start, or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The address could not be bound (in use, not local, no permission).
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// What the operating system said.
+        #[source]
+        source: io::Error,
+    },
+    /// Serving failed after the server started.
+    #[error("the server failed: {0}")]
+    Serve(#[source] io::Error),
+    /// The server task panicked or was aborted.
+    #[error("the server task ended abnormally: {0}")]
+    Task(#[source] tokio::task::JoinError),
+}
+
+/// `Result` with this module's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// How to start an [`ApiServer`]: public fields, or the chained setters.
+///
+/// ```
+/// use std::time::Duration;
+/// use informer_runtime::testing::apiserver::{Config, ResourceType};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), informer_runtime::testing::apiserver::Error> {
+/// let server = Config::default()
+///     .history_limit(100)
+///     .bookmark_interval(None)
+///     .resource(ResourceType::new("example.com", "v1", "Widget", "widgets", true))
+///     .start()
+///     .await?;
+/// assert!(server.url().starts_with("http://127.0.0.1:"));
+/// server.shutdown().await
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Where to listen.
+    pub addr: SocketAddr,
+    /// How many changes (of all types together) are kept for watch replay and list
+    /// snapshots; older versions get `410 Expired`.
+    pub history_limit: usize,
+    /// How often watches that asked for bookmarks get one; `None` for never (send them with
+    /// [`ServerHandle::send_bookmarks`]).
+    pub bookmark_interval: Option<Duration>,
+    /// Namespaced objects can only be created in existing namespaces (the `NamespaceLifecycle`
+    /// admission plugin).
+    pub require_namespaces: bool,
+    /// Namespaces that exist from the start.
+    pub namespaces: Vec<String>,
+    /// Resource types served besides the built-ins (CRDs need not be declared: create them).
+    pub resources: Vec<ResourceType>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            // Loopback, any free port: tests run in parallel.
+            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            // A generous watch cache; the real one keeps 100 events per type, growing with load.
+            history_limit: 10_000,
+            // The API server sends a bookmark about once a minute; tests need them sooner.
+            bookmark_interval: Some(Duration::from_secs(5)),
+            // kube-apiserver enforces it, but most tests do not bother creating namespaces.
+            require_namespaces: false,
+            // What a new cluster has.
+            namespaces: ["default", "kube-system", "kube-public", "kube-node-lease"]
+                .map(str::to_owned)
+                .to_vec(),
+            resources: Vec::new(),
+        }
+    }
+}
+
+impl Config {
+    /// Listens on `addr` (`127.0.0.1:0` by default).
+    #[must_use]
+    pub fn addr(mut self, addr: SocketAddr) -> Self {
+        self.addr = addr;
+        self
+    }
+
+    /// Keeps at most `limit` changes for replay (10 000 by default).
+    #[must_use]
+    pub fn history_limit(mut self, limit: usize) -> Self {
+        self.history_limit = limit;
+        self
+    }
+
+    /// Sends periodic bookmarks this often (`None`: never).
+    #[must_use]
+    pub fn bookmark_interval(mut self, interval: Option<Duration>) -> Self {
+        self.bookmark_interval = interval;
+        self
+    }
+
+    /// Requires namespaces to exist before objects are created in them.
+    #[must_use]
+    pub fn require_namespaces(mut self, yes: bool) -> Self {
+        self.require_namespaces = yes;
+        self
+    }
+
+    /// Sets the namespaces that exist from the start.
+    #[must_use]
+    pub fn namespaces(mut self, namespaces: &[&str]) -> Self {
+        self.namespaces = namespaces.iter().map(|&n| n.to_owned()).collect();
+        self
+    }
+
+    /// Serves another resource type.
+    #[must_use]
+    pub fn resource(mut self, ty: ResourceType) -> Self {
+        self.resources.push(ty);
+        self
+    }
+
+    /// Binds the address and starts serving, on the current tokio runtime.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Bind`] if the address cannot be bound.
+    pub async fn start(self) -> Result<ApiServer> {
+        let listener = tokio::net::TcpListener::bind(self.addr)
+            .await
+            .map_err(|source| Error::Bind { addr: self.addr, source })?;
+        let addr =
+            listener.local_addr().map_err(|source| Error::Bind { addr: self.addr, source })?;
+        let mut catalog = Catalog::builtin();
+        for ty in self.resources {
+            catalog.add(ApiResource::custom(ty));
+        }
+        let settings = Settings {
+            require_namespaces: self.require_namespaces,
+            bookmark_interval: self.bookmark_interval,
+        };
+        let mut state = State {
+            store: Store::new(0, self.history_limit),
+            catalog,
+            hub: WatchHub::default(),
+            faults: Faults::default(),
+        };
+        if let Some(namespaces) = state.catalog.find("", "v1", "namespaces") {
+            for name in &self.namespaces {
+                let scope = Scope { resource: &namespaces, namespace: None };
+                let namespace = json!({"metadata": {"name": name}});
+                if let Err(error) = registry::create(&mut state, &settings, scope, namespace, false)
+                {
+                    tracing::warn!(%name, %error, "initial namespace not created");
+                }
+            }
+        }
+        let shared = Arc::new(Shared {
+            state: Mutex::new(state),
+            settings,
+            shutdown: CancellationToken::new(),
+            watch_opened: Notify::new(),
+        });
+        let shutdown = shared.shutdown.clone();
+        let app = router(Arc::clone(&shared));
+        let task = tokio::spawn(async move {
+            let signal = async move { shutdown.cancelled().await };
+            axum::serve(listener, app).with_graceful_shutdown(signal).await
+        });
+        let bookmarks = shared.settings.bookmark_interval.map(|every| {
+            let shared = Arc::clone(&shared);
+            tokio::spawn(async move {
+                let mut ticks =
+                    tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+                loop {
+                    tokio::select! {
+                        () = shared.shutdown.cancelled() => return,
+                        _ = ticks.tick() => {
+                            let mut state = shared.state.lock();
+                            let rv = state.store.resource_version();
+                            state.hub.bookmark(rv);
+                        }
+                    }
+                }
+            })
+        });
+        tracing::info!(url = %format!("http://{addr}"), "embedded API server listening");
+        Ok(ApiServer { handle: ServerHandle { shared, addr }, task: Some(task), bookmarks })
+    }
+}
+
+/// An embedded, protocol-faithful Kubernetes API server, running on the tokio runtime that
+/// started it.
+///
+/// It derefs to its [`ServerHandle`] (URL, kubeconfig, faults, inspection); clone that handle
+/// to use it from other tasks. Dropping the server stops it; [`shutdown`](Self::shutdown)
+/// also waits until it has stopped.
+///
+/// ```
+/// use informer_runtime::testing::apiserver::ApiServer;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), informer_runtime::testing::apiserver::Error> {
+/// let server = ApiServer::start().await?;
+/// std::fs::write(std::env::temp_dir().join("embedded.kubeconfig"), server.kubeconfig_yaml())
+///     .expect("a writable temp dir");
+/// // KUBECONFIG=.../embedded.kubeconfig kubectl get namespaces
+/// server.shutdown().await
+/// # }
+/// ```
+#[doc(alias = "kube-apiserver")]
+#[derive(Debug)]
+pub struct ApiServer {
+    handle: ServerHandle,
+    task: Option<JoinHandle<io::Result<()>>>,
+    bookmarks: Option<JoinHandle<()>>,
+}
+
+impl ApiServer {
+    /// Starts a server with the default [`Config`] on `127.0.0.1` and a free port.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Bind`] if no port can be bound.
+    pub async fn start() -> Result<Self> {
+        Config::default().start().await
+    }
+
+    /// The default [`Config`], to adjust before [`Config::start`].
+    #[must_use]
+    pub fn builder() -> Config {
+        Config::default()
+    }
+
+    /// A handle that other tasks can keep.
+    #[must_use]
+    pub fn handle(&self) -> ServerHandle {
+        self.handle.clone()
+    }
+
+    /// Stops accepting connections, ends every open watch, and waits for the server to stop.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Serve`] or [`Error::Task`] if the server had failed.
+    pub async fn shutdown(mut self) -> Result<()> {
+        self.stop();
+        if let Some(bookmarks) = self.bookmarks.take() {
+            bookmarks.await.map_err(Error::Task)?;
+        }
+        match self.task.take() {
+            Some(task) => task.await.map_err(Error::Task)?.map_err(Error::Serve),
+            None => Ok(()),
+        }
+    }
+
+    /// Serves until the server fails (or forever): the body of `cargo xtask serve`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Serve`] or [`Error::Task`] if the server fails.
+    pub async fn run(mut self) -> Result<()> {
+        match self.task.take() {
+            Some(task) => task.await.map_err(Error::Task)?.map_err(Error::Serve),
+            None => Ok(()),
+        }
+    }
+
+    fn stop(&self) {
+        self.handle.shared.shutdown.cancel();
+        self.handle.shared.state.lock().hub.drop_all();
+    }
+}
+
+impl Deref for ApiServer {
+    type Target = ServerHandle;
+
+    fn deref(&self) -> &ServerHandle {
+        &self.handle
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Serves a fresh server with the default [`Config`] on `addr` until the process ends or the
+/// future is dropped: what `cargo xtask serve --addr 127.0.0.1:PORT` runs.
+///
+/// ```no_run
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), informer_runtime::testing::apiserver::Error> {
+/// let addr = "127.0.0.1:8080".parse().expect("an address");
+/// informer_runtime::testing::apiserver::serve(addr).await
+/// # }
+/// ```
+///
+/// # Errors
+///
+/// [`Error::Bind`] if `addr` cannot be bound, [`Error::Serve`] if serving fails.
+pub async fn serve(addr: SocketAddr) -> Result<()> {
+    Config::default().addr(addr).start().await?.run().await
+}

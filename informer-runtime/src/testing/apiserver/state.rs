@@ -1,0 +1,63 @@
+//! The server's shared state: storage, catalog, open watches and faults behind one lock.
+//!
+//! One lock orders everything as etcd and the watch cache would: a write takes the next
+//! resourceVersion and reaches every open watch before the next write starts, so each watch
+//! sees changes in resourceVersion order.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::catalog::Catalog;
+use super::faults::Faults;
+use super::status::GroupResource;
+use super::store::{Change, ChangeKind, Store};
+use super::watch::WatchHub;
+
+/// Settings fixed when the server starts.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    /// Namespaced objects may only be created in existing namespaces.
+    pub(crate) require_namespaces: bool,
+    /// How often watches that asked for bookmarks get one; `None` for never.
+    pub(crate) bookmark_interval: Option<Duration>,
+}
+
+/// Everything behind the lock.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) store: Store,
+    pub(crate) catalog: Catalog,
+    pub(crate) hub: WatchHub,
+    pub(crate) faults: Faults,
+}
+
+impl State {
+    /// Commits a write and sends it to the matching watches.
+    pub(crate) fn commit(
+        &mut self,
+        storage: &GroupResource,
+        key: &str,
+        kind: ChangeKind,
+        obj: Value,
+    ) -> Arc<Change> {
+        let change = self.store.write(storage, key, kind, obj);
+        self.hub.broadcast(&change);
+        change
+    }
+}
+
+/// What every request handler and the server handle share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) state: Mutex<State>,
+    pub(crate) settings: Settings,
+    /// Cancelled when the server shuts down: ends every watch.
+    pub(crate) shutdown: CancellationToken,
+    /// Signalled whenever a watch opens.
+    pub(crate) watch_opened: Notify,
+}

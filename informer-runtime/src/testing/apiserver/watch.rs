@@ -1,0 +1,368 @@
+//! The watch verb: open watches, their events, bookmarks, and the HTTP stream that carries them.
+//!
+//! Each watch is a [`Watcher`] in the [`WatchHub`] with its own unbounded channel; a write
+//! reaches it under the state lock, filtered as the watch cache filters (an object that stops
+//! matching a selector arrives as `DELETED` with its last matching state, one that starts
+//! matching as `ADDED`). The HTTP response is a chunked stream of newline-terminated
+//! `{"type": ..., "object": ...}` events, as the API server writes them.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::catalog::ApiResource;
+use super::query::{Filter, ListParams};
+use super::render::{ListMeta, Output, partial_metadata, served};
+use super::state::Shared;
+use super::status::{ApiError, GroupResource};
+use super::store::{Change, ChangeKind, Object, meta_str, stamp};
+use super::table;
+
+/// The annotation that marks the bookmark ending a streaming list's initial events.
+const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+
+/// One thing a watch sends.
+#[derive(Debug)]
+pub(crate) enum Frame {
+    /// `ADDED`, `MODIFIED` or `DELETED`.
+    Event(ChangeKind, Object),
+    /// `BOOKMARK` at a version.
+    Bookmark { rv: u64, initial_events_end: bool },
+    /// `ERROR`; the watch ends after it.
+    Error(ApiError),
+}
+
+/// One open watch.
+#[derive(Debug)]
+struct Watcher {
+    storage: GroupResource,
+    filter: Filter,
+    bookmarks: bool,
+    tx: mpsc::UnboundedSender<Frame>,
+    /// Set when the watch is stalled: its stream then ignores its timeout.
+    stalled: Arc<AtomicBool>,
+}
+
+/// The open watches of every resource.
+#[derive(Debug, Default)]
+pub(crate) struct WatchHub {
+    watchers: Vec<Watcher>,
+    /// Stalled watches: kept open, sent nothing.
+    stalled: Vec<Watcher>,
+}
+
+impl WatchHub {
+    /// Sends a committed change to the watches of its resource that it concerns.
+    pub(crate) fn broadcast(&mut self, change: &Change) {
+        self.watchers.retain(|w| !w.tx.is_closed());
+        for watcher in self.watchers.iter().filter(|w| w.storage == change.storage) {
+            if let Some(frame) = event_for(change, &watcher.filter) {
+                // A receiver dropped since the retain above is pruned next time.
+                let _ = watcher.tx.send(frame);
+            }
+        }
+    }
+
+    /// Sends a bookmark at `rv` to every watch that asked for bookmarks.
+    pub(crate) fn bookmark(&mut self, rv: u64) {
+        self.watchers.retain(|w| !w.tx.is_closed());
+        for watcher in self.watchers.iter().filter(|w| w.bookmarks) {
+            let _ = watcher.tx.send(Frame::Bookmark { rv, initial_events_end: false });
+        }
+    }
+
+    /// Ends every open watch (stalled ones too) cleanly; returns how many there were.
+    pub(crate) fn drop_all(&mut self) -> usize {
+        let n = self.open();
+        self.watchers.clear();
+        self.stalled.clear();
+        n
+    }
+
+    /// Stalls every open watch: it stays open and receives nothing more until it is dropped.
+    /// Returns how many were stalled.
+    pub(crate) fn stall_all(&mut self) -> usize {
+        self.watchers.retain(|w| !w.tx.is_closed());
+        for watcher in &self.watchers {
+            watcher.stalled.store(true, Ordering::SeqCst);
+        }
+        let n = self.watchers.len();
+        self.stalled.append(&mut self.watchers);
+        n
+    }
+
+    /// The number of open watches, stalled ones included.
+    pub(crate) fn open(&mut self) -> usize {
+        self.watchers.retain(|w| !w.tx.is_closed());
+        self.stalled.retain(|w| !w.tx.is_closed());
+        self.watchers.len() + self.stalled.len()
+    }
+}
+
+/// The event a watch with `filter` gets for `change` (`cacheWatcher.convertToWatchEvent`).
+fn event_for(change: &Change, filter: &Filter) -> Option<Frame> {
+    let now = change.kind != ChangeKind::Deleted && filter.matches(&change.obj);
+    let before = change.prev.as_deref().is_some_and(|prev| filter.matches(prev));
+    match (now, before) {
+        (false, false) => None,
+        (true, false) => Some(Frame::Event(ChangeKind::Added, Arc::clone(&change.obj))),
+        (true, true) => Some(Frame::Event(ChangeKind::Modified, Arc::clone(&change.obj))),
+        (false, true) if change.kind == ChangeKind::Deleted => {
+            Some(Frame::Event(ChangeKind::Deleted, Arc::clone(&change.obj)))
+        }
+        (false, true) => {
+            // The last state that matched, at the version where it stopped matching.
+            let mut last = change.prev.as_deref().cloned().unwrap_or(Value::Null);
+            stamp(&mut last, change.rv);
+            Some(Frame::Event(ChangeKind::Deleted, Arc::new(last)))
+        }
+    }
+}
+
+/// Opens a watch of `resource` (in `namespace`, if given) and returns the streaming response.
+///
+/// Where it starts (the API server's rules):
+/// - `sendInitialEvents=true`: an `ADDED` per current object, a bookmark annotated
+///   `k8s.io/initial-events-end`, then changes;
+/// - resourceVersion `""` or `"0"`: an `ADDED` per current object, then changes (nothing
+///   before the changes with `sendInitialEvents=false`);
+/// - resourceVersion `N`: the kept changes after `N`, then new ones; if `N` is compacted, one
+///   `ERROR` event (`410 Expired`) and the end; if `N` is in the future, `504` at once.
+pub(crate) fn watch(
+    shared: &Arc<Shared>,
+    resource: Arc<ApiResource>,
+    namespace: Option<&str>,
+    params: &ListParams,
+    output: Output,
+) -> Result<Response, ApiError> {
+    let filter = Filter::new(namespace, params);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let stalled = Arc::new(AtomicBool::new(false));
+    {
+        let mut state = shared.state.lock();
+        let current = state.store.resource_version();
+        let requested = params.parsed_version()?;
+        if let Some(n) = requested.filter(|&n| n > current) {
+            return Err(ApiError::too_large_resource_version(n, current));
+        }
+        let storage = &resource.storage;
+        match (params.send_initial_events, requested) {
+            (Some(true), _) | (None, None | Some(0)) => {
+                for (_, obj) in state.store.range(storage, "") {
+                    if filter.matches(obj) {
+                        let _ = tx.send(Frame::Event(ChangeKind::Added, Arc::clone(obj)));
+                    }
+                }
+                if params.send_initial_events == Some(true) {
+                    let _ = tx.send(Frame::Bookmark { rv: current, initial_events_end: true });
+                }
+            }
+            (Some(false), None | Some(0)) => {}
+            (_, Some(n)) => {
+                let compacted = state.store.compacted();
+                if n < compacted {
+                    let message = format!("too old resource version: {n} ({compacted})");
+                    let _ = tx.send(Frame::Error(ApiError::expired(message)));
+                    drop(tx);
+                    return Ok(response(shared, resource, rx, output, params, stalled));
+                }
+                for change in state.store.changes_after(n).filter(|c| &c.storage == storage) {
+                    if let Some(frame) = event_for(change, &filter) {
+                        let _ = tx.send(frame);
+                    }
+                }
+            }
+        }
+        let bookmarks = params.allow_watch_bookmarks;
+        let storage = storage.clone();
+        let watcher = Watcher { storage, filter, bookmarks, tx, stalled: Arc::clone(&stalled) };
+        state.hub.watchers.push(watcher);
+    }
+    shared.watch_opened.notify_waiters();
+    Ok(response(shared, resource, rx, output, params, stalled))
+}
+
+/// The chunked response of a watch.
+fn response(
+    shared: &Arc<Shared>,
+    resource: Arc<ApiResource>,
+    rx: mpsc::UnboundedReceiver<Frame>,
+    output: Output,
+    params: &ListParams,
+    stalled: Arc<AtomicBool>,
+) -> Response {
+    // As the API server: timeoutSeconds, or a random 30 to 60 minutes (--min-request-timeout).
+    let timeout = match params.timeout_seconds.filter(|&t| t > 0) {
+        Some(seconds) => Duration::from_secs(seconds),
+        None => Duration::from_secs(1800 + fastrand::u64(..1800)),
+    };
+    let encoder = Encoder { resource, output, headers_sent: false };
+    let stream = WatchStream {
+        rx,
+        encoder,
+        stalled,
+        shutdown: shared.shutdown.clone(),
+        deadline: Box::pin(tokio::time::sleep(timeout)),
+        timed_out: false,
+        ended: false,
+    };
+    let body = Body::from_stream(futures::stream::unfold(stream, WatchStream::next));
+    let mut response = Response::new(body);
+    *response.status_mut() = StatusCode::OK;
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    response
+}
+
+/// The state of one watch response.
+struct WatchStream {
+    rx: mpsc::UnboundedReceiver<Frame>,
+    encoder: Encoder,
+    stalled: Arc<AtomicBool>,
+    shutdown: CancellationToken,
+    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// The deadline passed while stalled: no longer armed.
+    timed_out: bool,
+    /// An `ERROR` event was sent: nothing follows it.
+    ended: bool,
+}
+
+impl WatchStream {
+    /// The next chunk, or `None` when the watch ends (closed, timed out, shut down, errored).
+    async fn next(mut self) -> Option<(Result<Bytes, std::convert::Infallible>, Self)> {
+        if self.ended {
+            return None;
+        }
+        loop {
+            tokio::select! {
+                biased;
+                () = self.shutdown.cancelled() => return None,
+                frame = self.rx.recv() => {
+                    let frame = frame?;
+                    self.ended = matches!(frame, Frame::Error(_));
+                    let bytes = self.encoder.encode(frame);
+                    return Some((Ok(bytes), self));
+                }
+                () = &mut self.deadline, if !self.timed_out => {
+                    if !self.stalled.load(Ordering::SeqCst) {
+                        return None;
+                    }
+                    // A stalled watch stays open: the client must notice the silence.
+                    self.timed_out = true;
+                }
+            }
+        }
+    }
+}
+
+/// Turns frames into the bytes of watch events.
+struct Encoder {
+    resource: Arc<ApiResource>,
+    output: Output,
+    /// A table watch sends column definitions with its first event only.
+    headers_sent: bool,
+}
+
+impl Encoder {
+    fn encode(&mut self, frame: Frame) -> Bytes {
+        let (kind, object) = match frame {
+            Frame::Event(kind, obj) => (kind.as_str(), self.object(&obj)),
+            Frame::Bookmark { rv, initial_events_end } => {
+                let mut metadata = json!({"resourceVersion": rv.to_string()});
+                if initial_events_end {
+                    metadata["annotations"] = json!({INITIAL_EVENTS_END: "true"});
+                }
+                let bookmark = json!({"kind": self.resource.ty.kind,
+                                      "apiVersion": self.resource.api_version(),
+                                      "metadata": metadata});
+                let object = match self.output {
+                    Output::Metadata { api_version } => partial_metadata(&bookmark, api_version),
+                    Output::Json | Output::Table { .. } => bookmark,
+                };
+                ("BOOKMARK", object)
+            }
+            Frame::Error(error) => ("ERROR", error.to_json()),
+        };
+        let mut line =
+            serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
+        line.push(b'\n');
+        Bytes::from(line)
+    }
+
+    fn object(&mut self, obj: &Value) -> Value {
+        match self.output {
+            Output::Json => served(obj, &self.resource).into_owned(),
+            Output::Metadata { api_version } => partial_metadata(obj, api_version),
+            Output::Table { api_version, include } => {
+                let rv = meta_str(obj, "resourceVersion").to_owned();
+                let meta = ListMeta { resource_version: rv, ..ListMeta::default() };
+                let headers = !self.headers_sent;
+                self.headers_sent = true;
+                table::table(&self.resource, &[obj], api_version, include, headers, &meta)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::apiserver::catalog::Catalog;
+    use crate::testing::apiserver::query::{ListParams, Query};
+
+    fn change(kind: ChangeKind, prev: Option<Value>, obj: Value) -> Change {
+        Change {
+            rv: 9,
+            storage: GroupResource::new("", "pods"),
+            key: "ns/a".into(),
+            kind,
+            obj: Arc::new(obj),
+            prev: prev.map(Arc::new),
+        }
+    }
+
+    #[test]
+    fn events_are_filtered_as_the_watch_cache_filters() {
+        let pods = Catalog::builtin().find("", "v1", "pods").unwrap();
+        let params =
+            ListParams::parse(&Query::parse(Some("labelSelector=app%3Dweb")), &pods, true).unwrap();
+        let filter = Filter::new(None, &params);
+        let web =
+            json!({"metadata": {"name": "a", "labels": {"app": "web"}, "resourceVersion": "8"}});
+        let db = json!({"metadata": {"name": "a", "labels": {"app": "db"}}});
+        let kind = |f: Option<Frame>| match f {
+            Some(Frame::Event(k, o)) => {
+                format!("{}@{}", k.as_str(), meta_str(&o, "resourceVersion"))
+            }
+            _ => "none".into(),
+        };
+        assert_eq!(
+            kind(event_for(&change(ChangeKind::Modified, Some(web.clone()), db.clone()), &filter)),
+            "DELETED@9"
+        );
+        assert_eq!(
+            kind(event_for(&change(ChangeKind::Modified, Some(db.clone()), web.clone()), &filter)),
+            "ADDED@8"
+        );
+        assert_eq!(
+            kind(event_for(&change(ChangeKind::Modified, Some(db.clone()), db.clone()), &filter)),
+            "none"
+        );
+        assert_eq!(
+            kind(event_for(&change(ChangeKind::Deleted, Some(web.clone()), web), &filter)),
+            "DELETED@8"
+        );
+        assert_eq!(
+            kind(event_for(&change(ChangeKind::Deleted, Some(db.clone()), db), &filter)),
+            "none"
+        );
+    }
+}

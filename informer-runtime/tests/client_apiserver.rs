@@ -1,0 +1,218 @@
+//! The HTTP client against the embedded API server: typed requests with optimistic
+//! concurrency, paged lists, streaming lists, and an informer that follows the server through
+//! dropped watches and compaction.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use informer_runtime::client::{Client, Config};
+use informer_runtime::listwatch::{ListOptions, ResourceVersionMatch, WatchEvent, WatchOptions};
+use informer_runtime::testing::apiserver::ApiServer;
+use informer_runtime::{GroupVersionResource, HandlerFuncs, LabelSelector, SharedInformerFactory};
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+async fn within<F: Future>(fut: F) -> F::Output {
+    tokio::time::timeout(DEADLINE, fut).await.expect("deadline exceeded")
+}
+
+async fn start() -> (ApiServer, Client) {
+    let server = ApiServer::start().await.unwrap();
+    let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
+    (server, client)
+}
+
+fn pod(name: &str) -> Pod {
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            labels: Some(BTreeMap::from([("app".to_owned(), "web".to_owned())])),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "c".to_owned(),
+                image: Some("nginx".to_owned()),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        }),
+        ..Pod::default()
+    }
+}
+
+#[tokio::test]
+async fn typed_requests_with_optimistic_concurrency() {
+    let (_server, client) = start().await;
+    let cm = ConfigMap {
+        metadata: ObjectMeta { name: Some("settings".to_owned()), ..ObjectMeta::default() },
+        data: Some(BTreeMap::from([("a".to_owned(), "1".to_owned())])),
+        ..ConfigMap::default()
+    };
+    let created = within(client.create(Some("default"), &cm)).await.unwrap();
+    assert!(created.metadata.uid.is_some());
+    let again = within(client.create(Some("default"), &cm)).await.unwrap_err();
+    assert!(again.is_conflict(), "{again}");
+
+    let patch = serde_json::json!({"data": {"b": "2"}});
+    let patched: ConfigMap =
+        within(client.patch_merge(Some("default"), "settings", &patch)).await.unwrap();
+    assert_eq!(patched.data.as_ref().unwrap().len(), 2);
+
+    // `created` carries the version before the patch: replacing with it is stale.
+    let stale = within(client.replace(Some("default"), "settings", &created)).await.unwrap_err();
+    assert!(stale.is_conflict(), "{stale}");
+    let mut changed = patched.clone();
+    changed.data.as_mut().unwrap().insert("c".to_owned(), "3".to_owned());
+    let replaced = within(client.replace(Some("default"), "settings", &changed)).await.unwrap();
+    assert_eq!(replaced.data.as_ref().unwrap().len(), 3);
+    assert_ne!(replaced.metadata.resource_version, patched.metadata.resource_version);
+
+    within(client.delete::<ConfigMap>(Some("default"), "settings")).await.unwrap();
+    let gone = within(client.get::<ConfigMap>(Some("default"), "settings")).await.unwrap_err();
+    assert!(gone.is_not_found(), "{gone}");
+}
+
+#[tokio::test]
+async fn paged_lists_return_every_object_once() {
+    let (_server, client) = start().await;
+    for i in 0..23 {
+        within(client.create(Some("default"), &pod(&format!("p-{i:02}")))).await.unwrap();
+    }
+    let pods = client.lister_watcher::<Pod>(Some("default"));
+    let mut options = ListOptions { limit: Some(5), ..ListOptions::default() };
+    let mut names = Vec::new();
+    let mut pages = 0;
+    loop {
+        let page = within(pods.list(&options)).await.unwrap();
+        pages += 1;
+        names.extend(page.items.iter().map(|p| p.metadata.name.clone().unwrap()));
+        let Some(token) = page.continue_token else { break };
+        // What the reflector sends next, so the prefetched page is used.
+        options =
+            ListOptions { continue_token: Some(token), resource_version: String::new(), ..options };
+    }
+    names.sort();
+    names.dedup();
+    assert_eq!((names.len(), pages), (23, 5));
+}
+
+#[tokio::test]
+async fn a_streaming_list_ends_with_the_initial_events_bookmark() {
+    let (_server, client) = start().await;
+    for i in 0..3 {
+        within(client.create(Some("default"), &pod(&format!("s-{i}")))).await.unwrap();
+    }
+    let pods = client.lister_watcher::<Pod>(None);
+    let options = WatchOptions {
+        resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
+        allow_watch_bookmarks: true,
+        send_initial_events: true,
+        timeout: Some(Duration::from_secs(60)),
+        ..WatchOptions::default()
+    };
+    let mut watch = within(pods.watch(&options)).await.unwrap();
+    let mut added = 0;
+    loop {
+        match within(watch.next()).await.unwrap().unwrap() {
+            WatchEvent::Added(_) => added += 1,
+            WatchEvent::Bookmark(b) if b.initial_events_end => break,
+            WatchEvent::Bookmark(_) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(added, 3);
+}
+
+/// Names of the cached pods and of the server's, sorted.
+fn cached_and_served(
+    factory: &SharedInformerFactory<Client>,
+    server: &ApiServer,
+) -> (Vec<String>, Vec<String>) {
+    let mut cached: Vec<String> = factory
+        .lister::<Pod>()
+        .list(&LabelSelector::everything())
+        .iter()
+        .map(|p| {
+            format!(
+                "{}@{}",
+                p.metadata.name.as_deref().unwrap(),
+                p.metadata.resource_version.as_deref().unwrap()
+            )
+        })
+        .collect();
+    let mut served: Vec<String> = server
+        .objects(&GroupVersionResource::of::<Pod>())
+        .iter()
+        .map(|p| {
+            format!(
+                "{}@{}",
+                p["metadata"]["name"].as_str().unwrap(),
+                p["metadata"]["resourceVersion"].as_str().unwrap()
+            )
+        })
+        .collect();
+    cached.sort();
+    served.sort();
+    (cached, served)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_informer_follows_dropped_watches_and_compaction() {
+    let (server, client) = start().await;
+    for i in 0..20 {
+        within(client.create(Some("default"), &pod(&format!("w-{i:02}")))).await.unwrap();
+    }
+    let factory = SharedInformerFactory::builder(client.clone()).build();
+    let (changed_tx, mut changed) = tokio::sync::watch::channel(0_u64);
+    let changed_tx = Arc::new(changed_tx);
+    let (on_add, on_update, on_delete) =
+        (Arc::clone(&changed_tx), Arc::clone(&changed_tx), changed_tx);
+    factory
+        .informer::<Pod>()
+        .add_event_handler(
+            HandlerFuncs::new()
+                .on_add(move |_, _| on_add.send_modify(|n| *n += 1))
+                .on_update(move |_, _| on_update.send_modify(|n| *n += 1))
+                .on_delete(move |_| on_delete.send_modify(|n| *n += 1)),
+        )
+        .unwrap();
+    factory.start();
+    assert!(within(factory.wait_for_cache_sync(DEADLINE)).await.all_synced());
+    within(server.wait_for_watches(1)).await;
+
+    for i in 0..5 {
+        let patch = serde_json::json!({"metadata": {"labels": {"round": "1"}}});
+        within(client.patch_merge::<Pod>(Some("default"), &format!("w-{i:02}"), &patch))
+            .await
+            .unwrap();
+        within(client.delete::<Pod>(Some("default"), &format!("w-{:02}", 19 - i))).await.unwrap();
+    }
+    server.drop_watches();
+    server.compact();
+    for i in 20..25 {
+        within(client.create(Some("default"), &pod(&format!("w-{i:02}")))).await.unwrap();
+    }
+
+    within(async {
+        loop {
+            let (cached, served) = cached_and_served(&factory, &server);
+            if cached == served {
+                return;
+            }
+            changed.changed().await.unwrap();
+        }
+    })
+    .await;
+    within(factory.shutdown()).await;
+}

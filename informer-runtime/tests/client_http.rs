@@ -1,0 +1,449 @@
+//! The HTTP client against a scripted local server: list pages and their prefetch, watch
+//! streams over chunked bodies, error mapping, typed requests, credentials.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
+mod client_support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use client_support::{End, Reply, Server, within};
+use futures::StreamExt;
+use informer_runtime::client::{Auth, Client, ClientError, Config};
+use informer_runtime::listwatch::{Error, ListOptions, ListWatchSource, WatchEvent, WatchOptions};
+use informer_runtime::{LabelSelector, SharedInformerFactory};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+
+fn pod_json(name: &str, rv: u32) -> String {
+    format!(
+        r#"{{"metadata":{{"name":"{name}","namespace":"default","resourceVersion":"{rv}","labels":{{"app":"web"}}}},"spec":{{"containers":[{{"name":"c","image":"nginx"}}]}}}}"#
+    )
+}
+
+/// A pod list page of `names`, at version 100, with `next` as its continue token.
+fn page(names: &[String], next: Option<&str>) -> String {
+    let items: Vec<String> = names.iter().map(|n| pod_json(n, 50)).collect();
+    let token = next.map(|t| format!(r#","continue":"{t}""#)).unwrap_or_default();
+    format!(
+        r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"100"{token}}},"items":[{}]}}"#,
+        items.join(",")
+    )
+}
+
+fn names(prefix: &str, count: usize) -> Vec<String> {
+    (0..count).map(|i| format!("{prefix}-{i}")).collect()
+}
+
+fn client(server: &Server) -> Client {
+    Client::new(Config::new(server.url("http"))).unwrap()
+}
+
+/// Three pages: no token, `p2`, `p3`.
+fn three_pages(request: &client_support::Request) -> Reply {
+    match request.param("continue").as_deref() {
+        None => Reply::json(200, page(&names("a", 2), Some("p2"))),
+        Some("p2") => Reply::json(200, page(&names("b", 2), Some("p3"))),
+        _ => Reply::json(200, page(&names("c", 1), None)),
+    }
+}
+
+fn first_page_options() -> ListOptions {
+    ListOptions { resource_version: "0".to_owned(), limit: Some(2), ..ListOptions::default() }
+}
+
+/// The options the reflector sends for the page after one with `token`.
+fn next_page_options(token: &str) -> ListOptions {
+    ListOptions { continue_token: Some(token.to_owned()), limit: Some(2), ..ListOptions::default() }
+}
+
+#[tokio::test]
+async fn the_next_page_is_fetched_while_this_one_is_decoded() {
+    let server = Server::start(three_pages).await;
+    let pods = client(&server).lister_watcher::<Pod>(Some("default"));
+
+    let first = within(pods.list(&first_page_options())).await.unwrap();
+    assert_eq!(first.items.len(), 2);
+    assert_eq!(first.continue_token.as_deref(), Some("p2"));
+    // The second page was asked for without a second call.
+    let requests = server.wait_for_requests(2).await;
+    assert_eq!(requests[0].target, "/api/v1/namespaces/default/pods?limit=2&resourceVersion=0");
+    assert_eq!(requests[1].target, "/api/v1/namespaces/default/pods?limit=2&continue=p2");
+
+    let second = within(pods.list(&next_page_options("p2"))).await.unwrap();
+    assert_eq!(second.items[0].metadata.name.as_deref(), Some("b-0"));
+    let third = within(pods.list(&next_page_options("p3"))).await.unwrap();
+    assert_eq!((third.items.len(), third.continue_token), (1, None));
+    assert_eq!(server.requests().len(), 3, "every page was fetched once");
+}
+
+#[tokio::test]
+async fn a_prefetched_page_that_is_not_asked_for_is_dropped() {
+    let server = Server::start(three_pages).await;
+    let pods = client(&server).lister_watcher::<Pod>(None);
+    within(pods.list(&first_page_options())).await.unwrap();
+    server.wait_for_requests(2).await;
+    // Other options (another page size): fetched afresh.
+    let other = ListOptions { limit: Some(3), ..next_page_options("p2") };
+    within(pods.list(&other)).await.unwrap();
+    let requests = server.wait_for_requests(3).await;
+    assert_eq!(requests[2].param("limit").as_deref(), Some("3"));
+}
+
+#[tokio::test]
+async fn large_pages_decode_off_the_runtime_thread() {
+    let big = names("pod-with-a-rather-long-name-to-fill-the-page", 1500);
+    let body = page(&big, None);
+    assert!(body.len() > 64 * 1024);
+    let server = Server::start(move |_| Reply::json(200, body.clone())).await;
+    let pods = client(&server).lister_watcher::<Pod>(None);
+    let listed = within(pods.list(&ListOptions::default())).await.unwrap();
+    assert_eq!(listed.items.len(), 1500);
+    assert_eq!(listed.resource_version, "100");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_informer_syncs_every_page_over_http() {
+    let server = Server::start(|request| {
+        if request.param("watch").is_some() {
+            return Reply::Chunked { status: 200, chunks: vec![], end: End::Stall };
+        }
+        three_pages(request)
+    })
+    .await;
+    let factory = SharedInformerFactory::builder(client(&server)).build();
+    let informer = factory.informer::<Pod>();
+    factory.start();
+    assert!(within(factory.wait_for_cache_sync(Duration::from_secs(10))).await.all_synced());
+    let all = factory.lister::<Pod>().list(&LabelSelector::everything());
+    assert_eq!(all.len(), 5);
+    let watch = server.wait_for_requests(4).await.pop().unwrap();
+    assert_eq!(watch.param("watch").as_deref(), Some("true"));
+    assert_eq!(watch.param("resourceVersion").as_deref(), Some("100"));
+    assert_eq!(watch.param("allowWatchBookmarks").as_deref(), Some("true"));
+    assert!(watch.param("timeoutSeconds").is_some());
+    drop(informer);
+    within(factory.shutdown()).await;
+}
+
+fn event(kind: &str, name: &str, rv: u32) -> String {
+    format!(
+        r#"{{"type":"{kind}","object":{{"kind":"Pod","apiVersion":"v1",{}}}"#,
+        &pod_json(name, rv)[1..]
+    ) + "\n"
+}
+
+/// The chunks of `events` cut every `size` bytes.
+fn cut(events: &str, size: usize) -> Vec<Vec<u8>> {
+    events.as_bytes().chunks(size).map(<[u8]>::to_vec).collect()
+}
+
+fn watch_options() -> WatchOptions {
+    WatchOptions {
+        resource_version: "100".to_owned(),
+        label_selector: Some("app=web".to_owned()),
+        timeout: Some(Duration::from_secs(300)),
+        allow_watch_bookmarks: true,
+        ..WatchOptions::default()
+    }
+}
+
+async fn collect(server: &Server) -> Vec<Result<WatchEvent<Pod>, Error>> {
+    let pods = client(server).lister_watcher::<Pod>(Some("default"));
+    let watch = within(pods.watch(&watch_options())).await.unwrap();
+    within(watch.collect::<Vec<_>>()).await
+}
+
+#[tokio::test]
+async fn watch_events_split_across_chunks() {
+    let events = event("ADDED", "a", 101)
+        + &event("MODIFIED", "a", 102)
+        + "\r\n"
+        + r#"{"type":"BOOKMARK","object":{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"103"},"spec":{"containers":null}}}"#
+        + "\n"
+        + &event("DELETED", "a", 104);
+    let server = Server::start(move |_| Reply::Chunked {
+        status: 200,
+        chunks: cut(&events, 37),
+        end: End::Clean,
+    })
+    .await;
+    let shown: Vec<String> = collect(&server).await.iter().map(|e| format!("{e:?}")).collect();
+    assert_eq!(
+        shown,
+        [
+            "Ok(Added(default/a@101))",
+            "Ok(Modified(default/a@102))",
+            r#"Ok(Bookmark { resource_version: "103", initial_events_end: false })"#,
+            "Ok(Deleted(default/a@104))",
+        ]
+    );
+    let request = &server.requests()[0];
+    assert_eq!(
+        request.target,
+        "/api/v1/namespaces/default/pods?watch=true&resourceVersion=100&labelSelector=app%3Dweb&allowWatchBookmarks=true&timeoutSeconds=300"
+    );
+}
+
+#[tokio::test]
+async fn a_watch_cut_between_events_ends_quietly() {
+    let events = event("ADDED", "a", 101);
+    let server = Server::start(move |_| Reply::Chunked {
+        status: 200,
+        chunks: cut(&events, 1000),
+        end: End::Cut,
+    })
+    .await;
+    let events = collect(&server).await;
+    assert_eq!(events.len(), 1);
+    assert!(events[0].is_ok());
+}
+
+#[tokio::test]
+async fn a_watch_cut_inside_an_event_is_an_error() {
+    let events = event("ADDED", "a", 101) + &event("ADDED", "b", 102)[..40];
+    let server = Server::start(move |_| Reply::Chunked {
+        status: 200,
+        chunks: cut(&events, 1000),
+        end: End::Cut,
+    })
+    .await;
+    let events = collect(&server).await;
+    assert_eq!(events.len(), 2);
+    assert!(
+        matches!(&events[1], Err(Error::Transport(m)) if m.contains("cut off")),
+        "{:?}",
+        events[1]
+    );
+}
+
+#[tokio::test]
+async fn a_watch_error_event_is_a_status() {
+    let events = r#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 100 (200)","reason":"Expired","code":410}}"#.to_owned() + "\n";
+    let server = Server::start(move |_| Reply::Chunked {
+        status: 200,
+        chunks: cut(&events, 7),
+        end: End::Clean,
+    })
+    .await;
+    let events = collect(&server).await;
+    let [Ok(WatchEvent::Error(status))] = &events[..] else { panic!("{events:?}") };
+    assert!(Error::Api(status.clone()).is_expired());
+}
+
+const EXPIRED: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"The provided continue parameter is too old","reason":"Expired","code":410}"#;
+
+async fn list_error(reply: Reply) -> Error {
+    let server = Server::start(move |_| reply.clone()).await;
+    let pods = client(&server).lister_watcher::<Pod>(None);
+    within(pods.list(&ListOptions::default())).await.unwrap_err()
+}
+
+#[tokio::test]
+async fn list_errors_keep_the_servers_status() {
+    let error = list_error(Reply::json(410, EXPIRED)).await;
+    assert!(error.is_expired(), "{error}");
+    assert_eq!(error.status().unwrap().message, "The provided continue parameter is too old");
+
+    let error = list_error(
+        Reply::json(
+            429,
+            r#"{"kind":"Status","code":429,"reason":"TooManyRequests","message":"slow down"}"#,
+        )
+        .with_header("Retry-After", "3"),
+    )
+    .await;
+    assert!(error.is_too_many_requests() && error.is_watch_retriable());
+    assert_eq!(error.retry_after(), Some(Duration::from_secs(3)));
+
+    let error = list_error(Reply::Full {
+        status: 502,
+        headers: vec![],
+        body: b"bad gateway from the proxy".to_vec(),
+    })
+    .await;
+    assert_eq!(error.status().unwrap().code, 502);
+    assert_eq!(error.status().unwrap().message, "bad gateway from the proxy");
+
+    let error = list_error(Reply::json(
+        401,
+        r#"{"kind":"Status","code":401,"reason":"Unauthorized","message":"Unauthorized"}"#,
+    ))
+    .await;
+    assert_eq!(error.status().unwrap().code, 401);
+}
+
+#[tokio::test]
+async fn watch_open_errors_keep_the_servers_status() {
+    let server = Server::start(|_| Reply::json(410, EXPIRED)).await;
+    let pods = client(&server).lister_watcher::<Pod>(None);
+    let Err(error) = within(pods.watch(&watch_options())).await else {
+        panic!("expected an error")
+    };
+    assert!(error.is_expired());
+}
+
+#[tokio::test]
+async fn a_malformed_page_is_a_decode_error_naming_the_resource() {
+    let error =
+        list_error(Reply::json(200, r#"{"metadata":{},"items":[{"metadata":{"name":1}}]}"#)).await;
+    let Error::Decode(message) = error else { panic!("{error:?}") };
+    assert!(message.starts_with("pods list: item 0: invalid type"), "{message}");
+}
+
+#[tokio::test]
+async fn connection_refused_is_retriable() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let client = Client::new(Config::new(format!("http://{addr}").parse().unwrap())).unwrap();
+    let pods = client.lister_watcher::<Pod>(None);
+    let error = within(pods.list(&ListOptions::default())).await.unwrap_err();
+    assert!(matches!(error, Error::ConnectionRefused(_)), "{error:?}");
+    assert!(error.is_watch_retriable());
+    let Err(error) = within(pods.watch(&watch_options())).await else {
+        panic!("expected an error")
+    };
+    assert!(matches!(error, Error::ConnectionRefused(_)), "{error:?}");
+}
+
+const CONFIG_MAP: &str = r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"settings","namespace":"apps","resourceVersion":"9"},"data":{"a":"1"}}"#;
+
+#[tokio::test]
+async fn typed_requests_use_the_right_method_path_and_body() {
+    let server = Server::start(|request| match request.method.as_str() {
+        "DELETE" => Reply::json(200, r#"{"kind":"Status","apiVersion":"v1","status":"Success"}"#),
+        _ => Reply::json(200, CONFIG_MAP),
+    })
+    .await;
+    let client = client(&server);
+    let cm: ConfigMap = within(client.get(Some("apps"), "settings")).await.unwrap();
+    assert_eq!(cm.data.as_ref().unwrap()["a"], "1");
+    within(client.create(Some("apps"), &cm)).await.unwrap();
+    within(client.replace(Some("apps"), "settings", &cm)).await.unwrap();
+    let patch = serde_json::json!({"data": {"b": "2"}});
+    within(client.patch_merge::<ConfigMap>(Some("apps"), "settings", &patch)).await.unwrap();
+    within(client.delete::<ConfigMap>(Some("apps"), "settings")).await.unwrap();
+
+    let requests = server.requests();
+    let seen: Vec<(&str, &str, Option<&str>)> = requests
+        .iter()
+        .map(|r| (r.method.as_str(), r.target.as_str(), r.header("content-type")))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("GET", "/api/v1/namespaces/apps/configmaps/settings", None),
+            ("POST", "/api/v1/namespaces/apps/configmaps", Some("application/json")),
+            ("PUT", "/api/v1/namespaces/apps/configmaps/settings", Some("application/json")),
+            (
+                "PATCH",
+                "/api/v1/namespaces/apps/configmaps/settings",
+                Some("application/merge-patch+json")
+            ),
+            ("DELETE", "/api/v1/namespaces/apps/configmaps/settings", None),
+        ]
+    );
+    let created: serde_json::Value = serde_json::from_slice(&requests[1].body).unwrap();
+    assert_eq!(created["kind"], "ConfigMap");
+    assert_eq!(requests[3].body, br#"{"data":{"b":"2"}}"#);
+    assert!(requests.iter().all(|r| r.header("accept") == Some("application/json")));
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.header("user-agent").is_some_and(|ua| ua.starts_with("informer-runtime/")))
+    );
+}
+
+#[tokio::test]
+async fn typed_request_errors_name_the_request() {
+    let server = Server::start(|_| {
+        Reply::json(404, r#"{"kind":"Status","code":404,"reason":"NotFound","message":"namespaces \"nope\" not found"}"#)
+    })
+    .await;
+    let client = client(&server);
+    let error = within(client.get::<Namespace>(None, "nope")).await.unwrap_err();
+    assert!(error.is_not_found());
+    assert_eq!(
+        error.to_string(),
+        "GET /api/v1/namespaces/nope: 404 NotFound: namespaces \"nope\" not found"
+    );
+
+    let error = within(client.get::<Pod>(None, "web")).await.unwrap_err();
+    assert!(matches!(error, ClientError::NamespaceRequired { .. }), "{error:?}");
+    assert_eq!(error.to_string(), "pods is namespaced: the request needs a namespace");
+}
+
+#[tokio::test]
+async fn the_bearer_token_is_sent_and_never_shown() {
+    let server = Server::start(|_| Reply::json(200, CONFIG_MAP)).await;
+    let mut config = Config::new(server.url("http"));
+    config.auth = Auth::Bearer("s3cr3t-token".to_owned().into());
+    let client = Client::new(config).unwrap();
+    within(client.get::<ConfigMap>(Some("apps"), "settings")).await.unwrap();
+    assert_eq!(server.requests()[0].header("authorization"), Some("Bearer s3cr3t-token"));
+    assert!(!format!("{client:?}").contains("s3cr3t"));
+}
+
+#[tokio::test]
+async fn credentials_in_the_url_are_never_sent_or_shown() {
+    let server = Server::start(|_| Reply::json(200, CONFIG_MAP)).await;
+    let mut url = server.url("http");
+    url.set_username("admin").unwrap();
+    url.set_password(Some("hunter2")).unwrap();
+    let client = Client::new(Config::new(url)).unwrap();
+    within(client.get::<ConfigMap>(Some("apps"), "settings")).await.unwrap();
+    assert_eq!(server.requests()[0].header("authorization"), None);
+    assert!(!format!("{client:?}").contains("hunter2"));
+}
+
+#[tokio::test]
+async fn the_client_is_a_list_watch_source() {
+    fn source<S: ListWatchSource>(s: &S) -> S {
+        s.clone()
+    }
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&hits);
+    let server = Server::start(move |_| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Reply::json(200, page(&names("x", 1), None))
+    })
+    .await;
+    let client = source(&client(&server));
+    let lw = ListWatchSource::lister_watcher::<Pod>(&client, Some("default"));
+    within(lw.list(&ListOptions::default())).await.unwrap();
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn after_a_401_the_next_request_uses_the_rotated_token() {
+    let dir = std::env::temp_dir().join(format!("client-http-401-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let token_file = dir.join("token");
+    std::fs::write(&token_file, "old-token\n").unwrap();
+    let server = Server::start(|request| match request.header("authorization") {
+        Some("Bearer new-token") => Reply::json(200, CONFIG_MAP),
+        _ => Reply::json(
+            401,
+            r#"{"kind":"Status","code":401,"reason":"Unauthorized","message":"Unauthorized"}"#,
+        ),
+    })
+    .await;
+    let mut config = Config::new(server.url("http"));
+    config.auth = Auth::TokenFile(token_file.clone());
+    let client = Client::new(config).unwrap();
+
+    let error = within(client.get::<ConfigMap>(Some("apps"), "settings")).await.unwrap_err();
+    assert_eq!(error.status().map(|s| s.code), Some(401));
+    std::fs::write(&token_file, "new-token\n").unwrap();
+    within(client.get::<ConfigMap>(Some("apps"), "settings")).await.unwrap();
+    let sent: Vec<_> =
+        server.requests().iter().map(|r| r.header("authorization").map(str::to_owned)).collect();
+    assert_eq!(sent, [Some("Bearer old-token".to_owned()), Some("Bearer new-token".to_owned())]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
