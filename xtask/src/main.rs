@@ -63,7 +63,80 @@ fn ci() -> Result<(), String> {
         cargo(&["check", "--package", "informer-runtime", "--features", &feature], &[])?;
     }
     cargo(&["test", "--workspace"], &[])?;
+    serve_smoke()?;
     cargo(&["xtask", "demo", "--objects", "1000"], &[("KUBECONFIG", "")])
+}
+
+/// `cargo xtask serve` as a user runs it, checked by kubectl: the protocol tests cover the
+/// server in depth; this proves the command itself serves it.
+fn serve_smoke() -> Result<(), String> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| format!("no free port: {e}"))?
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
+    eprintln!("+ xtask serve --addr {addr} (kubectl smoke test)");
+    let mut server = Command::new(exe)
+        .args(["serve", "--addr", &addr])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("could not start xtask serve: {e}"))?;
+    let result = kubectl_against(&addr);
+    let _ = server.kill();
+    let _ = server.wait();
+    result
+}
+
+fn kubectl_against(addr: &str) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(addr).is_err() {
+        if std::time::Instant::now() > deadline {
+            return Err(format!("xtask serve did not listen on {addr} within 30 s"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let server = format!("--server=http://{addr}");
+    let pod =
+        r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"smoke","namespace":"default"}}"#;
+    let dir = std::env::temp_dir().join(format!("xtask-serve-smoke-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let manifest = dir.join("pod.json");
+    std::fs::write(&manifest, pod).map_err(|e| format!("{}: {e}", manifest.display()))?;
+    let manifest = manifest.display().to_string();
+    let cache = format!("--cache-dir={}", dir.join("cache").display());
+    let steps: [&[&str]; 5] = [
+        &["get", "namespaces"],
+        &["create", "-f", &manifest],
+        &["get", "pods", "-o", "json"],
+        &[
+            "patch",
+            "pod",
+            "smoke",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"metadata":{"labels":{"smoke":"yes"}}}"#,
+        ],
+        &["delete", "pod", "smoke"],
+    ];
+    for step in steps {
+        let output = Command::new("kubectl")
+            .arg(&server)
+            .arg(&cache)
+            .args(step)
+            .env("KUBECONFIG", "/dev/null")
+            .output()
+            .map_err(|e| format!("could not run kubectl: {e}"))?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            return Err(format!("kubectl {} failed: {stderr}", step.join(" ")));
+        }
+        eprintln!("  kubectl {}: ok ({} lines)", step.join(" "), stdout.lines().count());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
 }
 
 fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
