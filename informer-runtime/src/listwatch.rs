@@ -203,7 +203,8 @@ pub enum Error {
     /// The server answered with a `Status`.
     #[error("api error: {0}")]
     Api(Status),
-    /// The connection could not be opened.
+    /// The server refused the connection (nothing listens there). Other connection failures
+    /// (DNS, TLS, timeouts) are [`Error::Transport`].
     #[error("connection refused: {0}")]
     ConnectionRefused(String),
     /// The connection failed while in use.

@@ -505,7 +505,8 @@ impl fmt::Debug for ExecConfig {
         f.debug_struct("ExecConfig")
             .field("api_version", &self.api_version)
             .field("command", &self.command)
-            .field("args", &self.args)
+            // Plugins take secrets as arguments (`--client-secret=...`): count them only.
+            .field("args", &format_args!("[{} arguments]", self.args.len()))
             .field(
                 "env",
                 &self.env.iter().map(|(name, _)| format!("{name}=[REDACTED]")).collect::<Vec<_>>(),

@@ -27,7 +27,8 @@ pub type Result<T, E = ClientError> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
-    /// The configuration could not be used, or credentials could not be obtained.
+    /// The configuration could not be used when the client was built (credentials that fail
+    /// later, per request, arrive as [`ClientError::Request`] with a transport error).
     #[error("client configuration: {0}")]
     Config(#[from] ConfigError),
     /// The TLS settings could not be turned into a TLS client configuration.

@@ -472,10 +472,10 @@ fn cluster_config(cluster: &Entry<ClusterFields>) -> Result<Config, ConfigError>
     if let Some(proxy) = nonempty(fields.proxy_url.as_deref()) {
         let proxy = url::Url::parse(proxy)
             .map_err(|err| cluster.invalid("proxy-url", format!("invalid URL: {err}")))?;
-        if !matches!(proxy.scheme(), "http" | "https" | "socks5") {
+        if !matches!(proxy.scheme(), "http" | "https") {
             return Err(cluster.invalid(
                 "proxy-url",
-                format!("unsupported scheme `{}` (use http, https or socks5)", proxy.scheme()),
+                format!("unsupported scheme `{}` (use http or https)", proxy.scheme()),
             ));
         }
         config.proxy_url = Some(proxy);

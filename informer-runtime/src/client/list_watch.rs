@@ -12,17 +12,19 @@
 //! comes before its items in the body, so [`decode_list_page`] reports the continue token before
 //! it decodes the items; at that moment this lister-watcher starts fetching exactly that next
 //! page in a task. When the reflector then asks for it, the request is already under way or
-//! done. A prefetched page that is not asked for next (options differ, the list ended in an
-//! error, the reflector stopped) is cancelled and dropped; at most one page is held. Bodies
+//! done. A prefetched page is cancelled and dropped when the next list asks for something else
+//! or fails, or when the lister-watcher is dropped; at most one page is held. A caller that
+//! reads only the first page of a paginated list therefore causes one unused request. Bodies
 //! larger than [`INLINE_DECODE_MAX`] are decoded on tokio's blocking pool, so the prefetch makes
 //! progress even on a current-thread runtime.
 //!
 //! # Watches: an idle deadline
 //!
 //! A watch that receives no bytes for longer than its `timeoutSeconds` plus
-//! [`WATCH_IDLE_MARGIN`] ends with [`Error::Transport`] (`watch idle ...`): the connection has
-//! gone silent (a dead peer, a stalled proxy) and the server-side timeout did not end it. The
-//! deadline runs on tokio's clock, so tests can pause time.
+//! [`WATCH_IDLE_MARGIN`] ends, as if the server's timeout had ended it: the connection has gone
+//! silent (a dead peer, a stalled proxy), and the reflector watches again from its last version.
+//! A connection reset or an HTTP/2 GOAWAY also ends a watch quietly (client-go's
+//! `IsProbableEOF`). The deadline runs on tokio's clock, so tests can pause time.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -107,14 +109,21 @@ impl<K: Resource> HttpListerWatcher<K> {
         };
         let start_next = self.prefetcher(options);
         let resource = Arc::clone(&self.resource);
-        if body.len() <= INLINE_DECODE_MAX {
-            return decode_list_page(&body, &resource, start_next);
+        let decoded = if body.len() <= INLINE_DECODE_MAX {
+            decode_list_page(&body, &resource, start_next)
+        } else {
+            tokio::task::spawn_blocking(move || decode_list_page(&body, &resource, start_next))
+                .await
+                .map_err(|join| {
+                    Error::Decode(format!("{} list: decoding task: {join}", self.resource))
+                })
+                .and_then(|page| page)
+        };
+        if decoded.is_err() {
+            // The list failed: the page prefetched for it will not be asked for.
+            self.prefetch.lock().take();
         }
-        tokio::task::spawn_blocking(move || decode_list_page(&body, &resource, start_next))
-            .await
-            .map_err(|join| {
-                Error::Decode(format!("{} list: decoding task: {join}", self.resource))
-            })?
+        decoded
     }
 
     fn url(&self, options: &ListOptions) -> url::Url {
@@ -150,7 +159,10 @@ impl<K: Resource> HttpListerWatcher<K> {
         let mut url = collection_url::<K>(self.client.base_url(), self.namespace.as_deref());
         set_watch_query(&mut url, &options);
         let response = self.client.send(Method::GET, url, None).await?;
-        let idle = options.timeout.unwrap_or(DEFAULT_SERVER_WATCH_TIMEOUT) + WATCH_IDLE_MARGIN;
+        let idle = options
+            .timeout
+            .unwrap_or(DEFAULT_SERVER_WATCH_TIMEOUT)
+            .saturating_add(WATCH_IDLE_MARGIN);
         let body =
             response.bytes_stream().map(|chunk| chunk.map_err(|e| ChunkError::from_reqwest(&e)));
         Ok(watch_stream(body, WatchDecoder::new(Arc::clone(&self.resource)), idle))
@@ -195,8 +207,20 @@ pub(crate) enum ChunkError {
 impl ChunkError {
     fn from_reqwest(error: &reqwest::Error) -> Self {
         let message = cause_chain(error);
-        if io_kind_in_chain(error, std::io::ErrorKind::UnexpectedEof)
+        // client-go's net.IsProbableEOF: a reset, a broken pipe or an HTTP/2 GOAWAY ends a watch
+        // like a close does, and the reflector watches again from its last version.
+        let probable_eof = [
+            std::io::ErrorKind::UnexpectedEof,
+            std::io::ErrorKind::ConnectionReset,
+            std::io::ErrorKind::ConnectionAborted,
+            std::io::ErrorKind::BrokenPipe,
+        ]
+        .into_iter()
+        .any(|kind| io_kind_in_chain(error, kind));
+        if probable_eof
             || message.contains("connection closed before message completed")
+            || message.contains("GOAWAY")
+            || message.contains("connection reset")
         {
             Self::Eof(message)
         } else {
@@ -224,10 +248,12 @@ where
         deadline: Box::pin(tokio::time::sleep(idle)),
         done: false,
     };
+    // Fused: polling an ended watch again answers `None` instead of panicking.
     futures::stream::unfold(state, |mut state| async move {
         let item = state.next().await?;
         Some((item, state))
     })
+    .fuse()
     .boxed()
 }
 
@@ -255,10 +281,15 @@ impl<K: Resource, S: Stream<Item = Result<Bytes, ChunkError>>> WatchState<K, S> 
                 () = &mut self.deadline => {
                     self.done = true;
                     let idle = self.idle;
+                    // Ended like a server-side timeout: the reflector watches again from its
+                    // last version, on a fresh connection if this one is dead. Mid-event, the
+                    // event is lost: that is an error.
                     tracing::debug!(resource = %self.decoder.resource(), ?idle, "watch idle; ending it");
-                    self.ready.push_back(Err(Error::Transport(format!(
-                        "watch idle: no bytes for more than {idle:?}"
-                    ))));
+                    if self.decoder.has_partial_line() {
+                        self.ready.push_back(Err(Error::Transport(format!(
+                            "watch idle for more than {idle:?} in the middle of an event"
+                        ))));
+                    }
                 }
             }
         }
@@ -312,17 +343,13 @@ mod tests {
         (tx, watch_stream(rx, WatchDecoder::new("pods".into()), idle))
     }
 
-    fn is_idle_error(item: Option<Result<WatchEvent<Pod>, Error>>) -> bool {
-        matches!(item, Some(Err(Error::Transport(m))) if m.starts_with("watch idle: no bytes for more than 60s"))
-    }
-
     #[tokio::test(start_paused = true)]
     async fn a_silent_watch_ends_at_its_idle_deadline() {
         let (tx, mut watch) = stream(Duration::from_secs(60));
         let start = Instant::now();
         tx.unbounded_send(Ok(Bytes::from_static(BOOKMARK))).unwrap();
         assert!(matches!(watch.next().await, Some(Ok(WatchEvent::Bookmark(_)))));
-        assert!(is_idle_error(watch.next().await));
+        assert!(watch.next().await.is_none(), "an idle watch just ends");
         assert_eq!(start.elapsed(), Duration::from_secs(60));
         assert!(watch.next().await.is_none());
         drop(tx);
@@ -342,9 +369,20 @@ mod tests {
         });
         assert!(matches!(watch.next().await, Some(Ok(WatchEvent::Bookmark(_)))));
         assert_eq!(start.elapsed(), Duration::from_secs(100));
-        assert!(is_idle_error(watch.next().await));
+        assert!(watch.next().await.is_none(), "an idle watch just ends");
         assert_eq!(start.elapsed(), Duration::from_secs(160));
         drop(feeder.await.unwrap());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_watch_idle_in_the_middle_of_an_event_is_an_error() {
+        let (tx, mut watch) = stream(Duration::from_secs(60));
+        tx.unbounded_send(Ok(Bytes::from_static(&BOOKMARK[..10]))).unwrap();
+        assert!(
+            matches!(watch.next().await, Some(Err(Error::Transport(m))) if m.contains("middle of an event"))
+        );
+        assert!(watch.next().await.is_none());
+        drop(tx);
     }
 
     #[tokio::test(start_paused = true)]

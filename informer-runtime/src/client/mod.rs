@@ -64,6 +64,13 @@ use crate::resource::{Resource, is_namespaced};
 /// Sent as `User-Agent`.
 const USER_AGENT: &str = concat!("informer-runtime/", env!("CARGO_PKG_VERSION"));
 
+/// Interval of HTTP/2 pings on an API server connection (client-go's `ReadIdleTimeout`).
+const HTTP2_PING_INTERVAL: Duration = Duration::from_secs(30);
+
+/// How long a ping may go unanswered before the connection is dropped (client-go's
+/// `PingTimeout`).
+const HTTP2_PING_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// TCP keep-alive of API server connections (client-go's dialer uses 30 s).
 const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
 
@@ -135,11 +142,17 @@ impl Client {
             .connect_timeout(config.connect_timeout)
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(USER_AGENT)
-            .tcp_keepalive(TCP_KEEPALIVE);
+            .tcp_keepalive(TCP_KEEPALIVE)
+            // client-go's HTTP/2 health check: a half-open connection is found within ~45 s
+            // instead of hanging lists and watches until TCP gives up.
+            .http2_keep_alive_interval(HTTP2_PING_INTERVAL)
+            .http2_keep_alive_timeout(HTTP2_PING_TIMEOUT)
+            .http2_keep_alive_while_idle(true);
         builder = match &config.proxy_url {
             Some(proxy) => {
                 builder.proxy(reqwest::Proxy::all(proxy.as_str()).map_err(ClientError::Http)?)
             }
+            // Unlike client-go, HTTPS_PROXY/NO_PROXY are not read: set `proxy_url` to use a proxy.
             None => builder.no_proxy(),
         };
         if let Some(pinned) = pinned {

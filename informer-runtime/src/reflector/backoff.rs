@@ -61,13 +61,18 @@ impl Backoff {
         self.last_backoff_start = now;
         let base = self.next;
         // The cap applies to the base, before jitter, as in client-go.
-        self.next = base.mul_f64(self.config.factor).min(self.config.max);
+        self.next = scale(base, self.config.factor).min(self.config.max);
         if self.config.jitter > 0.0 {
-            base + base.mul_f64(self.random.next_f64() * self.config.jitter)
+            base.saturating_add(scale(base, self.random.next_f64() * self.config.jitter))
         } else {
             base
         }
     }
+}
+
+/// `d × factor`, saturating instead of panicking on a huge or negative factor.
+fn scale(d: Duration, factor: f64) -> Duration {
+    Duration::try_from_secs_f64(d.as_secs_f64() * factor.max(0.0)).unwrap_or(Duration::MAX)
 }
 
 #[cfg(test)]

@@ -487,7 +487,10 @@ impl<K: Resource> Reflector<K> {
         const MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(5 * 60);
         let min = self.config.min_watch_timeout.max(MIN_WATCH_TIMEOUT);
         // Whole seconds, as the server takes them.
-        Duration::from_secs(min.mul_f64(1.0 + self.random.next_f64()).as_secs())
+        let timeout =
+            Duration::try_from_secs_f64(min.as_secs_f64() * (1.0 + self.random.next_f64()))
+                .unwrap_or(Duration::MAX);
+        Duration::from_secs(timeout.as_secs())
     }
 
     fn watch_options(&self, resource_version: String, timeout: Duration) -> WatchOptions {
@@ -533,7 +536,7 @@ impl<K: Resource> Reflector<K> {
                     }
                 }
             };
-            let deadline = timeout + self.config.watch_deadline_margin;
+            let deadline = timeout.saturating_add(self.config.watch_deadline_margin);
             let end =
                 self.handle_watch(&mut watch, &*self.store, None, deadline, resync, cancel).await;
             match next_after(&end) {
@@ -572,7 +575,10 @@ impl<K: Resource> Reflector<K> {
         resync: &mut ResyncTimer<'_, K>,
         cancel: &CancellationToken,
     ) -> bool {
-        let delay = self.backoff.lock().next_delay().max(retry_after.unwrap_or_default());
+        // A server's Retry-After is a floor, capped at the backoff's maximum: one bad header
+        // (a proxy's "retry in a day") must not stall the informer.
+        let floor = retry_after.unwrap_or_default().min(self.config.backoff.max);
+        let delay = self.backoff.lock().next_delay().max(floor);
         resync.race(self.clock.sleep(delay), cancel).await.is_some()
     }
 

@@ -44,6 +44,11 @@ use crate::resource::Resource;
 /// The annotation on the bookmark that ends the initial events of a streaming list.
 const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 
+/// The longest event line kept while waiting for its newline. The API server's objects are at
+/// most a few MiB (etcd's request limit is 1.5 MiB); a line beyond this is a broken or hostile
+/// stream, not an event to buffer forever.
+const MAX_LINE: usize = 64 * 1024 * 1024;
+
 /// Decoded events (or per-line errors), in stream order.
 pub(crate) type Decoded<K> = VecDeque<Result<WatchEvent<K>, Error>>;
 
@@ -73,6 +78,7 @@ impl<K: Resource> WatchDecoder<K> {
         if !self.partial.is_empty() {
             let Some(end) = rest.iter().position(|&b| b == b'\n') else {
                 self.partial.extend_from_slice(rest);
+                self.check_line_length(out);
                 return;
             };
             self.partial.extend_from_slice(&rest[..end]);
@@ -88,6 +94,18 @@ impl<K: Resource> WatchDecoder<K> {
             rest = &rest[end + 1..];
         }
         self.partial.extend_from_slice(rest);
+        self.check_line_length(out);
+    }
+
+    /// Gives up on a line that grew past [`MAX_LINE`] without a newline.
+    fn check_line_length(&mut self, out: &mut Decoded<K>) {
+        if self.partial.len() > MAX_LINE {
+            out.push_back(Err(Error::Decode(format!(
+                "{} watch: line {} at byte {} exceeds {MAX_LINE} bytes without a newline",
+                self.resource, self.line, self.offset
+            ))));
+            self.partial = Vec::new();
+        }
     }
 
     /// The resource this decoder decodes, as named in errors.

@@ -99,7 +99,7 @@ impl Failure {
         let mut error = ApiError::new(self.code, &self.reason, self.message.clone());
         // Whole seconds, rounded up; zero sends no Retry-After at all.
         error.retry_after = self.retry_after.filter(|d| !d.is_zero()).map(|d| {
-            let seconds = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+            let seconds = d.as_secs().saturating_add(u64::from(d.subsec_nanos() > 0));
             u32::try_from(seconds).unwrap_or(u32::MAX)
         });
         error

@@ -192,7 +192,8 @@ impl Config {
             let signal = async move { shutdown.cancelled().await };
             axum::serve(listener, app).with_graceful_shutdown(signal).await
         });
-        let bookmarks = shared.settings.bookmark_interval.map(|every| {
+        // A zero interval would make tokio's interval panic: it means "no periodic bookmarks".
+        let bookmarks = shared.settings.bookmark_interval.filter(|d| !d.is_zero()).map(|every| {
             let shared = Arc::clone(&shared);
             tokio::spawn(async move {
                 let mut ticks =

@@ -134,7 +134,9 @@ fn event_for(change: &Change, filter: &Filter) -> Option<Frame> {
 /// - resourceVersion `""` or `"0"`: an `ADDED` per current object, then changes (nothing
 ///   before the changes with `sendInitialEvents=false`);
 /// - resourceVersion `N`: the kept changes after `N`, then new ones; if `N` is compacted, one
-///   `ERROR` event (`410 Expired`) and the end; if `N` is in the future, `504` at once.
+///   `ERROR` event (`410 Expired`) and the end; if `N` is in the future, one `ERROR` event (`504`,
+///   cause `ResourceVersionTooLarge`) and the end, as the watch cache answers (it first waits
+///   about 3 s for the version to arrive; this server does not).
 pub(crate) fn watch(
     shared: &Arc<Shared>,
     resource: Arc<ApiResource>,
@@ -150,7 +152,11 @@ pub(crate) fn watch(
         let current = state.store.resource_version();
         let requested = params.parsed_version()?;
         if let Some(n) = requested.filter(|&n| n > current) {
-            return Err(ApiError::too_large_resource_version(n, current));
+            // As the watch cache answers: HTTP 200 and one ERROR event, then the end.
+            let _ = tx.send(Frame::Error(ApiError::too_large_resource_version(n, current)));
+            drop(tx);
+            drop(state);
+            return Ok(response(shared, resource, rx, output, params, stalled));
         }
         let storage = &resource.storage;
         match (params.send_initial_events, requested) {
