@@ -2,7 +2,7 @@
 //!
 //! Sits between a loaded [`Config`] and each request: the HTTP client asks
 //! [`Authenticator::authorization`] for the `Authorization` header of every request, calls
-//! [`Authenticator::invalidate`] after a 401, and takes a plugin-provided client certificate
+//! [`Authenticator::invalidate_if_used`] after a 401, and takes a plugin-provided client certificate
 //! from [`Authenticator::exec_identity`]. Headers are marked sensitive, and nothing here logs a
 //! credential.
 
@@ -80,7 +80,7 @@ impl Authenticator {
     /// only a client certificate). The header is marked sensitive.
     ///
     /// A token file is read again when its modification time changes, at least every minute,
-    /// and after [`invalidate`](Self::invalidate); if it cannot be read again, the previous
+    /// and after [`invalidate_if_used`](Self::invalidate_if_used); if it cannot be read again, the previous
     /// token is used (with a warning). An exec plugin runs when there is no cached credential,
     /// a little before the cached one expires, and after `invalidate`; concurrent callers wait
     /// for one run.
@@ -93,12 +93,32 @@ impl Authenticator {
         }
     }
 
-    /// Forget cached credentials after a 401 so the next request refreshes them.
+    /// Forget cached credentials so the next request refreshes them.
+    #[cfg(test)]
     pub(crate) fn invalidate(&self) {
+        self.invalidate_if_used(None);
+    }
+
+    /// Forget cached credentials after a 401 answered to a request sent with `used` — only if
+    /// they are still what was used. When several requests fail with an old token, the first
+    /// 401 refreshes it and the later ones must not throw the fresh one away (which would run
+    /// an exec plugin once per failed request). `None` forgets unconditionally.
+    pub(crate) fn invalidate_if_used(&self, used: Option<&HeaderValue>) {
+        let stale = |cached: Option<&HeaderValue>| used.is_none_or(|used| cached == Some(used));
         match &self.method {
             Method::None | Method::Static(_) => {}
-            Method::TokenFile(file) => *file.cached.lock() = None,
-            Method::Exec(plugin) => *plugin.cached.lock() = None,
+            Method::TokenFile(file) => {
+                let mut cached = file.cached.lock();
+                if stale(cached.as_ref().map(|c| &c.header)) {
+                    *cached = None;
+                }
+            }
+            Method::Exec(plugin) => {
+                let mut cached = plugin.cached.lock();
+                if stale(cached.as_ref().and_then(|c| c.token.as_ref())) {
+                    *cached = None;
+                }
+            }
         }
     }
 
@@ -645,6 +665,26 @@ mod tests {
         assert_eq!(header(&auth).await, "Bearer token-four");
         auth.invalidate();
         assert!(matches!(auth.authorization().await, Err(ConfigError::Io { .. })));
+    }
+
+    // client-go's maybeRefreshCreds: only a 401 for the credential still cached refreshes it.
+    #[tokio::test]
+    async fn a_late_401_for_an_old_token_keeps_the_refreshed_one() {
+        let dir = TempDir::new("exec-late-401");
+        let counter = dir.path().join("runs");
+        let clock = ManualClock::at("2029-12-31T23:00:00Z");
+        let auth = Authenticator::with_clock(
+            &config_with(Auth::Exec(exec_config(&dir, EXEC_API_VERSIONS[0]))),
+            clock.wall_clock(),
+        )
+        .unwrap();
+        let old = auth.authorization().await.unwrap();
+        assert_eq!(runs(&counter), 1);
+        auth.invalidate_if_used(old.as_ref()); // the first 401: refresh
+        assert_eq!(header(&auth).await, "Bearer exec-token-2");
+        auth.invalidate_if_used(old.as_ref()); // a late 401 for the old token: keep the new one
+        assert_eq!(header(&auth).await, "Bearer exec-token-2");
+        assert_eq!(runs(&counter), 2);
     }
 
     #[tokio::test]

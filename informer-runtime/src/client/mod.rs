@@ -367,8 +367,8 @@ impl Client {
             .map_err(|e| Error::Transport(format!("obtaining credentials: {e}")))?;
         tracing::trace!(%method, path = url.path(), "request");
         let mut request = self.inner.http.request(method, url).header(ACCEPT, "application/json");
-        if let Some(authorization) = authorization {
-            request = request.header(AUTHORIZATION, authorization);
+        if let Some(authorization) = &authorization {
+            request = request.header(AUTHORIZATION, authorization.clone());
         }
         if let Some((content_type, bytes)) = body {
             request = request.header(CONTENT_TYPE, content_type).body(bytes);
@@ -379,7 +379,7 @@ impl Client {
             return Ok(response);
         }
         if code == reqwest::StatusCode::UNAUTHORIZED {
-            self.inner.auth.invalidate();
+            self.inner.auth.invalidate_if_used(authorization.as_ref());
         }
         let path = response.url().path().to_owned();
         let headers = response.headers().clone();
