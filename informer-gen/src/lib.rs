@@ -2,6 +2,13 @@
 //! `FooInformer`, `FooLister`, `FooNamespaceLister` and grouped factory accessors, usable from
 //! the command line, from `cargo xtask codegen` and from a `build.rs`.
 //!
-//! The generator has not landed yet; the runtime it targets (`informer_runtime`) is usable by
-//! hand today: `SharedInformerFactory::informer::<K>()` and `lister::<K>()` give the same
-//! informers and listers for any k8s-openapi type.
+//! Today it generates the grouped accessors of every k8s-openapi built-in resource that supports
+//! list ([`discover`] finds them, [`emit::accessors`] writes the code):
+//! `factory.core().v1().pods()`, `factory.apps().v1().deployments()`, … Generated code is a thin
+//! layer over the runtime's generic `TypedInformer`, `Lister` and `NamespaceLister`.
+
+pub mod discover;
+pub mod emit;
+mod spec;
+
+pub use spec::{NEWEST_MINOR, OLDEST_MINOR, ResourceSpec};

@@ -56,6 +56,7 @@ mod controller;
 pub mod delta_fifo;
 pub mod factory;
 pub mod informer;
+pub mod informers;
 pub mod lister;
 pub mod listwatch;
 pub mod queue;

@@ -3,20 +3,23 @@
 //! - `cargo xtask demo [--objects N] [--kubeconfig PATH [--seconds N]]`: the informer machinery
 //!   end to end over HTTP on the embedded API server, or read-only against a real cluster.
 //! - `cargo xtask serve [--addr 127.0.0.1:PORT]`: the embedded API server alone, for any client.
+//! - `cargo xtask codegen [--check]`: regenerate (or check) the generated typed accessors.
 //! - `cargo xtask ci`: what CI checks (format, clippy, docs, tests, every Kubernetes version).
 
+mod codegen;
 mod demo;
 mod widget;
 
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <demo [--objects N] [--kubeconfig PATH] [--seconds N] | serve [--addr HOST:PORT] | ci>";
+const USAGE: &str = "usage: cargo xtask <demo [--objects N] [--kubeconfig PATH] [--seconds N] | serve [--addr HOST:PORT] | codegen [--check] | ci>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("demo") => demo::run(&args[1..]),
         Some("serve") => serve(&args[1..]),
+        Some("codegen") => codegen::run(&args[1..]),
         Some("ci") => ci(),
         Some("-h" | "--help") => {
             println!("{USAGE}");
@@ -62,6 +65,7 @@ fn ci() -> Result<(), String> {
         let feature = format!("k8s-openapi/{version}");
         cargo(&["check", "--package", "informer-runtime", "--features", &feature], &[])?;
     }
+    cargo(&["xtask", "codegen", "--check"], &[])?;
     cargo(&["test", "--workspace"], &[])?;
     serve_smoke()?;
     cargo(&["xtask", "demo", "--objects", "1000"], &[("KUBECONFIG", "")])
