@@ -66,8 +66,9 @@ fn ci() -> Result<(), String> {
         cargo(&["check", "--package", "informer-runtime", "--features", &feature], &[])?;
     }
     cargo(&["xtask", "codegen", "--check"], &[])?;
-    cargo(&["test", "--workspace"], &[])?;
+    // Before the tests: `cargo test --workspace` may relink this very binary.
     serve_smoke()?;
+    cargo(&["test", "--workspace"], &[])?;
     cargo(&["xtask", "demo", "--objects", "1000"], &[("KUBECONFIG", "")])
 }
 
@@ -80,6 +81,12 @@ fn serve_smoke() -> Result<(), String> {
         .port();
     let addr = format!("127.0.0.1:{port}");
     let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
+    // If cargo relinked this binary meanwhile, Linux names the running one "... (deleted)";
+    // the path itself holds the new build of the same sources.
+    let exe = exe
+        .to_str()
+        .and_then(|path| path.strip_suffix(" (deleted)"))
+        .map_or(exe.clone(), std::path::PathBuf::from);
     eprintln!("+ xtask serve --addr {addr} (kubectl smoke test)");
     let mut server = Command::new(exe)
         .args(["serve", "--addr", &addr])
