@@ -234,16 +234,11 @@ async fn converge(
 ) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let pods_ok =
-            same(&cached::<Pod>(factory), &served(handle, &GroupVersionResource::of::<Pod>()));
-        let ns_ok = same(
-            &cached::<Namespace>(factory),
-            &served(handle, &GroupVersionResource::of::<Namespace>()),
-        );
-        let widgets_ok = same(
-            &cached::<Widget>(factory),
-            &served(handle, &GroupVersionResource::of::<Widget>()),
-        );
+        let pods_ok = cached::<Pod>(factory) == served(handle, &GroupVersionResource::of::<Pod>());
+        let ns_ok = cached::<Namespace>(factory)
+            == served(handle, &GroupVersionResource::of::<Namespace>());
+        let widgets_ok =
+            cached::<Widget>(factory) == served(handle, &GroupVersionResource::of::<Widget>());
         if pods_ok && ns_ok && widgets_ok {
             break;
         }
@@ -398,10 +393,6 @@ fn served(server: &ServerHandle, gvr: &GroupVersionResource) -> BTreeMap<ObjectK
             (key, meta["resourceVersion"].as_str().unwrap_or_default().to_owned())
         })
         .collect()
-}
-
-fn same(a: &BTreeMap<ObjectKey, String>, b: &BTreeMap<ObjectKey, String>) -> bool {
-    a == b
 }
 
 /// Read-only: sync pods and namespaces from a real cluster, follow it for a while, report.
