@@ -7,6 +7,33 @@ pub const OLDEST_MINOR: u32 = 33;
 /// The newest Kubernetes minor version (`1.x`) k8s-openapi offers.
 pub const NEWEST_MINOR: u32 = 37;
 
+/// The accessor names of the built-in API groups (`factory.core()`, `factory.apps()`, …), which
+/// custom resource groups must not take. `cargo xtask codegen` checks it against k8s-openapi.
+pub const BUILTIN_GROUP_NAMES: &[&str] = &[
+    "admissionregistration",
+    "apiextensions",
+    "apiregistration",
+    "apps",
+    "autoscaling",
+    "batch",
+    "certificates",
+    "coordination",
+    "core",
+    "discovery",
+    "events",
+    "flowcontrol",
+    "internal",
+    "lifecycle",
+    "networking",
+    "node",
+    "policy",
+    "rbac",
+    "resource",
+    "scheduling",
+    "storage",
+    "storagemigration",
+];
+
 /// One listable resource type.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ResourceSpec {
@@ -153,5 +180,31 @@ mod tests {
         let names = group_names(&["", "apps", "apps.example.com", "core.example.com"]);
         let names: Vec<_> = names.iter().map(|(_, n)| n.as_str()).collect();
         assert_eq!(names, ["core", "apps", "apps_example_com", "core_example_com"]);
+    }
+}
+
+#[cfg(test)]
+mod builtin_names_tests {
+    use super::BUILTIN_GROUP_NAMES;
+
+    /// The reserved names are the group accessors of the checked-in built-in accessors.
+    #[test]
+    fn builtin_group_names_match_the_generated_accessors() {
+        let generated = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../informer-runtime/src/informers/generated.rs"),
+        )
+        .unwrap();
+        let mut names: Vec<&str> = generated
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("pub fn "))
+            .filter_map(|l| {
+                let (name, rest) = l.split_once("(&self) -> ")?;
+                rest.starts_with(&format!("{name}::Group")).then_some(name)
+            })
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names, BUILTIN_GROUP_NAMES);
     }
 }

@@ -1,0 +1,321 @@
+//! [`Builder`] and [`compile_crds`]: the `build.rs` front end. CRD files in, one generated file
+//! in `OUT_DIR` out, for the crate to `include!`; Cargo told to rerun when any input changes.
+
+use std::ffi::OsString;
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::generator::{Generator, Versions};
+use crate::output::write_file_if_changed;
+
+/// The file [`Builder::build`] writes unless told otherwise.
+const DEFAULT_FILE_NAME: &str = "custom_resources.rs";
+/// File name extensions [`schema::load`](crate::schema::load) reads from a directory.
+const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
+
+/// Generates code from CRDs in a build script: [`crd`](Builder::crd) names the inputs,
+/// [`generator`](Builder::generator) (or the forwarding setters) configures the code, and
+/// [`build`](Builder::build) writes one file into `OUT_DIR`, to be pulled in with `include!`.
+///
+/// For the common case, with every default, there is [`compile_crds`].
+///
+/// Setters take and return the builder by value.
+///
+/// # Examples
+///
+/// In `build.rs`:
+///
+/// ```no_run
+/// use informer_gen::{Builder, Versions};
+///
+/// fn main() {
+///     let built = Builder::new()
+///         .crd("crds/")
+///         .crd("vendor/cert-manager.crds.yaml")
+///         .versions(Versions::Storage)
+///         .derive("Eq")
+///         .build();
+///     if let Err(error) = built {
+///         panic!("{error}");
+///     }
+/// }
+/// ```
+///
+/// and in the crate:
+///
+/// ```ignore
+/// include!(concat!(env!("OUT_DIR"), "/custom_resources.rs"));
+/// ```
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct Builder {
+    inputs: Vec<PathBuf>,
+    generator: Generator,
+    out_dir: Option<PathBuf>,
+    file_name: PathBuf,
+    emit_rerun_if_changed: bool,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self {
+            inputs: Vec::new(),
+            generator: Generator::new(),
+            // `OUT_DIR` at build time.
+            out_dir: None,
+            file_name: PathBuf::from(DEFAULT_FILE_NAME),
+            // Cargo sets `CARGO` for build scripts; elsewhere (a test, a tool) nobody reads the
+            // lines (tonic-build's rule).
+            emit_rerun_if_changed: std::env::var_os("CARGO").is_some(),
+        }
+    }
+}
+
+impl Builder {
+    /// A builder with no inputs, the default [`Generator`], output to
+    /// `$OUT_DIR/custom_resources.rs`, and rerun-if-changed lines when run by Cargo.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a CRD input: a file (YAML, multi-document YAML or JSON) or a directory, whose
+    /// `*.yaml`, `*.yml` and `*.json` files are read (see [`schema::load`](crate::schema::load)).
+    /// Relative paths are relative to the package root, where Cargo runs build scripts.
+    pub fn crd(mut self, path: impl Into<PathBuf>) -> Self {
+        self.inputs.push(path.into());
+        self
+    }
+
+    /// Adds several CRD inputs, as [`crd`](Builder::crd) does.
+    pub fn crds<P: Into<PathBuf>>(mut self, paths: impl IntoIterator<Item = P>) -> Self {
+        self.inputs.extend(paths.into_iter().map(Into::into));
+        self
+    }
+
+    /// Replaces the generator, and with it every setting made through the forwarding setters
+    /// ([`versions`](Builder::versions), [`derive`](Builder::derive),
+    /// [`runtime_crate`](Builder::runtime_crate)) before this call.
+    pub fn generator(mut self, generator: Generator) -> Self {
+        self.generator = generator;
+        self
+    }
+
+    /// Which versions of each CRD to generate ([`Generator::versions`]).
+    pub fn versions(mut self, versions: Versions) -> Self {
+        self.generator = self.generator.versions(versions);
+        self
+    }
+
+    /// Adds a derive to every generated type ([`Generator::derive`]).
+    pub fn derive(mut self, path: impl Into<String>) -> Self {
+        self.generator = self.generator.derive(path);
+        self
+    }
+
+    /// The path of the informer-runtime crate in generated code ([`Generator::runtime_crate`]).
+    pub fn runtime_crate(mut self, path: impl Into<String>) -> Self {
+        self.generator = self.generator.runtime_crate(path);
+        self
+    }
+
+    /// Where to write, instead of the `OUT_DIR` environment variable. The `include!` must then
+    /// name the same place.
+    pub fn out_dir(mut self, path: impl Into<PathBuf>) -> Self {
+        self.out_dir = Some(path.into());
+        self
+    }
+
+    /// The name of the generated file in the output directory (`custom_resources.rs`).
+    pub fn file_name(mut self, name: impl Into<PathBuf>) -> Self {
+        self.file_name = name.into();
+        self
+    }
+
+    /// Whether [`build`](Builder::build) prints `cargo:rerun-if-changed=` for every input file
+    /// and directory. On by default when the `CARGO` environment variable is set, as it is for
+    /// build scripts.
+    ///
+    /// Once a build script prints any such line, Cargo reruns it only when a listed path
+    /// changes, instead of when anything in the package does: a build script that reads other
+    /// files too must print lines for them as well.
+    pub fn emit_rerun_if_changed(mut self, enabled: bool) -> Self {
+        self.emit_rerun_if_changed = enabled;
+        self
+    }
+
+    /// Loads the CRDs, generates code and writes it to the output file, returning its path.
+    ///
+    /// The file is written only when its contents change, so that an unchanged file keeps its
+    /// modification time and does not make Cargo rebuild the crate. With
+    /// [`emit_rerun_if_changed`](Builder::emit_rerun_if_changed), first prints
+    /// `cargo:rerun-if-changed=` for each input, and for each directory input also for every
+    /// file in it that is read.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when no input was given, or when no output directory was set and
+    /// `OUT_DIR` is not set either; the errors of [`schema::load`](crate::schema::load) and
+    /// [`Generator::generate`]; [`Error::Write`] when the file cannot be written.
+    pub fn build(&self) -> Result<PathBuf> {
+        self.build_with(std::env::var_os("OUT_DIR"), &mut io::stdout().lock())
+    }
+
+    /// [`build`](Builder::build), with `OUT_DIR` and standard output passed in.
+    fn build_with(&self, out_dir_env: Option<OsString>, stdout: &mut dyn Write) -> Result<PathBuf> {
+        if self.inputs.is_empty() {
+            return Err(Error::Config(
+                "no CRD inputs: give Builder::crd a file or a directory".to_owned(),
+            ));
+        }
+        let out_dir = match (&self.out_dir, out_dir_env) {
+            (Some(dir), _) => dir.clone(),
+            (None, Some(dir)) => PathBuf::from(dir),
+            (None, None) => {
+                return Err(Error::Config(
+                    "OUT_DIR is not set (Cargo sets it for build scripts): run from build.rs, or \
+                     give Builder::out_dir"
+                        .to_owned(),
+                ));
+            }
+        };
+        if self.emit_rerun_if_changed {
+            print_rerun_if_changed(&rerun_if_changed_paths(&self.inputs), stdout)
+                .map_err(|source| Error::Write { path: PathBuf::from("<stdout>"), source })?;
+        }
+        let crds = crate::schema::load(&self.inputs)?;
+        let output = self.generator.generate(&crds)?;
+        let path = out_dir.join(&self.file_name);
+        write_file_if_changed(&path, &output.to_file_string())?;
+        Ok(path)
+    }
+}
+
+/// Generates code for the CRDs in `paths` (files or directories) with every default, into
+/// `$OUT_DIR/custom_resources.rs`, and returns that path: `Builder::new().crds(paths).build()`.
+///
+/// # Errors
+///
+/// As [`Builder::build`].
+///
+/// # Examples
+///
+/// In `build.rs`'s `main`:
+///
+/// ```no_run
+/// if let Err(error) = informer_gen::compile_crds(&["crds/"]) {
+///     panic!("{error}");
+/// }
+/// ```
+pub fn compile_crds(paths: &[impl AsRef<Path>]) -> Result<PathBuf> {
+    Builder::new().crds(paths.iter().map(|path| path.as_ref().to_path_buf())).build()
+}
+
+/// Every path a build reads: each input, then for a directory input the files in it that
+/// [`schema::load`](crate::schema::load) reads, sorted by name; without repeats. Paths that cannot
+/// be read are listed as given (loading them fails, and Cargo reruns a failed build script).
+fn rerun_if_changed_paths(inputs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = Vec::new();
+    let mut add = |path: PathBuf| {
+        if !paths.contains(&path) {
+            paths.push(path);
+        }
+    };
+    for input in inputs {
+        add(input.clone());
+        let Ok(entries) = fs::read_dir(input) else { continue };
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .filter(|path| {
+                path.extension().and_then(|extension| extension.to_str()).is_some_and(|extension| {
+                    EXTENSIONS.iter().any(|wanted| extension.eq_ignore_ascii_case(wanted))
+                }) && path.is_file()
+            })
+            .collect();
+        files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+        for file in files {
+            add(file);
+        }
+    }
+    paths
+}
+
+fn print_rerun_if_changed(paths: &[PathBuf], out: &mut dyn Write) -> io::Result<()> {
+    for path in paths {
+        writeln!(out, "cargo:rerun-if-changed={}", path.display())?;
+    }
+    out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object}
+";
+
+    #[test]
+    fn out_dir_comes_from_the_setter_then_the_environment_else_an_error() {
+        let temp = tempfile::tempdir().unwrap();
+        let file = temp.path().join("widgets.yaml");
+        fs::write(&file, CRD).unwrap();
+        let builder = Builder::new().crd(&file).emit_rerun_if_changed(false);
+
+        let env_dir = temp.path().join("env");
+        let path = builder.build_with(Some(env_dir.clone().into()), &mut Vec::new()).unwrap();
+        assert_eq!(path, env_dir.join("custom_resources.rs"));
+
+        let set_dir = temp.path().join("set");
+        let builder = builder.out_dir(&set_dir).file_name("crds.rs");
+        let path = builder.build_with(Some(env_dir.into()), &mut Vec::new()).unwrap();
+        assert_eq!(path, set_dir.join("crds.rs"));
+        assert!(fs::read_to_string(path).unwrap().contains("pub struct Widget"));
+
+        let error = Builder::new().crd(&file).build_with(None, &mut Vec::new()).unwrap_err();
+        assert!(
+            matches!(&error, Error::Config(message) if message.starts_with("OUT_DIR is not set"))
+        );
+    }
+
+    #[test]
+    fn rerun_if_changed_lists_inputs_and_the_files_read_from_directories() {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().join("crds");
+        fs::create_dir(&dir).unwrap();
+        fs::write(dir.join("b.yml"), CRD.replace("widgets", "bs").replace("Widget", "B")).unwrap();
+        fs::write(dir.join("a.JSON"), "").unwrap();
+        fs::write(dir.join("README.md"), "").unwrap();
+        fs::create_dir(dir.join("nested.yaml")).unwrap();
+        let file = temp.path().join("widgets.yaml");
+        fs::write(&file, CRD).unwrap();
+
+        let mut printed = Vec::new();
+        let inputs = [dir.clone(), file.clone(), dir.join("b.yml")];
+        print_rerun_if_changed(&rerun_if_changed_paths(&inputs), &mut printed).unwrap();
+        let expected = [dir.clone(), dir.join("a.JSON"), dir.join("b.yml"), file]
+            .iter()
+            .map(|path| format!("cargo:rerun-if-changed={}\n", path.display()))
+            .collect::<Vec<_>>()
+            .concat();
+        assert_eq!(String::from_utf8(printed).unwrap(), expected);
+    }
+
+    #[test]
+    fn no_inputs_is_a_config_error() {
+        let error = Builder::new().out_dir("unused").build().unwrap_err();
+        assert!(matches!(error, Error::Config(_)), "{error}");
+    }
+}

@@ -1,0 +1,241 @@
+//! Custom resources: from loaded CRDs to the [`Output`] modules, one per group and version.
+
+use std::collections::BTreeMap;
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+use super::accessors::{ALL, version_body};
+use super::types::{Style, items};
+use crate::error::{Error, Result};
+use crate::generator::{
+    GeneratedResource, Generator, GroupModule, Output, Visibility, config_error, group_module_names,
+};
+use crate::ir::TypeSpace;
+use crate::ir::convert::Converter;
+use crate::schema::Loaded;
+use crate::spec::ResourceSpec;
+
+/// One CRD version selected for generation.
+struct Selected<'a> {
+    loaded: &'a Loaded,
+    index: usize,
+}
+
+/// group -> version -> kind -> the CRD version to generate.
+type Tree<'a> = BTreeMap<&'a str, BTreeMap<&'a str, BTreeMap<&'a str, Selected<'a>>>>;
+
+pub(crate) fn generate(generator: &Generator, crds: &[Loaded]) -> Result<Output> {
+    let rt: syn::Path = syn::parse_str(&generator.runtime_crate).map_err(|e| {
+        config_error(format!("runtime crate {:?} is not a path: {e}", generator.runtime_crate))
+    })?;
+    let style = style(generator)?;
+    let tree = select(generator, crds)?;
+    let groups: Vec<&str> = tree.keys().copied().collect();
+    let mut out = Output { top: TokenStream::new(), groups: Vec::new(), resources: Vec::new() };
+    let mut trait_methods = Vec::new();
+    let mut trait_impls = Vec::new();
+    let mut registrations = Vec::new();
+    for (group, module_name) in &group_module_names(&groups) {
+        let module = format_ident!("{module_name}");
+        let doc = format!(" Informers of the `{group}` API group.");
+        out.groups.push(group_module(
+            &rt,
+            &style,
+            group,
+            module_name,
+            &tree[group.as_str()],
+            &mut out.resources,
+        )?);
+        trait_methods.push(quote! {
+            #[doc = #doc]
+            fn #module(&self) -> #module::Group<'_, S>;
+        });
+        trait_impls.push(quote! {
+            fn #module(&self) -> #module::Group<'_, S> {
+                #module::Group { factory: self }
+            }
+        });
+    }
+    for r in &out.resources {
+        let path: syn::Path = syn::parse_str(&r.rust_path)
+            .map_err(|e| config_error(format!("type path {}: {e}", r.rust_path)))?;
+        registrations.push(quote! { self.register::<#path>(); });
+    }
+    let vis = &style.vis;
+    out.top = quote! {
+        /// Adds the grouped accessors of these custom resources to `SharedInformerFactory`
+        /// (`factory.<group>().<version>().<plural>()`); bring it into scope with `use`.
+        #[allow(dead_code, reason = "a program may use only some of the groups")]
+        #vis trait CustomResourceInformers<S> {
+            #(#trait_methods)*
+            /// Makes every custom resource here known to `for_resource`, without creating
+            /// informers.
+            fn register_custom_resources(&self);
+        }
+
+        #[automatically_derived]
+        impl<S: #rt::ListWatchSource> CustomResourceInformers<S> for #rt::SharedInformerFactory<S> {
+            #(#trait_impls)*
+            fn register_custom_resources(&self) {
+                #(#registrations)*
+            }
+        }
+    };
+    out.resources.sort();
+    Ok(out)
+}
+
+fn style(generator: &Generator) -> Result<Style> {
+    let derives = generator
+        .derives
+        .iter()
+        .map(|d| {
+            syn::parse_str::<syn::Path>(d)
+                .map_err(|e| config_error(format!("derive {d:?} is not a path: {e}")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Style {
+        derives,
+        schemars: generator.schemars,
+        docs: generator.docs,
+        vis: match generator.visibility {
+            Visibility::Public => syn::parse_quote!(pub),
+            Visibility::Crate => syn::parse_quote!(pub(crate)),
+        },
+    })
+}
+
+/// The CRD versions to generate, by group, version and kind.
+fn select<'a>(generator: &Generator, crds: &'a [Loaded]) -> Result<Tree<'a>> {
+    let mut tree: Tree<'a> = BTreeMap::new();
+    for loaded in crds {
+        let spec = &loaded.crd.spec;
+        for (index, version) in spec.versions.iter().enumerate() {
+            if !generator.selects(version) {
+                continue;
+            }
+            if !is_identifier(&version.name) {
+                return Err(Error::Schema {
+                    file: loaded.file.clone(),
+                    document: loaded.document,
+                    path: format!("spec.versions[{index}].name"),
+                    message: format!("version {:?} is not a valid module name", version.name),
+                });
+            }
+            let kinds = tree.entry(&spec.group).or_default().entry(&version.name).or_default();
+            if let Some(previous) = kinds.insert(&spec.names.kind, Selected { loaded, index }) {
+                return Err(Error::Schema {
+                    file: loaded.file.clone(),
+                    document: loaded.document,
+                    path: "spec.names.kind".to_owned(),
+                    message: format!(
+                        "{}/{} {} is also defined by {}",
+                        spec.group,
+                        version.name,
+                        spec.names.kind,
+                        previous.loaded.file.display()
+                    ),
+                });
+            }
+        }
+    }
+    if tree.is_empty() {
+        return Err(config_error("no CRD version selected: nothing to generate"));
+    }
+    Ok(tree)
+}
+
+/// The module of one API group: its `Group` struct and a module per version.
+fn group_module(
+    rt: &syn::Path,
+    style: &Style,
+    group: &str,
+    module_name: &str,
+    versions: &BTreeMap<&str, BTreeMap<&str, Selected<'_>>>,
+    resources: &mut Vec<GeneratedResource>,
+) -> Result<GroupModule> {
+    let mut modules = Vec::new();
+    let mut version_methods = Vec::new();
+    for (version, kinds) in versions {
+        let mut space = TypeSpace::default();
+        for kind in kinds.keys() {
+            for name in [*kind, "Version"]
+                .into_iter()
+                .map(str::to_owned)
+                .chain(["Informer", "Lister", "NamespaceLister"].map(|s| format!("{kind}{s}")))
+            {
+                space.names.reserve(&name);
+            }
+        }
+        let mut specs = Vec::new();
+        for (kind, selected) in kinds {
+            Converter::new(&mut space, selected.loaded).root(
+                selected.loaded,
+                selected.index,
+                kind,
+            )?;
+            let crd = &selected.loaded.crd;
+            specs.push(ResourceSpec {
+                group: group.to_owned(),
+                version: (*version).to_owned(),
+                kind: (*kind).to_owned(),
+                plural: crd.spec.names.plural.clone(),
+                rust_path: (*kind).to_owned(),
+                namespaced: crd.namespaced(),
+                versions: None,
+            });
+            resources.push(GeneratedResource {
+                group: group.to_owned(),
+                version: (*version).to_owned(),
+                kind: (*kind).to_owned(),
+                plural: crd.spec.names.plural.clone(),
+                namespaced: crd.namespaced(),
+                rust_path: format!("{module_name}::{version}::{kind}"),
+                file: selected.loaded.file.clone(),
+            });
+        }
+        let accessors: BTreeMap<String, &ResourceSpec> =
+            specs.iter().map(|s| (s.method_name(), s)).collect();
+        let gv = format!("{group}/{version}");
+        let accessor_tokens: TokenStream = version_body(rt, &gv, &accessors, ALL)
+            .parse()
+            .map_err(|e| config_error(format!("accessors of {gv}: {e}")))?;
+        let types = items(&space, style);
+        modules.push(((*version).to_owned(), quote! { #types #accessor_tokens }));
+        let ident = format_ident!("{version}");
+        let doc = format!(" Informers of `{gv}`.");
+        version_methods.push(quote! {
+            #[doc = #doc]
+            #[must_use]
+            pub fn #ident(&self) -> #ident::Version<'a, S> {
+                #ident::Version { factory: self.factory }
+            }
+        });
+    }
+    let doc = format!(" Informers of the `{group}` API group.");
+    let module_doc = format!(" Custom resources of the `{group}` API group.");
+    Ok(GroupModule {
+        name: module_name.to_owned(),
+        attrs: quote! {
+            #[doc = #module_doc]
+            #[allow(dead_code, missing_docs, private_interfaces, clippy::all, clippy::pedantic, rustdoc::all)]
+        },
+        items: quote! {
+            #[doc = #doc]
+            pub struct Group<'a, S> {
+                pub(crate) factory: &'a #rt::SharedInformerFactory<S>,
+            }
+
+            impl<'a, S: #rt::ListWatchSource> Group<'a, S> {
+                #(#version_methods)*
+            }
+        },
+        versions: modules,
+    })
+}
+
+fn is_identifier(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+}

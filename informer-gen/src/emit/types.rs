@@ -1,0 +1,324 @@
+//! [`TypeSpace`] → Rust items: structs, string enums, and the resource impls of root types.
+//!
+//! Generated code names everything by absolute path (`::std::option::Option`,
+//! `::k8s_openapi::…`), so a schema type called `Option` or `String` cannot shadow anything.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+use super::docs;
+use crate::ir::{Field, Root, StringEnum, Struct, Ty, TypeDef, TypeSpace};
+
+/// How items are written.
+pub(crate) struct Style {
+    pub(crate) derives: Vec<syn::Path>,
+    pub(crate) schemars: bool,
+    pub(crate) docs: bool,
+    pub(crate) vis: syn::Visibility,
+}
+
+/// Every type of `space`, in order.
+pub(crate) fn items(space: &TypeSpace, style: &Style) -> TokenStream {
+    space
+        .in_reading_order()
+        .into_iter()
+        .map(|id| match space.get(id) {
+            TypeDef::Struct(s) => structure(space, s, style),
+            TypeDef::Enum(e) => string_enum(e, style),
+        })
+        .collect()
+}
+
+fn ident(name: &str) -> syn::Ident {
+    match name.strip_prefix("r#") {
+        Some(raw) => syn::Ident::new_raw(raw, proc_macro2::Span::call_site()),
+        None => format_ident!("{name}"),
+    }
+}
+
+/// The Rust type of `ty`.
+pub(crate) fn rust_type(space: &TypeSpace, ty: &Ty) -> TokenStream {
+    match ty {
+        Ty::String => quote!(::std::string::String),
+        Ty::Bool => quote!(bool),
+        Ty::I32 => quote!(i32),
+        Ty::I64 => quote!(i64),
+        Ty::F64 => quote!(f64),
+        Ty::Time => quote!(::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time),
+        Ty::Bytes => quote!(::k8s_openapi::ByteString),
+        Ty::IntOrString => quote!(::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString),
+        Ty::Quantity => quote!(::k8s_openapi::apimachinery::pkg::api::resource::Quantity),
+        Ty::Json => quote!(::serde_json::Value),
+        Ty::ObjectMeta => quote!(::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta),
+        Ty::Vec(item) => {
+            let item = rust_type(space, item);
+            quote!(::std::vec::Vec<#item>)
+        }
+        Ty::Map(value) => {
+            let value = rust_type(space, value);
+            quote!(::std::collections::BTreeMap<::std::string::String, #value>)
+        }
+        Ty::Named(id) => {
+            let name = format_ident!("{}", space.get(*id).name());
+            quote!(#name)
+        }
+    }
+}
+
+/// The user's derives, less those the generated code has already (or, for `Default`, derives
+/// wherever it can: on structs whose required fields all have defaults, never on enums).
+fn extra_derives<'a>(style: &'a Style, built_in: &[&str]) -> Vec<&'a syn::Path> {
+    style
+        .derives
+        .iter()
+        .filter(|p| p.segments.last().is_none_or(|s| !built_in.iter().any(|b| s.ident == b)))
+        .collect()
+}
+
+fn structure(space: &TypeSpace, s: &Struct, style: &Style) -> TokenStream {
+    let name = format_ident!("{}", s.name);
+    let vis = &style.vis;
+    let doc = docs::attrs(&s.doc, style.docs);
+    let default =
+        s.fields.iter().all(|f| !f.required || space.is_default(&f.ty)).then(|| quote!(Default,));
+    // A root writes its constant apiVersion and kind itself.
+    let serialize = s.root.is_none().then(|| quote!(::serde::Serialize,));
+    let extra_derives = extra_derives(
+        style,
+        &["Clone", "Debug", "PartialEq", "Default", "Serialize", "Deserialize"],
+    );
+    let schemars = style.schemars.then(|| quote!(::schemars::JsonSchema,));
+    let fields = s.fields.iter().map(|f| field(space, f, style));
+    let extra = s.extra.as_ref().map(|extra| {
+        let field = ident(&extra.rust_name);
+        let value = rust_type(space, &extra.value);
+        let doc =
+            docs::attrs(&["Fields not listed in the schema's properties.".to_owned()], style.docs);
+        quote! {
+            #doc
+            #[serde(flatten)]
+            #vis #field: ::std::collections::BTreeMap<::std::string::String, #value>,
+        }
+    });
+    let root = s.root.as_ref().map(|root| root_impls(s, root));
+    quote! {
+        #doc
+        #[derive(Clone, Debug, PartialEq, #default #serialize ::serde::Deserialize, #schemars #(#extra_derives,)*)]
+        #vis struct #name {
+            #(#fields)*
+            #extra
+        }
+        #root
+    }
+}
+
+fn field(space: &TypeSpace, f: &Field, style: &Style) -> TokenStream {
+    let name = ident(&f.rust_name);
+    let vis = &style.vis;
+    let doc = docs::attrs(&f.doc, style.docs);
+    let bare = f.rust_name.strip_prefix("r#").unwrap_or(&f.rust_name);
+    let rename = (bare != f.json_name).then(|| {
+        let json = &f.json_name;
+        quote!(rename = #json,)
+    });
+    let ty = rust_type(space, &f.ty);
+    // k8s-openapi's ByteString has no schema: describe it as the base64 string it is on the wire.
+    let schema_with = (style.schemars && f.ty.contains(&Ty::Bytes)).then(|| {
+        let as_string = rust_type(space, &f.ty.replace(&Ty::Bytes, &Ty::String));
+        let with = if f.required {
+            as_string.to_string()
+        } else {
+            quote!(::std::option::Option<#as_string>).to_string()
+        };
+        quote!(#[schemars(with = #with)])
+    });
+    if f.required {
+        // A missing required field reads as its default where it has one, as in Go, instead
+        // of failing the whole object (and with it a list of thousands).
+        let default = space.is_default(&f.ty).then(|| quote!(default,));
+        let attr =
+            (rename.is_some() || default.is_some()).then(|| quote!(#[serde(#rename #default)]));
+        quote! {
+            #doc
+            #attr
+            #schema_with
+            #vis #name: #ty,
+        }
+    } else {
+        quote! {
+            #doc
+            #[serde(#rename default, skip_serializing_if = "::std::option::Option::is_none")]
+            #schema_with
+            #vis #name: ::std::option::Option<#ty>,
+        }
+    }
+}
+
+fn string_enum(e: &StringEnum, style: &Style) -> TokenStream {
+    let name = format_ident!("{}", e.name);
+    let vis = &style.vis;
+    let doc = docs::attrs(&e.doc, style.docs);
+    let other = format_ident!("{}", e.other);
+    let variants: Vec<_> = e.variants.iter().map(|(v, _)| format_ident!("{v}")).collect();
+    let values: Vec<&String> = e.variants.iter().map(|(_, value)| value).collect();
+    let variant_docs =
+        e.variants.iter().map(|(_, value)| docs::attrs(&[format!("`{value:?}`")], style.docs));
+    let other_doc =
+        docs::attrs(&["A value the schema does not list, kept as it is.".to_owned()], style.docs);
+    let extra_derives =
+        extra_derives(style, &["Clone", "Debug", "PartialEq", "Eq", "Hash", "Default"]);
+    let schemars = style.schemars.then(|| {
+        let title = &e.name;
+        quote! {
+            #[automatically_derived]
+            impl ::schemars::JsonSchema for #name {
+                fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                    ::std::borrow::Cow::Borrowed(#title)
+                }
+                fn json_schema(_: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
+                    ::schemars::json_schema!({ "type": "string", "enum": [#(#values),*] })
+                }
+            }
+        }
+    });
+    quote! {
+        #doc
+        #[derive(Clone, Debug, PartialEq, Eq, Hash, #(#extra_derives,)*)]
+        #vis enum #name {
+            #(#variant_docs #variants,)*
+            #other_doc
+            #other(::std::string::String),
+        }
+
+        impl #name {
+            /// The value as it is written in JSON.
+            #[must_use]
+            #vis fn as_str(&self) -> &str {
+                match self {
+                    #(Self::#variants => #values,)*
+                    Self::#other(value) => value,
+                }
+            }
+        }
+
+        #[automatically_derived]
+        impl ::std::convert::From<&str> for #name {
+            fn from(value: &str) -> Self {
+                match value {
+                    #(#values => Self::#variants,)*
+                    _ => Self::#other(value.to_owned()),
+                }
+            }
+        }
+
+        #[automatically_derived]
+        impl ::std::fmt::Display for #name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        #[automatically_derived]
+        impl ::serde::Serialize for #name {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        #[automatically_derived]
+        impl<'de> ::serde::Deserialize<'de> for #name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+                let value = <::std::string::String as ::serde::Deserialize>::deserialize(deserializer)?;
+                ::std::result::Result::Ok(match value.as_str() {
+                    #(#values => Self::#variants,)*
+                    _ => Self::#other(value),
+                })
+            }
+        }
+        #schemars
+    }
+}
+
+/// k8s-openapi's `Resource`, `ListableResource` and `Metadata`, and a `Serialize` that writes
+/// `apiVersion` and `kind`.
+fn root_impls(s: &Struct, root: &Root) -> TokenStream {
+    let name = format_ident!("{}", s.name);
+    let api_version = if root.group.is_empty() {
+        root.version.clone()
+    } else {
+        format!("{}/{}", root.group, root.version)
+    };
+    let (group, kind, version, plural, list_kind) =
+        (&root.group, &root.kind, &root.version, &root.plural, &root.list_kind);
+    let scope = if root.namespaced {
+        quote!(::k8s_openapi::NamespaceResourceScope)
+    } else {
+        quote!(::k8s_openapi::ClusterResourceScope)
+    };
+    let entries = s.fields.iter().map(|f| {
+        let field = ident(&f.rust_name);
+        let json = &f.json_name;
+        if f.required {
+            quote! { map.serialize_entry(#json, &self.#field)?; }
+        } else {
+            quote! {
+                if let ::std::option::Option::Some(value) = &self.#field {
+                    map.serialize_entry(#json, value)?;
+                }
+            }
+        }
+    });
+    let extra = s.extra.as_ref().map(|extra| {
+        let field = ident(&extra.rust_name);
+        quote! {
+            for (key, value) in &self.#field {
+                // Written above, whatever an old object might have left in the map.
+                if key != "apiVersion" && key != "kind" {
+                    map.serialize_entry(key, value)?;
+                }
+            }
+        }
+    });
+    quote! {
+        #[automatically_derived]
+        impl ::k8s_openapi::Resource for #name {
+            const API_VERSION: &'static str = #api_version;
+            const GROUP: &'static str = #group;
+            const KIND: &'static str = #kind;
+            const VERSION: &'static str = #version;
+            const URL_PATH_SEGMENT: &'static str = #plural;
+            type Scope = #scope;
+        }
+
+        #[automatically_derived]
+        impl ::k8s_openapi::ListableResource for #name {
+            const LIST_KIND: &'static str = #list_kind;
+        }
+
+        #[automatically_derived]
+        impl ::k8s_openapi::Metadata for #name {
+            type Ty = ::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+            fn metadata(&self) -> &Self::Ty {
+                &self.metadata
+            }
+
+            fn metadata_mut(&mut self) -> &mut Self::Ty {
+                &mut self.metadata
+            }
+        }
+
+        #[automatically_derived]
+        impl ::serde::Serialize for #name {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+                use ::serde::ser::SerializeMap as _;
+                let mut map = serializer.serialize_map(::std::option::Option::None)?;
+                map.serialize_entry("apiVersion", <Self as ::k8s_openapi::Resource>::API_VERSION)?;
+                map.serialize_entry("kind", <Self as ::k8s_openapi::Resource>::KIND)?;
+                #(#entries)*
+                #extra
+                map.end()
+            }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! What can go wrong while generating, each error naming the file and, where there is one, the
+//! path in the document (`spec.versions[1].schema.openAPIV3Schema.properties.spec`).
+
+use std::io;
+use std::path::PathBuf;
+
+/// An error from reading inputs, converting schemas or writing output.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An input file or directory could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file or directory.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// A document is not valid YAML or JSON, or does not have the shape of a CRD.
+    #[error("{}{}: {path}: {message}", file.display(), document_suffix(*document))]
+    Parse {
+        /// The file.
+        file: PathBuf,
+        /// The index of the document in a multi-document YAML file (0 for the first).
+        document: usize,
+        /// Where in the document (`spec.versions[0].schema`), or `.` for the document itself.
+        path: String,
+        /// What is wrong, with a line and column where the parser knows them.
+        message: String,
+    },
+    /// A document is valid, but not something the generator can use (not a CRD, a version without
+    /// a schema, a schema construct that has no faithful Rust representation).
+    #[error("{}{}: {path}: {message}", file.display(), document_suffix(*document))]
+    Schema {
+        /// The file.
+        file: PathBuf,
+        /// The index of the document in a multi-document YAML file (0 for the first).
+        document: usize,
+        /// Where in the document
+        /// (`spec.versions[1].schema.openAPIV3Schema.properties.spec.properties.x`).
+        path: String,
+        /// What is wrong, and what would be accepted instead.
+        message: String,
+    },
+    /// Generated output could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file or directory.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// The generator was configured in a way it cannot work with.
+    #[error("{0}")]
+    Config(String),
+}
+
+fn document_suffix(document: usize) -> String {
+    if document == 0 { String::new() } else { format!(" (document {})", document + 1) }
+}
+
+/// The result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

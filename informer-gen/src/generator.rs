@@ -1,0 +1,304 @@
+//! [`Generator`]: CRDs in, Rust source out, nothing written anywhere (that is the caller's job:
+//! the CLI, [`Builder`](crate::Builder), or a test).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+use crate::emit::crd;
+use crate::error::{Error, Result};
+use crate::schema::Loaded;
+
+/// Which versions of each CRD to generate.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Versions {
+    /// Every version with `served: true` (the default).
+    #[default]
+    Served,
+    /// Only the storage version.
+    Storage,
+    /// The named versions, where a CRD has them (served or not).
+    Only(Vec<String>),
+}
+
+/// The visibility of generated items.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Visibility {
+    /// `pub` (the default).
+    #[default]
+    Public,
+    /// `pub(crate)`.
+    Crate,
+}
+
+/// Turns CRDs into Rust types, resource impls, informer and lister aliases and grouped factory
+/// accessors.
+///
+/// Setters take and return the generator by value:
+///
+/// ```
+/// # fn main() -> Result<(), informer_gen::Error> {
+/// use informer_gen::{Generator, Versions};
+/// let yaml = r#"
+/// apiVersion: apiextensions.k8s.io/v1
+/// kind: CustomResourceDefinition
+/// metadata: {name: widgets.example.com}
+/// spec:
+///   group: example.com
+///   names: {kind: Widget, plural: widgets}
+///   scope: Namespaced
+///   versions:
+///   - name: v1
+///     served: true
+///     storage: true
+///     schema:
+///       openAPIV3Schema:
+///         type: object
+///         properties:
+///           spec:
+///             type: object
+///             properties:
+///               size: {type: integer, format: int32}
+/// "#;
+/// let crds = informer_gen::schema::parse_str("widget.yaml".as_ref(), yaml)?;
+/// let output = Generator::new().versions(Versions::Storage).generate(&crds)?;
+/// let code = output.to_file_string();
+/// assert!(code.contains("pub struct Widget {"));
+/// assert!(code.contains("pub size: ::std::option::Option<i32>,"));
+/// assert_eq!(output.resources()[0].rust_path, "example::v1::Widget");
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct Generator {
+    pub(crate) runtime_crate: String,
+    pub(crate) versions: Versions,
+    pub(crate) derives: Vec<String>,
+    pub(crate) schemars: bool,
+    pub(crate) docs: bool,
+    pub(crate) visibility: Visibility,
+}
+
+impl Default for Generator {
+    fn default() -> Self {
+        Self {
+            // Generated code lives in the user's crate, which depends on the runtime by name.
+            runtime_crate: "::informer_runtime".to_owned(),
+            versions: Versions::Served,
+            derives: Vec::new(),
+            schemars: false,
+            docs: true,
+            visibility: Visibility::Public,
+        }
+    }
+}
+
+impl Generator {
+    /// A generator with the defaults: every served version, docs on, `pub` items, the runtime at
+    /// `::informer_runtime`.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The path of the informer-runtime crate in generated code (`::informer_runtime`).
+    pub fn runtime_crate(mut self, path: impl Into<String>) -> Self {
+        self.runtime_crate = path.into();
+        self
+    }
+
+    /// Which versions of each CRD to generate.
+    pub fn versions(mut self, versions: Versions) -> Self {
+        self.versions = versions;
+        self
+    }
+
+    /// Adds a derive to every generated struct and enum (`"Eq"`, `"::std::hash::Hash"`).
+    ///
+    /// Structs always derive `Clone`, `Debug`, `PartialEq`, serde's `Serialize` and
+    /// `Deserialize`, and `Default` where every required field has a default; enums derive
+    /// `Clone`, `Debug`, `PartialEq`, `Eq` and `Hash`. Those are not derived twice, and `Default`
+    /// is never added where it cannot be derived. A derive that does not hold for every type
+    /// (`Eq` on a struct with an `f64`) is the consumer's compile error.
+    pub fn derive(mut self, path: impl Into<String>) -> Self {
+        self.derives.push(path.into());
+        self
+    }
+
+    /// Derives `schemars::JsonSchema` for every type (the consumer then depends on `schemars`
+    /// 1 and enables k8s-openapi's `schemars` feature).
+    pub fn schemars(mut self, enabled: bool) -> Self {
+        self.schemars = enabled;
+        self
+    }
+
+    /// Whether schema descriptions become doc comments (on by default).
+    pub fn docs(mut self, enabled: bool) -> Self {
+        self.docs = enabled;
+        self
+    }
+
+    /// The visibility of generated items.
+    pub fn visibility(mut self, visibility: Visibility) -> Self {
+        self.visibility = visibility;
+        self
+    }
+
+    /// Generates code for `crds`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Schema`] naming the file and schema path of a construct the generator cannot
+    /// represent, or two CRDs of the same group, version and kind; [`Error::Config`] for a
+    /// runtime crate or derive that is not a path, or when no version is selected.
+    pub fn generate(&self, crds: &[Loaded]) -> Result<Output> {
+        crd::generate(self, crds)
+    }
+
+    pub(crate) fn selects(&self, version: &crate::schema::crd::CrdVersion) -> bool {
+        match &self.versions {
+            Versions::Served => version.served,
+            Versions::Storage => version.storage,
+            Versions::Only(names) => names.contains(&version.name),
+        }
+    }
+}
+
+/// Generated code: a module per API group, each with a module per version, and a trait that
+/// adds the group accessors to `SharedInformerFactory`.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub(crate) top: TokenStream,
+    pub(crate) groups: Vec<GroupModule>,
+    pub(crate) resources: Vec<GeneratedResource>,
+}
+
+/// One group's module.
+#[derive(Debug, Clone)]
+pub(crate) struct GroupModule {
+    pub(crate) name: String,
+    pub(crate) attrs: TokenStream,
+    pub(crate) items: TokenStream,
+    /// `(version, items)`.
+    pub(crate) versions: Vec<(String, TokenStream)>,
+}
+
+/// A resource type in the generated code.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct GeneratedResource {
+    /// API group.
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Kind.
+    pub kind: String,
+    /// Plural resource name.
+    pub plural: String,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// The path of the type relative to where the output is placed (`cert_manager::v1::Certificate`).
+    pub rust_path: String,
+    /// The file its CRD came from.
+    pub file: PathBuf,
+}
+
+impl Output {
+    /// Every resource type generated, sorted by group, version and kind.
+    #[must_use]
+    pub fn resources(&self) -> &[GeneratedResource] {
+        &self.resources
+    }
+
+    /// The whole output as one self-contained, formatted Rust file, starting with the
+    /// `@generated` header: what the CLI prints without `--out`, and what `include!` takes.
+    #[must_use]
+    pub fn to_file_string(&self) -> String {
+        let top = &self.top;
+        let groups = self.groups.iter().map(|g| {
+            let name = format_ident!("{}", g.name);
+            let (attrs, items) = (&g.attrs, &g.items);
+            let versions = g.versions.iter().map(|(v, items)| {
+                let v = format_ident!("{v}");
+                let doc = format!(" Custom resources of version `{v}`.");
+                quote! {
+                    #[doc = #doc]
+                    pub mod #v {
+                        #items
+                    }
+                }
+            });
+            quote! {
+                #attrs
+                pub mod #name {
+                    #items
+                    #(#versions)*
+                }
+            }
+        });
+        format!("{}\n{}", HEADER, crate::emit::unparse(quote! { #top #(#groups)* }))
+    }
+
+    /// The output as a module tree: `mod.rs` (declaring one module per group, and the factory
+    /// trait), `<group>/mod.rs` and `<group>/<version>.rs`, each formatted and starting with the
+    /// `@generated` header. Paths are relative to the output directory.
+    #[must_use]
+    pub fn files(&self) -> BTreeMap<PathBuf, String> {
+        let mut files = BTreeMap::new();
+        let top = &self.top;
+        let decls = self.groups.iter().map(|g| {
+            let name = format_ident!("{}", g.name);
+            let attrs = &g.attrs;
+            quote! { #attrs pub mod #name; }
+        });
+        files.insert(PathBuf::from("mod.rs"), render(&quote! { #(#decls)* #top }));
+        for g in &self.groups {
+            let items = &g.items;
+            let decls = g.versions.iter().map(|(v, _)| {
+                let v = format_ident!("{v}");
+                let doc = format!(" Custom resources of version `{v}`.");
+                quote! {
+                    #[doc = #doc]
+                    pub mod #v;
+                }
+            });
+            let dir = PathBuf::from(&g.name);
+            files.insert(dir.join("mod.rs"), render(&quote! { #items #(#decls)* }));
+            for (v, items) in &g.versions {
+                files.insert(dir.join(format!("{v}.rs")), render(items));
+            }
+        }
+        files
+    }
+}
+
+/// The first line of every generated file.
+const HEADER: &str = "// @generated by informer-gen. Do not edit.";
+
+fn render(tokens: &TokenStream) -> String {
+    format!("{}\n{}", HEADER, crate::emit::unparse(tokens.clone()))
+}
+
+/// Module names for CRD groups: client-go's short name (the first DNS label) unless a built-in
+/// group or an earlier CRD group (sorted) has it; then the whole group
+/// (`networking.istio.io` → `networking_istio_io`).
+pub(crate) fn group_module_names(groups: &[&str]) -> Vec<(String, String)> {
+    let mut taken: BTreeSet<String> =
+        crate::spec::BUILTIN_GROUP_NAMES.iter().map(|s| (*s).to_owned()).collect();
+    // Names the generated items of a file also use at the top level.
+    taken.insert("register_custom_resources".to_owned());
+    let mut out = Vec::new();
+    for group in groups {
+        let short = crate::spec::group_short_name(group);
+        let name = if taken.contains(&short) { crate::spec::group_full_name(group) } else { short };
+        taken.insert(name.clone());
+        out.push(((*group).to_owned(), name));
+    }
+    out
+}
+
+pub(crate) fn config_error(message: impl Into<String>) -> Error {
+    Error::Config(message.into())
+}

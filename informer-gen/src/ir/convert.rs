@@ -1,0 +1,593 @@
+//! Schema → [`TypeSpace`]: the mapping from a structural schema to Rust types.
+//!
+//! The rules, in the order [`Converter::convert`] tries them on a node:
+//! 1. `x-kubernetes-int-or-string` → `Quantity` when the node's `pattern` is the resource
+//!    quantity pattern (as in every controller-gen CRD), otherwise `IntOrString`.
+//! 2. `type: string` with `enum` → a string enum with a variant for unlisted values, so a value
+//!    added by a newer server still decodes (and encodes back unchanged); `format: date-time` →
+//!    `Time`; `format: byte` → `ByteString`; otherwise `String`.
+//! 3. `integer` → `i32` for `format: int32`, else `i64`; `number` → `f64`; `boolean` → `bool`.
+//! 4. `array` → `Vec` of the items' type. The tuple form of `items` is rejected (structural
+//!    schemas forbid it).
+//! 5. Objects: `x-kubernetes-embedded-resource` or `properties` → a struct (an embedded resource
+//!    always has `apiVersion`, `kind` and `metadata: ObjectMeta`); fields beyond `properties`
+//!    are kept in a flattened map when `additionalProperties` or
+//!    `x-kubernetes-preserve-unknown-fields` allows them. Without properties:
+//!    `additionalProperties` → `BTreeMap<String, T>`; preserve-unknown-fields → a map of JSON
+//!    values (or any JSON value when the node has no type); no type at all → any JSON value; an
+//!    object that allows nothing → an empty struct (the API server prunes whatever is sent).
+//! 6. `oneOf`/`anyOf`/`allOf`/`not` never change the shape: in a structural schema they may only
+//!    restate fields that `properties` already declares (checked here: anything else is an
+//!    error, never a silently dropped field). Their `required` sets are turned into documentation
+//!    ("exactly one of …").
+//! 7. A property is an `Option` unless it is listed in `required` and not `nullable`. `null`
+//!    and absence both read as `None`, and `None` is not written.
+
+use std::path::Path;
+
+use super::naming::{self, NESTED_ITEM};
+use super::{Extra, Field, Root, StringEnum, Struct, Ty, TypeDef, TypeId, TypeSpace};
+use crate::error::{Error, Result};
+use crate::schema::Loaded;
+use crate::schema::openapi::{AdditionalProperties, Items, Schema};
+
+/// Converts the schemas of one file's document into types of a [`TypeSpace`].
+pub(crate) struct Converter<'a> {
+    space: &'a mut TypeSpace,
+    file: &'a Path,
+    document: usize,
+}
+
+impl<'a> Converter<'a> {
+    pub(crate) fn new(space: &'a mut TypeSpace, loaded: &'a Loaded) -> Self {
+        Self { space, file: &loaded.file, document: loaded.document }
+    }
+
+    /// Adds the root type of `spec.versions[index]` of `loaded`, named `name` (reserved by the
+    /// caller), and every type nested in it.
+    pub(crate) fn root(&mut self, loaded: &Loaded, index: usize, name: &str) -> Result<TypeId> {
+        let crd = &loaded.crd;
+        let version = &crd.spec.versions[index];
+        let path = format!("spec.versions[{index}].schema.openAPIV3Schema");
+        let schema = version
+            .schema
+            .as_ref()
+            .and_then(|s| s.open_api_v3_schema.as_ref())
+            .ok_or_else(|| self.error(&path, "the version has no schema"))?;
+        if !matches!(schema.type_.as_deref(), None | Some("object")) {
+            return Err(self.error(&path, "the root of a resource schema must be an object"));
+        }
+        let names = &crd.spec.names;
+        let root = Root {
+            group: crd.spec.group.clone(),
+            version: version.name.clone(),
+            kind: names.kind.clone(),
+            plural: names.plural.clone(),
+            list_kind: names.list_kind.clone().unwrap_or_else(|| format!("{}List", names.kind)),
+            namespaced: crd.namespaced(),
+        };
+        let mut doc = description(schema);
+        if !doc.is_empty() {
+            doc.push(String::new());
+        }
+        let gv = format!("{}/{}", root.group, root.version);
+        doc.push(format!("`{}` of `{gv}`{}.", root.kind, deprecation(version.deprecated)));
+        self.object(schema, &path, name, Shape::Root(root), doc)
+    }
+
+    fn error(&self, path: &str, message: impl Into<String>) -> Error {
+        Error::Schema {
+            file: self.file.to_owned(),
+            document: self.document,
+            path: path.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// The type of one schema node. `name` is the name a nested type would get.
+    fn convert(&mut self, schema: &Schema, path: &str, name: &str) -> Result<Ty> {
+        if schema.int_or_string {
+            return Ok(if is_quantity(schema) { Ty::Quantity } else { Ty::IntOrString });
+        }
+        match schema.type_.as_deref() {
+            Some("string") => Ok(match (schema.format.as_deref(), string_enum(schema)) {
+                (_, Some(values)) => Ty::Named(self.string_enum(schema, name, values)),
+                (Some("date-time"), None) => Ty::Time,
+                (Some("byte"), None) => Ty::Bytes,
+                _ => Ty::String,
+            }),
+            Some("integer") => {
+                Ok(if schema.format.as_deref() == Some("int32") { Ty::I32 } else { Ty::I64 })
+            }
+            Some("number") => Ok(Ty::F64),
+            Some("boolean") => Ok(Ty::Bool),
+            Some("array") => {
+                let items_path = format!("{path}.items");
+                match schema.items.as_deref() {
+                    Some(Items::Schema(items)) => {
+                        let item_name = if items.type_.as_deref() == Some("array") {
+                            format!("{name}{NESTED_ITEM}")
+                        } else {
+                            name.to_owned()
+                        };
+                        Ok(Ty::Vec(Box::new(self.convert(items, &items_path, &item_name)?)))
+                    }
+                    Some(Items::Tuple(_)) => Err(self.error(
+                        &items_path,
+                        "`items` as a list of schemas (tuple form) is not allowed in a structural \
+                         schema; give one schema for every item",
+                    )),
+                    None => Err(self.error(
+                        path,
+                        "an array needs `items` (a structural schema must say what the items are)",
+                    )),
+                }
+            }
+            Some("object") | None => self.object_like(schema, path, name),
+            Some(other) => Err(self.error(
+                &format!("{path}.type"),
+                format!(
+                    "unknown type {other:?}; expected object, array, string, integer, number or \
+                     boolean"
+                ),
+            )),
+        }
+    }
+
+    fn object_like(&mut self, schema: &Schema, path: &str, name: &str) -> Result<Ty> {
+        if schema.embedded_resource || !schema.properties.is_empty() {
+            let shape = if schema.embedded_resource { Shape::Embedded } else { Shape::Plain };
+            let doc = description(schema);
+            return Ok(Ty::Named(self.object(schema, path, name, shape, doc)?));
+        }
+        self.check_junctions(schema, path)?;
+        match schema.additional_properties.as_deref() {
+            Some(AdditionalProperties::Schema(values)) => {
+                let values_path = format!("{path}.additionalProperties");
+                return Ok(Ty::Map(Box::new(self.convert(values, &values_path, name)?)));
+            }
+            Some(AdditionalProperties::Allowed(true)) => return Ok(Ty::Map(Box::new(Ty::Json))),
+            Some(AdditionalProperties::Allowed(false)) | None => {}
+        }
+        if schema.preserves_unknown_fields() {
+            return Ok(if schema.type_.is_some() { Ty::Map(Box::new(Ty::Json)) } else { Ty::Json });
+        }
+        if schema.type_.is_none() {
+            return Ok(Ty::Json);
+        }
+        let doc = description(schema);
+        Ok(Ty::Named(self.object(schema, path, name, Shape::Plain, doc)?))
+    }
+
+    /// A struct for an object node. Its fields are converted first, so that a struct identical
+    /// to one already made (same fields, field types, docs) is not made twice.
+    fn object(
+        &mut self,
+        schema: &Schema,
+        path: &str,
+        name: &str,
+        shape: Shape,
+        mut doc: Vec<String>,
+    ) -> Result<TypeId> {
+        self.check_junctions(schema, path)?;
+        let junctions = junction_docs(schema);
+        if !doc.is_empty() && !junctions.is_empty() {
+            doc.push(String::new());
+        }
+        doc.extend(junctions);
+        let is_root = matches!(shape, Shape::Root(_));
+        let mut fields = Vec::new();
+        if is_root || matches!(shape, Shape::Embedded) {
+            for json in ["apiVersion", "kind"] {
+                // The root's apiVersion and kind are constants written by its Serialize impl.
+                if !is_root && !schema.properties.contains_key(json) {
+                    fields.push(Field {
+                        rust_name: naming::field_name(json),
+                        json_name: json.to_owned(),
+                        ty: Ty::String,
+                        required: false,
+                        doc: vec![format!("`{json}` of the embedded object.")],
+                    });
+                }
+            }
+            if !schema.properties.contains_key("metadata") {
+                fields.push(metadata_field(is_root, Vec::new()));
+            }
+        }
+        for (json, property) in &schema.properties {
+            let property_path = format!("{path}.properties.{}", path_segment(json));
+            if is_root && (json == "apiVersion" || json == "kind") {
+                continue;
+            }
+            if json == "metadata" && (is_root || matches!(shape, Shape::Embedded)) {
+                fields.push(metadata_field(is_root, description(property)));
+                continue;
+            }
+            let nested = format!("{name}{}", naming::type_fragment(json));
+            let ty = self.convert(property, &property_path, &nested)?;
+            let mut field_doc = description(property);
+            if let Some(default) = &property.default {
+                if !field_doc.is_empty() {
+                    field_doc.push(String::new());
+                }
+                field_doc.push(format!("Defaults to `{default}`."));
+            }
+            fields.push(Field {
+                rust_name: naming::field_name(json),
+                json_name: json.clone(),
+                ty,
+                required: schema.required.contains(json) && !property.nullable,
+                doc: field_doc,
+            });
+        }
+        let extra_value = match schema.additional_properties.as_deref() {
+            Some(AdditionalProperties::Schema(values)) => Some(self.convert(
+                values,
+                &format!("{path}.additionalProperties"),
+                &format!("{name}Value"),
+            )?),
+            Some(AdditionalProperties::Allowed(true)) => Some(Ty::Json),
+            _ if schema.preserves_unknown_fields() => Some(Ty::Json),
+            _ => None,
+        };
+        let mut names: Vec<String> = fields.iter().map(|f| f.rust_name.clone()).collect();
+        if extra_value.is_some() {
+            names.push("extra".to_owned());
+        }
+        let mut unique = naming::unique_fields(names);
+        let extra =
+            extra_value.map(|value| Extra { rust_name: unique.pop().unwrap_or_default(), value });
+        for (field, rust_name) in fields.iter_mut().zip(unique) {
+            field.rust_name = rust_name;
+        }
+        let mut made = Struct { name: String::new(), doc, fields, extra, root: None };
+        let key = match shape {
+            Shape::Root(root) => {
+                made.root = Some(root);
+                name.clone_into(&mut made.name);
+                None
+            }
+            Shape::Embedded | Shape::Plain => {
+                let key = format!("{:?}", (&made.doc, &made.fields, &made.extra));
+                if let Some(id) = self.space.structs.get(&key) {
+                    return Ok(*id);
+                }
+                made.name = self.space.names.claim(name);
+                Some(key)
+            }
+        };
+        let id = TypeId(self.space.types.len());
+        self.space.types.push(TypeDef::Struct(made));
+        if let Some(key) = key {
+            self.space.structs.insert(key, id);
+        }
+        Ok(id)
+    }
+
+    fn string_enum(&mut self, schema: &Schema, name: &str, values: Vec<String>) -> TypeId {
+        let doc = description(schema);
+        let key = format!("{:?}", (&doc, &values));
+        if let Some(id) = self.space.enums.get(&key) {
+            return *id;
+        }
+        let name = &self.space.names.claim(name);
+        let variants = naming::unique_variants(&values);
+        let other = ["Other", "OtherValue", "Unlisted"]
+            .into_iter()
+            .find(|o| !variants.iter().any(|v| v == o))
+            .unwrap_or("UnlistedValue")
+            .to_owned();
+        let id = TypeId(self.space.types.len());
+        self.space.types.push(TypeDef::Enum(StringEnum {
+            name: name.to_owned(),
+            doc,
+            variants: variants.into_iter().zip(values).collect(),
+            other,
+        }));
+        self.space.enums.insert(key, id);
+        id
+    }
+
+    /// Structural schemas may only restate, inside `oneOf`/`anyOf`/`allOf`/`not`, fields that
+    /// the node declares itself; anything else would be dropped, so it is an error.
+    fn check_junctions(&self, schema: &Schema, path: &str) -> Result<()> {
+        let branches =
+            [("oneOf", &schema.one_of), ("anyOf", &schema.any_of), ("allOf", &schema.all_of)];
+        let not = schema.not.iter().map(|b| ("not", std::slice::from_ref(&**b)));
+        for (keyword, list) in branches.into_iter().map(|(k, l)| (k, l.as_slice())).chain(not) {
+            for (i, branch) in list.iter().enumerate() {
+                let at = if keyword == "not" {
+                    format!("{path}.not")
+                } else {
+                    format!("{path}.{keyword}[{i}]")
+                };
+                for property in branch.properties.keys() {
+                    if !schema.properties.contains_key(property) {
+                        return Err(self.error(
+                            &format!("{at}.properties.{}", path_segment(property)),
+                            format!(
+                                "property {property:?} appears only inside {keyword}; a structural \
+                                 schema must also declare it in the enclosing `properties`"
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What kind of struct an object node becomes.
+enum Shape {
+    /// The resource itself.
+    Root(Root),
+    /// `x-kubernetes-embedded-resource`.
+    Embedded,
+    Plain,
+}
+
+fn metadata_field(is_root: bool, doc: Vec<String>) -> Field {
+    let doc = if doc.is_empty() { vec!["Standard object metadata.".to_owned()] } else { doc };
+    Field {
+        rust_name: "metadata".to_owned(),
+        json_name: "metadata".to_owned(),
+        ty: Ty::ObjectMeta,
+        required: is_root,
+        doc,
+    }
+}
+
+/// The string values of an enum on a string node, without `null` and duplicates; `None` if the
+/// node has no enum or lists something other than strings.
+fn string_enum(schema: &Schema) -> Option<Vec<String>> {
+    let list = schema.enum_.as_ref()?;
+    let mut values: Vec<String> = Vec::new();
+    for value in list {
+        match value {
+            serde_json::Value::String(s) => {
+                if !values.contains(s) {
+                    values.push(s.clone());
+                }
+            }
+            serde_json::Value::Null => {}
+            _ => return None,
+        }
+    }
+    (!values.is_empty()).then_some(values)
+}
+
+/// Whether an int-or-string node is a resource quantity: controller-gen writes the quantity
+/// pattern on every `resource.Quantity` field.
+fn is_quantity(schema: &Schema) -> bool {
+    schema.pattern.as_deref().is_some_and(|p| p.contains("[KMGTPE]i"))
+}
+
+fn description(schema: &Schema) -> Vec<String> {
+    schema
+        .description
+        .as_deref()
+        .map(|d| d.trim().lines().map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+fn junction_docs(schema: &Schema) -> Vec<String> {
+    let mut out = Vec::new();
+    for (keyword, branches) in [("Exactly one", &schema.one_of), ("At least one", &schema.any_of)] {
+        let sets: Vec<String> = branches
+            .iter()
+            .filter(|b| !b.required.is_empty())
+            .map(|b| b.required.iter().map(|r| format!("`{r}`")).collect::<Vec<_>>().join(" and "))
+            .collect();
+        if sets.len() == branches.len() && !sets.is_empty() {
+            out.push(format!("{keyword} of these is set: {}.", sets.join("; ")));
+        }
+    }
+    let all: Vec<&String> = schema.all_of.iter().flat_map(|b| &b.required).collect();
+    if !all.is_empty() {
+        let all: Vec<String> = all.iter().map(|r| format!("`{r}`")).collect();
+        out.push(format!("Also required: {}.", all.join(", ")));
+    }
+    out
+}
+
+fn deprecation(deprecated: bool) -> &'static str {
+    if deprecated { " (deprecated)" } else { "" }
+}
+
+/// A property name as a path segment: plain when it is a simple name, quoted otherwise.
+fn path_segment(name: &str) -> String {
+    if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') && !name.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{name:?}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Error, Generator};
+
+    /// A CRD with one version whose `spec` schema is `spec` (YAML, indented for the slot).
+    fn crd(spec: &str) -> String {
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: widgets.example.com}}
+spec:
+  group: example.com
+  names: {{kind: Widget, plural: widgets}}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+{spec}"
+        )
+    }
+
+    fn generate(spec: &str) -> Result<String, Error> {
+        let crds = crate::schema::parse_str("widget.yaml".as_ref(), &crd(spec))?;
+        Ok(Generator::new().generate(&crds)?.to_file_string())
+    }
+
+    fn error(spec: &str) -> String {
+        generate(spec).unwrap_err().to_string()
+    }
+
+    /// Whether `code` contains `expected`, whatever the formatting's line breaks.
+    fn assert_contains(code: &str, expected: &str) {
+        let squash = |s: &str| s.split_whitespace().collect::<String>().replace(",>", ">");
+        assert!(squash(code).contains(&squash(expected)), "missing {expected:?} in\n{code}");
+    }
+
+    const BASE: &str = "spec.versions[0].schema.openAPIV3Schema.properties.spec";
+
+    #[test]
+    fn unrepresentable_constructs_are_errors_at_their_schema_path() {
+        let tuple = "            type: object
+            properties:
+              pair: {type: array, items: [{type: string}, {type: integer}]}
+";
+        assert_eq!(
+            error(tuple),
+            format!(
+                "widget.yaml: {BASE}.properties.pair.items: `items` as a list of schemas (tuple \
+                 form) is not allowed in a structural schema; give one schema for every item"
+            )
+        );
+        let no_items = "            type: object
+            properties:
+              list: {type: array}
+";
+        assert!(
+            error(no_items).starts_with(&format!(
+                "widget.yaml: {BASE}.properties.list: an array needs `items`"
+            ))
+        );
+        let only_in_one_of = "            type: object
+            properties:
+              a: {type: string}
+            oneOf:
+            - required: [a]
+            - properties: {b: {type: string}}
+";
+        assert_eq!(
+            error(only_in_one_of),
+            format!(
+                "widget.yaml: {BASE}.oneOf[1].properties.b: property \"b\" appears only inside \
+                 oneOf; a structural schema must also declare it in the enclosing `properties`"
+            )
+        );
+        let unknown = "            type: object
+            properties:
+              x: {type: decimal}
+";
+        assert!(error(unknown).starts_with(&format!(
+            "widget.yaml: {BASE}.properties.x.type: unknown type \"decimal\""
+        )));
+    }
+
+    #[test]
+    fn names_are_escaped_renamed_and_unique() {
+        let code = generate(
+            "            type: object
+            properties:
+              type: {type: string}
+              -XX: {type: string}
+              fooBar: {type: string}
+              foo_bar: {type: string}
+              self: {type: string}
+",
+        )
+        .unwrap();
+        for expected in [
+            "pub r#type: ::std::option::Option<::std::string::String>,",
+            "#[serde(rename = \"-XX\", default, skip_serializing_if",
+            "pub xx: ::std::option::Option<",
+            "pub foo_bar: ::std::option::Option<",
+            "#[serde(rename = \"foo_bar\", default, skip_serializing_if",
+            "pub foo_bar_2: ::std::option::Option<",
+            "pub self_: ::std::option::Option<",
+        ] {
+            assert_contains(&code, expected);
+        }
+    }
+
+    #[test]
+    fn shapes_map_to_their_rust_types() {
+        let code = generate(
+            "            type: object
+            required: [size]
+            oneOf:
+            - required: [cpu]
+            - required: [memory]
+            properties:
+              size: {type: integer, format: int32}
+              cpu:
+                anyOf: [{type: integer}, {type: string}]
+                pattern: ^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$
+                x-kubernetes-int-or-string: true
+              memory: {x-kubernetes-int-or-string: true}
+              when: {type: string, format: date-time}
+              blob: {type: string, format: byte}
+              ratio: {type: number}
+              labels: {type: object, additionalProperties: {type: string}}
+              anything: {x-kubernetes-preserve-unknown-fields: true}
+              object: {type: object, x-kubernetes-preserve-unknown-fields: true}
+              empty: {type: object}
+              mode: {type: string, enum: [Fast, slow, '=']}
+              template:
+                type: object
+                x-kubernetes-embedded-resource: true
+                x-kubernetes-preserve-unknown-fields: true
+              grid: {type: array, items: {type: array, items: {type: object, properties: {x: {type: integer}}}}}
+",
+        )
+        .unwrap();
+        for expected in [
+            "pub size: i32,",
+            "pub cpu: ::std::option::Option<::k8s_openapi::apimachinery::pkg::api::resource::Quantity>",
+            "::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString",
+            "pub when: ::std::option::Option<::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>",
+            "pub blob: ::std::option::Option<::k8s_openapi::ByteString>,",
+            "pub ratio: ::std::option::Option<f64>,",
+            "::std::collections::BTreeMap<::std::string::String, ::std::string::String>",
+            "pub anything: ::std::option::Option<::serde_json::Value>,",
+            "::std::collections::BTreeMap<::std::string::String, ::serde_json::Value>",
+            "pub struct WidgetSpecEmpty {}",
+            "pub enum WidgetSpecMode {",
+            "Fast,",
+            "Slow,",
+            "Eq,",
+            "Other(::std::string::String),",
+            "pub struct WidgetSpecTemplate {",
+            "pub metadata: ::std::option::Option<",
+            "#[serde(flatten)]",
+            "pub grid: ::std::option::Option<::std::vec::Vec<::std::vec::Vec<WidgetSpecGridItem>>>,",
+            "/// Exactly one of these is set: `cpu`; `memory`.",
+        ] {
+            assert_contains(&code, expected);
+        }
+    }
+
+    #[test]
+    fn identical_schemas_share_one_type() {
+        let code = generate(
+            "            type: object
+            properties:
+              primary: {type: object, properties: {host: {type: string}, port: {type: integer}}}
+              backup: {type: object, properties: {host: {type: string}, port: {type: integer}}}
+",
+        )
+        .unwrap();
+        assert_contains(&code, "pub struct WidgetSpecBackup {");
+        assert!(!code.contains("pub struct WidgetSpecPrimary {"), "{code}");
+        assert_contains(&code, "pub primary: ::std::option::Option<WidgetSpecBackup>,");
+    }
+}

@@ -1,0 +1,174 @@
+//! `informer-gen`, the command-line front end: parses arguments, then hands over to the library
+//! ([`informer_gen::schema::load`], [`Generator`], [`Output::write_module_tree`]).
+//!
+//! `informer-gen crd FILE...` prints one self-contained Rust file to standard output;
+//! `--out DIR` writes a module tree instead; `--list` prints what was generated, one
+//! tab-separated line per resource. Errors go to standard error as `error: …`, with exit status
+//! 1 (2 for a bad command line).
+
+use std::fmt::Write as _;
+use std::io::{self, Write as _};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use informer_gen::{Generator, Output, Result, Versions, Visibility};
+
+/// Generates typed Kubernetes informers, listers and resource types
+#[derive(Debug, Parser)]
+#[command(name = "informer-gen", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+#[allow(clippy::doc_markdown, reason = "doc comments are --help text, shown verbatim")]
+enum Command {
+    /// Generates Rust types, informer and lister aliases and factory accessors from
+    /// CustomResourceDefinitions
+    ///
+    /// Without --out, prints one self-contained Rust file to standard output. With --out,
+    /// writes a module tree (mod.rs, <group>/mod.rs, <group>/<version>.rs) to DIR, replacing
+    /// what informer-gen wrote there before; DIR must not hold other files.
+    Crd(CrdArgs),
+}
+
+#[derive(Debug, clap::Args)]
+#[allow(clippy::struct_excessive_bools, reason = "one field per command-line flag")]
+#[allow(clippy::doc_markdown, reason = "doc comments are --help text, shown verbatim")]
+struct CrdArgs {
+    /// CRD files (YAML, multi-document YAML or JSON) or directories of *.yaml, *.yml and *.json
+    /// files
+    #[arg(value_name = "FILE", required = true)]
+    files: Vec<PathBuf>,
+
+    /// Writes a module tree to DIR instead of printing one file
+    #[arg(short, long, value_name = "DIR")]
+    out: Option<PathBuf>,
+
+    /// Versions to generate: served, storage, or a comma-separated list of version names
+    #[arg(
+        long,
+        value_name = "served|storage|V1,V2",
+        default_value = "served",
+        value_parser = parse_versions
+    )]
+    versions: Versions,
+
+    /// Adds a derive to every generated type (repeatable, or comma-separated)
+    #[arg(long, value_name = "PATH", value_delimiter = ',')]
+    derive: Vec<String>,
+
+    /// Derives schemars::JsonSchema for every type
+    #[arg(long)]
+    schemars: bool,
+
+    /// Leaves out the doc comments made from schema descriptions
+    #[arg(long)]
+    no_docs: bool,
+
+    /// Visibility of generated items
+    #[arg(long, value_enum, default_value_t = VisibilityArg::Pub)]
+    visibility: VisibilityArg,
+
+    /// Path of the informer-runtime crate in generated code
+    #[arg(long, value_name = "PATH", default_value = "::informer_runtime")]
+    runtime_crate: String,
+
+    /// Prints one tab-separated line per generated resource instead of the code: group,
+    /// version, kind, plural, namespaced|cluster, Rust path, CRD file (with --out, writes the
+    /// tree too)
+    #[arg(long)]
+    list: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum VisibilityArg {
+    /// pub items, usable from other crates
+    Pub,
+    /// pub(crate) items, usable only in the crate that includes them
+    Crate,
+}
+
+fn parse_versions(value: &str) -> Result<Versions, String> {
+    match value {
+        "served" => Ok(Versions::Served),
+        "storage" => Ok(Versions::Storage),
+        _ => {
+            let names: Vec<String> = value.split(',').map(|name| name.trim().to_owned()).collect();
+            if names.iter().any(String::is_empty) {
+                return Err("expected served, storage, or version names separated by commas".into());
+            }
+            Ok(Versions::Only(names))
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let Command::Crd(args) = Cli::parse().command;
+    let text = match crd(&args) {
+        Ok(text) => text,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match io::stdout().lock().write_all(text.as_bytes()) {
+        // A closed pipe (`| head`) is the reader's choice, not a failure.
+        Err(error) if error.kind() != io::ErrorKind::BrokenPipe => {
+            eprintln!("error: cannot write to standard output: {error}");
+            ExitCode::FAILURE
+        }
+        _ => ExitCode::SUCCESS,
+    }
+}
+
+/// Runs `informer-gen crd`: everything is generated in memory before anything is written, so an
+/// error leaves `--out` as it was. Returns what to print.
+fn crd(args: &CrdArgs) -> Result<String> {
+    let crds = informer_gen::schema::load(&args.files)?;
+    let mut generator = Generator::new()
+        .versions(args.versions.clone())
+        .schemars(args.schemars)
+        .docs(!args.no_docs)
+        .visibility(match args.visibility {
+            VisibilityArg::Pub => Visibility::Public,
+            VisibilityArg::Crate => Visibility::Crate,
+        })
+        .runtime_crate(&args.runtime_crate);
+    for derive in &args.derive {
+        generator = generator.derive(derive);
+    }
+    let output = generator.generate(&crds)?;
+    if let Some(dir) = &args.out {
+        output.write_module_tree(dir)?;
+    }
+    Ok(if args.list {
+        list(&output)
+    } else if args.out.is_some() {
+        String::new()
+    } else {
+        output.to_file_string()
+    })
+}
+
+/// The `--list` lines.
+fn list(output: &Output) -> String {
+    let mut lines = String::new();
+    for resource in output.resources() {
+        // Writing to a `String` does not fail.
+        let _ = writeln!(
+            lines,
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            resource.group,
+            resource.version,
+            resource.kind,
+            resource.plural,
+            if resource.namespaced { "namespaced" } else { "cluster" },
+            resource.rust_path,
+            resource.file.display(),
+        );
+    }
+    lines
+}

@@ -1,0 +1,8 @@
+//! CRD documents in, typed schema model out: reading files, directories and multi-document YAML
+//! or JSON, and checking that each document is a CRD the generator can use.
+
+pub mod crd;
+mod load;
+pub mod openapi;
+
+pub use load::{Loaded, load, parse_str};

@@ -1,0 +1,61 @@
+//! Generates every CRD of `../shared/crds` into one module, with a table of round-trip
+//! functions, or nothing (and `cfg(corpus)` unset) where the corpus is absent.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+fn main() {
+    println!("cargo::rustc-check-cfg=cfg(corpus)");
+    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let corpus = manifest.join("../../../shared/crds");
+    println!("cargo::rerun-if-changed={}", corpus.display());
+    if !corpus.is_dir() {
+        println!(
+            "cargo::warning=skipping the CRD corpus: {} is absent (a plain clone)",
+            corpus.display()
+        );
+        return;
+    }
+    if let Err(e) = generate(&corpus) {
+        // A build script's error is the generator's error message, named with file and path.
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+    println!("cargo::rustc-cfg=corpus");
+}
+
+fn generate(corpus: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").ok_or("OUT_DIR is not set")?);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(corpus)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    for file in &files {
+        println!("cargo::rerun-if-changed={}", file.display());
+    }
+    let crds = informer_gen::schema::load(&files)?;
+    let output = informer_gen::Generator::new().generate(&crds)?;
+    write_if_changed(&out.join("corpus.rs"), &output.to_file_string())?;
+    let mut table =
+        String::from("/// Every generated resource: (file, group, version, kind, round trip).\n");
+    table.push_str("pub static RESOURCES: &[Resource] = &[\n");
+    for r in output.resources() {
+        let file = r.file.file_name().and_then(|f| f.to_str()).unwrap_or_default();
+        writeln!(
+            table,
+            "    Resource {{ file: {file:?}, group: {:?}, version: {:?}, kind: {:?}, round_trip: round_trip::<corpus::{}> }},",
+            r.group, r.version, r.kind, r.rust_path
+        )?;
+    }
+    table.push_str("];\n");
+    write_if_changed(&out.join("table.rs"), &table)?;
+    Ok(())
+}
+
+fn write_if_changed(path: &Path, text: &str) -> std::io::Result<()> {
+    if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
+        return Ok(());
+    }
+    std::fs::write(path, text)
+}
