@@ -4,15 +4,18 @@
 //!   end to end over HTTP on the embedded API server, or read-only against a real cluster.
 //! - `cargo xtask serve [--addr 127.0.0.1:PORT]`: the embedded API server alone, for any client.
 //! - `cargo xtask codegen [--check]`: regenerate (or check) the generated typed accessors.
+//! - `cargo xtask compare-kopium [--crds DIR] [--out FILE] [--work DIR] [--only NAME]`: the table
+//!   comparing informer-gen with kopium on a corpus of CRDs (`informer-gen/KOPIUM.md`).
 //! - `cargo xtask ci`: what CI checks (format, clippy, docs, tests, every Kubernetes version).
 
 mod codegen;
+mod compare;
 mod demo;
 mod widget;
 
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <demo [--objects N] [--kubeconfig PATH] [--seconds N] | serve [--addr HOST:PORT] | codegen [--check] | ci>";
+const USAGE: &str = "usage: cargo xtask <demo [--objects N] [--kubeconfig PATH] [--seconds N] | serve [--addr HOST:PORT] | codegen [--check] | compare-kopium [--crds DIR] [--out FILE] [--work DIR] [--only NAME] | ci>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -20,6 +23,7 @@ fn main() -> ExitCode {
         Some("demo") => demo::run(&args[1..]),
         Some("serve") => serve(&args[1..]),
         Some("codegen") => codegen::run(&args[1..]),
+        Some("compare-kopium") => compare::run(&args[1..]),
         Some("ci") => ci(),
         Some("-h" | "--help") => {
             println!("{USAGE}");

@@ -61,8 +61,9 @@ fn every_corpus_file_is_generated() {
     let Some(dir) = corpus() else { return };
     let mut files: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|f| f.ends_with(".yaml"))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x.eq_ignore_ascii_case("yaml")))
+        .filter_map(|p| p.file_name()?.to_str().map(str::to_owned))
         .collect();
     files.sort();
     let mut generated: Vec<String> = RESOURCES.iter().map(|r| r.file.to_owned()).collect();
