@@ -1,0 +1,561 @@
+//! Code generation: parse → check ([`valid`](crate::valid)) → expand, or the errors plus a
+//! [`fallback`](crate::fallback) stub.
+//!
+//! For `struct Foo` the expansion is, by absolute paths (the crate paths can be overridden with
+//! `crates(...)`):
+//!
+//! - next to the type: `FooInformer<'a, S>`, `FooLister` and (namespaced kinds)
+//!   `FooNamespaceLister`, the aliases informer-gen emits;
+//! - in a `const _: () = { ... };` block: `k8s_openapi::Resource`, `ListableResource` and
+//!   `Metadata<Ty = ObjectMeta>`; `serde::Serialize`, writing `apiVersion` and `kind` first and
+//!   then the fields as serde's own derive would (it is serde's derive, run on a copy of the struct
+//!   with `#[serde(remote = "Foo")]`); and `Foo::crd()` / `Foo::try_crd()`, with the schema from
+//!   schemars run on a copy of the struct without `metadata`.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned as _;
+
+use crate::ctxt::Ctxt;
+use crate::valid::{self, Input};
+use crate::{fallback, structural};
+
+/// `#[derive(Informer)]` on `input`.
+pub(crate) fn derive(input: &syn::DeriveInput) -> TokenStream {
+    let mut cx = Ctxt::default();
+    let checked = valid::check(&mut cx, input);
+    match (cx.check(), checked) {
+        (Ok(()), Some(checked)) => expand(&checked),
+        (Err(errors), _) => {
+            let mut out = errors.to_compile_error();
+            out.extend(fallback::stub(input));
+            out
+        }
+        // `check` returns `None` only after recording an error.
+        (Ok(()), None) => fallback::stub(input),
+    }
+}
+
+fn expand(input: &Input) -> TokenStream {
+    let aliases = aliases(input);
+    let resource = resource_impls(input);
+    let serialize = serialize(input);
+    let crd = crd(input);
+    let structural = input.derived_schema.then(|| structural::rewriter(&input.crates.serde_json));
+    quote! {
+        #aliases
+
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals, unused_attributes, unused_qualifications, clippy::all, clippy::pedantic)]
+        const _: () = {
+            #resource
+            #serialize
+            #crd
+            #structural
+        };
+    }
+}
+
+/// Informer-gen's words for a resource in docs: `foo bars (example.com/v1)`.
+fn words(input: &Input) -> String {
+    let words = crate::names::method_name(&input.kind, &input.plural).replace('_', " ");
+    format!("{words} ({})", input.api_version())
+}
+
+fn aliases(input: &Input) -> TokenStream {
+    let Input { ident, vis, .. } = input;
+    let rt = &input.crates.informer_runtime;
+    let informer = format_ident!("{ident}Informer");
+    let lister = format_ident!("{ident}Lister");
+    let ns_lister = format_ident!("{ident}NamespaceLister");
+    let informer_doc = format!(" Informer for {}.", words(input));
+    let lister_doc = format!(" Lister of {}.", words(input));
+    let words = crate::names::method_name(&input.kind, &input.plural).replace('_', " ");
+    let ns_doc = format!(" Lister of {words} in one namespace ({}).", input.api_version());
+    let ns = input.namespaced.then(|| {
+        quote! {
+            #[doc = #ns_doc]
+            #vis type #ns_lister = #rt::NamespaceLister<#ident>;
+        }
+    });
+    quote! {
+        #[doc = #informer_doc]
+        #vis type #informer<'a, S> = #rt::informers::TypedInformer<'a, S, #ident>;
+        #[doc = #lister_doc]
+        #vis type #lister = #rt::Lister<#ident>;
+        #ns
+    }
+}
+
+fn resource_impls(input: &Input) -> TokenStream {
+    let ident = &input.ident;
+    let k8s = &input.crates.k8s_openapi;
+    let api_version = input.api_version();
+    let (group, kind, version, plural) = (&input.group, &input.kind, &input.version, &input.plural);
+    let list_kind = format!("{kind}List");
+    let scope = if input.namespaced {
+        quote!(#k8s::NamespaceResourceScope)
+    } else {
+        quote!(#k8s::ClusterResourceScope)
+    };
+    // A `metadata` of another type is reported at the field's type.
+    let meta_ty = &input.metadata.ty;
+    let ty = quote_spanned!(meta_ty.span()=> #k8s::apimachinery::pkg::apis::meta::v1::ObjectMeta);
+    let get = quote_spanned!(meta_ty.span()=> &self.metadata);
+    let get_mut = quote_spanned!(meta_ty.span()=> &mut self.metadata);
+    quote! {
+        #[automatically_derived]
+        impl #k8s::Resource for #ident {
+            const API_VERSION: &'static str = #api_version;
+            const GROUP: &'static str = #group;
+            const KIND: &'static str = #kind;
+            const VERSION: &'static str = #version;
+            const URL_PATH_SEGMENT: &'static str = #plural;
+            type Scope = #scope;
+        }
+
+        #[automatically_derived]
+        impl #k8s::ListableResource for #ident {
+            const LIST_KIND: &'static str = #list_kind;
+        }
+
+        #[automatically_derived]
+        impl #k8s::Metadata for #ident {
+            type Ty = #ty;
+
+            fn metadata(&self) -> &Self::Ty {
+                #get
+            }
+
+            fn metadata_mut(&mut self) -> &mut Self::Ty {
+                #get_mut
+            }
+        }
+    }
+}
+
+/// The `#[serde(...)]` attributes of `attrs` less the items named in `drop`.
+fn serde_attrs(attrs: &[syn::Attribute], drop: &[&str]) -> Vec<TokenStream> {
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("serde"))
+        .filter_map(|a| {
+            // An attribute serde cannot parse is serde's to report, on the user's struct.
+            let metas = valid::serde_metas(a).ok()?;
+            let kept: Vec<&syn::Meta> =
+                metas.iter().filter(|m| !drop.iter().any(|d| m.path().is_ident(d))).collect();
+            (!kept.is_empty()).then(|| quote!(#[serde(#(#kept),*)]))
+        })
+        .collect()
+}
+
+/// Attributes of `attrs` whose name is one of `names`, as they are.
+fn attrs_named<'a>(
+    attrs: &'a [syn::Attribute],
+    names: &'a [&str],
+) -> impl Iterator<Item = &'a syn::Attribute> {
+    attrs.iter().filter(|a| names.iter().any(|n| a.path().is_ident(n)))
+}
+
+fn path_string(path: &syn::Path) -> String {
+    quote!(#path).to_string().replace(' ', "")
+}
+
+fn serialize(input: &Input) -> TokenStream {
+    let ident = &input.ident;
+    let serde = &input.crates.serde;
+    let k8s = &input.crates.k8s_openapi;
+    let serde_crate = path_string(serde);
+    let remote = ident.to_string();
+    let container = serde_attrs(&input.attrs, &["crate", "remote"]);
+    let fields = input.fields.iter().map(|f| {
+        let attrs = serde_attrs(&f.attrs, &[]);
+        let name = &f.ident;
+        let ty = &f.ty;
+        quote!(#(#attrs)* #name: #ty)
+    });
+    quote! {
+        #[derive(#serde::Serialize)]
+        #[serde(crate = #serde_crate, remote = #remote)]
+        #(#container)*
+        #[allow(dead_code)]
+        struct __InformerSerialize {
+            #(#fields,)*
+        }
+
+        #[automatically_derived]
+        impl #serde::Serialize for #ident {
+            fn serialize<__S: #serde::Serializer>(&self, serializer: __S) -> ::core::result::Result<__S::Ok, __S::Error> {
+                #[derive(#serde::Serialize)]
+                #[serde(crate = #serde_crate)]
+                struct __Typed<'a> {
+                    #[serde(rename = "apiVersion")]
+                    api_version: &'static str,
+                    kind: &'static str,
+                    #[serde(flatten, serialize_with = "__InformerSerialize::serialize")]
+                    object: &'a #ident,
+                }
+                #serde::Serialize::serialize(
+                    &__Typed {
+                        api_version: <Self as #k8s::Resource>::API_VERSION,
+                        kind: <Self as #k8s::Resource>::KIND,
+                        object: self,
+                    },
+                    serializer,
+                )
+            }
+        }
+    }
+}
+
+/// The schema struct (every field but `metadata`, with its serde, schemars and doc attributes)
+/// and `fn __informer_schema() -> Value`.
+fn schema(input: &Input) -> TokenStream {
+    let schemars = &input.crates.schemars;
+    let j = &input.crates.serde_json;
+    if !input.derived_schema {
+        return quote! {
+            fn __informer_schema() -> #j::Value {
+                #j::json!({
+                    "type": "object",
+                    "properties": {
+                        "apiVersion": { "type": "string" },
+                        "kind": { "type": "string" },
+                        "metadata": { "type": "object" },
+                    },
+                    "x-kubernetes-preserve-unknown-fields": true,
+                })
+            }
+        };
+    }
+    let schemars_crate = path_string(schemars);
+    let container_serde = serde_attrs(&input.attrs, &["crate", "remote"]);
+    let container_other = attrs_named(&input.attrs, &["schemars", "doc"]);
+    let fields =
+        input.fields.iter().filter(|f| f.ident.as_ref().is_none_or(|i| i != "metadata")).map(|f| {
+            let serde = serde_attrs(&f.attrs, &[]);
+            let other = attrs_named(&f.attrs, &["schemars", "doc"]);
+            let name = &f.ident;
+            let ty = &f.ty;
+            quote!(#(#serde)* #(#other)* #name: #ty)
+        });
+    quote! {
+        #[derive(#schemars::JsonSchema)]
+        #[schemars(crate = #schemars_crate)]
+        #(#container_serde)*
+        #(#container_other)*
+        #[allow(dead_code)]
+        struct __InformerSchema {
+            #(#fields,)*
+        }
+
+        fn __informer_schema() -> #j::Value {
+            let mut settings = #schemars::generate::SchemaSettings::openapi3();
+            settings.inline_subschemas = true;
+            settings.meta_schema = ::core::option::Option::None;
+            let schema = settings.into_generator().into_root_schema_for::<__InformerSchema>();
+            let mut value = schema.to_value();
+            __informer_structural(&mut value);
+            if let #j::Value::Object(root) = &mut value {
+                root.remove("title");
+                root.insert("type".into(), #j::json!("object"));
+                let properties = root
+                    .entry("properties")
+                    .or_insert_with(|| #j::Value::Object(#j::Map::new()));
+                if let #j::Value::Object(properties) = properties {
+                    properties.insert("apiVersion".into(), #j::json!({ "type": "string" }));
+                    properties.insert("kind".into(), #j::json!({ "type": "string" }));
+                    properties.insert("metadata".into(), #j::json!({ "type": "object" }));
+                }
+            }
+            value
+        }
+    }
+}
+
+fn crd(input: &Input) -> TokenStream {
+    let ident = &input.ident;
+    let k8s = &input.crates.k8s_openapi;
+    let j = &input.crates.serde_json;
+    let schema = schema(input);
+    let name = format!("{}.{}", input.plural, input.group);
+    let (group, version, kind, plural, singular) =
+        (&input.group, &input.version, &input.kind, &input.plural, &input.singular);
+    let list_kind = format!("{kind}List");
+    let scope = if input.namespaced { "Namespaced" } else { "Cluster" };
+    let (served, storage) = (input.served, input.storage);
+
+    let mut names = vec![
+        quote!(names.insert("kind".into(), #j::json!(#kind));),
+        quote!(names.insert("listKind".into(), #j::json!(#list_kind));),
+        quote!(names.insert("plural".into(), #j::json!(#plural));),
+        quote!(names.insert("singular".into(), #j::json!(#singular));),
+    ];
+    let short_names = &input.short_names;
+    if !short_names.is_empty() {
+        names.push(quote!(names.insert("shortNames".into(), #j::json!([#(#short_names),*]));));
+    }
+    let categories = &input.categories;
+    if !categories.is_empty() {
+        names.push(quote!(names.insert("categories".into(), #j::json!([#(#categories),*]));));
+    }
+
+    let mut meta = Vec::new();
+    if !input.annotations.is_empty() {
+        let (k, v): (Vec<&String>, Vec<&String>) =
+            input.annotations.iter().map(|(k, v)| (k, v)).unzip();
+        meta.push(quote!(meta.insert("annotations".into(), #j::json!({ #(#k: #v),* }));));
+    }
+    if !input.labels.is_empty() {
+        let (k, v): (Vec<&String>, Vec<&String>) = input.labels.iter().map(|(k, v)| (k, v)).unzip();
+        meta.push(quote!(meta.insert("labels".into(), #j::json!({ #(#k: #v),* }));));
+    }
+
+    let version_entries = version_entries(input);
+    let validations = &input.validations;
+    let rules = (!validations.is_empty()).then(|| {
+        quote! {
+            if let #j::Value::Object(root) = &mut schema {
+                root.insert("x-kubernetes-validations".into(), #j::json!([#({ "rule": #validations }),*]));
+            }
+        }
+    });
+    let mutability = rules.as_ref().map(|_| quote!(mut));
+    let doc_crd = format!(
+        " The `CustomResourceDefinition` of `{kind}` ({name}), to install before informers of `{ident}` start."
+    );
+    quote! {
+        #schema
+
+        #[automatically_derived]
+        impl #ident {
+            #[doc = #doc_crd]
+            ///
+            /// # Panics
+            ///
+            /// If k8s-openapi cannot read the manifest, which would be a bug in `informer-derive`
+            /// or schemars; [`try_crd`](Self::try_crd) returns that error instead.
+            #[must_use]
+            pub fn crd() -> #k8s::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+                match Self::try_crd() {
+                    ::core::result::Result::Ok(crd) => crd,
+                    ::core::result::Result::Err(e) => ::core::panic!("the CustomResourceDefinition of {}: {}", #kind, e),
+                }
+            }
+
+            #[doc = #doc_crd]
+            ///
+            /// # Errors
+            ///
+            /// If k8s-openapi cannot read the manifest (a bug in `informer-derive` or schemars).
+            pub fn try_crd() -> ::core::result::Result<
+                #k8s::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+                #j::Error,
+            > {
+                let #mutability schema = __informer_schema();
+                #rules
+                let mut names = #j::Map::new();
+                #(#names)*
+                let mut meta = #j::Map::new();
+                meta.insert("name".into(), #j::json!(#name));
+                #(#meta)*
+                let mut v = #j::Map::new();
+                v.insert("name".into(), #j::json!(#version));
+                v.insert("served".into(), #j::Value::Bool(#served));
+                v.insert("storage".into(), #j::Value::Bool(#storage));
+                v.insert("schema".into(), #j::json!({ "openAPIV3Schema": schema }));
+                #(#version_entries)*
+                #j::from_value(#j::json!({
+                    "apiVersion": "apiextensions.k8s.io/v1",
+                    "kind": "CustomResourceDefinition",
+                    "metadata": meta,
+                    "spec": {
+                        "group": #group,
+                        "names": names,
+                        "scope": #scope,
+                        "versions": [v],
+                    },
+                }))
+            }
+        }
+    }
+}
+
+/// The statements that add the optional fields of the version entry `v`.
+fn version_entries(input: &Input) -> Vec<TokenStream> {
+    let j = &input.crates.serde_json;
+    let mut version_entries = Vec::new();
+    if input.deprecated {
+        version_entries.push(quote!(v.insert("deprecated".into(), #j::Value::Bool(true));));
+    }
+    if let Some(warning) = &input.deprecation_warning {
+        version_entries.push(quote!(v.insert("deprecationWarning".into(), #j::json!(#warning));));
+    }
+    if input.status || input.scale.is_some() {
+        let status = input.status.then(|| quote!(sub.insert("status".into(), #j::json!({}));));
+        let scale = input.scale.as_ref().map(|s| {
+            let (spec, status) = (&s.spec_replicas_path, &s.status_replicas_path);
+            let selector = s
+                .label_selector_path
+                .as_ref()
+                .map(|l| quote!(scale.insert("labelSelectorPath".into(), #j::json!(#l));));
+            quote! {
+                let mut scale = #j::Map::new();
+                scale.insert("specReplicasPath".into(), #j::json!(#spec));
+                scale.insert("statusReplicasPath".into(), #j::json!(#status));
+                #selector
+                sub.insert("scale".into(), #j::Value::Object(scale));
+            }
+        });
+        version_entries.push(quote! {
+            let mut sub = #j::Map::new();
+            #status
+            #scale
+            v.insert("subresources".into(), #j::Value::Object(sub));
+        });
+    }
+    if !input.print_columns.is_empty() {
+        let columns = input.print_columns.iter().map(|c| {
+            let (name, type_, path) = (&c.name, &c.type_, &c.json_path);
+            let description = c
+                .description
+                .as_ref()
+                .map(|d| quote!(column.insert("description".into(), #j::json!(#d));));
+            let format =
+                c.format.as_ref().map(|f| quote!(column.insert("format".into(), #j::json!(#f));));
+            let priority =
+                c.priority.map(|p| quote!(column.insert("priority".into(), #j::json!(#p));));
+            quote! {{
+                let mut column = #j::Map::new();
+                column.insert("name".into(), #j::json!(#name));
+                column.insert("type".into(), #j::json!(#type_));
+                column.insert("jsonPath".into(), #j::json!(#path));
+                #description
+                #format
+                #priority
+                #j::Value::Object(column)
+            }}
+        });
+        version_entries.push(quote!(v.insert("additionalPrinterColumns".into(), #j::Value::Array(::std::vec![#(#columns),*]));));
+    }
+    if !input.selectable.is_empty() {
+        let paths = &input.selectable;
+        version_entries.push(
+            quote!(v.insert("selectableFields".into(), #j::json!([#({ "jsonPath": #paths }),*]));),
+        );
+    }
+    version_entries
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expand_str(input: TokenStream) -> String {
+        let input: syn::DeriveInput = syn::parse2(input).unwrap();
+        let file: syn::File = syn::parse2(derive(&input)).unwrap();
+        prettyplease::unparse(&file)
+    }
+
+    #[test]
+    fn expands_a_root_struct() {
+        let code = expand_str(quote! {
+            #[informer(group = "example.com", version = "v1", status)]
+            pub struct Foo {
+                metadata: ObjectMeta,
+                spec: FooSpec,
+                status: Option<FooStatus>,
+            }
+        });
+        if std::env::var_os("INFORMER_DERIVE_PRINT").is_some() {
+            println!("{code}");
+        }
+        for expected in [
+            "pub type FooInformer<'a, S> = ::informer_runtime::informers::TypedInformer<'a, S, Foo>;",
+            "pub type FooLister = ::informer_runtime::Lister<Foo>;",
+            "pub type FooNamespaceLister = ::informer_runtime::NamespaceLister<Foo>;",
+            "const _: () = {",
+            "impl ::k8s_openapi::Resource for Foo {",
+            "const API_VERSION: &'static str = \"example.com/v1\";",
+            "const URL_PATH_SEGMENT: &'static str = \"foos\";",
+            "type Scope = ::k8s_openapi::NamespaceResourceScope;",
+            "const LIST_KIND: &'static str = \"FooList\";",
+            "#[serde(crate = \"::serde\", remote = \"Foo\")]",
+            "pub fn crd() -> ::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {",
+        ] {
+            assert!(code.contains(expected), "missing {expected:?} in\n{code}");
+        }
+        assert_eq!(code.matches("#[automatically_derived]").count(), 5, "{code}");
+    }
+
+    #[test]
+    fn cluster_scope_has_no_namespace_lister() {
+        let code = expand_str(quote! {
+            #[informer(group = "example.com", version = "v1", cluster)]
+            struct Bar { metadata: ObjectMeta }
+        });
+        assert!(code.contains("type Scope = ::k8s_openapi::ClusterResourceScope;"), "{code}");
+        assert!(!code.contains("NamespaceLister"), "{code}");
+        assert!(code.contains("type BarLister = ::informer_runtime::Lister<Bar>;"), "{code}");
+    }
+
+    #[test]
+    fn errors_come_with_a_stub() {
+        let code = expand_str(quote! {
+            #[informer(version = "v1")]
+            struct Bar { metadata: ObjectMeta }
+        });
+        assert!(code.contains("compile_error!"), "{code}");
+        assert!(code.contains("impl ::k8s_openapi::Resource for Bar"), "{code}");
+        assert!(code.contains("impl ::k8s_openapi::Metadata for Bar"), "{code}");
+    }
+}
+
+/// The two front ends write the same code for the same resource.
+#[cfg(test)]
+mod same_as_informer_gen {
+    use super::*;
+
+    /// `text` with all whitespace removed, to compare code formatted at different indentation.
+    fn squash(text: &str) -> String {
+        text.split_whitespace().collect()
+    }
+
+    fn unparse(tokens: TokenStream) -> String {
+        prettyplease::unparse(&syn::parse2::<syn::File>(tokens).unwrap())
+    }
+
+    #[test]
+    fn resource_impls_and_aliases() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/crds/foobar.json");
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return; // the workspace's fixtures are not there (a packaged crate)
+        };
+        let loaded = informer_gen::schema::parse_str(std::path::Path::new(path), &text).unwrap();
+        let generated =
+            squash(&informer_gen::Generator::new().generate(&loaded).unwrap().to_file_string());
+
+        let input: syn::DeriveInput = syn::parse2(quote! {
+            #[informer(group = "k8s-openapi-tests-custom-resource-definition.com", version = "v1")]
+            pub struct FooBar { pub metadata: ObjectMeta }
+        })
+        .unwrap();
+        let mut cx = Ctxt::default();
+        let input = valid::check(&mut cx, &input).unwrap();
+        cx.check().unwrap();
+        let mut compared = 0;
+        for items in [aliases(&input), resource_impls(&input)] {
+            let ours = unparse(items);
+            for item in ours.split("\n#[").filter(|item| !item.trim().is_empty()) {
+                compared += 1;
+                let item = squash(item.trim_start_matches("#["));
+                assert!(
+                    generated.contains(&item),
+                    "informer-gen does not write\n{item}\nin\n{generated}"
+                );
+            }
+        }
+        // The three aliases (one block) and the three trait impls.
+        assert_eq!(compared, 4);
+    }
+}

@@ -1,0 +1,13 @@
+use informer_derive::Informer;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Deserialize;
+
+#[derive(Clone, Debug, Deserialize, Informer)]
+#[informer(group = "example.com", version = "v1")]
+#[serde(deny_unknown_fields)]
+pub struct Foo {
+    metadata: ObjectMeta,
+    kind: String,
+}
+
+fn main() {}
