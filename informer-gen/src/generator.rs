@@ -287,12 +287,33 @@ fn render(tokens: &TokenStream) -> String {
 pub(crate) fn group_module_names(groups: &[&str]) -> Vec<(String, String)> {
     let mut taken: BTreeSet<String> =
         crate::spec::BUILTIN_GROUP_NAMES.iter().map(|s| (*s).to_owned()).collect();
-    // Names the generated items of a file also use at the top level.
-    taken.insert("register_custom_resources".to_owned());
+    // The trait's own method, and the factory's inherent methods, which would hide a trait
+    // method of the same name.
+    taken.extend(
+        [
+            "register_custom_resources",
+            "register_builtins",
+            "register",
+            "builder",
+            "new",
+            "start",
+            "shutdown",
+            "informer",
+            "lister",
+            "for_resource",
+            "wait_for_cache_sync",
+        ]
+        .map(str::to_owned),
+    );
     let mut out = Vec::new();
     for group in groups {
-        let short = crate::spec::group_short_name(group);
-        let name = if taken.contains(&short) { crate::spec::group_full_name(group) } else { short };
+        let short = crate::ir::naming::module_name(&crate::spec::group_short_name(group));
+        let name = if taken.contains(&short) {
+            let full = crate::ir::naming::module_name(&crate::spec::group_full_name(group));
+            crate::ir::naming::first_free(&full, "_", |n| taken.contains(n))
+        } else {
+            short
+        };
         taken.insert(name.clone());
         out.push(((*group).to_owned(), name));
     }

@@ -11,8 +11,8 @@ use crate::error::{Error, Result};
 use crate::generator::{
     GeneratedResource, Generator, GroupModule, Output, Visibility, config_error, group_module_names,
 };
-use crate::ir::TypeSpace;
 use crate::ir::convert::Converter;
+use crate::ir::{TypeSpace, naming};
 use crate::schema::Loaded;
 use crate::spec::ResourceSpec;
 
@@ -115,6 +115,17 @@ fn select<'a>(generator: &Generator, crds: &'a [Loaded]) -> Result<Tree<'a>> {
             if !generator.selects(version) {
                 continue;
             }
+            if !is_type_name(&spec.names.kind) {
+                return Err(Error::Schema {
+                    file: loaded.file.clone(),
+                    document: loaded.document,
+                    path: "spec.names.kind".to_owned(),
+                    message: format!(
+                        "kind {:?} is not a Rust type name (letters and digits, starting with a letter)",
+                        spec.names.kind
+                    ),
+                });
+            }
             if !is_identifier(&version.name) {
                 return Err(Error::Schema {
                     file: loaded.file.clone(),
@@ -159,13 +170,22 @@ fn group_module(
     let mut version_methods = Vec::new();
     for (version, kinds) in versions {
         let mut space = TypeSpace::default();
-        for kind in kinds.keys() {
-            for name in [*kind, "Version"]
-                .into_iter()
-                .map(str::to_owned)
-                .chain(["Informer", "Lister", "NamespaceLister"].map(|s| format!("{kind}{s}")))
-            {
-                space.names.reserve(&name);
+        space.names.reserve("Version");
+        for (kind, selected) in kinds {
+            let names = std::iter::once((*kind).to_owned())
+                .chain(["Informer", "Lister", "NamespaceLister"].map(|s| format!("{kind}{s}")));
+            for name in names {
+                if !space.names.reserve(&name) {
+                    return Err(Error::Schema {
+                        file: selected.loaded.file.clone(),
+                        document: selected.loaded.document,
+                        path: "spec.names.kind".to_owned(),
+                        message: format!(
+                            "kind {kind} needs the name `{name}`, which another kind of \
+                             {group}/{version} or the generated accessors already use"
+                        ),
+                    });
+                }
             }
         }
         let mut specs = Vec::new();
@@ -196,7 +216,7 @@ fn group_module(
             });
         }
         let accessors: BTreeMap<String, &ResourceSpec> =
-            specs.iter().map(|s| (s.method_name(), s)).collect();
+            specs.iter().map(|s| (naming::module_name(&s.method_name()), s)).collect();
         let gv = format!("{group}/{version}");
         let accessor_tokens: TokenStream = version_body(rt, &gv, &accessors, ALL)
             .parse()
@@ -238,4 +258,11 @@ fn group_module(
 fn is_identifier(name: &str) -> bool {
     name.starts_with(|c: char| c.is_ascii_lowercase())
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && naming::module_name(name) == name
+}
+
+fn is_type_name(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name.chars().all(|c| c.is_ascii_alphanumeric())
+        && name != "Self"
 }

@@ -54,6 +54,10 @@ pub(crate) fn rust_type(space: &TypeSpace, ty: &Ty) -> TokenStream {
             let item = rust_type(space, item);
             quote!(::std::vec::Vec<#item>)
         }
+        Ty::Nullable(inner) => {
+            let inner = rust_type(space, inner);
+            quote!(::std::option::Option<#inner>)
+        }
         Ty::Map(value) => {
             let value = rust_type(space, value);
             quote!(::std::collections::BTreeMap<::std::string::String, #value>)
@@ -143,6 +147,13 @@ fn field(space: &TypeSpace, f: &Field, style: &Style) -> TokenStream {
             #attr
             #schema_with
             #vis #name: #ty,
+        }
+    } else if f.write_null {
+        quote! {
+            #doc
+            #[serde(#rename default)]
+            #schema_with
+            #vis #name: ::std::option::Option<#ty>,
         }
     } else {
         quote! {
@@ -258,7 +269,7 @@ fn root_impls(s: &Struct, root: &Root) -> TokenStream {
     let entries = s.fields.iter().map(|f| {
         let field = ident(&f.rust_name);
         let json = &f.json_name;
-        if f.required {
+        if f.required || f.write_null {
             quote! { map.serialize_entry(#json, &self.#field)?; }
         } else {
             quote! {

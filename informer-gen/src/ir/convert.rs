@@ -110,7 +110,8 @@ impl<'a> Converter<'a> {
                         } else {
                             name.to_owned()
                         };
-                        Ok(Ty::Vec(Box::new(self.convert(items, &items_path, &item_name)?)))
+                        let item = self.convert(items, &items_path, &item_name)?;
+                        Ok(Ty::Vec(Box::new(nullable(items, item))))
                     }
                     Some(Items::Tuple(_)) => Err(self.error(
                         &items_path,
@@ -144,7 +145,8 @@ impl<'a> Converter<'a> {
         match schema.additional_properties.as_deref() {
             Some(AdditionalProperties::Schema(values)) => {
                 let values_path = format!("{path}.additionalProperties");
-                return Ok(Ty::Map(Box::new(self.convert(values, &values_path, name)?)));
+                let value = self.convert(values, &values_path, name)?;
+                return Ok(Ty::Map(Box::new(nullable(values, value))));
             }
             Some(AdditionalProperties::Allowed(true)) => return Ok(Ty::Map(Box::new(Ty::Json))),
             Some(AdditionalProperties::Allowed(false)) | None => {}
@@ -186,6 +188,7 @@ impl<'a> Converter<'a> {
                         json_name: json.to_owned(),
                         ty: Ty::String,
                         required: false,
+                        write_null: false,
                         doc: vec![format!("`{json}` of the embedded object.")],
                     });
                 }
@@ -217,15 +220,19 @@ impl<'a> Converter<'a> {
                 json_name: json.clone(),
                 ty,
                 required: schema.required.contains(json) && !property.nullable,
+                write_null: schema.required.contains(json) && property.nullable,
                 doc: field_doc,
             });
         }
         let extra_value = match schema.additional_properties.as_deref() {
-            Some(AdditionalProperties::Schema(values)) => Some(self.convert(
-                values,
-                &format!("{path}.additionalProperties"),
-                &format!("{name}Value"),
-            )?),
+            Some(AdditionalProperties::Schema(values)) => {
+                let value = self.convert(
+                    values,
+                    &format!("{path}.additionalProperties"),
+                    &format!("{name}Value"),
+                )?;
+                Some(nullable(values, value))
+            }
             Some(AdditionalProperties::Allowed(true)) => Some(Ty::Json),
             _ if schema.preserves_unknown_fields() => Some(Ty::Json),
             _ => None,
@@ -272,11 +279,7 @@ impl<'a> Converter<'a> {
         }
         let name = &self.space.names.claim(name);
         let variants = naming::unique_variants(&values);
-        let other = ["Other", "OtherValue", "Unlisted"]
-            .into_iter()
-            .find(|o| !variants.iter().any(|v| v == o))
-            .unwrap_or("UnlistedValue")
-            .to_owned();
+        let other = naming::first_free("Other", "", |n| variants.iter().any(|v| v == n));
         let id = TypeId(self.space.types.len());
         self.space.types.push(TypeDef::Enum(StringEnum {
             name: name.to_owned(),
@@ -318,6 +321,11 @@ impl<'a> Converter<'a> {
     }
 }
 
+/// `ty`, as an `Option` when `schema` (a list item or map value) is nullable.
+fn nullable(schema: &Schema, ty: Ty) -> Ty {
+    if schema.nullable && ty != Ty::Json { Ty::Nullable(Box::new(ty)) } else { ty }
+}
+
 /// What kind of struct an object node becomes.
 enum Shape {
     /// The resource itself.
@@ -334,6 +342,7 @@ fn metadata_field(is_root: bool, doc: Vec<String>) -> Field {
         json_name: "metadata".to_owned(),
         ty: Ty::ObjectMeta,
         required: is_root,
+        write_null: false,
         doc,
     }
 }
@@ -589,5 +598,129 @@ spec:
         assert_contains(&code, "pub struct WidgetSpecBackup {");
         assert!(!code.contains("pub struct WidgetSpecPrimary {"), "{code}");
         assert_contains(&code, "pub primary: ::std::option::Option<WidgetSpecBackup>,");
+    }
+
+    #[test]
+    fn nullable_values_are_kept_as_null() {
+        let code = generate(
+            "            type: object
+            required: [must]
+            properties:
+              must: {type: string, nullable: true}
+              tags: {type: array, items: {type: string, nullable: true}}
+              labels: {type: object, additionalProperties: {type: integer, nullable: true}}
+",
+        )
+        .unwrap();
+        // Required but nullable: written even when None, as `null`.
+        assert_contains(
+            &code,
+            "#[serde(default)] pub must: ::std::option::Option<::std::string::String>,",
+        );
+        assert_contains(&code, "::std::vec::Vec<::std::option::Option<::std::string::String>>");
+        assert_contains(
+            &code,
+            "::std::collections::BTreeMap<::std::string::String, ::std::option::Option<i64>>",
+        );
+    }
+
+    #[test]
+    fn awkward_names_still_make_valid_code() {
+        let code = generate(
+            "            type: object
+            properties:
+              self: {type: string}
+              Self: {type: string}
+              mode: {type: string, enum: [self, Other, OtherValue, Unlisted, UnlistedValue]}
+",
+        )
+        .unwrap();
+        syn::parse_file(&code).unwrap();
+        assert_contains(&code, "pub self_: ::std::option::Option<");
+        assert_contains(&code, "pub self_2: ::std::option::Option<");
+        assert_contains(&code, "Self_,");
+        assert_contains(&code, "Other2(::std::string::String),");
+    }
+
+    fn crd_named(group: &str, kind: &str, plural: &str) -> String {
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: {plural}.{group}}}
+spec:
+  group: {group}
+  names: {{kind: {kind}, plural: {plural}}}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {{openAPIV3Schema: {{type: object}}}}
+"
+        )
+    }
+
+    #[test]
+    fn module_and_method_names_never_clash_or_break() {
+        let yaml = [
+            crd_named("3scale.net", "Api", "apis"),
+            crd_named("type.example.com", "Widget", "as"),
+            crd_named("foo-io.example", "A", "as"),
+            crd_named("foo.io", "B", "bs"),
+            crd_named("foo.com", "C", "cs"),
+            crd_named("start.example.com", "D", "ds"),
+        ]
+        .join("---\n");
+        let crds = crate::schema::parse_str("many.yaml".as_ref(), &yaml).unwrap();
+        let output = Generator::new().generate(&crds).unwrap();
+        let code = output.to_file_string();
+        syn::parse_file(&code).unwrap();
+        let mut paths: Vec<&str> =
+            output.resources().iter().map(|r| r.rust_path.as_str()).collect();
+        paths.sort_unstable();
+        assert_eq!(
+            paths,
+            [
+                "foo::v1::C",
+                "foo_io::v1::A",
+                "foo_io_2::v1::B",
+                "n3scale::v1::Api",
+                "start_example_com::v1::D",
+                "type_::v1::Widget",
+            ]
+        );
+        assert_contains(&code, "pub fn as_(");
+    }
+
+    #[test]
+    fn kinds_that_clash_with_generated_names_are_errors() {
+        let yaml = [
+            crd_named("example.com", "Foo", "foos"),
+            crd_named("example.com", "FooLister", "foolisters"),
+        ]
+        .join("---\n");
+        let crds = crate::schema::parse_str("clash.yaml".as_ref(), &yaml).unwrap();
+        let error = Generator::new().generate(&crds).unwrap_err().to_string();
+        assert!(
+            error.contains("spec.names.kind: kind FooLister needs the name `FooLister`"),
+            "{error}"
+        );
+        let crds = crate::schema::parse_str(
+            "v.yaml".as_ref(),
+            &crd_named("example.com", "Version", "versions"),
+        )
+        .unwrap();
+        let error = Generator::new().generate(&crds).unwrap_err().to_string();
+        assert!(error.contains("kind Version needs the name `Version`"), "{error}");
+        let crds = crate::schema::parse_str(
+            "d.yaml".as_ref(),
+            &crd_named("example.com", "Foo-Bar", "foobars"),
+        )
+        .unwrap();
+        let error = Generator::new().generate(&crds).unwrap_err().to_string();
+        assert!(
+            error.contains("d.yaml: spec.names.kind: kind \"Foo-Bar\" is not a Rust type name"),
+            "{error}"
+        );
     }
 }

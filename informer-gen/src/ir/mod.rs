@@ -36,6 +36,8 @@ pub(crate) enum Ty {
     /// `metadata` of a root or an embedded resource.
     ObjectMeta,
     Vec(Box<Ty>),
+    /// A nullable list item or map value: `Option<T>`, `null` read and written as `None`.
+    Nullable(Box<Ty>),
     /// `additionalProperties`: a map with string keys, in key order.
     Map(Box<Ty>),
     Named(TypeId),
@@ -46,7 +48,7 @@ impl Ty {
     pub(crate) fn contains(&self, other: &Ty) -> bool {
         self == other
             || match self {
-                Ty::Vec(inner) | Ty::Map(inner) => inner.contains(other),
+                Ty::Vec(inner) | Ty::Map(inner) | Ty::Nullable(inner) => inner.contains(other),
                 _ => false,
             }
     }
@@ -57,6 +59,7 @@ impl Ty {
             t if t == from => to.clone(),
             Ty::Vec(inner) => Ty::Vec(Box::new(inner.replace(from, to))),
             Ty::Map(inner) => Ty::Map(Box::new(inner.replace(from, to))),
+            Ty::Nullable(inner) => Ty::Nullable(Box::new(inner.replace(from, to))),
             other => other.clone(),
         }
     }
@@ -65,7 +68,7 @@ impl Ty {
     fn named(&self, out: &mut Vec<TypeId>) {
         match self {
             Ty::Named(id) => out.push(*id),
-            Ty::Vec(inner) | Ty::Map(inner) => inner.named(out),
+            Ty::Vec(inner) | Ty::Map(inner) | Ty::Nullable(inner) => inner.named(out),
             _ => {}
         }
     }
@@ -114,6 +117,9 @@ pub(crate) struct Field {
     pub(crate) ty: Ty,
     /// Listed in `required` (and not nullable): the field is not an `Option`.
     pub(crate) required: bool,
+    /// Listed in `required` but nullable: an `Option` whose `None` is written as `null`, since
+    /// the API server rejects the object without the field.
+    pub(crate) write_null: bool,
     pub(crate) doc: Vec<String>,
 }
 

@@ -55,7 +55,7 @@ impl Names {
 }
 
 /// `wanted`, else `wanted{sep}2`, `wanted{sep}3`, …: the first that `taken` says is free.
-fn first_free(wanted: &str, sep: &str, taken: impl Fn(&str) -> bool) -> String {
+pub(crate) fn first_free(wanted: &str, sep: &str, taken: impl Fn(&str) -> bool) -> String {
     let mut name = wanted.to_owned();
     let mut n = 1;
     while taken(&name) {
@@ -97,7 +97,13 @@ pub(crate) fn field_name(name: &str) -> String {
 pub(crate) fn variant_name(value: &str) -> String {
     let camel = words(value).to_upper_camel_case();
     let camel = if camel.is_empty() { symbols(value) } else { camel };
-    if camel.starts_with(|c: char| c.is_ascii_digit()) { format!("V{camel}") } else { camel }
+    if camel.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("V{camel}")
+    } else if camel == "Self" {
+        "Self_".to_owned()
+    } else {
+        camel
+    }
 }
 
 /// Unique field names within one struct: `names[i]` made unique by numbering in order.
@@ -106,11 +112,15 @@ pub(crate) fn unique_fields(names: impl IntoIterator<Item = String>) -> Vec<Stri
     let mut out = Vec::new();
     for name in names {
         let bare = name.strip_prefix("r#").unwrap_or(&name).to_owned();
-        let unique = if taken.contains(&bare) {
-            first_free(bare.trim_end_matches('_'), "_", |n| taken.contains(n) || n == bare)
+        // Compared as escaped, so `self` and `Self` do not both become `self_`.
+        let unique = if taken.contains(&unraw(&escape_keyword(bare.clone()))) {
+            first_free(bare.trim_end_matches('_'), "_", |n| {
+                taken.contains(&unraw(&escape_keyword(n.to_owned())))
+            })
         } else {
             bare.clone()
         };
+        let unique = unraw(&escape_keyword(unique));
         taken.insert(unique.clone());
         out.push(if unique == bare { name } else { escape_keyword(unique) });
     }
@@ -137,7 +147,23 @@ fn words(name: &str) -> String {
     name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { ' ' }).collect()
 }
 
-fn escape_keyword(name: String) -> String {
+fn unraw(name: &str) -> String {
+    name.strip_prefix("r#").unwrap_or(name).to_owned()
+}
+
+/// `name` made usable as a module or method name without raw identifiers: a leading digit
+/// prefixed, a keyword suffixed (`3scale` → `n3scale`, `type` → `type_`).
+pub(crate) fn module_name(name: &str) -> String {
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("n{name}")
+    } else if KEYWORDS.contains(&name) || NOT_RAW.contains(&name) || name.is_empty() {
+        format!("{name}_")
+    } else {
+        name.to_owned()
+    }
+}
+
+pub(crate) fn escape_keyword(name: String) -> String {
     if NOT_RAW.contains(&name.as_str()) {
         format!("{name}_")
     } else if KEYWORDS.contains(&name.as_str()) {
