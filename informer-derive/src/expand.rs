@@ -5,20 +5,23 @@
 //! `crates(...)`):
 //!
 //! - next to the type: `FooInformer<'a, S>`, `FooLister` and (namespaced kinds)
-//!   `FooNamespaceLister`, the aliases informer-gen emits;
+//!   `FooNamespaceLister`, the aliases informer-gen emits (both write them with `informer-emit`);
+//! - next to the type too, hidden: a `macro_rules!` in the macro namespace under the type's name,
+//!   through which `informers!` learns the resource's names;
 //! - in a `const _: () = { ... };` block: `k8s_openapi::Resource`, `ListableResource` and
 //!   `Metadata<Ty = ObjectMeta>`; `serde::Serialize`, writing `apiVersion` and `kind` first and
 //!   then the fields as serde's own derive would (it is serde's derive, run on a copy of the struct
 //!   with `#[serde(remote = "Foo")]`); and `Foo::crd()` / `Foo::try_crd()`, with the schema from
 //!   schemars run on a copy of the struct without `metadata`.
 
+use informer_emit::Identity;
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, quote_spanned};
+use quote::quote;
 use syn::spanned::Spanned as _;
 
 use crate::ctxt::Ctxt;
 use crate::valid::{self, Input};
-use crate::{fallback, structural};
+use crate::{fallback, informers, structural};
 
 /// `#[derive(Informer)]` on `input`.
 pub(crate) fn derive(input: &syn::DeriveInput) -> TokenStream {
@@ -38,12 +41,14 @@ pub(crate) fn derive(input: &syn::DeriveInput) -> TokenStream {
 
 fn expand(input: &Input) -> TokenStream {
     let aliases = aliases(input);
+    let helper = informers::helper(&input.ident, &input.vis, Some(&helper_data(input)));
     let resource = resource_impls(input);
     let serialize = serialize(input);
     let crd = crd(input);
     let structural = input.derived_schema.then(|| structural::rewriter(&input.crates.serde_json));
     quote! {
         #aliases
+        #helper
 
         #[doc(hidden)]
         #[allow(non_upper_case_globals, unused_attributes, unused_qualifications, clippy::all, clippy::pedantic)]
@@ -56,81 +61,40 @@ fn expand(input: &Input) -> TokenStream {
     }
 }
 
-/// Informer-gen's words for a resource in docs: `foo bars (example.com/v1)`.
-fn words(input: &Input) -> String {
-    let words = crate::names::method_name(&input.kind, &input.plural).replace('_', " ");
-    format!("{words} ({})", input.api_version())
-}
-
 fn aliases(input: &Input) -> TokenStream {
     let Input { ident, vis, .. } = input;
+    let words = informer_emit::accessors::words(&identity(input).method_name());
     let rt = &input.crates.informer_runtime;
-    let informer = format_ident!("{ident}Informer");
-    let lister = format_ident!("{ident}Lister");
-    let ns_lister = format_ident!("{ident}NamespaceLister");
-    let informer_doc = format!(" Informer for {}.", words(input));
-    let lister_doc = format!(" Lister of {}.", words(input));
-    let words = crate::names::method_name(&input.kind, &input.plural).replace('_', " ");
-    let ns_doc = format!(" Lister of {words} in one namespace ({}).", input.api_version());
-    let ns = input.namespaced.then(|| {
-        quote! {
-            #[doc = #ns_doc]
-            #vis type #ns_lister = #rt::NamespaceLister<#ident>;
-        }
-    });
-    quote! {
-        #[doc = #informer_doc]
-        #vis type #informer<'a, S> = #rt::informers::TypedInformer<'a, S, #ident>;
-        #[doc = #lister_doc]
-        #vis type #lister = #rt::Lister<#ident>;
-        #ns
+    let gv = input.api_version();
+    informer_emit::aliases(rt, vis, &ident.to_string(), ident, &words, &gv, input.namespaced)
+}
+
+/// `#[informer(...)]`'s names, as k8s-openapi's traits say them.
+fn identity(input: &Input) -> Identity<'_> {
+    Identity {
+        group: &input.group,
+        version: &input.version,
+        kind: &input.kind,
+        plural: &input.plural,
+        list_kind: &input.list_kind,
+        namespaced: input.namespaced,
     }
 }
 
 fn resource_impls(input: &Input) -> TokenStream {
-    let ident = &input.ident;
     let k8s = &input.crates.k8s_openapi;
-    let api_version = input.api_version();
-    let (group, kind, version, plural) = (&input.group, &input.kind, &input.version, &input.plural);
-    let list_kind = format!("{kind}List");
-    let scope = if input.namespaced {
-        quote!(#k8s::NamespaceResourceScope)
-    } else {
-        quote!(#k8s::ClusterResourceScope)
-    };
     // A `metadata` of another type is reported at the field's type.
-    let meta_ty = &input.metadata.ty;
-    let ty = quote_spanned!(meta_ty.span()=> #k8s::apimachinery::pkg::apis::meta::v1::ObjectMeta);
-    let get = quote_spanned!(meta_ty.span()=> &self.metadata);
-    let get_mut = quote_spanned!(meta_ty.span()=> &mut self.metadata);
+    let span = input.metadata.ty.span();
+    informer_emit::resource_impls(k8s, &input.ident, &identity(input), span)
+}
+
+/// What `informers!` needs to know of this resource.
+fn helper_data(input: &Input) -> TokenStream {
+    let (group, version, kind, plural) = (&input.group, &input.version, &input.kind, &input.plural);
+    let rt = &input.crates.informer_runtime;
     quote! {
-        #[automatically_derived]
-        impl #k8s::Resource for #ident {
-            const API_VERSION: &'static str = #api_version;
-            const GROUP: &'static str = #group;
-            const KIND: &'static str = #kind;
-            const VERSION: &'static str = #version;
-            const URL_PATH_SEGMENT: &'static str = #plural;
-            type Scope = #scope;
-        }
-
-        #[automatically_derived]
-        impl #k8s::ListableResource for #ident {
-            const LIST_KIND: &'static str = #list_kind;
-        }
-
-        #[automatically_derived]
-        impl #k8s::Metadata for #ident {
-            type Ty = #ty;
-
-            fn metadata(&self) -> &Self::Ty {
-                #get
-            }
-
-            fn metadata_mut(&mut self) -> &mut Self::Ty {
-                #get_mut
-            }
-        }
+        group = #group, version = #version, kind = #kind, plural = #plural,
+        informer_runtime = #rt
     }
 }
 
@@ -167,7 +131,8 @@ fn serialize(input: &Input) -> TokenStream {
     let k8s = &input.crates.k8s_openapi;
     let serde_crate = path_string(serde);
     let remote = ident.to_string();
-    let container = serde_attrs(&input.attrs, &["crate", "remote"]);
+    // `default` only matters to `Deserialize`, and would need the copy to be `Default`.
+    let container = serde_attrs(&input.attrs, &["crate", "remote", "default"]);
     let fields = input.fields.iter().map(|f| {
         let attrs = serde_attrs(&f.attrs, &[]);
         let name = &f.ident;
@@ -209,14 +174,15 @@ fn serialize(input: &Input) -> TokenStream {
 }
 
 /// The schema struct (every field but `metadata`, with its serde, schemars and doc attributes)
-/// and `fn __informer_schema() -> Value`.
+/// and `fn __informer_schema() -> Result<Value, String>`, which fails with the name of a type
+/// schemars could only refer to (a recursive one).
 fn schema(input: &Input) -> TokenStream {
     let schemars = &input.crates.schemars;
     let j = &input.crates.serde_json;
     if !input.derived_schema {
         return quote! {
-            fn __informer_schema() -> #j::Value {
-                #j::json!({
+            fn __informer_schema() -> ::core::result::Result<#j::Value, ::std::string::String> {
+                ::core::result::Result::Ok(#j::json!({
                     "type": "object",
                     "properties": {
                         "apiVersion": { "type": "string" },
@@ -224,38 +190,47 @@ fn schema(input: &Input) -> TokenStream {
                         "metadata": { "type": "object" },
                     },
                     "x-kubernetes-preserve-unknown-fields": true,
-                })
+                }))
             }
         };
     }
     let schemars_crate = path_string(schemars);
-    let container_serde = serde_attrs(&input.attrs, &["crate", "remote"]);
+    let container_serde = serde_attrs(&input.attrs, &["crate", "remote", "default"]);
     let container_other = attrs_named(&input.attrs, &["schemars", "doc"]);
-    let fields =
-        input.fields.iter().filter(|f| f.ident.as_ref().is_none_or(|i| i != "metadata")).map(|f| {
-            let serde = serde_attrs(&f.attrs, &[]);
-            let other = attrs_named(&f.attrs, &["schemars", "doc"]);
-            let name = &f.ident;
-            let ty = &f.ty;
-            quote!(#(#serde)* #(#other)* #name: #ty)
-        });
+    let schema_fields: Vec<&syn::Field> =
+        input.fields.iter().filter(|f| f.ident.as_ref().is_none_or(|i| i != "metadata")).collect();
+    let default = container_default(input, &schema_fields);
+    let default_attr = default.as_ref().map(|_| quote!(#[serde(default)]));
+    let fields = schema_fields.iter().map(|f| {
+        let serde = serde_attrs(&f.attrs, &[]);
+        let other = attrs_named(&f.attrs, &["schemars", "doc"]);
+        let name = &f.ident;
+        let ty = &f.ty;
+        quote!(#(#serde)* #(#other)* #name: #ty)
+    });
     quote! {
         #[derive(#schemars::JsonSchema)]
         #[schemars(crate = #schemars_crate)]
         #(#container_serde)*
+        #default_attr
         #(#container_other)*
         #[allow(dead_code)]
         struct __InformerSchema {
             #(#fields,)*
         }
 
-        fn __informer_schema() -> #j::Value {
+        #default
+
+        fn __informer_schema() -> ::core::result::Result<#j::Value, ::std::string::String> {
             let mut settings = #schemars::generate::SchemaSettings::openapi3();
             settings.inline_subschemas = true;
             settings.meta_schema = ::core::option::Option::None;
             let schema = settings.into_generator().into_root_schema_for::<__InformerSchema>();
             let mut value = schema.to_value();
             __informer_structural(&mut value);
+            if let ::core::option::Option::Some(name) = __informer_find_ref(&value) {
+                return ::core::result::Result::Err(name);
+            }
             if let #j::Value::Object(root) = &mut value {
                 root.remove("title");
                 root.insert("type".into(), #j::json!("object"));
@@ -268,9 +243,46 @@ fn schema(input: &Input) -> TokenStream {
                     properties.insert("metadata".into(), #j::json!({ "type": "object" }));
                 }
             }
-            value
+            ::core::result::Result::Ok(value)
         }
     }
+}
+
+/// For a container `#[serde(default)]` (or `default = "path"`): `#[serde(default)]` on the
+/// schema struct, and its `Default` from the root's default, so schemars writes the same
+/// defaults as for the root and the struct needs nothing the root does not have.
+fn container_default(input: &Input, fields: &[&syn::Field]) -> Option<TokenStream> {
+    let ident = &input.ident;
+    let make = input
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("serde"))
+        .filter_map(|a| valid::serde_metas(a).ok())
+        .flatten()
+        .find_map(|meta| match meta {
+            syn::Meta::Path(p) if p.is_ident("default") => {
+                Some(quote!(<#ident as ::core::default::Default>::default()))
+            }
+            syn::Meta::NameValue(nv) if nv.path.is_ident("default") => match &nv.value {
+                syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(path), .. }) => {
+                    // An unparsable path is serde's to report, on the user's struct.
+                    let path: syn::ExprPath = path.parse().ok()?;
+                    Some(quote!(#path()))
+                }
+                _ => None,
+            },
+            _ => None,
+        })?;
+    let names: Vec<&Option<syn::Ident>> = fields.iter().map(|f| &f.ident).collect();
+    Some(quote! {
+        #[automatically_derived]
+        impl ::core::default::Default for __InformerSchema {
+            fn default() -> Self {
+                let root: #ident = #make;
+                Self { #(#names: root.#names,)* }
+            }
+        }
+    })
 }
 
 fn crd(input: &Input) -> TokenStream {
@@ -281,7 +293,7 @@ fn crd(input: &Input) -> TokenStream {
     let name = format!("{}.{}", input.plural, input.group);
     let (group, version, kind, plural, singular) =
         (&input.group, &input.version, &input.kind, &input.plural, &input.singular);
-    let list_kind = format!("{kind}List");
+    let list_kind = &input.list_kind;
     let scope = if input.namespaced { "Namespaced" } else { "Cluster" };
     let (served, storage) = (input.served, input.storage);
 
@@ -324,6 +336,8 @@ fn crd(input: &Input) -> TokenStream {
     let doc_crd = format!(
         " The `CustomResourceDefinition` of `{kind}` ({name}), to install before informers of `{ident}` start."
     );
+    let serde = &input.crates.serde;
+    let recursive = recursive_message(kind);
     quote! {
         #schema
 
@@ -333,8 +347,9 @@ fn crd(input: &Input) -> TokenStream {
             ///
             /// # Panics
             ///
-            /// If k8s-openapi cannot read the manifest, which would be a bug in `informer-derive`
-            /// or schemars; [`try_crd`](Self::try_crd) returns that error instead.
+            /// If a type in the schema is recursive, or k8s-openapi cannot read the manifest
+            /// (a bug in `informer-derive` or schemars); [`try_crd`](Self::try_crd) returns
+            /// that error instead.
             #[must_use]
             pub fn crd() -> #k8s::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
                 match Self::try_crd() {
@@ -347,12 +362,22 @@ fn crd(input: &Input) -> TokenStream {
             ///
             /// # Errors
             ///
-            /// If k8s-openapi cannot read the manifest (a bug in `informer-derive` or schemars).
+            /// If a type in the schema is recursive (schemars can only refer to it, and a
+            /// `CustomResourceDefinition` cannot hold references): the error names the type.
+            /// Or if k8s-openapi cannot read the manifest (a bug in `informer-derive` or
+            /// schemars).
             pub fn try_crd() -> ::core::result::Result<
                 #k8s::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
                 #j::Error,
             > {
-                let #mutability schema = __informer_schema();
+                let #mutability schema = match __informer_schema() {
+                    ::core::result::Result::Ok(schema) => schema,
+                    ::core::result::Result::Err(name) => {
+                        return ::core::result::Result::Err(<#j::Error as #serde::de::Error>::custom(
+                            ::std::format!(#recursive, name, name),
+                        ));
+                    }
+                };
                 #rules
                 let mut names = #j::Map::new();
                 #(#names)*
@@ -379,6 +404,17 @@ fn crd(input: &Input) -> TokenStream {
             }
         }
     }
+}
+
+/// The format string of `try_crd()`'s error for a recursive type, whose name fills both `{}`.
+fn recursive_message(kind: &str) -> String {
+    format!(
+        "the schema of {kind} refers to `{{}}` instead of holding it, as schemars writes a \
+         recursive type, and a CustomResourceDefinition cannot hold references: make `{{}}` \
+         not recursive, or give the field that recurses \
+         #[schemars(schema_with = \"...\")] with a schema such as \
+         {{{{\"type\": \"object\", \"x-kubernetes-preserve-unknown-fields\": true}}}}"
+    )
 }
 
 /// The statements that add the optional fields of the version entry `v`.

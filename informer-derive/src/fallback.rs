@@ -29,7 +29,10 @@ pub(crate) fn stub(input: &syn::DeriveInput) -> TokenStream {
             }
         }
     });
+    // `informers!` then stops quietly at this type, instead of adding errors to the derive's.
+    let helper = crate::informers::helper(ident, &input.vis, None);
     quote! {
+        #helper
         #[allow(unused_qualifications, clippy::all, clippy::pedantic)]
         const _: () = {
             #[automatically_derived]

@@ -5,14 +5,18 @@
 //! Stages, one module each (dtolnay's layout): `attrs` parses `#[informer(...)]`, `valid`
 //! checks the struct and the values and fills in defaults, `expand` generates the code (and
 //! `structural` the schema rewriter it embeds), `fallback` stubs the traits when there are
-//! errors. `ctxt` collects every error so one build reports them all.
+//! errors. `ctxt` collects every error so one build reports them all. `informers` is
+//! [`informers!`], the grouped factory accessors. The code informer-gen writes too (names,
+//! resource impls, aliases, accessors) comes from `informer-emit`, shared by both.
 //!
-//! See [`Informer`] for the attributes and what is generated.
+//! See [`Informer`] for the attributes and what is generated, and [`informers!`] for
+//! `factory.example().v1().foos()`.
 
 mod attrs;
 mod ctxt;
 mod expand;
 mod fallback;
+mod informers;
 mod names;
 mod structural;
 mod valid;
@@ -71,7 +75,15 @@ use proc_macro::TokenStream;
 ///   `<plural>.<group>` with one version, whose `openAPIV3Schema` is schemars' schema of the
 ///   struct's fields other than `metadata` (schemars' `openapi3` settings, subschemas inlined), rewritten to
 ///   be structural, with `apiVersion`, `kind` and `metadata` added. The fields' types need
-///   `schemars::JsonSchema`; the root does not (derive it or not, as you like).
+///   `schemars::JsonSchema`; the root does not (derive it or not, as you like). Enums with data
+///   become an object with every variant's properties and a `oneOf` saying which each variant
+///   requires (and, internally tagged, its tag's value); a `#[serde(flatten)]` map beside fields
+///   becomes `x-kubernetes-preserve-unknown-fields`; a container `#[serde(default)]` makes every
+///   field optional, with the root's defaults. A recursive type cannot be inlined, and a CRD
+///   cannot refer to it: `try_crd()` fails naming it (`crd()` panics), because the derive sees
+///   the root's fields only and the recursion is known when schemars runs.
+/// - A hidden macro, named like the type in the macro namespace, that [`informers!`] reads the
+///   resource's names from.
 ///
 /// The user's crate needs `k8s-openapi`, `informer-runtime`, `serde` (with `derive`),
 /// `serde_json` and `schemars` 1 as dependencies, or `crates(...)` paths to them.
@@ -131,4 +143,67 @@ use proc_macro::TokenStream;
 pub fn derive_informer(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);
     expand::derive(&input).into()
+}
+
+/// Grouped factory accessors for `#[derive(Informer)]` types: `factory.example().v1().foos()`,
+/// as informer-gen writes them for CRDs.
+///
+/// List the types by path, in a module of their own (as you would `include!` informer-gen's
+/// output), and bring the module's `CustomResourceInformers` trait into scope:
+///
+/// ```
+/// use informer_derive::Informer;
+/// use informer_runtime::{Client, SharedInformerFactory};
+/// use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+/// use schemars::JsonSchema;
+/// use serde::{Deserialize, Serialize};
+///
+/// /// A foo.
+/// #[derive(Clone, Debug, Deserialize, Informer)]
+/// #[informer(group = "example.com", version = "v1")]
+/// pub struct Foo {
+///     pub metadata: ObjectMeta,
+///     pub spec: FooSpec,
+/// }
+///
+/// #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+/// pub struct FooSpec {
+///     pub replicas: i32,
+/// }
+///
+/// /// The informers of this crate's custom resources.
+/// pub mod informers {
+///     informer_derive::informers!(super::Foo);
+/// }
+///
+/// use informers::CustomResourceInformers as _;
+///
+/// fn watch(factory: &SharedInformerFactory<Client>) {
+///     let foos = factory.example().v1().foos(); // FooInformer<'_, Client>
+///     let lister: FooLister = foos.lister();
+///     foos.informer(); // add handlers here, then factory.start()
+/// }
+/// # fn main() {}
+/// ```
+///
+/// In the module, as in informer-gen's output: `trait CustomResourceInformers<S>`, implemented
+/// by `SharedInformerFactory<S>`, with a method per API group (client-go's short name, `example`
+/// for `example.com`, or the whole group where a built-in group or another group has it:
+/// `apps_example_com`) and `register_custom_resources()`; a module per group with its `Group`
+/// and a module per version with its `Version`, whose methods (`foos()`, from the kind's words
+/// and the plural) return the runtime's `TypedInformer`. The informer and lister aliases stay
+/// next to each type.
+///
+/// Paths are read where the macro is called (`super::Foo`, `crate::api::Foo`, or a name brought
+/// in with `use`). The types must be of this crate: their derive leaves the macro a hidden
+/// helper, named like the type, which another crate cannot see.
+///
+/// # Errors
+///
+/// A compile error for an empty list, a path with generics, a type listed twice, or two types
+/// of one resource (group, version and plural). A type without `#[derive(Informer)]` is
+/// reported by rustc, which does not find a macro of that name (`cannot find ... in ...`).
+#[proc_macro]
+pub fn informers(input: TokenStream) -> TokenStream {
+    informers::expand(input.into()).into()
 }

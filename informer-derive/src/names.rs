@@ -1,7 +1,5 @@
-//! Names derived from the kind: the default plural, and the accessor name informer-gen gives a
-//! resource (whose words its docs use), so both front ends write the same aliases and docs.
-
-use heck::ToSnakeCase as _;
+//! The default plural of a kind. (The accessor name, whose words the docs use, is
+//! `informer_emit::names::method_name`, shared with informer-gen.)
 
 /// English plural of a lowercase kind, as kube-derive and the Kubernetes code generators
 /// make it: `-es` after s, x, z, ch and sh; `-ies` for a consonant followed by y; else `-s`.
@@ -15,30 +13,6 @@ pub(crate) fn to_plural(word: &str) -> String {
         }
     }
     format!("{word}s")
-}
-
-/// The accessor name of a kind with `plural`, as informer-gen's `ResourceSpec::method_name`
-/// makes it: the kind in snake case for as long as it agrees with the plural, then the rest of
-/// the plural (`FooBar`/`foobars` → `foo_bars`, `NetworkPolicy`/`networkpolicies` →
-/// `network_policies`).
-pub(crate) fn method_name(kind: &str, plural: &str) -> String {
-    let snake = kind.to_snake_case();
-    let letters = kind.to_lowercase();
-    let plural = plural.to_lowercase();
-    let common = letters.chars().zip(plural.chars()).take_while(|(a, b)| a == b).count();
-    let mut out = String::new();
-    let mut taken = 0;
-    for c in snake.chars() {
-        if taken == common {
-            break;
-        }
-        out.push(c);
-        if c != '_' {
-            taken += 1;
-        }
-    }
-    out.extend(plural.chars().skip(common));
-    out
 }
 
 #[cfg(test)]
@@ -60,14 +34,5 @@ mod tests {
         ] {
             assert_eq!(to_plural(word), plural);
         }
-    }
-
-    #[test]
-    fn method_names_match_informer_gen() {
-        assert_eq!(method_name("Pod", "pods"), "pods");
-        assert_eq!(method_name("FooBar", "foobars"), "foo_bars");
-        assert_eq!(method_name("NetworkPolicy", "networkpolicies"), "network_policies");
-        assert_eq!(method_name("Endpoints", "endpoints"), "endpoints");
-        assert_eq!(method_name("Widget", "gizmos"), "gizmos");
     }
 }

@@ -8,7 +8,8 @@
 //! - `null` variants of `anyOf`/`oneOf`, and `null` in `enum`, become `nullable: true`;
 //! - `oneOf`/`anyOf` of string enums (unit enum variants with docs) become one string enum;
 //! - `oneOf`/`anyOf` of objects (enums with data) have their properties hoisted into the parent,
-//!   which becomes `type: object`; each variant keeps only its `required` list; a property in
+//!   which becomes `type: object`; each variant keeps only its `required` list and its tag's
+//!   value (`properties: {type: {enum: [git]}}`, for internally tagged enums); a property in
 //!   several variants keeps the first variant's schema, except string enums (the tag of an
 //!   internally tagged enum), whose values are merged; what every variant requires, the parent
 //!   requires;
@@ -16,15 +17,39 @@
 //!   `x-kubernetes-preserve-unknown-fields: true`, and an `enum` of strings without a type gets
 //!   `type: string`.
 //!
+//! - `properties` with `additionalProperties` (a flattened map beside fields) becomes
+//!   `properties` with `x-kubernetes-preserve-unknown-fields: true`.
+//!
 //! Unions of mixed kinds are left as they are; the API server's message then says which field.
+//! A `$ref` left over (schemars' way to write a recursive type, which it cannot inline) is an
+//! error from `try_crd()` naming the type: the derive sees only the root struct's fields, so the
+//! recursion, in some nested type, is not known before schemars runs.
 
 use proc_macro2::TokenStream;
 use quote::quote;
 
-/// `fn __informer_structural(schema: &mut serde_json::Value)`.
+/// `fn __informer_structural(schema: &mut serde_json::Value)` and
+/// `fn __informer_find_ref(schema: &serde_json::Value) -> Option<String>`, the name of the first
+/// type referred to by `$ref`.
 #[allow(clippy::too_many_lines, reason = "one quoted function, read top to bottom")]
 pub(crate) fn rewriter(j: &syn::Path) -> TokenStream {
     quote! {
+        #[allow(clippy::all, clippy::pedantic)]
+        fn __informer_find_ref(schema: &#j::Value) -> ::core::option::Option<::std::string::String> {
+            match schema {
+                #j::Value::Object(map) => {
+                    if let ::core::option::Option::Some(#j::Value::String(target)) = map.get("$ref") {
+                        // `#/$defs/Node` → `Node`
+                        let name = target.rsplit('/').next().unwrap_or(target);
+                        return ::core::option::Option::Some(::std::string::ToString::to_string(name));
+                    }
+                    map.values().find_map(__informer_find_ref)
+                }
+                #j::Value::Array(list) => list.iter().find_map(__informer_find_ref),
+                _ => ::core::option::Option::None,
+            }
+        }
+
         #[allow(clippy::all, clippy::pedantic)]
         fn __informer_structural(schema: &mut #j::Value) {
             use #j::Value;
@@ -104,6 +129,21 @@ pub(crate) fn rewriter(j: &syn::Path) -> TokenStream {
                     let mut required = ::std::vec::Vec::new();
                     for variant in &mut variants {
                         let ::core::option::Option::Some(variant) = variant.as_object_mut() else { continue };
+                        // The variant's tag (a string enum of one value, for an internally tagged
+                        // enum) stays in the variant: without it a variant whose required fields
+                        // are a subset of another's (a unit variant: just the tag) would match
+                        // the other's objects too, and `oneOf` would refuse them.
+                        let mut tags = #j::Map::new();
+                        if let ::core::option::Option::Some(Value::Object(properties)) = variant.get("properties") {
+                            for (name, property) in properties {
+                                let values = property.get("enum").and_then(Value::as_array);
+                                if is_string_enum(property) && values.is_some_and(|v| v.len() == 1) {
+                                    let mut only = #j::Map::new();
+                                    only.insert("enum".into(), property["enum"].clone());
+                                    tags.insert(name.clone(), Value::Object(only));
+                                }
+                            }
+                        }
                         if let ::core::option::Option::Some(Value::Object(properties)) = variant.remove("properties") {
                             let parent = map
                                 .entry("properties")
@@ -134,6 +174,9 @@ pub(crate) fn rewriter(j: &syn::Path) -> TokenStream {
                         if let ::core::option::Option::Some(names) = variant.remove("required") {
                             kept.insert("required".into(), names);
                         }
+                        if !tags.is_empty() {
+                            kept.insert("properties".into(), Value::Object(tags));
+                        }
                         required.push(Value::Object(kept));
                     }
                     // What every variant requires, the parent requires.
@@ -161,6 +204,12 @@ pub(crate) fn rewriter(j: &syn::Path) -> TokenStream {
                 } else if !variants.is_empty() {
                     map.insert(key.into(), Value::Array(variants));
                 }
+            }
+            // A flattened map beside fields: `properties` with `additionalProperties`, which a
+            // structural schema cannot have together. The API server then keeps the fields it
+            // does not know, which is what the flattened map reads.
+            if map.contains_key("properties") && map.remove("additionalProperties").is_some() {
+                map.insert("x-kubernetes-preserve-unknown-fields".into(), Value::Bool(true));
             }
             if let ::core::option::Option::Some(Value::Array(values)) = map.get_mut("enum") {
                 let before = values.len();

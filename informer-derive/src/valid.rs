@@ -20,6 +20,8 @@ pub(crate) struct Input {
     pub(crate) group: String,
     pub(crate) version: String,
     pub(crate) kind: String,
+    /// The kind followed by `List`.
+    pub(crate) list_kind: String,
     pub(crate) plural: String,
     pub(crate) singular: String,
     pub(crate) short_names: Vec<String>,
@@ -181,6 +183,7 @@ pub(crate) fn check(cx: &mut Ctxt, input: &syn::DeriveInput) -> Option<Input> {
         }
     };
     let crates = crates(&attrs.crates);
+    let list_kind = format!("{kind}List");
     Some(Input {
         ident,
         vis: input.vis.clone(),
@@ -190,6 +193,7 @@ pub(crate) fn check(cx: &mut Ctxt, input: &syn::DeriveInput) -> Option<Input> {
         group,
         version,
         kind,
+        list_kind,
         plural,
         singular,
         short_names: attrs.short_names.iter().map(|(s, _)| s.clone()).collect(),

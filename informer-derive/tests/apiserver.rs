@@ -1,6 +1,7 @@
 //! A derived type end to end: its `crd()` manifest is accepted by the embedded API server,
 //! objects created over HTTP (typed, and as raw JSON as kubectl would send them) reach a handler
-//! and a lister through the derived informer aliases.
+//! and a lister through the derived informer aliases, and through the grouped accessors of
+//! `informers!` (`factory.example().v1().foos()`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -41,6 +42,23 @@ pub struct FooStatus {
     /// How many are ready.
     pub ready: i32,
 }
+
+/// A cluster-scoped kind of another group, to list beside `Foo`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Informer)]
+#[informer(group = "apps.example.org", version = "v1beta1", cluster)]
+pub struct NetworkLimit {
+    /// Standard object metadata.
+    pub metadata: ObjectMeta,
+    /// The limit.
+    pub spec: FooSpec,
+}
+
+/// The grouped accessors, as a user writes them.
+mod informers {
+    informer_derive::informers!(super::Foo, crate::NetworkLimit);
+}
+
+use informers::CustomResourceInformers as _;
 
 fn foo(name: &str, replicas: i32) -> Foo {
     Foo {
@@ -125,6 +143,46 @@ async fn derived_informers_sync_from_the_embedded_api_server() {
     .await;
     assert_eq!(in_default.get("c").unwrap().spec.replicas, 3);
 
+    factory.shutdown().await;
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grouped_accessors_of_derived_types_sync() {
+    let server = ApiServer::start().await.unwrap();
+    let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
+    client.create(None, &Foo::crd()).await.unwrap();
+    client.create(None, &NetworkLimit::crd()).await.unwrap();
+    client.create(Some("default"), &foo("a", 1)).await.unwrap();
+    let limit = NetworkLimit {
+        metadata: ObjectMeta { name: Some("l".to_owned()), ..ObjectMeta::default() },
+        spec: FooSpec { replicas: 7 },
+    };
+    client.create(None, &limit).await.unwrap();
+
+    let factory = SharedInformerFactory::new(client.clone());
+    // `example.com` is `example()`; `apps.example.org` may not take the built-in `apps()`.
+    let foos: FooInformer<'_, Client> = factory.example().v1().foos();
+    let limits: NetworkLimitInformer<'_, Client> =
+        factory.apps_example_org().v1beta1().network_limits();
+    // Asked for before the factory starts, as with `factory.informer::<Foo>()`.
+    foos.informer();
+    limits.informer();
+    factory.start();
+    assert!(factory.wait_for_cache_sync(DEADLINE).await.all_synced());
+
+    assert_eq!(foos.lister().namespace("default").get("a").unwrap().spec.replicas, 1);
+    assert_eq!(limits.lister().get("l").unwrap().spec.replicas, 7);
+    client.create(Some("default"), &foo("b", 2)).await.unwrap();
+    let lister: FooLister = foos.lister();
+    eventually("the new foo in the lister", || lister.namespace("default").get("b").is_ok()).await;
+
+    // register_custom_resources makes them known by group, version and resource.
+    let fresh = SharedInformerFactory::new(client.clone());
+    let gvr = informer_runtime::GroupVersionResource::of::<NetworkLimit>();
+    assert!(fresh.for_resource(&gvr).is_err());
+    fresh.register_custom_resources();
+    assert!(fresh.for_resource(&gvr).is_ok());
     factory.shutdown().await;
     server.shutdown().await.unwrap();
 }

@@ -431,9 +431,13 @@ fn crd_schema_is_structural() {
     assert_eq!(sources["properties"]["type"]["enum"], json!(["git", "image"]));
     assert_eq!(sources["properties"]["url"]["type"], "string");
     assert_eq!(sources["properties"]["reference"]["type"], "string");
+    // Each variant says its tag's value, so `oneOf` tells the variants apart.
     assert_eq!(
         sources["oneOf"],
-        json!([{"required": ["type", "url"]}, {"required": ["type", "reference"]}])
+        json!([
+            {"required": ["type", "url"], "properties": {"type": {"enum": ["git"]}}},
+            {"required": ["type", "reference"], "properties": {"type": {"enum": ["image"]}}},
+        ])
     );
     // A hand-written schema that needs no type.
     assert_eq!(properties["port"]["x-kubernetes-int-or-string"], true);
@@ -457,10 +461,23 @@ fn assert_no_unions_with_types(schema: &Value) {
     if let Some(additional @ Value::Object(_)) = map.get("additionalProperties") {
         assert_no_unions_with_types(additional);
     }
+    // A union variant may only require properties and restrict their values.
     for union in ["oneOf", "anyOf"] {
         for variant in map.get(union).and_then(Value::as_array).into_iter().flatten() {
-            let keys: Vec<&String> = variant.as_object().expect("an object").keys().collect();
-            assert_eq!(keys, ["required"], "a union variant may only require: {variant}");
+            let variant = variant.as_object().expect("an object");
+            for (key, value) in variant {
+                match key.as_str() {
+                    "required" => {}
+                    "properties" => {
+                        for restated in value.as_object().expect("properties").values() {
+                            let keys: Vec<&String> =
+                                restated.as_object().expect("a schema").keys().collect();
+                            assert_eq!(keys, ["enum"], "{value}");
+                        }
+                    }
+                    _ => panic!("a union variant may only require and restrict: {key}"),
+                }
+            }
         }
     }
 }
@@ -507,4 +524,90 @@ fn crd_schema_disabled() {
             "x-kubernetes-preserve-unknown-fields": true,
         })
     );
+}
+
+/// A container `#[serde(default)]`: any field may be absent, and reads as the root's default.
+#[derive(Clone, Debug, Default, Deserialize, Informer)]
+#[informer(group = "example.com", version = "v1")]
+#[serde(default)]
+pub struct Defaulted {
+    metadata: ObjectMeta,
+    spec: DefaultedSpec,
+}
+
+/// A spec whose default is not all zeroes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DefaultedSpec {
+    /// How many.
+    pub size: i32,
+}
+
+impl Default for DefaultedSpec {
+    fn default() -> Self {
+        Self { size: 3 }
+    }
+}
+
+#[test]
+fn container_default_makes_every_field_optional() {
+    let crd = serde_json::to_value(Defaulted::crd()).expect("a manifest encodes");
+    let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+    assert!(schema.get("required").is_none(), "{schema}");
+    // schemars writes the root's default, as it would for a JsonSchema root.
+    assert_eq!(schema["properties"]["spec"]["default"], json!({"size": 3}));
+    let read: Defaulted =
+        serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "Defaulted"}))
+            .expect("decodes");
+    assert_eq!(read.spec, DefaultedSpec { size: 3 });
+}
+
+/// A flattened map beside fields.
+#[derive(Clone, Debug, Deserialize, Informer)]
+#[informer(group = "example.com", version = "v1")]
+pub struct Open {
+    metadata: ObjectMeta,
+    spec: OpenSpec,
+}
+
+/// Known fields, and the rest kept.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct OpenSpec {
+    /// How many.
+    pub size: i32,
+    /// Everything else.
+    #[serde(flatten)]
+    pub rest: BTreeMap<String, Value>,
+}
+
+#[test]
+fn flattened_map_beside_fields_preserves_unknown_fields() {
+    let crd = serde_json::to_value(Open::crd()).expect("a manifest encodes");
+    let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    // Structural: `properties` and `additionalProperties` never together.
+    assert!(spec.get("additionalProperties").is_none(), "{spec}");
+    assert_eq!(spec["x-kubernetes-preserve-unknown-fields"], true);
+    assert_eq!(spec["properties"]["size"]["type"], "integer");
+}
+
+/// A recursive type in the spec.
+#[derive(Clone, Debug, Deserialize, Informer)]
+#[informer(group = "example.com", version = "v1")]
+pub struct Tree {
+    metadata: ObjectMeta,
+    spec: Node,
+}
+
+/// A node of a tree.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Node {
+    /// The children.
+    pub children: Vec<Node>,
+}
+
+#[test]
+fn recursive_type_is_an_error_naming_it() {
+    let error = Tree::try_crd().expect_err("a recursive schema has no CRD");
+    let message = error.to_string();
+    assert!(message.starts_with("the schema of Tree refers to `Node`"), "{message}");
+    assert!(message.contains("schema_with"), "{message}");
 }

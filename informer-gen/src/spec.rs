@@ -1,38 +1,12 @@
 //! What the generator knows about one resource, and the naming rules derived from it.
 
-use heck::{ToSnakeCase, ToUpperCamelCase};
+// The naming rules both front ends follow.
+pub(crate) use informer_emit::names::{group_full_name, group_short_name};
 
 /// The oldest Kubernetes minor version (`1.x`) k8s-openapi offers.
 pub const OLDEST_MINOR: u32 = 33;
 /// The newest Kubernetes minor version (`1.x`) k8s-openapi offers.
 pub const NEWEST_MINOR: u32 = 37;
-
-/// The accessor names of the built-in API groups (`factory.core()`, `factory.apps()`, …), which
-/// custom resource groups must not take. `cargo xtask codegen` checks it against k8s-openapi.
-pub const BUILTIN_GROUP_NAMES: &[&str] = &[
-    "admissionregistration",
-    "apiextensions",
-    "apiregistration",
-    "apps",
-    "autoscaling",
-    "batch",
-    "certificates",
-    "coordination",
-    "core",
-    "discovery",
-    "events",
-    "flowcontrol",
-    "internal",
-    "lifecycle",
-    "networking",
-    "node",
-    "policy",
-    "rbac",
-    "resource",
-    "scheduling",
-    "storage",
-    "storagemigration",
-];
 
 /// One listable resource type.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -59,26 +33,11 @@ impl ResourceSpec {
     /// The accessor method: the plural in snake case (`horizontal_pod_autoscalers`,
     /// `network_policies`, `endpoints`).
     ///
-    /// The word boundaries come from the kind, the spelling of the plural from `plural`.
+    /// The word boundaries come from the kind, the spelling of the plural from `plural`
+    /// ([`informer_emit::names::method_name`], which `#[derive(Informer)]` uses too).
     #[must_use]
     pub fn method_name(&self) -> String {
-        let snake = self.kind.to_snake_case();
-        let letters = self.kind.to_lowercase();
-        let plural = self.plural.to_lowercase();
-        let common = letters.chars().zip(plural.chars()).take_while(|(a, b)| a == b).count();
-        let mut out = String::new();
-        let mut taken = 0;
-        for c in snake.chars() {
-            if taken == common {
-                break;
-            }
-            out.push(c);
-            if c != '_' {
-                taken += 1;
-            }
-        }
-        out.extend(plural.chars().skip(common));
-        out
+        informer_emit::names::method_name(&self.kind, &self.plural)
     }
 
     /// The name of the Rust type (the last segment of `rust_path`).
@@ -96,27 +55,6 @@ impl ResourceSpec {
             format!("{}/{}", self.group, self.version)
         }
     }
-}
-
-/// The accessor name of an API group as client-go names it: `core` for the core group, otherwise
-/// the group's first DNS label in snake case (`networking.k8s.io` → `networking`).
-#[must_use]
-pub fn group_short_name(group: &str) -> String {
-    if group.is_empty() {
-        return "core".to_owned();
-    }
-    let label = group.split('.').next().unwrap_or(group);
-    label.to_upper_camel_case().to_snake_case()
-}
-
-/// The full name of an API group as an identifier (`flowcontrol.apiserver.k8s.io` →
-/// `flowcontrol_apiserver_k8s_io`), for groups whose short names clash.
-#[must_use]
-pub fn group_full_name(group: &str) -> String {
-    if group.is_empty() {
-        return "core".to_owned();
-    }
-    group.replace(['.', '-'], "_").to_snake_case()
 }
 
 /// Accessor names for `groups` (sorted, deduplicated): the short name, unless an earlier group
@@ -185,7 +123,7 @@ mod tests {
 
 #[cfg(test)]
 mod builtin_names_tests {
-    use super::BUILTIN_GROUP_NAMES;
+    use informer_emit::names::BUILTIN_GROUP_NAMES;
 
     /// The reserved names are the group accessors of the checked-in built-in accessors.
     #[test]

@@ -151,7 +151,12 @@ async fn kubectl_get_prints_tables_and_json() {
 
     let table = kubectl.ok(&["get", "pods"]).await;
     let header: Vec<&str> = table.lines().next().unwrap_or_default().split_whitespace().collect();
-    assert_eq!(header, ["NAME", "CREATED", "AT"], "{table}");
+    // kube-apiserver's pod printer (kubectl prints the server's columns).
+    assert_eq!(header, ["NAME", "READY", "STATUS", "RESTARTS", "AGE"], "{table}");
+    assert!(
+        table.lines().nth(1).is_some_and(|l| l.contains("0/1") && l.contains("Pending")),
+        "{table}"
+    );
     assert_eq!(first_column(&table), ["db-0", "web-0"]);
     assert_eq!(first_column(&kubectl.ok(&["get", "po", "-l", "app=web"]).await), ["web-0"]);
     assert!(kubectl.ok(&["get", "namespaces"]).await.contains("kube-system"));

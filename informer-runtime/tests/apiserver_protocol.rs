@@ -295,10 +295,49 @@ async fn discovery_documents_are_complete_enough_for_kubectl() {
         ("application/json", Some("APIGroupList"))
     );
 
-    let missing = api.get("/apis/nope.example.com/v1/things").await;
-    assert_eq!(missing.status, 404);
-    assert_eq!(missing.body["message"], "the server could not find the requested resource");
     assert_eq!(api.get("/healthz").await.body, "ok");
+    server.shutdown().await.unwrap();
+}
+
+/// Discovery as kube-apiserver 1.37 answers it (found by the workspace's conformance suite):
+/// unknown groups, the core group's resource list, the verbs of namespaces.
+#[tokio::test]
+async fn discovery_edges_match_kube_apiserver() {
+    let server = start().await;
+    let api = Client::new(&server);
+    let v1 = api.get("/api/v1").await.body;
+    let find = |list: &Value, name: &str| {
+        list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .cloned()
+            .unwrap_or_default()
+    };
+    // An unknown group is outside every API handler: the HTTP mux's plain-text 404.
+    let missing = api.get("/apis/nope.example.com/v1/things").await;
+    assert_eq!(
+        (missing.status, missing.content_type.as_str(), missing.body.as_str()),
+        (404, "text/plain; charset=utf-8", Some("404 page not found\n"))
+    );
+    // An unknown resource of a served group version is the group's handler's `Status`.
+    let unknown = api.get("/apis/apps/v1/things").await;
+    assert_eq!(unknown.body["message"], "the server could not find the requested resource");
+    assert_eq!(
+        find(&v1, "namespaces")["verbs"],
+        json!(["create", "delete", "get", "list", "patch", "update", "watch"]),
+        "namespaces cannot be deleted as a collection"
+    );
+    assert!(v1.get("apiVersion").is_none(), "the core group's list has no apiVersion");
+    let groups = api.get("/apis").await.body;
+    let order: Vec<&str> =
+        groups["groups"].as_array().unwrap().iter().filter_map(|g| g["name"].as_str()).collect();
+    assert_eq!(
+        order,
+        ["apps", "batch", "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io"],
+        "kube-aggregator's priority order"
+    );
     server.shutdown().await.unwrap();
 }
 
@@ -482,7 +521,7 @@ async fn list_pages_share_one_snapshot_and_continue_tokens_expire_after_compacti
     assert_eq!((expired.status, expired.body["reason"].as_str()), (410, Some("Expired")));
     assert_eq!(
         expired.body["message"],
-        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue value from the response to resume from the current snapshot."
+        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."
     );
     // The token in the 410 resumes from the current state.
     let resume = expired.body["metadata"]["continue"].as_str().expect("a resume token").to_owned();
@@ -761,10 +800,19 @@ async fn watch_from_a_compacted_version_gets_one_410_error_event() {
     let mut after_compaction =
         api.watch(&format!("{PODS}?watch=true&resourceVersion={compacted}"), None).await;
     assert_eq!(after_compaction.next().await.unwrap()["object"]["code"], 410);
-    // A version from the future: as the watch cache answers, 200 and one ERROR event.
+    // A version from the future: the watch cache opens the watch and waits for the version.
+    let ahead = server.resource_version() + 5;
+    let path = format!("{PODS}?watch=true&resourceVersion={ahead}&timeoutSeconds=1");
+    let mut waiting = api.watch(&path, None).await;
+    assert_eq!(waiting.status, 200);
+    assert!(waiting.next().await.is_none(), "nothing before the version, then the timeout");
+    // A streaming list from the future: 200 and one ERROR event.
     let mut future = api
         .watch(
-            &format!("{PODS}?watch=true&resourceVersion={}", server.resource_version() + 5),
+            &format!(
+                "{PODS}?watch=true&resourceVersion={ahead}&sendInitialEvents=true&\
+                 resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+            ),
             None,
         )
         .await;
@@ -796,11 +844,35 @@ async fn tables_for_get_list_and_watch() {
         .iter()
         .filter_map(|c| c["name"].as_str())
         .collect();
-    assert_eq!(columns, ["Name", "Created At"]);
+    // kube-apiserver's pod printer.
+    assert_eq!(
+        columns,
+        [
+            "Name",
+            "Ready",
+            "Status",
+            "Restarts",
+            "Age",
+            "IP",
+            "Node",
+            "Nominated Node",
+            "Readiness Gates"
+        ]
+    );
     assert_eq!(table["columnDefinitions"][0]["format"], "name");
     let row = &table["rows"][0];
     assert_eq!(row["cells"][0], "web-0");
-    assert!(row["cells"][1].as_str().is_some_and(|t| t.ends_with('Z')));
+    assert_eq!(
+        row["cells"].as_array().unwrap()[1..4],
+        [json!("0/1"), json!("Pending"), json!("0")]
+    );
+    assert!(row["cells"][4].as_str().is_some_and(|age| age.ends_with('s')), "{}", row["cells"]);
+    // Types without a printer here keep the generic convertor's columns.
+    let deployments = api
+        .request("GET", "/apis/apps/v1/namespaces/default/deployments", &[("accept", TABLE)], None)
+        .await
+        .body;
+    assert_eq!(deployments["columnDefinitions"][1]["name"], "Created At");
     assert_eq!(
         (row["object"]["kind"].as_str(), row["object"]["metadata"]["name"].as_str()),
         (Some("PartialObjectMetadata"), Some("web-0"))
@@ -1121,5 +1193,100 @@ async fn the_handle_inspects_and_writes_objects_directly() {
     server.delete(&pods, "default", "direct").unwrap();
     assert!(watch.next_summary().await.starts_with("DELETED direct@"));
     assert!(server.kubeconfig_yaml().contains(&format!("server: {}", server.url())));
+    server.shutdown().await.unwrap();
+}
+
+/// What the differential conformance suite (`tests/conformance.rs` in the workspace) found
+/// kube-apiserver 1.37 answers, pinned here too so that it holds where no real server runs.
+#[tokio::test]
+async fn answers_as_kube_apiserver_gives_them() {
+    let server = start().await;
+    let api = Client::new(&server);
+    // Bodies: a type the decoder does not take, a patch type the router does not take.
+    let text = api
+        .request("POST", CONFIGMAPS, &[("content-type", "text/plain")], Some(&configmap("t")))
+        .await;
+    assert_eq!(
+        (text.status, text.body["message"].as_str()),
+        (
+            415,
+            Some(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+            )
+        )
+    );
+    let untyped = api.request("POST", CONFIGMAPS, &[], Some(&configmap("untyped"))).await;
+    assert_eq!(untyped.status, 201, "a body without a type is JSON");
+    let patch = api.patch(&format!("{CONFIGMAPS}/untyped"), "text/plain", &json!({})).await;
+    assert_eq!(
+        (patch.status, patch.body["message"].as_str(), patch.body["details"].clone()),
+        (415, Some("415: Unsupported Media Type"), json!({}))
+    );
+    let collection = api.delete("/api/v1/namespaces").await;
+    assert_eq!((collection.status, collection.body["details"].clone()), (405, json!({})));
+    // Delete preconditions name the kind.
+    let cm = api.get(&format!("{CONFIGMAPS}/untyped")).await.body;
+    let uid = cm["metadata"]["uid"].as_str().unwrap();
+    let wrong = json!({"preconditions": {"uid": "x"}});
+    let conflict = api
+        .request(
+            "DELETE",
+            &format!("{CONFIGMAPS}/untyped"),
+            &[("content-type", "application/json")],
+            Some(&wrong),
+        )
+        .await;
+    assert_eq!(
+        (
+            conflict.status,
+            conflict.body["message"].as_str().map(str::to_owned),
+            conflict.body["details"].clone()
+        ),
+        (
+            409,
+            Some(format!(
+                "Operation cannot be fulfilled on ConfigMap \"untyped\": the UID in the precondition (x) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
+            )),
+            json!({"name": "untyped", "kind": "ConfigMap"})
+        )
+    );
+    // A resourceVersion that is not a number: 400 for a list, 500 without a reason for a get.
+    let list = api.get(&format!("{CONFIGMAPS}?resourceVersion=abc")).await;
+    assert_eq!(
+        list.body["message"],
+        "invalid resource version: resourceVersion: Invalid value: \"abc\": strconv.ParseUint: parsing \"abc\": invalid syntax"
+    );
+    let get = api.get(&format!("{CONFIGMAPS}/untyped?resourceVersion=abc")).await;
+    assert_eq!((get.status, get.body.get("reason")), (500, None));
+    // What creates store: a pending pod, an active namespace with its finalizer.
+    let pending = api.post(PODS, &pod("p", &json!({"app": "web"}))).await.body;
+    assert_eq!(pending["status"], json!({"phase": "Pending", "qosClass": "BestEffort"}));
+    let ns = api.post("/api/v1/namespaces", &json!({"metadata": {"name": "fresh"}})).await.body;
+    assert_eq!(ns["spec"], json!({"finalizers": ["kubernetes"]}));
+    // A full page of a selective list carries a token while anything follows it.
+    api.post(PODS, &pod("q", &json!({}))).await;
+    let page = api.get(&format!("{PODS}?limit=1&labelSelector=app%3Dweb")).await.body;
+    assert!(page["metadata"]["continue"].is_string(), "{page}");
+    // A streaming list without bookmarks has no bookmark to end its initial events.
+    let streaming =
+        "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1";
+    let mut watch = api.watch(&format!("{PODS}?{streaming}"), None).await;
+    let mut types = Vec::new();
+    while let Some(event) = watch.next().await {
+        types.push(event["type"].as_str().unwrap_or_default().to_owned());
+    }
+    assert_eq!(types, ["ADDED", "ADDED"]);
+    // A watch that allows bookmarks gets one before its timeout once the server moved on.
+    let now = server.resource_version();
+    let path = format!(
+        "{PODS}?watch=true&resourceVersion={now}&allowWatchBookmarks=true&timeoutSeconds=3"
+    );
+    let mut watch = api.watch(&path, None).await;
+    open_watches(&server, 1).await;
+    api.post(CONFIGMAPS, &configmap("elsewhere")).await;
+    let bookmark = watch.next().await.expect("a bookmark before the end");
+    assert_eq!(bookmark["type"], "BOOKMARK");
+    assert_eq!(bookmark["object"]["metadata"]["resourceVersion"], (now + 1).to_string());
+    assert!(watch.next().await.is_none(), "then the timeout");
     server.shutdown().await.unwrap();
 }

@@ -49,6 +49,22 @@ fn generate(corpus: &Path) -> Result<(), Box<dyn std::error::Error>> {
         )?;
     }
     table.push_str("];\n");
+    // The same list as tokens, for tests that instantiate generic code for every generated type
+    // (a table of function pointers cannot name functions of the test crate).
+    table.push_str(
+        "\n/// Calls `$callback! { (file, version, Type), ... }` with every generated resource type.\n",
+    );
+    table.push_str("#[macro_export]\nmacro_rules! with_resources {\n");
+    table.push_str("    ($callback:ident) => {\n        $callback! {\n");
+    for r in output.resources() {
+        let file = r.file.file_name().and_then(|f| f.to_str()).unwrap_or_default();
+        writeln!(
+            table,
+            "            ({file:?}, {:?}, $crate::corpus::{}),",
+            r.version, r.rust_path
+        )?;
+    }
+    table.push_str("        }\n    };\n}\n");
     write_if_changed(&out.join("table.rs"), &table)?;
     Ok(())
 }

@@ -6,16 +6,22 @@
 //! - `cargo xtask codegen [--check]`: regenerate (or check) the generated typed accessors.
 //! - `cargo xtask compare-kopium [--crds DIR] [--out FILE] [--work DIR] [--only NAME]`: the table
 //!   comparing informer-gen with kopium on a corpus of CRDs (`informer-gen/KOPIUM.md`).
+//! - `cargo xtask kube-apiserver [--dir DIR]`: a real kube-apiserver and etcd on loopback, built
+//!   from Kubernetes' Go modules (`tests/kube-apiserver/`); prints its kubeconfig.
+//! - `cargo xtask bench [--quick] [--runs N] [--counts N,...] ...`: this project's informer
+//!   against kube-rs and a decode floor on the embedded API server; writes `BENCHMARKS.md`.
 //! - `cargo xtask ci`: what CI checks (format, clippy, docs, tests, every Kubernetes version).
 
+mod bench;
 mod codegen;
 mod compare;
 mod demo;
+mod kube_apiserver;
 mod widget;
 
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <demo [--objects N] [--kubeconfig PATH] [--seconds N] | serve [--addr HOST:PORT] | codegen [--check] | compare-kopium [--crds DIR] [--out FILE] [--work DIR] [--only NAME] | ci>";
+const USAGE: &str = "usage: cargo xtask <demo [--objects N] [--kubeconfig PATH] [--seconds N] | serve [--addr HOST:PORT] | codegen [--check] | compare-kopium [--crds DIR] [--out FILE] [--work DIR] [--only NAME] | kube-apiserver [--dir DIR] | bench [--quick] [--runs N] [--counts N,...] (see bench --help) | ci>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -24,6 +30,8 @@ fn main() -> ExitCode {
         Some("serve") => serve(&args[1..]),
         Some("codegen") => codegen::run(&args[1..]),
         Some("compare-kopium") => compare::run(&args[1..]),
+        Some("bench") => bench::run(&args[1..]),
+        Some("kube-apiserver") => kube_apiserver::run(&args[1..]),
         Some("ci") => ci(),
         Some("-h" | "--help") => {
             println!("{USAGE}");
@@ -72,7 +80,14 @@ fn ci() -> Result<(), String> {
     cargo(&["xtask", "codegen", "--check"], &[])?;
     // Before the tests: `cargo test --workspace` may relink this very binary.
     serve_smoke()?;
-    cargo(&["test", "--workspace"], &[])?;
+    // One real API server for the whole test run; it stops when `server` drops.
+    let (server, endpoints) = kube_apiserver::start_for_tests()?;
+    let tested = cargo(
+        &["test", "--workspace"],
+        &[(informer_tests::kube_apiserver::ENDPOINTS_ENV, &endpoints)],
+    );
+    drop(server);
+    tested?;
     cargo(&["xtask", "demo", "--objects", "1000"], &[("KUBECONFIG", "")])
 }
 

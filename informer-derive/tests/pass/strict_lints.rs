@@ -44,7 +44,40 @@ pub(crate) struct Bar {
     metadata: ObjectMeta,
 }
 
+/// The grouped accessors.
+pub mod informers {
+    informer_derive::informers!(super::Foo, crate::Bar);
+}
+
+/// Grouped accessors in a private module, for a private struct.
+mod private {
+    #[derive(Clone, Debug, serde::Deserialize, informer_derive::Informer)]
+    #[informer(group = "private.example.com", version = "v1", schema = "disabled")]
+    struct Hidden {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    }
+
+    mod informers {
+        informer_derive::informers!(super::Hidden);
+    }
+
+    pub(crate) fn use_them(
+        factory: &informer_runtime::SharedInformerFactory<informer_runtime::Client>,
+    ) {
+        use informers::CustomResourceInformers as _;
+        let _ = factory.private().v1().hiddens();
+    }
+}
+
 fn main() {
+    use informers::CustomResourceInformers as _;
+    fn accessors(factory: &informer_runtime::SharedInformerFactory<informer_runtime::Client>) {
+        let _: FooInformer<'_, informer_runtime::Client> = factory.example().v1().foos();
+        let _ = factory.example().v1().bars().lister();
+        factory.register_custom_resources();
+        private::use_them(factory);
+    }
+    let _ = accessors;
     let _ = Foo::crd();
     let _ = Bar::crd();
     let _: Option<FooLister> = None;

@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use informer_emit::accessors::{accessor, version_struct, words};
+use informer_emit::aliases;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
@@ -148,44 +150,13 @@ pub(crate) fn version_body(
     resources: &BTreeMap<String, &ResourceSpec>,
     version_range: Range,
 ) -> String {
-    let doc = format!(" Informers of `{gv}`.");
-    let mut body = unparse(quote! {
-        #[doc = #doc]
-        pub struct Version<'a, S> {
-            pub(crate) factory: &'a #rt::SharedInformerFactory<S>,
-        }
-    });
+    let mut body = unparse(version_struct(rt, gv));
+    let public: syn::Visibility = syn::parse_quote!(pub);
     for (method, spec) in resources {
-        let method_ident = format_ident!("{method}");
         let path = type_path(spec);
-        let kind = &spec.kind;
-        let words = method.replace('_', " ");
-        let informer_doc = format!(" Informer for {words} ({gv}).");
-        let lister_doc = format!(" Lister of {words} ({gv}).");
-        let ns_doc = format!(" Lister of {words} in one namespace ({gv}).");
-        let informer = format_ident!("{kind}Informer");
-        let lister = format_ident!("{kind}Lister");
-        let ns_lister = format_ident!("{kind}NamespaceLister");
-        let ns = spec.namespaced.then(|| {
-            quote! {
-                #[doc = #ns_doc]
-                pub type #ns_lister = #rt::NamespaceLister<#path>;
-            }
-        });
-        let text = unparse(quote! {
-            impl<'a, S: #rt::ListWatchSource> Version<'a, S> {
-                #[doc = #informer_doc]
-                #[must_use]
-                pub fn #method_ident(&self) -> #rt::informers::TypedInformer<'a, S, #path> {
-                    #rt::informers::TypedInformer::new(self.factory)
-                }
-            }
-            #[doc = #informer_doc]
-            pub type #informer<'a, S> = #rt::informers::TypedInformer<'a, S, #path>;
-            #[doc = #lister_doc]
-            pub type #lister = #rt::Lister<#path>;
-            #ns
-        });
+        let accessor = accessor(rt, gv, method, &path);
+        let aliases = aliases(rt, &public, &spec.kind, &path, &words(method), gv, spec.namespaced);
+        let text = unparse(quote! { #accessor #aliases });
         body.push_str(&wrap(range(spec), version_range, text));
     }
     body

@@ -2,14 +2,16 @@
 
 use std::collections::BTreeMap;
 
+use informer_emit::accessors::{factory_trait, group_items, group_module_attrs};
+use informer_emit::names::custom_group_modules;
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::quote;
 
 use super::accessors::{ALL, version_body};
 use super::types::{Style, items};
 use crate::error::{Error, Result};
 use crate::generator::{
-    GeneratedResource, Generator, GroupModule, Output, Visibility, config_error, group_module_names,
+    GeneratedResource, Generator, GroupModule, Output, Visibility, config_error,
 };
 use crate::ir::convert::Converter;
 use crate::ir::{TypeSpace, naming};
@@ -33,12 +35,8 @@ pub(crate) fn generate(generator: &Generator, crds: &[Loaded]) -> Result<Output>
     let tree = select(generator, crds)?;
     let groups: Vec<&str> = tree.keys().copied().collect();
     let mut out = Output { top: TokenStream::new(), groups: Vec::new(), resources: Vec::new() };
-    let mut trait_methods = Vec::new();
-    let mut trait_impls = Vec::new();
-    let mut registrations = Vec::new();
-    for (group, module_name) in &group_module_names(&groups) {
-        let module = format_ident!("{module_name}");
-        let doc = format!(" Informers of the `{group}` API group.");
+    let modules = custom_group_modules(&groups);
+    for (group, module_name) in &modules {
         out.groups.push(group_module(
             &rt,
             &style,
@@ -47,41 +45,14 @@ pub(crate) fn generate(generator: &Generator, crds: &[Loaded]) -> Result<Output>
             &tree[group.as_str()],
             &mut out.resources,
         )?);
-        trait_methods.push(quote! {
-            #[doc = #doc]
-            fn #module(&self) -> #module::Group<'_, S>;
-        });
-        trait_impls.push(quote! {
-            fn #module(&self) -> #module::Group<'_, S> {
-                #module::Group { factory: self }
-            }
-        });
     }
+    let mut types = Vec::new();
     for r in &out.resources {
         let path: syn::Path = syn::parse_str(&r.rust_path)
             .map_err(|e| config_error(format!("type path {}: {e}", r.rust_path)))?;
-        registrations.push(quote! { self.register::<#path>(); });
+        types.push(path);
     }
-    let vis = &style.vis;
-    out.top = quote! {
-        /// Adds the grouped accessors of these custom resources to `SharedInformerFactory`
-        /// (`factory.<group>().<version>().<plural>()`); bring it into scope with `use`.
-        #[allow(dead_code, reason = "a program may use only some of the groups")]
-        #vis trait CustomResourceInformers<S> {
-            #(#trait_methods)*
-            /// Makes every custom resource here known to `for_resource`, without creating
-            /// informers.
-            fn register_custom_resources(&self);
-        }
-
-        #[automatically_derived]
-        impl<S: #rt::ListWatchSource> CustomResourceInformers<S> for #rt::SharedInformerFactory<S> {
-            #(#trait_impls)*
-            fn register_custom_resources(&self) {
-                #(#registrations)*
-            }
-        }
-    };
+    out.top = factory_trait(&rt, &style.vis, &modules, &types);
     out.resources.sort();
     Ok(out)
 }
@@ -167,7 +138,6 @@ fn group_module(
     resources: &mut Vec<GeneratedResource>,
 ) -> Result<GroupModule> {
     let mut modules = Vec::new();
-    let mut version_methods = Vec::new();
     for (version, kinds) in versions {
         let mut space = TypeSpace::default();
         space.names.reserve("Version");
@@ -223,34 +193,12 @@ fn group_module(
             .map_err(|e| config_error(format!("accessors of {gv}: {e}")))?;
         let types = items(&space, style);
         modules.push(((*version).to_owned(), quote! { #types #accessor_tokens }));
-        let ident = format_ident!("{version}");
-        let doc = format!(" Informers of `{gv}`.");
-        version_methods.push(quote! {
-            #[doc = #doc]
-            #[must_use]
-            pub fn #ident(&self) -> #ident::Version<'a, S> {
-                #ident::Version { factory: self.factory }
-            }
-        });
     }
-    let doc = format!(" Informers of the `{group}` API group.");
-    let module_doc = format!(" Custom resources of the `{group}` API group.");
+    let version_names: Vec<&str> = versions.keys().copied().collect();
     Ok(GroupModule {
         name: module_name.to_owned(),
-        attrs: quote! {
-            #[doc = #module_doc]
-            #[allow(dead_code, missing_docs, private_interfaces, clippy::all, clippy::pedantic, rustdoc::all)]
-        },
-        items: quote! {
-            #[doc = #doc]
-            pub struct Group<'a, S> {
-                pub(crate) factory: &'a #rt::SharedInformerFactory<S>,
-            }
-
-            impl<'a, S: #rt::ListWatchSource> Group<'a, S> {
-                #(#version_methods)*
-            }
-        },
+        attrs: group_module_attrs(group),
+        items: group_items(rt, group, &version_names),
         versions: modules,
     })
 }

@@ -3,6 +3,7 @@
 //! Generated code names everything by absolute path (`::std::option::Option`,
 //! `::k8s_openapi::…`), so a schema type called `Option` or `String` cannot shadow anything.
 
+use informer_emit::{Identity, resource_impls};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
@@ -254,18 +255,16 @@ fn string_enum(e: &StringEnum, style: &Style) -> TokenStream {
 /// `apiVersion` and `kind`.
 fn root_impls(s: &Struct, root: &Root) -> TokenStream {
     let name = format_ident!("{}", s.name);
-    let api_version = if root.group.is_empty() {
-        root.version.clone()
-    } else {
-        format!("{}/{}", root.group, root.version)
+    let identity = Identity {
+        group: &root.group,
+        version: &root.version,
+        kind: &root.kind,
+        plural: &root.plural,
+        list_kind: &root.list_kind,
+        namespaced: root.namespaced,
     };
-    let (group, kind, version, plural, list_kind) =
-        (&root.group, &root.kind, &root.version, &root.plural, &root.list_kind);
-    let scope = if root.namespaced {
-        quote!(::k8s_openapi::NamespaceResourceScope)
-    } else {
-        quote!(::k8s_openapi::ClusterResourceScope)
-    };
+    let k8s: syn::Path = syn::parse_quote!(::k8s_openapi);
+    let resource = resource_impls(&k8s, &name, &identity, proc_macro2::Span::call_site());
     let entries = s.fields.iter().map(|f| {
         let field = ident(&f.rust_name);
         let json = &f.json_name;
@@ -291,33 +290,7 @@ fn root_impls(s: &Struct, root: &Root) -> TokenStream {
         }
     });
     quote! {
-        #[automatically_derived]
-        impl ::k8s_openapi::Resource for #name {
-            const API_VERSION: &'static str = #api_version;
-            const GROUP: &'static str = #group;
-            const KIND: &'static str = #kind;
-            const VERSION: &'static str = #version;
-            const URL_PATH_SEGMENT: &'static str = #plural;
-            type Scope = #scope;
-        }
-
-        #[automatically_derived]
-        impl ::k8s_openapi::ListableResource for #name {
-            const LIST_KIND: &'static str = #list_kind;
-        }
-
-        #[automatically_derived]
-        impl ::k8s_openapi::Metadata for #name {
-            type Ty = ::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-            fn metadata(&self) -> &Self::Ty {
-                &self.metadata
-            }
-
-            fn metadata_mut(&mut self) -> &mut Self::Ty {
-                &mut self.metadata
-            }
-        }
+        #resource
 
         #[automatically_derived]
         impl ::serde::Serialize for #name {

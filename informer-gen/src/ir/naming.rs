@@ -22,17 +22,9 @@
 use std::collections::BTreeSet;
 
 use heck::{ToSnakeCase, ToUpperCamelCase};
-
-const KEYWORDS: &[&str] = &[
-    "abstract", "as", "async", "await", "become", "box", "break", "const", "continue", "crate",
-    "do", "dyn", "else", "enum", "extern", "false", "final", "fn", "for", "gen", "if", "impl",
-    "in", "let", "loop", "macro", "match", "mod", "move", "mut", "override", "priv", "pub", "ref",
-    "return", "self", "Self", "static", "struct", "super", "trait", "true", "try", "type",
-    "typeof", "unsafe", "unsized", "use", "virtual", "where", "while", "yield",
-];
-
-/// Keywords that `r#` cannot escape.
-const NOT_RAW: &[&str] = &["self", "Self", "super", "crate", "_"];
+// Module names and numbering are shared with `#[derive(Informer)]`'s accessors.
+use informer_emit::names::{KEYWORDS, NOT_RAW};
+pub(crate) use informer_emit::names::{first_free, module_name};
 
 /// The type names taken in one module.
 #[derive(Debug, Default)]
@@ -52,17 +44,6 @@ impl Names {
         self.taken.insert(name.clone());
         name
     }
-}
-
-/// `wanted`, else `wanted{sep}2`, `wanted{sep}3`, …: the first that `taken` says is free.
-pub(crate) fn first_free(wanted: &str, sep: &str, taken: impl Fn(&str) -> bool) -> String {
-    let mut name = wanted.to_owned();
-    let mut n = 1;
-    while taken(&name) {
-        n += 1;
-        name = format!("{wanted}{sep}{n}");
-    }
-    name
 }
 
 /// A schema name as an `UpperCamelCase` type name fragment (`secretTemplate` → `SecretTemplate`,
@@ -149,18 +130,6 @@ fn words(name: &str) -> String {
 
 fn unraw(name: &str) -> String {
     name.strip_prefix("r#").unwrap_or(name).to_owned()
-}
-
-/// `name` made usable as a module or method name without raw identifiers: a leading digit
-/// prefixed, a keyword suffixed (`3scale` → `n3scale`, `type` → `type_`).
-pub(crate) fn module_name(name: &str) -> String {
-    if name.starts_with(|c: char| c.is_ascii_digit()) {
-        format!("n{name}")
-    } else if KEYWORDS.contains(&name) || NOT_RAW.contains(&name) || name.is_empty() {
-        format!("{name}_")
-    } else {
-        name.to_owned()
-    }
 }
 
 pub(crate) fn escape_keyword(name: String) -> String {

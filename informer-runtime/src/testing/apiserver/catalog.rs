@@ -7,6 +7,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use super::field_labels::FieldLabels;
 use super::status::GroupResource;
 
 /// A resource type the server serves: one group/version/resource with its kind and names, as
@@ -144,8 +145,12 @@ pub(crate) struct ApiResource {
     /// DELETE answers with the object (pods, namespaces, custom resources) rather than a
     /// `Status` (configmaps, deployments).
     pub(crate) returns_deleted_object: bool,
-    /// Field selector labels beyond `metadata.name` and `metadata.namespace`.
-    pub(crate) field_labels: Vec<String>,
+    /// The field selector labels the type takes.
+    pub(crate) field_labels: FieldLabels,
+    /// The verbs discovery lists, in the API server's order: alphabetical for built-ins, the
+    /// apiextensions server's own order for custom resources. Namespaces have no
+    /// `deletecollection`.
+    pub(crate) verbs: &'static [&'static str],
     /// The type's strategy sets `metadata.generation` and bumps it when the spec changes
     /// (workloads, CRDs, custom resources; not pods or configmaps).
     pub(crate) generation: bool,
@@ -165,7 +170,8 @@ impl ApiResource {
             storage,
             builtin: false,
             returns_deleted_object: true,
-            field_labels: Vec::new(),
+            field_labels: FieldLabels::CUSTOM,
+            verbs: CUSTOM_RESOURCE_VERBS,
             generation: true,
             columns: Vec::new(),
             crd: None,
@@ -184,34 +190,8 @@ impl ApiResource {
     }
 }
 
-/// Field labels of pods that the real server indexes.
-const POD_FIELDS: &[&str] = &[
-    "spec.nodeName",
-    "spec.restartPolicy",
-    "spec.schedulerName",
-    "spec.serviceAccountName",
-    "spec.hostNetwork",
-    "status.phase",
-    "status.podIP",
-    "status.nominatedNodeName",
-];
-/// Field labels of core/v1 events.
-const EVENT_FIELDS: &[&str] = &[
-    "involvedObject.kind",
-    "involvedObject.namespace",
-    "involvedObject.name",
-    "involvedObject.uid",
-    "involvedObject.apiVersion",
-    "involvedObject.resourceVersion",
-    "involvedObject.fieldPath",
-    "reason",
-    "reportingComponent",
-    "source",
-    "type",
-];
-
 /// The built-in table: (group, version, kind, plural, namespaced, short names, categories,
-/// status subresource, delete returns the object, extra field labels).
+/// status subresource, delete returns the object).
 type Builtin = (
     &'static str,
     &'static str,
@@ -222,7 +202,6 @@ type Builtin = (
     &'static [&'static str],
     bool,
     bool,
-    &'static [&'static str],
 );
 
 const ALL: &[&str] = &["all"];
@@ -230,31 +209,38 @@ const NONE: &[&str] = &[];
 
 #[rustfmt::skip]
 const BUILTINS: &[Builtin] = &[
-    ("", "v1", "Pod", "pods", true, &["po"], ALL, true, true, POD_FIELDS),
-    ("", "v1", "Namespace", "namespaces", false, &["ns"], NONE, true, true, &["status.phase"]),
-    ("", "v1", "ConfigMap", "configmaps", true, &["cm"], NONE, false, false, NONE),
-    ("", "v1", "Secret", "secrets", true, NONE, NONE, false, false, &["type"]),
-    ("", "v1", "Service", "services", true, &["svc"], ALL, true, true, NONE),
-    ("", "v1", "ServiceAccount", "serviceaccounts", true, &["sa"], NONE, false, false, NONE),
-    ("", "v1", "Node", "nodes", false, &["no"], NONE, true, true, &["spec.unschedulable"]),
-    ("", "v1", "Event", "events", true, &["ev"], NONE, false, false, EVENT_FIELDS),
-    ("", "v1", "Endpoints", "endpoints", true, &["ep"], NONE, false, false, NONE),
-    ("", "v1", "PersistentVolume", "persistentvolumes", false, &["pv"], NONE, true, true, NONE),
-    ("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", true, &["pvc"], NONE, true, true, NONE),
-    ("apps", "v1", "Deployment", "deployments", true, &["deploy"], ALL, true, false, NONE),
-    ("apps", "v1", "ReplicaSet", "replicasets", true, &["rs"], ALL, true, false, NONE),
-    ("apps", "v1", "StatefulSet", "statefulsets", true, &["sts"], ALL, true, false, NONE),
-    ("apps", "v1", "DaemonSet", "daemonsets", true, &["ds"], ALL, true, false, NONE),
-    ("batch", "v1", "Job", "jobs", true, NONE, ALL, true, false, &["status.successful"]),
-    ("batch", "v1", "CronJob", "cronjobs", true, &["cj"], ALL, true, false, NONE),
-    ("coordination.k8s.io", "v1", "Lease", "leases", true, NONE, NONE, false, false, NONE),
-    ("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", true, NONE, NONE, false, false, NONE),
-    ("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false, &["crd", "crds"], &["api-extensions"], true, true, NONE),
+    ("", "v1", "Pod", "pods", true, &["po"], ALL, true, true),
+    ("", "v1", "Namespace", "namespaces", false, &["ns"], NONE, true, true),
+    ("", "v1", "ConfigMap", "configmaps", true, &["cm"], NONE, false, false),
+    ("", "v1", "Secret", "secrets", true, NONE, NONE, false, false),
+    ("", "v1", "Service", "services", true, &["svc"], ALL, true, true),
+    ("", "v1", "ServiceAccount", "serviceaccounts", true, &["sa"], NONE, false, false),
+    ("", "v1", "Node", "nodes", false, &["no"], NONE, true, true),
+    ("", "v1", "Event", "events", true, &["ev"], NONE, false, false),
+    ("", "v1", "Endpoints", "endpoints", true, &["ep"], NONE, false, false),
+    ("", "v1", "PersistentVolume", "persistentvolumes", false, &["pv"], NONE, true, true),
+    ("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", true, &["pvc"], NONE, true, true),
+    ("apps", "v1", "Deployment", "deployments", true, &["deploy"], ALL, true, false),
+    ("apps", "v1", "ReplicaSet", "replicasets", true, &["rs"], ALL, true, false),
+    ("apps", "v1", "StatefulSet", "statefulsets", true, &["sts"], ALL, true, false),
+    ("apps", "v1", "DaemonSet", "daemonsets", true, &["ds"], ALL, true, false),
+    ("batch", "v1", "Job", "jobs", true, NONE, ALL, true, false),
+    ("batch", "v1", "CronJob", "cronjobs", true, &["cj"], ALL, true, false),
+    ("coordination.k8s.io", "v1", "Lease", "leases", true, NONE, NONE, false, false),
+    ("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", true, NONE, NONE, false, false),
+    ("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false, &["crd", "crds"], &["api-extensions"], true, true),
 ];
 
 /// The verbs every served resource supports.
 pub(crate) const VERBS: &[&str] =
     &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+
+/// The same verbs as the apiextensions server lists them for custom resources.
+const CUSTOM_RESOURCE_VERBS: &[&str] =
+    &["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"];
+
+/// The verbs of namespaces, which cannot be deleted as a collection.
+const NAMESPACE_VERBS: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
 
 /// The served resources, in registration order (built-ins first).
 #[derive(Clone, Debug)]
@@ -267,7 +253,7 @@ impl Catalog {
     pub(crate) fn builtin() -> Self {
         let resources = BUILTINS
             .iter()
-            .map(|&(group, version, kind, plural, namespaced, short, cats, status, ret, fields)| {
+            .map(|&(group, version, kind, plural, namespaced, short, cats, status, ret)| {
                 let mut ty = ResourceType::new(group, version, kind, plural, namespaced)
                     .short_names(short)
                     .categories(cats)
@@ -279,7 +265,9 @@ impl Catalog {
                 resource.builtin = true;
                 resource.generation = matches!(group, "apps" | "batch" | "apiextensions.k8s.io");
                 resource.returns_deleted_object = ret;
-                resource.field_labels = fields.iter().map(|&f| f.to_owned()).collect();
+                resource.field_labels = FieldLabels::builtin(group, kind);
+                // The namespace registry has no DeleteCollection.
+                resource.verbs = if plural == "namespaces" { NAMESPACE_VERBS } else { VERBS };
                 Arc::new(resource)
             })
             .collect();
@@ -339,6 +327,11 @@ impl Catalog {
         )
     }
 
+    /// Whether any version of `group` is served.
+    pub(crate) fn serves_group(&self, group: &str) -> bool {
+        self.resources.iter().any(|r| r.ty.group == group)
+    }
+
     /// The entries of one group version, in registration order.
     pub(crate) fn in_group_version(&self, group: &str, version: &str) -> Vec<Arc<ApiResource>> {
         self.resources
@@ -348,25 +341,52 @@ impl Catalog {
             .collect()
     }
 
-    /// The served groups (core first, then in registration order), each with its versions
-    /// ordered by Kubernetes version priority (the first is the preferred one).
+    /// The served groups in the order `/apis` lists them, each with its versions ordered by
+    /// Kubernetes version priority (the first is the preferred one).
+    ///
+    /// The order is kube-aggregator's (`SortedByGroupAndVersion`): every group version is an
+    /// `APIService` with a group priority, sorted by that priority (highest first) and then by
+    /// the `APIService` name (`v1.apps`); a group takes the place of its first version. The
+    /// built-in groups have the API server's fixed priorities, CRD groups and declared types
+    /// the CRD priority (1000); the core group comes first.
     pub(crate) fn groups(&self) -> Vec<(String, Vec<String>)> {
-        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+        let mut services: Vec<(&str, &str)> = Vec::new();
         for r in &self.resources {
-            let index = groups.iter().position(|(g, _)| *g == r.ty.group).unwrap_or_else(|| {
-                groups.push((r.ty.group.clone(), Vec::new()));
-                groups.len() - 1
-            });
-            let versions = &mut groups[index].1;
-            if !versions.contains(&r.ty.version) {
-                versions.push(r.ty.version.clone());
+            let service = (r.ty.group.as_str(), r.ty.version.as_str());
+            if !services.contains(&service) {
+                services.push(service);
+            }
+        }
+        services.sort_by(|(ga, va), (gb, vb)| {
+            group_priority(gb)
+                .cmp(&group_priority(ga))
+                .then_with(|| format!("{va}.{ga}").cmp(&format!("{vb}.{gb}")))
+        });
+        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+        for (group, version) in services {
+            match groups.iter_mut().find(|(g, _)| g == group) {
+                Some((_, versions)) => versions.push(version.to_owned()),
+                None => groups.push((group.to_owned(), vec![version.to_owned()])),
             }
         }
         for (_, versions) in &mut groups {
             versions.sort_by(|a, b| compare_versions(a, b));
         }
-        groups.sort_by_key(|(g, _)| !g.is_empty());
         groups
+    }
+}
+
+/// The `APIService` group priority of a group (`GroupPriorityMinimum`), as kube-apiserver
+/// registers its built-in groups; everything else is served like a CRD's group.
+fn group_priority(group: &str) -> u32 {
+    match group {
+        "" => 18_000,
+        "apps" => 17_800,
+        "batch" => 17_400,
+        "apiextensions.k8s.io" => 16_700,
+        "coordination.k8s.io" => 16_500,
+        "discovery.k8s.io" => 16_200,
+        _ => 1_000,
     }
 }
 

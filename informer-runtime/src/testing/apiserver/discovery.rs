@@ -14,7 +14,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::catalog::{ApiResource, Catalog, VERBS};
+use super::catalog::{ApiResource, Catalog};
 
 /// The Kubernetes version the server claims to be.
 pub(crate) const MAJOR: &str = "1";
@@ -75,9 +75,13 @@ pub(crate) fn api_group(catalog: &Catalog, group: &str) -> Option<Value> {
     Some(doc)
 }
 
-/// `/api/v1` or `/apis/{group}/{version}`: the resources of a group version.
+/// `/api/v1` or `/apis/{group}/{version}`: the resources of a group version, sorted by name
+/// as the API server sorts them (a resource before its subresources).
+///
+/// The core group's list carries no `apiVersion`, only its `kind`, as kube-apiserver writes it.
 pub(crate) fn resource_list(catalog: &Catalog, group: &str, version: &str) -> Option<Value> {
-    let resources = catalog.in_group_version(group, version);
+    let mut resources = catalog.in_group_version(group, version);
+    resources.sort_by(|a, b| a.ty.plural.cmp(&b.ty.plural));
     if resources.is_empty() && !(group.is_empty() && version == "v1") {
         return None;
     }
@@ -88,7 +92,7 @@ pub(crate) fn resource_list(catalog: &Catalog, group: &str, version: &str) -> Op
         entry.insert("singularName".into(), json!(r.ty.singular));
         entry.insert("namespaced".into(), json!(r.ty.namespaced));
         entry.insert("kind".into(), json!(r.ty.kind));
-        entry.insert("verbs".into(), json!(VERBS));
+        entry.insert("verbs".into(), json!(r.verbs));
         if !r.ty.short_names.is_empty() {
             entry.insert("shortNames".into(), json!(r.ty.short_names));
         }
@@ -106,10 +110,12 @@ pub(crate) fn resource_list(catalog: &Catalog, group: &str, version: &str) -> Op
             }));
         }
     }
-    let group_version =
-        if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") };
-    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
-                "resources": entries}))
+    if group.is_empty() {
+        return Some(json!({"kind": "APIResourceList", "groupVersion": version,
+                           "resources": entries}));
+    }
+    Some(json!({"kind": "APIResourceList", "apiVersion": "v1",
+                "groupVersion": format!("{group}/{version}"), "resources": entries}))
 }
 
 /// The `OpenAPI` v3 path of a group version (`api/v1`, `apis/apps/v1`).

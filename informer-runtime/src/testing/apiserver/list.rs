@@ -1,16 +1,18 @@
 //! The list verb: resourceVersion semantics, pagination and continue tokens.
 //!
-//! The rules are kube-apiserver 1.32's, where a list is served either by the watch cache or
-//! by etcd:
+//! The rules are kube-apiserver 1.37's (checked against it by the workspace's conformance
+//! tests), where a list is served either by the watch cache or by etcd:
 //!
 //! | resourceVersion | match | limit | served |
 //! |---|---|---|---|
 //! | `""` | – | any | current state, paginated |
 //! | `"0"` | – / `NotOlderThan` | ignored | current state, all at once (the watch cache ignores `limit`) |
 //! | `N` | `NotOlderThan`, or – without limit | any | current state; `N` in the future: 504 |
+//! | `N` (any match) in the future | | | 504 `Timeout`, cause `ResourceVersionTooLarge` |
 //! | `N` | `Exact`, or – with limit | any | the state at `N` (a snapshot); compacted: 410 |
 //!
-//! A page is cut after `limit` items when more follow; its continue token encodes the list's
+//! A page is cut after `limit` items when more objects follow in the listed scope (matching the
+//! selectors or not, as the storage pages before it filters); its continue token encodes the list's
 //! resourceVersion and the last key, in the API server's format (base64 of
 //! `{"v":"meta.k8s.io/v1","rv":N,"start":"<key>\u0000"}`), so every page of a list reads the
 //! same snapshot. A token whose version has been compacted gets `410 Expired` with a fresh
@@ -63,7 +65,10 @@ pub(crate) fn list(
                 let mut error = ApiError::expired(
                     "The provided continue parameter is too old to display a consistent list \
                      result. You can start a new list without the continue parameter, or use the \
-                     continue value from the response to resume from the current snapshot.",
+                     continue token in this response to retrieve the remainder of the results. \
+                     Continuing with the provided token results in an inconsistent list - objects \
+                     that were created, modified, or deleted between the time the first chunk was \
+                     returned and now may show up in the list.",
                 );
                 error.continue_token = Some(encode_continue(-1, &start, &prefix));
                 return Err(error);
@@ -103,23 +108,31 @@ pub(crate) fn list(
         let from = snapshot.partition_point(|(k, _)| *k < start);
         Box::new(snapshot[from..].iter().map(|(k, o)| (k, o)))
     };
-    let mut matching =
-        candidates.take_while(|(k, _)| k.starts_with(&prefix)).filter(|(_, o)| filter.matches(o));
+    let mut in_scope = candidates.take_while(|(k, _)| k.starts_with(&prefix));
 
     let mut items = Vec::new();
+    let mut last_key = None;
+    for (key, obj) in in_scope.by_ref() {
+        if !filter.matches(obj) {
+            continue;
+        }
+        items.push(Object::clone(obj));
+        if limit.is_some_and(|l| items.len() as u64 >= l) {
+            last_key = Some(key);
+            break;
+        }
+    }
     let mut continue_token = None;
     let mut remaining = None;
-    for (key, obj) in matching.by_ref() {
-        items.push(Object::clone(obj));
-        let full = limit.is_some_and(|l| items.len() as u64 >= l);
-        if full {
-            let rest = matching.by_ref().count() as u64;
-            if rest > 0 {
-                let rv = i64::try_from(at).unwrap_or(i64::MAX);
-                continue_token = Some(encode_continue(rv, &format!("{key}\u{0}"), &prefix));
-                remaining = filter.selects_everything().then_some(rest);
-            }
-            break;
+    if let Some(key) = last_key {
+        // Whether more follows counts every object in scope, matching or not: the storage
+        // pages by key before it filters, so a full page of a selective list carries a token
+        // even when nothing after it matches.
+        let rest = in_scope.count() as u64;
+        if rest > 0 {
+            let rv = i64::try_from(at).unwrap_or(i64::MAX);
+            continue_token = Some(encode_continue(rv, &format!("{key}\u{0}"), &prefix));
+            remaining = filter.selects_everything().then_some(rest);
         }
     }
     let meta = ListMeta { resource_version: at.to_string(), continue_token, remaining };

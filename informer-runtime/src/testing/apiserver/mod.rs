@@ -32,21 +32,27 @@
 //!   declared in the [`Config`], and the types of CRDs created through the API (every served
 //!   version, with its scope, names and printer columns; `Established` at once). One global
 //!   resourceVersion counter, as etcd's revision.
-//! - **Discovery** (`/version`, `/api`, `/apis`, resource lists with verbs, short names and
-//!   categories) and an **`OpenAPI` v3** index whose PATCH operations declare `fieldValidation`,
+//! - **Discovery** (`/version`, `/api`, `/apis` in kube-aggregator's group order, resource
+//!   lists with verbs, short names and categories) and an **`OpenAPI` v3** index whose PATCH
+//!   operations declare `fieldValidation`,
 //!   which is what `kubectl create` and `kubectl apply` need to validate on the server (see
 //!   `discovery.rs`). `OpenAPI` v2 is not served; aggregated discovery requests get legacy
 //!   documents, from which kubectl falls back as it does with older servers.
 //! - **Reads.** get; list with `limit`/`continue` (tokens in the API server's format, every page
 //!   from one snapshot), `resourceVersion` `""`, `"0"` (the watch cache: `limit` ignored), `N`
-//!   with `NotOlderThan` or `Exact`, label and field selectors; 410 for compacted versions and
-//!   tokens, 504 `ResourceVersionTooLarge` for future ones. Tables
-//!   (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`, with `includeObject`) and
-//!   `PartialObjectMetadata(List)` for get, list and watch.
+//!   with `NotOlderThan` or `Exact`, label and field selectors (each kind's labels and error
+//!   messages); 410 for compacted versions and tokens, 504 `ResourceVersionTooLarge` for future
+//!   ones. Tables (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`, with
+//!   `includeObject`; kube-apiserver's printers for pods, config maps, secrets, namespaces,
+//!   service accounts and leases) and `PartialObjectMetadata(List)` for get, list and watch.
 //! - **Watch.** `ADDED`, `MODIFIED`, `DELETED` filtered as the watch cache filters, `BOOKMARK`
-//!   (periodic and on request), `timeoutSeconds`, `sendInitialEvents` with the
-//!   `k8s.io/initial-events-end` bookmark, and from a compacted version an HTTP 200 whose only
-//!   event is an `ERROR` with `410 Expired: too old resource version: X (Y)`.
+//!   (periodic, on request, and shortly before `timeoutSeconds` ends the watch),
+//!   `sendInitialEvents` with the `k8s.io/initial-events-end` bookmark, from a compacted version
+//!   an HTTP 200 whose only event is an `ERROR` with `410 Expired: too old resource version: X
+//!   (Y)`, and from a future version a watch that waits for it.
+//!
+//! The behaviour above is checked against a real kube-apiserver by the workspace's differential
+//! conformance suite (`tests/conformance.rs`).
 //! - **Writes.** create (generateName, uid, creationTimestamp, generation), update with
 //!   optimistic concurrency, merge patch, JSON patch, strategic merge patch for simple cases
 //!   (see `patch.rs`), server-side apply approximated as create-or-patch, delete (finalizers,
@@ -56,8 +62,9 @@
 //!   on pods "x": the object has been modified; ...`.
 //!
 //! Not simulated: authentication and authorization, admission, schema validation and
-//! defaulting (`fieldValidation` is accepted and ignored), garbage collection, controllers,
-//! managedFields, protobuf and YAML bodies, websockets.
+//! defaulting (`fieldValidation` is accepted and ignored), garbage collection, controllers
+//! (a deleted namespace goes at once, as if its controller had run), managedFields, protobuf
+//! and YAML bodies, aggregated discovery, the printers of the other built-ins, websockets.
 //!
 //! # Faults
 //!
@@ -72,9 +79,11 @@ mod catalog;
 mod crd;
 mod discovery;
 mod faults;
+mod field_labels;
 mod handle;
 mod list;
 mod patch;
+mod printers;
 mod query;
 mod registry;
 mod render;

@@ -157,45 +157,61 @@ impl ListParams {
         Ok(params)
     }
 
-    /// apimachinery's `ValidateListOptions`: 422 `ListOptions.meta.k8s.io "" is invalid`.
+    /// apimachinery's `ValidateListOptions` (1.37), in its order of checks: 422
+    /// `ListOptions.meta.k8s.io "" is invalid`.
+    ///
+    /// A streaming list (`sendInitialEvents`) does not require `allowWatchBookmarks`: without
+    /// it, the initial events come without the bookmark that ends them.
     fn validate(&self, match_text: &str) -> Result<(), ApiError> {
         let mut errors: Vec<(&str, &str, String)> = Vec::new();
         let forbidden = |why: &str| format!("Forbidden: {why}");
         let has_match = !match_text.is_empty();
-        if has_match && self.resource_version_match.is_none() {
-            let supported =
-                if self.watch { "\"NotOlderThan\"" } else { "\"Exact\", \"NotOlderThan\", \"\"" };
-            let message =
-                format!("Unsupported value: {match_text:?}: supported values: {supported}");
-            errors.push(("resourceVersionMatch", "FieldValueNotSupported", message));
-        }
+        let unsupported = |supported: &str| {
+            format!("Unsupported value: {match_text:?}: supported values: {supported}")
+        };
         if self.watch {
-            if let Some(sie) = self.send_initial_events {
-                if self.resource_version_match != Some(RvMatch::NotOlderThan) {
-                    let why =
-                        "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan";
+            if self.send_initial_events.is_some()
+                && self.resource_version_match != Some(RvMatch::NotOlderThan)
+            {
+                let why = "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan";
+                errors.push(("resourceVersionMatch", "FieldValueForbidden", forbidden(why)));
+            }
+            if has_match {
+                if self.send_initial_events.is_none() {
+                    let why = "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided";
                     errors.push(("resourceVersionMatch", "FieldValueForbidden", forbidden(why)));
                 }
-                if sie && !self.allow_watch_bookmarks {
-                    let why = "sendInitialEvents requires setting allowWatchBookmarks to true";
-                    errors.push(("allowWatchBookmarks", "FieldValueForbidden", forbidden(why)));
+                if self.resource_version_match != Some(RvMatch::NotOlderThan) {
+                    let message = unsupported("\"NotOlderThan\"");
+                    errors.push(("resourceVersionMatch", "FieldValueNotSupported", message));
                 }
-            } else if has_match {
-                let why = "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided";
-                errors.push(("resourceVersionMatch", "FieldValueForbidden", forbidden(why)));
+                if self.continue_token.is_some() {
+                    let why = "resourceVersionMatch is forbidden when continue is provided";
+                    errors.push(("resourceVersionMatch", "FieldValueForbidden", forbidden(why)));
+                }
             }
         } else {
-            if has_match && self.resource_version.is_empty() {
-                let why = "resourceVersionMatch is forbidden unless resourceVersion is provided";
-                errors.push(("resourceVersionMatch", "FieldValueForbidden", forbidden(why)));
-            }
-            if has_match && self.continue_token.is_some() {
-                let why = "resourceVersionMatch is forbidden when continue is provided";
-                errors.push(("resourceVersionMatch", "FieldValueForbidden", forbidden(why)));
-            }
-            if self.resource_version_match == Some(RvMatch::Exact) && self.resource_version == "0" {
-                let why = "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"";
-                errors.push(("resourceVersionMatch", "FieldValueForbidden", forbidden(why)));
+            if has_match {
+                if self.resource_version.is_empty() {
+                    let why =
+                        "resourceVersionMatch is forbidden unless resourceVersion is provided";
+                    errors.push(("resourceVersionMatch", "FieldValueForbidden", forbidden(why)));
+                }
+                if self.continue_token.is_some() {
+                    let why = "resourceVersionMatch is forbidden when continue is provided";
+                    errors.push(("resourceVersionMatch", "FieldValueForbidden", forbidden(why)));
+                }
+                if self.resource_version_match.is_none() {
+                    let message = unsupported("\"Exact\", \"NotOlderThan\", \"\"");
+                    errors.push(("resourceVersionMatch", "FieldValueNotSupported", message));
+                }
+                if self.resource_version_match == Some(RvMatch::Exact)
+                    && self.resource_version == "0"
+                {
+                    let why =
+                        "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"";
+                    errors.push(("resourceVersionMatch", "FieldValueForbidden", forbidden(why)));
+                }
             }
             if self.send_initial_events.is_some() {
                 let why = "sendInitialEvents is forbidden for list";
@@ -209,21 +225,30 @@ impl ListParams {
         }
     }
 
-    /// The resourceVersion parameter as a number: `None` for `""`.
+    /// The resourceVersion parameter of a list as a number: `None` for `""`.
+    ///
+    /// # Errors
+    ///
+    /// 400 `invalid resource version: ...` when it is not a number, as the list handler
+    /// reports it.
     pub(crate) fn parsed_version(&self) -> Result<Option<u64>, ApiError> {
         parse_version(&self.resource_version)
+            .map_err(|why| ApiError::bad_request(format!("invalid resource version: {why}")))
     }
 }
 
-/// Parses a resourceVersion parameter; `""` is `None`.
-pub(crate) fn parse_version(rv: &str) -> Result<Option<u64>, ApiError> {
+/// Parses a resourceVersion parameter; `""` is `None`. The error is apimachinery's field
+/// error, which handlers wrap differently: a list answers 400 ([`ListParams::parsed_version`]),
+/// while a get or a watch passes it up from the storage layer as a plain error, which the API
+/// server reports as a 500 without a reason ([`ApiError::internal`]).
+pub(crate) fn parse_version(rv: &str) -> Result<Option<u64>, String> {
     if rv.is_empty() {
         return Ok(None);
     }
     rv.parse::<u64>().map(Some).map_err(|_| {
-        ApiError::bad_request(format!(
-            "invalid resource version: strconv.ParseUint: parsing {rv:?}: invalid syntax"
-        ))
+        format!(
+            "resourceVersion: Invalid value: {rv:?}: strconv.ParseUint: parsing {rv:?}: invalid syntax"
+        )
     })
 }
 
@@ -259,12 +284,7 @@ fn parse_field_selector(
                 "invalid selector: '{selector}'; can't understand '{term}'"
             )));
         };
-        let field = field.trim();
-        let known = matches!(field, "metadata.name" | "metadata.namespace")
-            || resource.field_labels.iter().any(|f| f == field);
-        if !known {
-            return Err(ApiError::bad_request(format!("field label not supported: {field}")));
-        }
+        let field = resource.field_labels.convert(field.trim()).map_err(ApiError::bad_request)?;
         let value = unescape(value.trim());
         requirements.push(FieldRequirement { field: field.to_owned(), equals, value });
     }
@@ -400,12 +420,14 @@ mod tests {
             422
         );
         assert_eq!(parse("sendInitialEvents=true", false).unwrap_err().code, 422);
-        assert_eq!(
-            parse("sendInitialEvents=true&resourceVersionMatch=NotOlderThan", true)
-                .unwrap_err()
-                .code,
-            422
-        );
+        // kube-apiserver 1.37 streams without bookmarks too (and then sends no end bookmark).
+        assert!(parse("sendInitialEvents=true&resourceVersionMatch=NotOlderThan", true).is_ok());
+        let exact = parse(
+            "sendInitialEvents=true&resourceVersionMatch=Exact&allowWatchBookmarks=true",
+            true,
+        )
+        .unwrap_err();
+        assert_eq!(exact.causes.len(), 2, "{exact:?}");
         let ok = parse(
             "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
             true,

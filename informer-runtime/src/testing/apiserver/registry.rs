@@ -5,8 +5,8 @@
 //! creationTimestamp, generation, resourceVersion), `generateName`, optimistic concurrency,
 //! no-op updates that take no new resourceVersion, the `/status` subresource, finalizers and
 //! `deletionTimestamp`, delete preconditions, and `dryRun=All`. A few types get their
-//! strategy's defaults: namespaces (phase, name label), secrets (`stringData`), CRDs (status,
-//! and the types they serve).
+//! strategy's defaults: namespaces (phase, name label, the `kubernetes` finalizer), pods
+//! (`Pending`, `QoS` class), secrets (`stringData`), CRDs (status, and the types they serve).
 //!
 //! Not done: schema validation and defaulting, admission, owner-reference garbage collection
 //! (`propagationPolicy` is accepted and ignored), graceful pod termination (pods go at once),
@@ -61,7 +61,8 @@ pub(crate) fn get(
     rv: &str,
 ) -> Result<Object, ApiError> {
     let current = state.store.resource_version();
-    if let Some(n) = super::query::parse_version(rv)?.filter(|&n| n > current) {
+    let requested = super::query::parse_version(rv).map_err(ApiError::internal)?;
+    if let Some(n) = requested.filter(|&n| n > current) {
         return Err(ApiError::too_large_resource_version(n, current));
     }
     let found = state.store.get(&scope.resource.storage, &scope.key(name));
@@ -124,6 +125,11 @@ pub(crate) fn create(
         if settings.require_namespaces && state.store.get(&namespaces, ns).is_none() {
             return Err(ApiError::not_found(&namespaces, ns));
         }
+    }
+    if resource.ty.status_subresource {
+        // Every strategy with a status subresource resets the status on create: clients
+        // write it through `/status` only.
+        set_field(&mut obj, "status", None);
     }
     prepare(&mut obj, resource, None)?;
     let key = scope.key(&name);
@@ -269,15 +275,22 @@ pub(crate) fn delete(
     let key = scope.key(name);
     let existing =
         state.store.get(&resource.storage, &key).cloned().ok_or_else(|| scope.not_found(name))?;
-    for (field, label) in [("uid", "UID"), ("resourceVersion", "ResourceVersion")] {
+    // `rest.BeforeDelete`: the conflict names the kind, not the resource.
+    let kind = GroupResource::new(&resource.ty.group, &resource.ty.kind);
+    let preconditions = [
+        ("uid", "UID", "The object might have been deleted and then recreated"),
+        ("resourceVersion", "ResourceVersion", "The object might have been modified"),
+    ];
+    for (field, label, hint) in preconditions {
         let wanted = options.pointer(&format!("/preconditions/{field}")).and_then(Value::as_str);
         if let Some(wanted) = wanted {
             let actual = meta_str(&existing, field);
             if wanted != actual {
                 let why = format!(
-                    "Precondition failed: {label} in precondition: {wanted}, {label} in object meta: {actual}"
+                    "the {label} in the precondition ({wanted}) does not match the {label} in \
+                     record ({actual}). {hint}"
                 );
-                return Err(ApiError::conflict(resource.group_resource(), name, &why));
+                return Err(ApiError::conflict(&kind, name, &why));
             }
         }
     }
@@ -461,9 +474,30 @@ fn prepare(
             if let Value::Object(labels) = labels {
                 labels.insert("kubernetes.io/metadata.name".into(), json!(name));
             }
-            if obj.pointer("/status/phase").is_none() {
+            if previous.is_none() {
+                // The namespace strategy's PrepareForCreate: active, with the `kubernetes`
+                // finalizer the namespace controller removes once the namespace is empty.
+                set_field(obj, "status", Some(json!({"phase": "Active"})));
+                let spec = obj
+                    .as_object_mut()
+                    .and_then(|o| o.entry("spec").or_insert_with(|| json!({})).as_object_mut());
+                if let Some(spec) = spec {
+                    let finalizers = spec.entry("finalizers").or_insert_with(|| json!([]));
+                    if let Value::Array(finalizers) = finalizers {
+                        if !finalizers.iter().any(|f| f == "kubernetes") {
+                            finalizers.push(json!("kubernetes"));
+                        }
+                    }
+                }
+            } else if obj.pointer("/status/phase").is_none() {
                 set_field(obj, "status", Some(json!({"phase": "Active"})));
             }
+        }
+        ("", "pods") if previous.is_none() => {
+            // The pod strategy's PrepareForCreate: a new pod is Pending (what a
+            // `status.phase` field selector sees) with its QoS class.
+            let qos = pod_qos_class(obj);
+            set_field(obj, "status", Some(json!({"phase": "Pending", "qosClass": qos})));
         }
         ("", "secrets") => {
             if let Some(Value::Object(string_data)) = obj.get("stringData").cloned() {
@@ -487,6 +521,34 @@ fn prepare(
         _ => {}
     }
     Ok(())
+}
+
+/// `qos.GetPodQOS`, for the common cases: `BestEffort` without any CPU or memory requests or
+/// limits, `Guaranteed` when every container limits both and requests what it limits,
+/// `Burstable` otherwise.
+fn pod_qos_class(pod: &Value) -> &'static str {
+    let containers: Vec<&Value> = ["containers", "initContainers"]
+        .iter()
+        .filter_map(|k| pod.pointer(&format!("/spec/{k}")).and_then(Value::as_array))
+        .flatten()
+        .collect();
+    let amount = |c: &Value, kind: &str, resource: &str| {
+        c.pointer(&format!("/resources/{kind}/{resource}")).filter(|v| !v.is_null()).cloned()
+    };
+    let mut any = false;
+    let mut guaranteed = !containers.is_empty();
+    for c in &containers {
+        for resource in ["cpu", "memory"] {
+            let (request, limit) = (amount(c, "requests", resource), amount(c, "limits", resource));
+            any |= request.is_some() || limit.is_some();
+            guaranteed &= limit.is_some() && request.is_none_or(|r| Some(r) == limit);
+        }
+    }
+    match (any, guaranteed) {
+        (false, _) => "BestEffort",
+        (true, true) => "Guaranteed",
+        (true, false) => "Burstable",
+    }
 }
 
 /// Serves the types of a CRD that was just written.
@@ -599,7 +661,11 @@ mod tests {
         changed["status"] = json!({"phase": "Running"});
         let updated = update(&mut state, scope, &name, changed, Part::Main, false).unwrap();
         assert_eq!(updated["spec"]["x"], 2);
-        assert!(updated.get("status").is_none(), "status changes only through /status");
+        assert_eq!(
+            updated["status"],
+            json!({"phase": "Pending", "qosClass": "BestEffort"}),
+            "status changes only through /status (it is Pending since the create)"
+        );
         assert_eq!(updated["metadata"]["uid"], created["metadata"]["uid"]);
 
         let status = json!({"metadata": {"name": name}, "status": {"phase": "Running"}});

@@ -11,6 +11,9 @@
 //! ```
 //!
 //! with `watch/` accepted before the resource (the deprecated watch paths) and `?watch=true`.
+//! Paths of unknown groups and paths outside these get the HTTP mux's plain-text
+//! `404 page not found`; unknown versions, resources and subresources of served groups get a
+//! `Status` (404 `NotFound`), as kube-apiserver answers.
 
 use std::sync::Arc;
 
@@ -100,17 +103,36 @@ fn serve(shared: &Arc<Shared>, parts: &Parts, body: &Bytes) -> Result<Response, 
             openapi(shared, group, version).and_then(get_only)
         }
         ["api", "v1"] => get_only(resource_list(shared, "", "v1")?),
+        ["api", "v1", rest @ ..] => resource_request(shared, parts, &query, body, "", "v1", rest),
+        // Another core version: the core group's handler answers, with a Status.
+        ["api", ..] => Err(ApiError::path_not_found()),
+        ["apis", group, ..] if !serves_group(shared, group) => Ok(page_not_found()),
         ["apis", group] => {
             let doc = discovery::api_group(&shared.state.lock().catalog, group);
             get_only(document(&doc.ok_or_else(ApiError::path_not_found)?))
         }
         ["apis", group, version] => get_only(resource_list(shared, group, version)?),
-        ["api", "v1", rest @ ..] => resource_request(shared, parts, &query, body, "", "v1", rest),
         ["apis", group, version, rest @ ..] => {
             resource_request(shared, parts, &query, body, group, version, rest)
         }
-        _ => Err(ApiError::path_not_found()),
+        _ => Ok(page_not_found()),
     }
+}
+
+/// Whether any version of `group` is served.
+fn serves_group(shared: &Shared, group: &str) -> bool {
+    shared.state.lock().catalog.serves_group(group)
+}
+
+/// The answer to a path no API handler owns (an unknown group, a path outside `/api` and
+/// `/apis`): the API server's HTTP mux answers it as Go's `http.NotFound` does, in plain text,
+/// not with a `Status`.
+fn page_not_found() -> Response {
+    let mut response = (StatusCode::NOT_FOUND, "404 page not found\n").into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    headers.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    response
 }
 
 fn openapi(shared: &Shared, group: &str, version: &str) -> Result<Response, ApiError> {
@@ -200,7 +222,10 @@ fn resource_request(
         (&Method::PUT, Some(_), _) => "update",
         (&Method::PATCH, Some(_), _) => "patch",
         (&Method::DELETE, Some(_), _) => "delete",
-        (&Method::DELETE, None, _) if target.namespace.is_some() || !resource.ty.namespaced => {
+        (&Method::DELETE, None, _)
+            if resource.verbs.contains(&"deletecollection")
+                && (target.namespace.is_some() || !resource.ty.namespaced) =>
+        {
             "deletecollection"
         }
         _ => return Err(ApiError::method_not_allowed()),
@@ -289,12 +314,14 @@ impl Call<'_> {
         let (scope, name, part) = (self.scope(), self.name(), self.target.part);
         match verb {
             "create" => {
+                self.check_body_type()?;
                 let obj = parse_body(self.body, resource)?;
                 let mut state = shared.state.lock();
                 let created = registry::create(&mut state, &shared.settings, scope, obj, dry_run)?;
                 Ok(self.respond(StatusCode::CREATED, &created))
             }
             "update" => {
+                self.check_body_type()?;
                 let obj = parse_body(self.body, resource)?;
                 let mut state = shared.state.lock();
                 let updated = registry::update(&mut state, scope, name, obj, part, dry_run)?;
@@ -311,6 +338,7 @@ impl Call<'_> {
                 Ok(self.respond(code, &obj))
             }
             "delete" => {
+                self.check_body_type()?;
                 let options = delete_options(self.body)?;
                 match registry::delete(&mut shared.state.lock(), scope, name, &options, dry_run)? {
                     Deleted::Object(obj) => Ok(self.respond(StatusCode::OK, &obj)),
@@ -318,6 +346,7 @@ impl Call<'_> {
                 }
             }
             _ => {
+                self.check_body_type()?;
                 let options = delete_options(self.body)?;
                 let params = ListParams::parse(self.query, resource, false)?;
                 let mut state = shared.state.lock();
@@ -333,19 +362,39 @@ impl Call<'_> {
         }
     }
 
+    /// The `Content-Type` of a body the server decodes as an object: JSON, or no type at all
+    /// (what kube-apiserver also takes as JSON). YAML and protobuf are the server's other
+    /// formats; this server reads their JSON subset only, so it lets them through to the JSON
+    /// decoder. Anything else is a 415, as the API server's decoder negotiation answers.
+    fn check_body_type(&self) -> Result<(), ApiError> {
+        if self.body.iter().all(u8::is_ascii_whitespace) {
+            // Nothing to decode (a DELETE without options): the type does not matter.
+            return Ok(());
+        }
+        let content_type =
+            self.parts.headers.get(header::CONTENT_TYPE).and_then(|c| c.to_str().ok());
+        let media = content_type.unwrap_or_default().split(';').next().unwrap_or_default();
+        match media.trim().to_ascii_lowercase().as_str() {
+            ""
+            | "application/json"
+            | "application/yaml"
+            | "application/vnd.kubernetes.protobuf" => Ok(()),
+            _ => Err(ApiError::unsupported_media_type(
+                "the body of the request was in an unknown format - accepted media types \
+                 include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+            )),
+        }
+    }
+
     /// The patch format of the `Content-Type`; apply patches need a field manager.
     fn patch_kind(&self) -> Result<PatchKind, ApiError> {
         let content_type =
             self.parts.headers.get(header::CONTENT_TYPE).and_then(|c| c.to_str().ok());
-        let kind = content_type.and_then(PatchKind::from_content_type).ok_or_else(|| {
-            ApiError::unsupported_media_type(format!(
-                "the body of the request was in an unknown format - accepted media types \
-                 include: application/json-patch+json, application/merge-patch+json, \
-                 application/apply-patch+yaml, application/strategic-merge-patch+json \
-                 (got {:?})",
-                content_type.unwrap_or_default()
-            ))
-        })?;
+        // The PATCH route declares the patch types it consumes, so the HTTP router (not the
+        // decoder) refuses any other type, with its own terse message.
+        let kind = content_type
+            .and_then(PatchKind::from_content_type)
+            .ok_or_else(ApiError::unsupported_patch_type)?;
         if kind == PatchKind::Apply && self.query.get("fieldManager").is_none_or(str::is_empty) {
             let why = "Required value: is required for apply patch".to_owned();
             let error = ("fieldManager", "FieldValueRequired", why);

@@ -116,6 +116,12 @@ impl ApiError {
         )
     }
 
+    /// A plain error the API server did not classify: 500 with neither a reason nor details
+    /// (`responsewriters.ErrorToAPIStatus` of a non-`APIStatus` error).
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, "", message)
+    }
+
     /// `errors.NewBadRequest`.
     pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
@@ -150,13 +156,16 @@ impl ApiError {
         error
     }
 
-    /// The answer to a method the path has no route for.
+    /// The answer to a method the path has no route for (`errors.NewMethodNotSupported`'s
+    /// generic form, with empty details).
     pub(crate) fn method_not_allowed() -> Self {
-        Self::new(
+        let mut error = Self::new(
             405,
             "MethodNotAllowed",
             "the server does not allow this method on the requested resource",
-        )
+        );
+        error.details = Some(Box::default());
+        error
     }
 
     /// `errors.NewResourceExpired` (410 Expired).
@@ -184,9 +193,18 @@ impl ApiError {
         Self::new(406, "NotAcceptable", message)
     }
 
-    /// 415: a body in a format the server does not take.
+    /// 415: a body in a format the server does not take
+    /// (`negotiation.NewUnsupportedMediaTypeError`).
     pub(crate) fn unsupported_media_type(message: impl Into<String>) -> Self {
         Self::new(415, "UnsupportedMediaType", message)
+    }
+
+    /// 415 for a PATCH whose `Content-Type` is no patch format: the HTTP router's answer,
+    /// `415: Unsupported Media Type` with empty details.
+    pub(crate) fn unsupported_patch_type() -> Self {
+        let mut error = Self::unsupported_media_type("415: Unsupported Media Type");
+        error.details = Some(Box::default());
+        error
     }
 
     /// The body a client receives.

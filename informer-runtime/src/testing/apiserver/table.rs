@@ -1,28 +1,16 @@
 //! Server-side printing: `meta.k8s.io` `Table`s, as kubectl asks for them.
 //!
-//! Built-in types get the generic apiserver table convertor's columns (`Name`, `Created At`);
-//! custom resources get `Name` plus their CRD's `additionalPrinterColumns` (or `Age` when it
-//! has none), evaluated with simple `JSONPath` (`.a.b`, `.a[0]`, `.a[?(@.type=="Ready")].b`).
+//! Built-in types get their kube-apiserver printer's columns where this server has it (see
+//! `printers.rs`), else the generic table convertor's (`Name`, `Created At`); custom resources
+//! get `Name` plus their CRD's `additionalPrinterColumns` (or `Age` when it has none), evaluated
+//! with simple `JSONPath` (`.a.b`, `.a[0]`, `.a[?(@.type=="Ready")].b`).
 
 use serde_json::{Map, Value, json};
 
 use super::catalog::{ApiResource, PrinterColumn};
+use super::printers::{CREATED_DESCRIPTION, NAME_DESCRIPTION, printer};
 use super::render::{Include, ListMeta, partial_metadata, served};
 use super::util::{human_duration, parse_rfc3339, unix_now};
-
-/// `ObjectMeta.name`'s description, as the generic table convertor copies it from `OpenAPI`.
-const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when \
-creating resources, although some resources may allow a client to request the generation of an \
-appropriate name automatically. Name is primarily intended for creation idempotence and \
-configuration definition. Cannot be updated. More info: \
-https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
-
-/// `ObjectMeta.creationTimestamp`'s description.
-pub(crate) const CREATED_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the \
-server time when this object was created. It is not guaranteed to be set in happens-before order \
-across separate operations. Clients may not set this value. It is represented in RFC3339 form \
-and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: \
-https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 
 /// A `Table` of `rows`; `headers: false` leaves `columnDefinitions` null (the later events of
 /// a table watch).
@@ -35,14 +23,19 @@ pub(crate) fn table(
     meta: &ListMeta,
 ) -> Value {
     let crd = resource.crd.is_some();
-    let columns = if headers { Value::Array(column_definitions(resource)) } else { Value::Null };
+    let builtin = printer(resource);
+    let columns = match (&builtin, headers) {
+        (_, false) => Value::Null,
+        (Some(builtin), true) => Value::Array(builtin.column_definitions()),
+        (None, true) => Value::Array(column_definitions(resource)),
+    };
     let rows: Vec<Value> = rows
         .iter()
         .map(|obj| {
-            let cells = if crd || !resource.columns.is_empty() {
-                crd_cells(obj, &resource.columns)
-            } else {
-                generic_cells(obj)
+            let cells = match &builtin {
+                Some(builtin) => builtin.cells(obj),
+                None if crd || !resource.columns.is_empty() => crd_cells(obj, &resource.columns),
+                None => generic_cells(obj),
             };
             let object = match include {
                 Include::None => Value::Null,
@@ -239,7 +232,8 @@ mod tests {
     #[test]
     fn generic_and_crd_tables() {
         let catalog = Catalog::builtin();
-        let pods = catalog.find("", "v1", "pods").unwrap();
+        // Deployments have no printer here: the generic convertor's columns.
+        let pods = catalog.find("apps", "v1", "deployments").unwrap();
         let pod = json!({"metadata": {"name": "a", "creationTimestamp": "2024-01-01T00:00:00Z", "resourceVersion": "3"}});
         let t =
             table(&pods, &[&pod], "meta.k8s.io/v1", Include::Metadata, true, &ListMeta::default());

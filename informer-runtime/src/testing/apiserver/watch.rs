@@ -4,7 +4,9 @@
 //! reaches it under the state lock, filtered as the watch cache filters (an object that stops
 //! matching a selector arrives as `DELETED` with its last matching state, one that starts
 //! matching as `ADDED`). The HTTP response is a chunked stream of newline-terminated
-//! `{"type": ..., "object": ...}` events, as the API server writes them.
+//! `{"type": ..., "object": ...}` events, as the API server writes them. A watch that allows
+//! bookmarks gets one two seconds before its timeout if the server has moved past where the
+//! watch started, as the watch cache does, so that its client resumes from close to now.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,7 +20,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::catalog::ApiResource;
-use super::query::{Filter, ListParams};
+use super::query::{Filter, ListParams, parse_version};
 use super::render::{ListMeta, Output, partial_metadata, served};
 use super::state::Shared;
 use super::status::{ApiError, GroupResource};
@@ -45,6 +47,9 @@ struct Watcher {
     storage: GroupResource,
     filter: Filter,
     bookmarks: bool,
+    /// Only changes after this version are sent: a watch from a version the server has not
+    /// reached yet waits for it.
+    after: u64,
     tx: mpsc::UnboundedSender<Frame>,
     /// Set when the watch is stalled: its stream then ignores its timeout.
     stalled: Arc<AtomicBool>,
@@ -62,7 +67,8 @@ impl WatchHub {
     /// Sends a committed change to the watches of its resource that it concerns.
     pub(crate) fn broadcast(&mut self, change: &Change) {
         self.watchers.retain(|w| !w.tx.is_closed());
-        for watcher in self.watchers.iter().filter(|w| w.storage == change.storage) {
+        let concerned = |w: &&Watcher| w.storage == change.storage && change.rv > w.after;
+        for watcher in self.watchers.iter().filter(concerned) {
             if let Some(frame) = event_for(change, &watcher.filter) {
                 // A receiver dropped since the retain above is pruned next time.
                 let _ = watcher.tx.send(frame);
@@ -73,7 +79,8 @@ impl WatchHub {
     /// Sends a bookmark at `rv` to every watch that asked for bookmarks.
     pub(crate) fn bookmark(&mut self, rv: u64) {
         self.watchers.retain(|w| !w.tx.is_closed());
-        for watcher in self.watchers.iter().filter(|w| w.bookmarks) {
+        // A bookmark never takes a watch back before where it started.
+        for watcher in self.watchers.iter().filter(|w| w.bookmarks && rv >= w.after) {
             let _ = watcher.tx.send(Frame::Bookmark { rv, initial_events_end: false });
         }
     }
@@ -128,15 +135,19 @@ fn event_for(change: &Change, filter: &Filter) -> Option<Frame> {
 
 /// Opens a watch of `resource` (in `namespace`, if given) and returns the streaming response.
 ///
-/// Where it starts (the API server's rules):
+/// Where it starts (the watch cache's rules):
 /// - `sendInitialEvents=true`: an `ADDED` per current object, a bookmark annotated
-///   `k8s.io/initial-events-end`, then changes;
+///   `k8s.io/initial-events-end` if the watch allows bookmarks, then changes; from a version
+///   in the future, one `ERROR` event (`504`, cause `ResourceVersionTooLarge`) and the end (the
+///   watch cache first waits about 3 s for the version to arrive; this server does not);
 /// - resourceVersion `""` or `"0"`: an `ADDED` per current object, then changes (nothing
 ///   before the changes with `sendInitialEvents=false`);
 /// - resourceVersion `N`: the kept changes after `N`, then new ones; if `N` is compacted, one
-///   `ERROR` event (`410 Expired`) and the end; if `N` is in the future, one `ERROR` event (`504`,
-///   cause `ResourceVersionTooLarge`) and the end, as the watch cache answers (it first waits
-///   about 3 s for the version to arrive; this server does not).
+///   `ERROR` event (`410 Expired`) and the end; if `N` is in the future, nothing until changes
+///   after `N` (the watch cache opens the watch and waits, it does not fail it).
+///
+/// A resourceVersion that is not a number fails with a 500 without a reason, as the storage
+/// layer's parse error reaches the client.
 pub(crate) fn watch(
     shared: &Arc<Shared>,
     resource: Arc<ApiResource>,
@@ -147,55 +158,71 @@ pub(crate) fn watch(
     let filter = Filter::new(namespace, params);
     let (tx, rx) = mpsc::unbounded_channel();
     let stalled = Arc::new(AtomicBool::new(false));
-    {
+    let start = {
         let mut state = shared.state.lock();
         let current = state.store.resource_version();
-        let requested = params.parsed_version()?;
-        if let Some(n) = requested.filter(|&n| n > current) {
+        let requested = parse_version(&params.resource_version).map_err(ApiError::internal)?;
+        let future = requested.filter(|&n| n > current);
+        if let Some(n) = future.filter(|_| params.send_initial_events == Some(true)) {
             // As the watch cache answers: HTTP 200 and one ERROR event, then the end.
             let _ = tx.send(Frame::Error(ApiError::too_large_resource_version(n, current)));
             drop(tx);
             drop(state);
-            return Ok(response(shared, resource, rx, output, params, stalled));
+            return Ok(response(shared, resource, rx, output, params, stalled, current));
         }
         let storage = &resource.storage;
-        match (params.send_initial_events, requested) {
+        // Where the watch stands once its first events are queued: the version it starts from,
+        // or the newest replayed change, or now for initial events. The watch cache compares
+        // its bookmarks with this version.
+        let start = match (params.send_initial_events, requested) {
             (Some(true), _) | (None, None | Some(0)) => {
                 for (_, obj) in state.store.range(storage, "") {
                     if filter.matches(obj) {
                         let _ = tx.send(Frame::Event(ChangeKind::Added, Arc::clone(obj)));
                     }
                 }
-                if params.send_initial_events == Some(true) {
+                if params.send_initial_events == Some(true) && params.allow_watch_bookmarks {
                     let _ = tx.send(Frame::Bookmark { rv: current, initial_events_end: true });
                 }
+                current
             }
-            (Some(false), None | Some(0)) => {}
+            (Some(false), None | Some(0)) => current,
             (_, Some(n)) => {
                 let compacted = state.store.compacted();
                 if n < compacted {
                     let message = format!("too old resource version: {n} ({compacted})");
                     let _ = tx.send(Frame::Error(ApiError::expired(message)));
                     drop(tx);
-                    return Ok(response(shared, resource, rx, output, params, stalled));
+                    return Ok(response(shared, resource, rx, output, params, stalled, current));
                 }
+                let mut start = n;
                 for change in state.store.changes_after(n).filter(|c| &c.storage == storage) {
                     if let Some(frame) = event_for(change, &filter) {
+                        start = change.rv;
                         let _ = tx.send(frame);
                     }
                 }
+                start
             }
-        }
+        };
         let bookmarks = params.allow_watch_bookmarks;
         let storage = storage.clone();
-        let watcher = Watcher { storage, filter, bookmarks, tx, stalled: Arc::clone(&stalled) };
+        let after = future.unwrap_or(0);
+        let stalled_flag = Arc::clone(&stalled);
+        let watcher = Watcher { storage, filter, bookmarks, after, tx, stalled: stalled_flag };
         state.hub.watchers.push(watcher);
-    }
+        start
+    };
     shared.watch_opened.notify_waiters();
-    Ok(response(shared, resource, rx, output, params, stalled))
+    Ok(response(shared, resource, rx, output, params, stalled, start))
 }
 
-/// The chunked response of a watch.
+/// How long before its timeout a watch that allows bookmarks gets one (the watch cache's
+/// `nextBookmarkTime`), so that its client resumes from as recent a version as possible.
+const PRE_TIMEOUT_BOOKMARK: Duration = Duration::from_secs(2);
+
+/// The chunked response of a watch that starts at version `start`.
+#[allow(clippy::too_many_arguments)] // One parameter per part of a watch's state.
 fn response(
     shared: &Arc<Shared>,
     resource: Arc<ApiResource>,
@@ -203,6 +230,7 @@ fn response(
     output: Output,
     params: &ListParams,
     stalled: Arc<AtomicBool>,
+    start: u64,
 ) -> Response {
     // As the API server: timeoutSeconds, or a random 30 to 60 minutes (--min-request-timeout).
     let timeout = match params.timeout_seconds.filter(|&t| t > 0) {
@@ -210,12 +238,17 @@ fn response(
         None => Duration::from_secs(1800 + fastrand::u64(..1800)),
     };
     let encoder = Encoder { resource, output, headers_sent: false };
+    let bookmark_armed = params.allow_watch_bookmarks && timeout > PRE_TIMEOUT_BOOKMARK;
     let stream = WatchStream {
         rx,
         encoder,
         stalled,
+        shared: Arc::clone(shared),
         shutdown: shared.shutdown.clone(),
         deadline: Box::pin(tokio::time::sleep(timeout)),
+        bookmark_at: Box::pin(tokio::time::sleep(timeout.saturating_sub(PRE_TIMEOUT_BOOKMARK))),
+        bookmark_armed,
+        start_rv: start,
         timed_out: false,
         ended: false,
     };
@@ -233,8 +266,17 @@ struct WatchStream {
     rx: mpsc::UnboundedReceiver<Frame>,
     encoder: Encoder,
     stalled: Arc<AtomicBool>,
+    /// To read the current version for the pre-timeout bookmark.
+    shared: Arc<Shared>,
     shutdown: CancellationToken,
     deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// [`PRE_TIMEOUT_BOOKMARK`] before the deadline.
+    bookmark_at: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// The watch allows bookmarks and its pre-timeout bookmark is still due.
+    bookmark_armed: bool,
+    /// Where the watch stood once its first events were queued: a pre-timeout bookmark is
+    /// sent only when the server is past it.
+    start_rv: u64,
     /// The deadline passed while stalled: no longer armed.
     timed_out: bool,
     /// An `ERROR` event was sent: nothing follows it.
@@ -256,6 +298,17 @@ impl WatchStream {
                     self.ended = matches!(frame, Frame::Error(_));
                     let bytes = self.encoder.encode(frame);
                     return Some((Ok(bytes), self));
+                }
+                () = &mut self.bookmark_at, if self.bookmark_armed => {
+                    self.bookmark_armed = false;
+                    // Only a bookmark past where the watch started is sent (the watch cache's
+                    // rule, which may repeat the version of the last event), and none while
+                    // stalled.
+                    let current = self.shared.state.lock().store.resource_version();
+                    if current > self.start_rv && !self.stalled.load(Ordering::SeqCst) {
+                        let bookmark = Frame::Bookmark { rv: current, initial_events_end: false };
+                        return Some((Ok(self.encoder.encode(bookmark)), self));
+                    }
                 }
                 () = &mut self.deadline, if !self.timed_out => {
                     if !self.stalled.load(Ordering::SeqCst) {

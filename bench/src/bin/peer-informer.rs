@@ -1,0 +1,190 @@
+//! `peer-informer`: this project's informer as a benchmark peer — a `SharedInformerFactory`,
+//! its pod informer with counting handlers, and its lister. The protocol is in
+//! [`informer_bench`]'s crate docs.
+
+// Counts, sizes and durations of a benchmark are far below 2^52: `as f64` is exact here.
+#![allow(clippy::cast_precision_loss)]
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use informer_bench::{PeerArgs, Report, Scenario, memory, report};
+use informer_runtime::{
+    Client, HandlerFuncs, LabelSelector, ResourceEventHandlerRegistration, SharedIndexInformer,
+    SharedInformerFactory,
+};
+use k8s_openapi::api::core::v1::Pod;
+use tokio::sync::Notify;
+
+const PEER: &str = "informer";
+
+fn main() -> ExitCode {
+    informer_bench::main(PEER, run)
+}
+
+type Registration = ResourceEventHandlerRegistration<Pod>;
+
+/// What one handler has seen; the handler notifies when it reaches its target.
+#[derive(Default)]
+struct Counter {
+    updates: AtomicUsize,
+    target: AtomicUsize,
+    reached: Notify,
+    marker_seen: Notify,
+}
+
+async fn run(args: PeerArgs) -> Result<(), String> {
+    if args.metadata_only {
+        return report::unsupported(
+            "informer-runtime has no metadata-only informer (no PartialObjectMetadata list/watch)",
+        );
+    }
+    let url = args.server.parse().map_err(|e| format!("--server {}: {e}", args.server))?;
+    let client = Client::new(informer_runtime::client::Config::new(url))
+        .map_err(|e| format!("client for {}: {e}", args.server))?;
+    let mut builder = SharedInformerFactory::builder(client);
+    if args.strip_managed_fields {
+        builder = builder.transform(|meta| meta.managed_fields = None);
+    }
+    let factory = builder.build();
+    let pods = factory.informer::<Pod>();
+
+    let first_update: Arc<OnceLock<Instant>> = Arc::default();
+    let (counters, registrations) = add_counting_handlers(&pods, &args, &first_update)?;
+
+    let started = Instant::now();
+    factory.start();
+    let report = factory.wait_for_cache_sync(args.timeout).await;
+    if !report.all_synced() {
+        return Err(format!("the cache did not sync within {:?}", args.timeout));
+    }
+    let cache_sync = started.elapsed();
+    for registration in &registrations {
+        if !registration.wait_for_sync().await {
+            return Err("a handler stopped before it synced".to_owned());
+        }
+    }
+    let sync = started.elapsed();
+    let after_sync = memory::read()?;
+    let lister = factory.lister::<Pod>();
+    let cached = lister.list(&LabelSelector::everything()).len();
+    if cached != args.objects {
+        return Err(format!("synced with {cached} pods, expected {}", args.objects));
+    }
+
+    let mut out = Report::new(PEER, &args);
+    out.set("handlers", args.handlers).set_ms("cache_sync_ms", cache_sync);
+    out.set_ms("sync_ms", sync).set("cached", cached).set("peak_rss_kib", after_sync.peak_kib);
+    match args.scenario {
+        Scenario::Sync => {
+            tokio::time::sleep(args.settle).await;
+            out.set("rss_kib", memory::read()?.rss_kib);
+        }
+        Scenario::Churn => {
+            report::synced()?;
+            let waits = counters.iter().map(|c| async move {
+                // The target may have been reached before this wait began: check the count too.
+                let reached = c.reached.notified();
+                if c.updates.load(Ordering::SeqCst) < c.target.load(Ordering::SeqCst) {
+                    reached.await;
+                }
+            });
+            tokio::time::timeout(args.timeout, futures::future::join_all(waits))
+                .await
+                .map_err(|_| churn_timeout(&counters, args.events, args.timeout))?;
+            let done = Instant::now();
+            out.set("done_unix_us", report::unix_us());
+            let first = first_update.get().copied().unwrap_or(done);
+            let elapsed = done.duration_since(first);
+            out.set("events", args.events).set_ms("churn_ms", elapsed);
+            out.set("events_per_s", args.events as f64 / elapsed.as_secs_f64().max(1e-9));
+        }
+        Scenario::Relist => {
+            tokio::time::sleep(args.settle).await;
+            memory::reset_peak()?;
+            let steady = report::synced()?;
+            let relisted = Instant::now();
+            let marker = counters[0].marker_seen.notified();
+            tokio::time::timeout(args.timeout, marker)
+                .await
+                .map_err(|_| format!("no relist with {} within {:?}", args.marker, args.timeout))?;
+            // The marker is one add of the relist's replace; wait until the handlers are idle.
+            while registrations.iter().any(|r| r.pending() > 0) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            out.set_ms("relist_ms", relisted.elapsed());
+            out.set("rss_kib", steady.rss_kib);
+            out.set("relist_peak_rss_kib", memory::read()?.peak_kib);
+        }
+        Scenario::Lister => {
+            let selector = LabelSelector::parse(&args.selector)
+                .map_err(|e| format!("--selector {}: {e}", args.selector))?;
+            let namespace = lister.namespace(&args.namespace);
+            let (per_query, hits) =
+                time_queries(args.queries, || namespace.list(&LabelSelector::everything()).len());
+            out.set("namespace_query_us", per_query).set("namespace_hits", hits);
+            let (per_query, hits) = time_queries(args.queries, || lister.list(&selector).len());
+            out.set("selector_query_us", per_query).set("selector_hits", hits);
+        }
+    }
+    out.emit()?;
+    factory.shutdown().await;
+    Ok(())
+}
+
+/// Adds `--handlers` handlers that count updates (and note the first), spot the relist
+/// marker, and touch what they get, as a real handler reads its objects.
+fn add_counting_handlers(
+    pods: &SharedIndexInformer<Pod>,
+    args: &PeerArgs,
+    first_update: &Arc<OnceLock<Instant>>,
+) -> Result<(Vec<Arc<Counter>>, Vec<Registration>), String> {
+    let mut counters = Vec::new();
+    let mut registrations = Vec::new();
+    for _ in 0..args.handlers {
+        let counter = Arc::new(Counter::default());
+        counter.target.store(args.events, Ordering::SeqCst);
+        let (on_add, on_update, first) =
+            (Arc::clone(&counter), Arc::clone(&counter), Arc::clone(first_update));
+        let marker = args.marker.clone();
+        let handler = HandlerFuncs::new()
+            .on_add(move |pod: Arc<Pod>, _initial| {
+                if pod.metadata.name.as_deref() == Some(marker.as_str()) {
+                    on_add.marker_seen.notify_one();
+                }
+            })
+            .on_update(move |_old, new: Arc<Pod>| {
+                first.get_or_init(Instant::now);
+                std::hint::black_box(new.metadata.resource_version.as_deref());
+                let seen = on_update.updates.fetch_add(1, Ordering::SeqCst) + 1;
+                if seen == on_update.target.load(Ordering::SeqCst) {
+                    on_update.reached.notify_one();
+                }
+            })
+            .on_delete(|deleted| {
+                std::hint::black_box(deleted.key());
+            });
+        let registration =
+            pods.add_event_handler(handler).map_err(|e| format!("cannot add handler: {e}"))?;
+        counters.push(counter);
+        registrations.push(registration);
+    }
+    Ok((counters, registrations))
+}
+
+/// Runs `query` `n` times; microseconds per query, and what the last one returned.
+fn time_queries(n: usize, mut query: impl FnMut() -> usize) -> (f64, usize) {
+    let started = Instant::now();
+    let mut hits = 0;
+    for _ in 0..n {
+        hits = std::hint::black_box(query());
+    }
+    (started.elapsed().as_secs_f64() * 1e6 / n as f64, hits)
+}
+
+fn churn_timeout(counters: &[Arc<Counter>], events: usize, timeout: Duration) -> String {
+    let seen: Vec<usize> = counters.iter().map(|c| c.updates.load(Ordering::SeqCst)).collect();
+    format!("handlers saw {seen:?} of {events} modifications within {timeout:?}")
+}

@@ -1,0 +1,101 @@
+//! What a peer prints: one JSON object per line on stdout.
+
+use std::io::Write;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use crate::args::PeerArgs;
+use crate::memory;
+
+/// A peer's figures, printed as `{"phase":"result", ...}`.
+///
+/// Keys used by the orchestrator: `sync_ms`, `done_unix_us` (churn: when every handler had seen
+/// every modification, from [`unix_us`]), `peak_rss_kib` (peak of the whole run up to the
+/// sync), `rss_kib` (after the settle time), `cached`, `events`, `churn_ms`, `events_per_s`,
+/// `relist_peak_rss_kib`, `namespace_query_us`, `selector_query_us`, `namespace_hits`,
+/// `selector_hits`.
+#[derive(Debug)]
+pub struct Report {
+    fields: Map<String, Value>,
+}
+
+impl Report {
+    /// An empty report for `peer` running `args`.
+    #[must_use]
+    pub fn new(peer: &str, args: &PeerArgs) -> Self {
+        let mut fields = Map::new();
+        fields.insert("peer".into(), json!(peer));
+        fields.insert("scenario".into(), json!(args.scenario.as_str()));
+        fields.insert("objects".into(), json!(args.objects));
+        Self { fields }
+    }
+
+    /// Sets one figure.
+    pub fn set(&mut self, key: &str, value: impl Into<Value>) -> &mut Self {
+        self.fields.insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// Sets a duration in milliseconds (fractional).
+    pub fn set_ms(&mut self, key: &str, elapsed: Duration) -> &mut Self {
+        self.set(key, elapsed.as_secs_f64() * 1e3)
+    }
+
+    /// Sets `rss_kib` and `peak_rss_kib` from the process's memory now.
+    ///
+    /// # Errors
+    ///
+    /// `/proc/self/status` cannot be read.
+    pub fn set_memory(&mut self) -> Result<&mut Self, String> {
+        let memory = memory::read()?;
+        self.set("rss_kib", memory.rss_kib);
+        self.set("peak_rss_kib", memory.peak_kib);
+        Ok(self)
+    }
+
+    /// Prints the report as the `result` line.
+    ///
+    /// # Errors
+    ///
+    /// Stdout is closed.
+    pub fn emit(&mut self) -> Result<(), String> {
+        self.fields.insert("phase".into(), json!("result"));
+        emit(&Value::Object(self.fields.clone()))
+    }
+}
+
+/// Prints `{"phase":"synced", "rss_kib":..., "peak_rss_kib":...}`: the cache holds the initial
+/// list, the orchestrator may act.
+///
+/// # Errors
+///
+/// Stdout is closed, or memory cannot be read.
+pub fn synced() -> Result<memory::Memory, String> {
+    let memory = memory::read()?;
+    emit(&json!({"phase": "synced", "rss_kib": memory.rss_kib, "peak_rss_kib": memory.peak_kib}))?;
+    Ok(memory)
+}
+
+/// Prints `{"phase":"unsupported","reason":...}`: the peer's library cannot run this variant.
+///
+/// # Errors
+///
+/// Stdout is closed.
+pub fn unsupported(reason: &str) -> Result<(), String> {
+    emit(&json!({"phase": "unsupported", "reason": reason}))
+}
+
+/// Now, in microseconds since the Unix epoch: the clock the server and every peer share, for
+/// intervals that start in one process and end in another.
+#[must_use]
+pub fn unix_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+fn emit(line: &Value) -> Result<(), String> {
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{line}").and_then(|()| stdout.flush()).map_err(|e| format!("stdout: {e}"))
+}

@@ -1,0 +1,19 @@
+//! The code both front ends write, so that a resource gets the same items whether its type
+//! comes from a CRD (`informer-gen`) or from Rust (`#[derive(Informer)]`):
+//!
+//! - [`names`]: accessor names (`network_policies`), group module names (`cert_manager`), and
+//!   the escaping of Rust keywords;
+//! - [`resource_impls`]: k8s-openapi's `Resource`, `ListableResource` and `Metadata`;
+//! - [`aliases`]: client-go's `FooInformer`, `FooLister` and `FooNamespaceLister`;
+//! - [`accessors`]: the grouped factory accessors, `factory.<group>().<version>().<plural>()`,
+//!   through a `CustomResourceInformers` extension trait.
+//!
+//! Everything is a [`TokenStream`](proc_macro2::TokenStream) naming crates by the paths it is
+//! given; formatting is the caller's (informer-gen unparses, a derive hands tokens to rustc).
+//! The crate depends only on syn, quote and heck, so that the proc-macro crate can link it.
+
+pub mod accessors;
+pub mod names;
+mod resource;
+
+pub use resource::{Identity, aliases, resource_impls};

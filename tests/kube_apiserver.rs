@@ -1,0 +1,454 @@
+//! The runtime end to end against a real kube-apiserver and etcd (`tests/kube-apiserver/`):
+//! informers for built-in kinds and custom resources sync, follow churn, and recover from a
+//! restarted API server and a compacted etcd; the client authenticates with a certificate and
+//! with a bearer token to a server that checks both.
+//!
+//! Tests share one server and keep to a namespace of their own; the disruptive test starts its
+//! own server. Without Go these tests print one line and pass (see `informer_tests::kube_apiserver`).
+
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    reason = "in a test, a failed expect is a failed assertion"
+)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use informer_runtime::client::{Auth, Client, ClientError, Config, Identity};
+use informer_runtime::informer::{DeletedObject, ResourceEventHandler};
+use informer_runtime::listwatch::ListOptions;
+use informer_runtime::{LabelSelector, SharedInformerFactory};
+use informer_tests::kube_apiserver::KubeApiServer;
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Namespace, Pod, PodSpec};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use parking_lot::Mutex;
+
+/// The generated code for `fixtures/crds`, as `build.rs` writes it.
+mod crds {
+    include!(concat!(env!("OUT_DIR"), "/custom_resources.rs"));
+}
+
+use crds::CustomResourceInformers as _;
+use crds::cert_manager::v1::{Certificate, CertificateSpec, CertificateSpecIssuerRef};
+
+/// How long any wait may take: the real server is slower to converge than the embedded one.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// The shared server, or `None` (and the test passes) where Go is missing and allowed to be.
+async fn shared() -> Option<&'static KubeApiServer> {
+    tokio::task::spawn_blocking(KubeApiServer::shared).await.expect("the harness thread")
+}
+
+/// A namespace name no other test (or earlier run on the same server) uses.
+fn unique(prefix: &str) -> String {
+    format!("{prefix}-{:08x}", fastrand::u32(..))
+}
+
+async fn create_namespace(client: &Client, name: &str) {
+    let ns = Namespace {
+        metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
+        ..Namespace::default()
+    };
+    client.create(None, &ns).await.expect("the namespace is created");
+}
+
+fn configmap(namespace: &str, name: &str, value: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some(namespace.to_owned()),
+            labels: Some(BTreeMap::from([("app".to_owned(), "churn".to_owned())])),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([("value".to_owned(), value.to_owned())])),
+        ..ConfigMap::default()
+    }
+}
+
+fn pod(namespace: &str, name: &str, node: &str) -> Pod {
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some(namespace.to_owned()),
+            labels: Some(BTreeMap::from([("node".to_owned(), node.to_owned())])),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "app".to_owned(),
+                image: Some("registry.k8s.io/pause:3.10".to_owned()),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        }),
+        ..Pod::default()
+    }
+}
+
+/// Polls `check` until it holds, failing after the deadline with `what` and the last state.
+async fn eventually<T: std::fmt::Debug>(what: &str, check: impl Fn() -> Result<(), T>) {
+    let start = tokio::time::Instant::now();
+    loop {
+        match check() {
+            Ok(()) => return,
+            Err(state) => {
+                assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}: {state:?}");
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// name → resourceVersion of every object of `K` in `namespace`, read from the server.
+async fn server_state<K: informer_runtime::Resource>(
+    client: &Client,
+    namespace: &str,
+) -> BTreeMap<String, String> {
+    let list = client
+        .lister_watcher::<K>(Some(namespace))
+        .list(&ListOptions::default())
+        .await
+        .expect("the server lists");
+    list.items
+        .iter()
+        .map(|o| {
+            let meta = o.metadata();
+            (
+                meta.name.clone().unwrap_or_default(),
+                meta.resource_version.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// name → resourceVersion of what a handler last saw of each object (deleted ones removed).
+#[derive(Clone, Default)]
+struct Seen(Arc<Mutex<HashMap<String, String>>>);
+
+fn name_and_rv<K: informer_runtime::Resource>(obj: &K) -> (String, String) {
+    let meta = obj.metadata();
+    (meta.name.clone().unwrap_or_default(), meta.resource_version.clone().unwrap_or_default())
+}
+
+impl<K: informer_runtime::Resource> ResourceEventHandler<K> for Seen {
+    fn on_add(&self, obj: Arc<K>, _: bool) {
+        let (name, rv) = name_and_rv(&*obj);
+        self.0.lock().insert(name, rv);
+    }
+
+    fn on_update(&self, _: Arc<K>, new: Arc<K>) {
+        let (name, rv) = name_and_rv(&*new);
+        self.0.lock().insert(name, rv);
+    }
+
+    fn on_delete(&self, obj: DeletedObject<K>) {
+        let name = obj.key().to_string();
+        let name = name.rsplit('/').next().unwrap_or_default().to_owned();
+        self.0.lock().remove(&name);
+    }
+}
+
+impl Seen {
+    fn state(&self) -> BTreeMap<String, String> {
+        self.0.lock().iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+}
+
+fn lister_state<K: informer_runtime::Resource>(
+    lister: &informer_runtime::Lister<K>,
+) -> BTreeMap<String, String> {
+    lister.list(&LabelSelector::everything()).iter().map(|o| name_and_rv(&**o)).collect()
+}
+
+/// Adds, updates and deletes config maps in `namespace`, seeded so a failure can be replayed.
+async fn churn(client: &Client, namespace: &str, seed: u64, operations: usize) {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut live: Vec<String> = Vec::new();
+    for i in 0..operations {
+        match rng.u8(..10) {
+            0..=3 => {
+                let name = format!("cm-{seed}-{i}");
+                client
+                    .create(Some(namespace), &configmap(namespace, &name, "new"))
+                    .await
+                    .expect("a config map is created");
+                live.push(name);
+            }
+            4..=7 if !live.is_empty() => {
+                let name = &live[rng.usize(..live.len())];
+                client
+                    .patch_merge::<ConfigMap>(
+                        Some(namespace),
+                        name,
+                        &serde_json::json!({"data": {"value": format!("v{i}")}}),
+                    )
+                    .await
+                    .expect("a config map is patched");
+            }
+            _ if !live.is_empty() => {
+                let name = live.swap_remove(rng.usize(..live.len()));
+                client.delete::<ConfigMap>(Some(namespace), &name).await.expect("deleted");
+            }
+            _ => {}
+        }
+    }
+}
+
+// client-go: informers_test.go TestSharedInformerFactory-style sync against a live server, and
+// shared_informer_test.go's "handlers see the final state" property, on kube-apiserver itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn builtin_informers_sync_and_follow_churn() {
+    let Some(server) = shared().await else { return };
+    let client = server.client("cert");
+    let namespace = unique("churn");
+    create_namespace(&client, &namespace).await;
+    for i in 0..30 {
+        client
+            .create(Some(namespace.as_str()), &configmap(&namespace, &format!("seed-{i}"), "0"))
+            .await
+            .expect("a config map is created");
+    }
+    for i in 0..10 {
+        let node = format!("node-{}", i % 3);
+        client
+            .create(Some(namespace.as_str()), &pod(&namespace, &format!("pod-{i}"), &node))
+            .await
+            .expect("a pod is created");
+    }
+
+    let factory = SharedInformerFactory::builder(client.clone()).namespace(&namespace).build();
+    let configmaps = factory.core().v1().config_maps();
+    // As in client-go, asking for the lister is what makes the factory start an informer.
+    let pods = factory.core().v1().pods().lister();
+    let seen = Seen::default();
+    configmaps.informer().add_event_handler(seen.clone()).expect("a handler");
+    factory.start();
+    assert!(factory.wait_for_cache_sync(DEADLINE).await.all_synced());
+    let on_node_1 = LabelSelector::parse("node=node-1").unwrap();
+    assert_eq!(pods.namespace(&namespace).list(&on_node_1).len(), 3);
+
+    churn(&client, &namespace, 7, 300).await;
+
+    let want = server_state::<ConfigMap>(&client, &namespace).await;
+    let lister = configmaps.lister();
+    eventually("the cache and the handler to equal the server", || {
+        let (cached, handled) = (lister_state(&lister), seen.state());
+        if cached == want && handled == want {
+            Ok(())
+        } else {
+            Err((want.len(), cached.len(), handled.len()))
+        }
+    })
+    .await;
+    factory.shutdown().await;
+}
+
+// client-go: reflector_test.go TestReflectorListAndWatchWithErrors / "too old resource version"
+// relist, with the real causes: the API server restarts (its watch cache starts again at etcd's
+// current revision, so the old resourceVersion is gone: 410) and etcd is compacted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn informers_recover_from_a_restarted_api_server_and_compaction() {
+    // Skip or fail exactly as the shared server does.
+    if shared().await.is_none() {
+        return;
+    }
+    let server = tokio::task::spawn_blocking(KubeApiServer::start)
+        .await
+        .expect("the harness thread")
+        .expect("a private server starts");
+    let server = Arc::new(server);
+    let client = server.client("token");
+    let namespace = unique("restart");
+    create_namespace(&client, &namespace).await;
+    churn(&client, &namespace, 11, 60).await;
+
+    let factory = SharedInformerFactory::builder(client.clone()).namespace(&namespace).build();
+    let configmaps = factory.core().v1().config_maps();
+    let seen = Seen::default();
+    configmaps.informer().add_event_handler(seen.clone()).expect("a handler");
+    let errors: Arc<Mutex<Vec<(bool, String)>>> = Arc::default();
+    let log = Arc::clone(&errors);
+    configmaps
+        .informer()
+        .set_watch_error_handler(move |e| log.lock().push((e.error().is_expired(), e.to_string())))
+        .expect("an error handler");
+    factory.start();
+    assert!(factory.wait_for_cache_sync(DEADLINE).await.all_synced());
+    let before = configmaps.informer().last_sync_resource_version();
+
+    // A write the informer does not watch (another namespace) moves etcd past its version, so
+    // the restarted server's watch cache starts after it: resuming there must answer 410.
+    let elsewhere = unique("elsewhere");
+    create_namespace(&client, &elsewhere).await;
+    client
+        .create(Some(elsewhere.as_str()), &configmap(&elsewhere, "unwatched", "0"))
+        .await
+        .expect("a config map elsewhere");
+    let restarting = Arc::clone(&server);
+    tokio::task::spawn_blocking(move || restarting.restart())
+        .await
+        .expect("the harness thread")
+        .expect("the API server restarts");
+    // Changes the informer cannot have watched happen, then the history behind them goes.
+    churn(&client, &namespace, 12, 60).await;
+    let compacting = Arc::clone(&server);
+    let revision = tokio::task::spawn_blocking(move || compacting.compact())
+        .await
+        .expect("the harness thread")
+        .expect("etcd compacts");
+    assert!(revision > before.parse::<u64>().unwrap_or(0));
+    churn(&client, &namespace, 13, 30).await;
+
+    let want = server_state::<ConfigMap>(&client, &namespace).await;
+    let lister = configmaps.lister();
+    eventually("the cache and the handler to equal the server after the restart", || {
+        let (cached, handled) = (lister_state(&lister), seen.state());
+        if cached == want && handled == want {
+            Ok(())
+        } else {
+            Err((want.len(), cached.len(), handled.len()))
+        }
+    })
+    .await;
+    factory.shutdown().await;
+}
+
+// The generated informer for a CRD (cert-manager's Certificate, from `fixtures/crds`) against
+// the real server, which validates the objects against the CRD's schema.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generated_crd_informers_sync_from_kube_apiserver() {
+    let Some(server) = shared().await else { return };
+    let client = server.client("cert");
+    let crd: CustomResourceDefinition = informer_gen_fixture("cert-manager-certificate.yaml");
+    let name = crd.metadata.name.clone().expect("a CRD name");
+    let crd = CustomResourceDefinition {
+        metadata: ObjectMeta { name: Some(name.clone()), ..ObjectMeta::default() },
+        spec: crd.spec,
+        status: None,
+    };
+    match client.create(None, &crd).await {
+        Ok(_) => {}
+        Err(e) if e.status().is_some_and(|s| s.code == 409) => {} // another test run's
+        Err(e) => panic!("creating the CRD {name}: {e}"),
+    }
+    let namespace = unique("crd");
+    create_namespace(&client, &namespace).await;
+
+    // The CRD is served once it is Established; until then creates answer 404.
+    let certificate = |n: usize| Certificate {
+        metadata: ObjectMeta {
+            name: Some(format!("cert-{n}")),
+            namespace: Some(namespace.clone()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(CertificateSpec {
+            secret_name: format!("cert-{n}-tls"),
+            issuer_ref: CertificateSpecIssuerRef { name: "ca".to_owned(), ..Default::default() },
+            dns_names: Some(vec![format!("cert-{n}.example.com")]),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let start = tokio::time::Instant::now();
+    loop {
+        match client.create(Some(namespace.as_str()), &certificate(0)).await {
+            Ok(_) => break,
+            Err(e) if e.is_not_found() && start.elapsed() < DEADLINE => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("creating a Certificate: {e}"),
+        }
+    }
+    let factory = SharedInformerFactory::builder(client.clone()).namespace(&namespace).build();
+    let certificates = factory.cert_manager().v1().certificates();
+    let seen = Seen::default();
+    certificates.informer().add_event_handler(seen.clone()).expect("a handler");
+    factory.start();
+    assert!(factory.wait_for_cache_sync(DEADLINE).await.all_synced());
+    for n in 1..5 {
+        client.create(Some(namespace.as_str()), &certificate(n)).await.expect("a Certificate");
+    }
+    client.delete::<Certificate>(Some(namespace.as_str()), "cert-2").await.expect("deleted");
+
+    let want = server_state::<Certificate>(&client, &namespace).await;
+    assert_eq!(want.len(), 4);
+    let lister = certificates.lister();
+    eventually("the Certificate cache and handler to equal the server", || {
+        let (cached, handled) = (lister_state(&lister), seen.state());
+        if cached == want && handled == want { Ok(()) } else { Err((cached, handled)) }
+    })
+    .await;
+    let cached = lister.namespace(&namespace).get("cert-1").expect("cert-1 is cached");
+    assert_eq!(
+        cached.spec.as_ref().and_then(|s| s.dns_names.clone()),
+        Some(vec!["cert-1.example.com".to_owned()])
+    );
+    factory.shutdown().await;
+}
+
+fn informer_gen_fixture(file: &str) -> CustomResourceDefinition {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/crds").join(file);
+    let text = std::fs::read_to_string(&path).expect("the fixture reads");
+    serde_yaml_ng::from_str(&text).expect("a CustomResourceDefinition")
+}
+
+/// The status code of a failed request, or a panic naming what was expected.
+fn status_code(result: Result<Namespace, ClientError>) -> u16 {
+    match result {
+        Ok(_) => panic!("the request succeeded"),
+        Err(e) => e.status().map_or_else(|| panic!("no API status in {e}"), |s| s.code),
+    }
+}
+
+// The client's TLS and authentication paths against a server that checks them: the harness's
+// CA is trusted, its client certificate and its token authenticate, and anything else is
+// refused the way kube-apiserver refuses it (401 for bad credentials, 403 for anonymous).
+#[tokio::test]
+async fn client_certificates_and_bearer_tokens_authenticate() {
+    let Some(server) = shared().await else { return };
+    for context in ["cert", "token"] {
+        let ns: Namespace =
+            server.client(context).get(None, "kube-system").await.expect("kube-system is read");
+        assert_eq!(ns.metadata.name.as_deref(), Some("kube-system"), "context {context}");
+    }
+
+    let good = Config::from_kubeconfig_file(
+        server.kubeconfig(),
+        &informer_runtime::client::KubeconfigOptions::default().context("cert"),
+    )
+    .expect("the kubeconfig loads");
+    let client_with = |change: &dyn Fn(&mut Config)| {
+        let mut config = good.clone();
+        change(&mut config);
+        Client::new(config).expect("a client")
+    };
+
+    let wrong_token = client_with(&|c| {
+        c.identity = None;
+        c.auth = Auth::Bearer("not-the-token".to_owned().into());
+    });
+    assert_eq!(status_code(wrong_token.get(None, "kube-system").await), 401);
+
+    let anonymous = client_with(&|c| {
+        c.identity = None;
+        c.auth = Auth::None;
+    });
+    assert_eq!(status_code(anonymous.get(None, "kube-system").await), 403);
+
+    // A certificate the server's CA did not sign authenticates no one.
+    let dir = &server.endpoints().dir;
+    let cert_pem = std::fs::read(dir.join("foreign-client.crt")).expect("the foreign certificate");
+    let key_pem = std::fs::read_to_string(dir.join("foreign-client.key")).expect("its key");
+    let stranger = client_with(&|c| {
+        c.identity = Some(Identity { cert_pem: cert_pem.clone(), key_pem: key_pem.clone().into() });
+    });
+    assert_eq!(status_code(stranger.get(None, "kube-system").await), 401);
+
+    // Without the harness's CA the server's certificate is not trusted: a TLS failure, no status.
+    let untrusting = client_with(&|c| c.root_certs_pem = None);
+    let error = untrusting.get::<Namespace>(None, "kube-system").await.expect_err("TLS fails");
+    assert!(error.status().is_none(), "{error}");
+}

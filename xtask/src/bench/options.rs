@@ -1,0 +1,171 @@
+//! `cargo xtask bench` options: what to run, how big, how often.
+
+use std::path::PathBuf;
+
+/// The usage line of `cargo xtask bench`.
+pub(crate) const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--counts N,N,...] \
+[--variant-counts N,...] [--churn-objects N] [--churn-events N] [--handlers N,N,...] \
+[--relist-objects N] [--lister-objects N] [--queries N] [--peers informer,kube-rs,floor,client-go] \
+[--scenarios sync,strip,metadata,churn,relist,lister] [--out FILE] [--timeout-s N] \
+[--rerender RESULTS.json]";
+
+/// Every scenario, in the order they run at one object count.
+pub(crate) const SCENARIOS: [&str; 6] = ["sync", "strip", "metadata", "relist", "lister", "churn"];
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub(crate) struct Options {
+    /// Repetitions of every peer run (medians are reported).
+    pub(crate) runs: usize,
+    /// Object counts of the initial-sync scenario.
+    pub(crate) counts: Vec<usize>,
+    /// Object counts of the managedFields-stripping and metadata-only syncs.
+    pub(crate) variant_counts: Vec<usize>,
+    /// Pods on the server during churn.
+    pub(crate) churn_objects: usize,
+    /// Modifications per churn run.
+    pub(crate) churn_events: usize,
+    /// Handler counts for this project's informer in churn.
+    pub(crate) handlers: Vec<usize>,
+    /// Pods on the server during the relist scenario.
+    pub(crate) relist_objects: usize,
+    /// Pods on the server during the lister scenario.
+    pub(crate) lister_objects: usize,
+    /// Repetitions of each lister query within one run.
+    pub(crate) queries: usize,
+    /// Peers, by name.
+    pub(crate) peers: Vec<String>,
+    /// Scenarios, by name (see [`SCENARIOS`]).
+    pub(crate) scenarios: Vec<String>,
+    /// Where the report goes (the plot goes next to it, `.svg`).
+    pub(crate) out: Option<PathBuf>,
+    /// How long one peer run may take.
+    pub(crate) timeout_s: u64,
+    /// Quick mode: small counts, one run, report under `target/bench/`.
+    pub(crate) quick: bool,
+    /// Re-render the report from this raw results file of an earlier run (given the same
+    /// flags), instead of measuring.
+    pub(crate) rerender: Option<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            runs: 3,
+            counts: vec![5_000, 20_000, 80_000],
+            variant_counts: vec![5_000, 20_000, 80_000],
+            churn_objects: 20_000,
+            churn_events: 20_000,
+            handlers: vec![1, 3, 10],
+            relist_objects: 20_000,
+            lister_objects: 100_000,
+            queries: 200,
+            peers: ["informer", "kube-rs", "floor", "client-go"].map(str::to_owned).to_vec(),
+            scenarios: SCENARIOS.map(str::to_owned).to_vec(),
+            out: None,
+            timeout_s: 600,
+            quick: false,
+            rerender: None,
+        }
+    }
+}
+
+impl Options {
+    /// The quick (smoke test) settings: every scenario, tiny counts, one run.
+    fn quick() -> Self {
+        Self {
+            runs: 1,
+            counts: vec![500, 2_000],
+            variant_counts: vec![2_000],
+            churn_objects: 2_000,
+            churn_events: 2_000,
+            handlers: vec![1, 3],
+            relist_objects: 2_000,
+            lister_objects: 2_000,
+            queries: 20,
+            timeout_s: 120,
+            quick: true,
+            ..Self::default()
+        }
+    }
+
+    /// Parses the command line; `--quick` first sets the quick defaults, which later flags
+    /// override.
+    pub(crate) fn parse(args: &[String]) -> Result<Self, String> {
+        let mut options =
+            if args.iter().any(|a| a == "--quick") { Self::quick() } else { Self::default() };
+        let mut args = args.iter();
+        while let Some(flag) = args.next() {
+            if flag == "--quick" {
+                continue;
+            }
+            if flag == "-h" || flag == "--help" {
+                return Err(USAGE.to_owned());
+            }
+            let value = args.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
+            let number = || value.parse::<usize>().map_err(|e| format!("{flag} {value:?}: {e}"));
+            let list = || -> Result<Vec<usize>, String> {
+                value
+                    .split(',')
+                    .map(|n| n.trim().parse::<usize>().map_err(|e| format!("{flag} {n:?}: {e}")))
+                    .collect()
+            };
+            let names = || value.split(',').map(|s| s.trim().to_owned()).collect::<Vec<_>>();
+            match flag.as_str() {
+                "--runs" => options.runs = number()?.max(1),
+                "--counts" => options.counts = list()?,
+                "--variant-counts" => options.variant_counts = list()?,
+                "--churn-objects" => options.churn_objects = number()?,
+                "--churn-events" => options.churn_events = number()?,
+                "--handlers" => options.handlers = list()?,
+                "--relist-objects" => options.relist_objects = number()?,
+                "--lister-objects" => options.lister_objects = number()?,
+                "--queries" => options.queries = number()?.max(1),
+                "--peers" => options.peers = names(),
+                "--scenarios" => {
+                    options.scenarios = names();
+                    if let Some(bad) =
+                        options.scenarios.iter().find(|s| !SCENARIOS.contains(&s.as_str()))
+                    {
+                        return Err(format!("unknown scenario {bad:?}; known: {SCENARIOS:?}"));
+                    }
+                }
+                "--out" => options.out = Some(PathBuf::from(value)),
+                "--rerender" => options.rerender = Some(PathBuf::from(value)),
+                "--timeout-s" => options.timeout_s = number()? as u64,
+                other => return Err(format!("unknown flag {other}\n{USAGE}")),
+            }
+        }
+        Ok(options)
+    }
+
+    /// Whether a scenario is selected.
+    pub(crate) fn runs_scenario(&self, name: &str) -> bool {
+        self.scenarios.iter().any(|s| s == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Result<Options, String> {
+        Options::parse(&line.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn quick_sets_small_defaults_that_flags_override() {
+        let options = parse("--runs 2 --quick --counts 10,20").unwrap();
+        assert!(options.quick);
+        assert_eq!((options.runs, options.counts), (2, vec![10, 20]));
+        assert_eq!(options.churn_events, 2_000);
+        assert_eq!(parse("").unwrap().counts, [5_000, 20_000, 80_000]);
+    }
+
+    #[test]
+    fn bad_flags_are_named() {
+        assert!(parse("--counts 1,x").unwrap_err().contains("\"x\""));
+        assert!(parse("--scenarios sync,fly").unwrap_err().contains("fly"));
+        assert!(parse("--runs").unwrap_err().starts_with("--runs needs a value"));
+    }
+}
