@@ -52,10 +52,7 @@ fn cached<K: Resource>(factory: &SharedInformerFactory<Client>) -> BTreeMap<Stri
         .list(&LabelSelector::everything())
         .iter()
         .map(|o| {
-            (
-                ObjectKey::of(&**o).to_string(),
-                o.metadata().resource_version.clone().unwrap_or_default(),
-            )
+            (ObjectKey::of(&**o).to_string(), o.meta().resource_version.clone().unwrap_or_default())
         })
         .collect()
 }

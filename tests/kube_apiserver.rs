@@ -115,7 +115,7 @@ async fn server_state<K: informer_runtime::Resource>(
     list.items
         .iter()
         .map(|o| {
-            let meta = o.metadata();
+            let meta = o.meta();
             (
                 meta.name.clone().unwrap_or_default(),
                 meta.resource_version.clone().unwrap_or_default(),
@@ -129,7 +129,7 @@ async fn server_state<K: informer_runtime::Resource>(
 struct Seen(Arc<Mutex<HashMap<String, String>>>);
 
 fn name_and_rv<K: informer_runtime::Resource>(obj: &K) -> (String, String) {
-    let meta = obj.metadata();
+    let meta = obj.meta();
     (meta.name.clone().unwrap_or_default(), meta.resource_version.clone().unwrap_or_default())
 }
 

@@ -236,7 +236,7 @@ pub trait DynResource: Any + Send + Sync {
 
 impl<K: Resource> DynResource for K {
     fn metadata(&self) -> &ObjectMeta {
-        k8s_openapi::Metadata::metadata(self)
+        self.meta()
     }
 
     fn kind(&self) -> &'static str {
@@ -454,7 +454,7 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
             (None, Some(transform)) => {
                 let transform = Arc::clone(transform);
                 informer.set_transform(move |obj: &mut K| {
-                    transform(k8s_openapi::Metadata::metadata_mut(obj));
+                    transform(obj.meta_mut());
                 })
             }
             (None, None) => Ok(()),

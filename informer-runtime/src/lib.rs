@@ -2,8 +2,10 @@
 //!
 //! An informer keeps an in-memory, indexed cache of one resource type in step with the API
 //! server, and tells your handlers about every change. This crate has the whole machinery,
-//! generic over the resource type `K` (any k8s-openapi kind, or a custom resource type that
-//! implements k8s-openapi's `Resource` and `Metadata` traits).
+//! generic over the resource type `K`: any k8s-openapi kind, the custom resource types that
+//! `informer-gen` and `#[derive(Informer)]` generate, and any other type that implements
+//! [`Resource`] (kube-rs's `#[derive(CustomResource)]` roots and kopium's output, with one
+//! [`impl_resource!`] line; see the [`resource`] module).
 //!
 //! # Where to start
 //!
@@ -85,6 +87,13 @@ pub use listwatch::{ListWatchSource, ListerWatcher};
 pub use resource::{GroupVersionResource, Resource};
 pub use selector::LabelSelector;
 pub use store::{Cache, Indexer, ObjectKey};
+
+#[doc(hidden)]
+pub mod __private {
+    //! What [`impl_resource!`](crate::impl_resource) expands to, so that its users need no
+    //! direct dependency on k8s-openapi. Not a public API.
+    pub use k8s_openapi;
+}
 
 // The README's example must compile and run.
 #[cfg(doctest)]

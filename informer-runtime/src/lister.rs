@@ -32,7 +32,7 @@ fn matching<K: Resource>(objs: Vec<Arc<K>>, selector: &LabelSelector) -> Vec<Arc
     if selector.is_everything() {
         return objs;
     }
-    objs.into_iter().filter(|o| selector.matches_opt(o.metadata().labels.as_ref())).collect()
+    objs.into_iter().filter(|o| selector.matches_opt(o.meta().labels.as_ref())).collect()
 }
 
 /// Reads objects of one kind from a cache.
@@ -86,7 +86,7 @@ impl<K: Resource> Lister<K> {
         }
         let mut out = Vec::new();
         self.cache.for_each(|o| {
-            if selector.matches_opt(o.metadata().labels.as_ref()) {
+            if selector.matches_opt(o.meta().labels.as_ref()) {
                 out.push(Arc::clone(o));
             }
         });
@@ -94,7 +94,7 @@ impl<K: Resource> Lister<K> {
     }
 }
 
-impl<K: Resource + k8s_openapi::Resource<Scope = NamespaceResourceScope>> Lister<K> {
+impl<K: Resource<Scope = NamespaceResourceScope>> Lister<K> {
     /// The objects of one namespace.
     #[must_use]
     pub fn namespace(&self, namespace: &str) -> NamespaceLister<K> {
@@ -102,7 +102,7 @@ impl<K: Resource + k8s_openapi::Resource<Scope = NamespaceResourceScope>> Lister
     }
 }
 
-impl<K: Resource + k8s_openapi::Resource<Scope = ClusterResourceScope>> Lister<K> {
+impl<K: Resource<Scope = ClusterResourceScope>> Lister<K> {
     /// The cluster-scoped object `name`.
     ///
     /// # Errors
@@ -129,8 +129,8 @@ impl<K: Resource> NamespaceLister<K> {
         // A cache built without the namespace index: scan it.
         let mut out = Vec::new();
         self.cache.for_each(|o| {
-            if o.metadata().namespace.as_deref() == Some(&*self.namespace)
-                && selector.matches_opt(o.metadata().labels.as_ref())
+            if o.meta().namespace.as_deref() == Some(&*self.namespace)
+                && selector.matches_opt(o.meta().labels.as_ref())
             {
                 out.push(Arc::clone(o));
             }

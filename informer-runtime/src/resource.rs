@@ -1,10 +1,19 @@
 //! What the runtime needs to know about a resource type: its metadata and its identity.
 //!
 //! Every object that flows from the [reflector](crate::reflector) to a handler is a [`Resource`].
-//! The trait is implemented for every type that implements k8s-openapi's
-//! [`Resource`](k8s_openapi::Resource) and [`Metadata`](k8s_openapi::Metadata) traits with
-//! [`ObjectMeta`]: all of k8s-openapi's built-in kinds, and custom resource types that implement
-//! those two traits (as `informer-derive` and `informer-gen` generate them).
+//! The trait is the runtime's own, so that it can be implemented both ways a Rust type can
+//! describe a Kubernetes kind:
+//!
+//! - **Through k8s-openapi's traits.** Every type that implements k8s-openapi's
+//!   [`Resource`](k8s_openapi::Resource) and [`Metadata<Ty = ObjectMeta>`](k8s_openapi::Metadata)
+//!   is a [`Resource`] by a blanket impl: all of k8s-openapi's built-in kinds, and the types
+//!   `informer-gen` and `#[derive(Informer)]` generate (which kube-rs then also accepts, through
+//!   its own blanket impl of `kube::Resource`).
+//! - **Directly.** A type that cannot implement k8s-openapi's traits implements this one, most
+//!   simply with [`impl_resource!`](crate::impl_resource). That is the case of the roots that
+//!   kube-rs's `#[derive(CustomResource)]` and kopium generate: kube implements `kube::Resource`
+//!   for every k8s-openapi resource, so such a root, which implements `kube::Resource` itself,
+//!   must not implement k8s-openapi's traits, and coherence allows this trait's impl for it.
 
 use std::any::TypeId;
 use std::fmt;
@@ -13,28 +22,52 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// A Kubernetes resource type an informer can cache.
+/// A Kubernetes resource type an informer can cache: its identity on the API server and its
+/// object metadata.
 ///
-/// This is an alias trait: it has no methods of its own and is implemented for every type that
-/// satisfies its supertraits, so a type opts in by implementing k8s-openapi's
-/// [`Resource`](k8s_openapi::Resource) (identity: group, version, kind, plural, scope) and
-/// [`Metadata<Ty = ObjectMeta>`](k8s_openapi::Metadata).
+/// Implemented for every type that implements k8s-openapi's [`Resource`](k8s_openapi::Resource)
+/// and [`Metadata<Ty = ObjectMeta>`](k8s_openapi::Metadata); other types implement it with
+/// [`impl_resource!`](crate::impl_resource) or by hand (see the [module docs](self)).
+///
+/// The metadata accessors are named [`meta`](Self::meta) and [`meta_mut`](Self::meta_mut), as
+/// in kube-rs, so that they never clash with k8s-openapi's `metadata()` when both traits are in
+/// scope.
 ///
 /// `Clone` is needed only where an object must be changed while shared (a transform applied to
 /// an object the source still holds); the hot path shares objects as `Arc<K>` and never clones.
-pub trait Resource:
-    k8s_openapi::Resource<Scope: 'static>
-    + k8s_openapi::Metadata<Ty = ObjectMeta>
-    + Clone
-    + Serialize
-    + DeserializeOwned
-    + Send
-    + Sync
-    + 'static
-{
+///
+/// ```
+/// use informer_runtime::Resource;
+/// use k8s_openapi::api::core::v1::Pod;
+///
+/// assert_eq!((Pod::GROUP, Pod::VERSION, Pod::KIND, Pod::PLURAL), ("", "v1", "Pod", "pods"));
+/// let pod = Pod::default();
+/// assert_eq!(pod.meta().name, None);
+/// ```
+pub trait Resource: Clone + Serialize + DeserializeOwned + Send + Sync + 'static {
+    /// `apiVersion` as objects carry it: `group/version`, or `version` for the core group.
+    const API_VERSION: &'static str;
+    /// API group, `""` for the core group.
+    const GROUP: &'static str;
+    /// API version within the group, for example `v1`.
+    const VERSION: &'static str;
+    /// The kind, for example `Pod`.
+    const KIND: &'static str;
+    /// Plural resource name as it appears in URLs, for example `pods`.
+    const PLURAL: &'static str;
+    /// [`NamespaceResourceScope`](k8s_openapi::NamespaceResourceScope) or
+    /// [`ClusterResourceScope`](k8s_openapi::ClusterResourceScope).
+    type Scope: k8s_openapi::ResourceScope + 'static;
+
+    /// The object's metadata.
+    fn meta(&self) -> &ObjectMeta;
+
+    /// The object's metadata, to change.
+    fn meta_mut(&mut self) -> &mut ObjectMeta;
 }
 
-impl<T> Resource for T where
+impl<T> Resource for T
+where
     T: k8s_openapi::Resource<Scope: 'static>
         + k8s_openapi::Metadata<Ty = ObjectMeta>
         + Clone
@@ -42,8 +75,22 @@ impl<T> Resource for T where
         + DeserializeOwned
         + Send
         + Sync
-        + 'static
+        + 'static,
 {
+    const API_VERSION: &'static str = <T as k8s_openapi::Resource>::API_VERSION;
+    const GROUP: &'static str = <T as k8s_openapi::Resource>::GROUP;
+    const VERSION: &'static str = <T as k8s_openapi::Resource>::VERSION;
+    const KIND: &'static str = <T as k8s_openapi::Resource>::KIND;
+    const PLURAL: &'static str = <T as k8s_openapi::Resource>::URL_PATH_SEGMENT;
+    type Scope = <T as k8s_openapi::Resource>::Scope;
+
+    fn meta(&self) -> &ObjectMeta {
+        k8s_openapi::Metadata::metadata(self)
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        k8s_openapi::Metadata::metadata_mut(self)
+    }
 }
 
 /// Whether objects of `K` live in a namespace.
@@ -55,7 +102,7 @@ pub fn is_namespaced<K: Resource>() -> bool {
 /// The `metadata.resourceVersion` of an object, or `""` when it has none.
 #[must_use]
 pub fn resource_version<K: Resource>(obj: &K) -> &str {
-    obj.metadata().resource_version.as_deref().unwrap_or_default()
+    obj.meta().resource_version.as_deref().unwrap_or_default()
 }
 
 /// A resource's identity on the API server: group, version and plural name.
@@ -87,8 +134,8 @@ impl GroupVersionResource {
 
     /// The group/version/resource of the Rust type `K`.
     #[must_use]
-    pub fn of<K: k8s_openapi::Resource>() -> Self {
-        Self::new(K::GROUP, K::VERSION, K::URL_PATH_SEGMENT)
+    pub fn of<K: Resource>() -> Self {
+        Self::new(K::GROUP, K::VERSION, K::PLURAL)
     }
 }
 
@@ -103,18 +150,20 @@ impl fmt::Display for GroupVersionResource {
     }
 }
 
-/// Makes a type you already have a [`Resource`]: implements k8s-openapi's `Resource`,
-/// `ListableResource` and `Metadata` for a struct with a `metadata: ObjectMeta` field.
+/// Makes a type you already have a [`Resource`], from one line in the crate that defines it.
 ///
-/// k8s-openapi's built-ins, `informer-gen`'s output and `#[derive(Informer)]` types need
-/// nothing. For a struct written by hand or by another generator, one line in the crate that
-/// defines it makes it usable with every part of this crate:
+/// For a struct with a `metadata: ObjectMeta` field that does not implement k8s-openapi's
+/// traits: roots generated by kube-rs's `#[derive(CustomResource)]`, kopium's output (which is
+/// such a root), or a struct written by hand. k8s-openapi's built-ins, `informer-gen`'s output
+/// and `#[derive(Informer)]` types need nothing.
 ///
 /// ```
-/// use informer_runtime::impl_resource;
+/// use informer_runtime::{Resource, impl_resource};
 /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 ///
-/// // As kube-derive generates it from `#[kube(group = "example.com", version = "v1", kind = "Foo", namespaced)]`.
+/// // The root that kube-rs's
+/// // `#[kube(group = "example.com", version = "v1", kind = "Foo", namespaced)]` generates
+/// // has this shape, and implements `kube::Resource`.
 /// #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 /// pub struct Foo {
 ///     pub metadata: ObjectMeta,
@@ -127,55 +176,51 @@ impl fmt::Display for GroupVersionResource {
 ///
 /// impl_resource!(Foo, group = "example.com", version = "v1", kind = "Foo", plural = "foos", namespaced);
 ///
-/// fn cached<K: informer_runtime::Resource>() {}
-/// cached::<Foo>();
 /// assert!(informer_runtime::resource::is_namespaced::<Foo>());
-/// assert_eq!(<Foo as k8s_openapi::Resource>::API_VERSION, "example.com/v1");
+/// assert_eq!(Foo::API_VERSION, "example.com/v1");
+/// assert_eq!(Foo::PLURAL, "foos");
 /// ```
 ///
-/// The scope is `namespaced` or `cluster`. The type's `Serialize` must write `apiVersion` and
-/// `kind` for writes through [`Client`](crate::Client) to be accepted by an API server;
-/// informers only read.
+/// The scope is `namespaced` or `cluster`; the core group is `group = ""`. The values must be
+/// the ones the CRD (or kube-rs's `#[kube(...)]` attribute) declares: the runtime builds URLs
+/// from them and checks `apiVersion` and `kind` of what the server sends against them.
 ///
-/// Not for roots generated by kube-rs's `#[derive(CustomResource)]` (or kopium): kube implements
-/// `kube::Resource` for every k8s-openapi resource, so those types cannot also implement
-/// k8s-openapi's traits. Generate their types with `informer-gen` from the CRD instead.
+/// Writes through [`Client`](crate::Client) send the type's `Serialize` output as it is, so it
+/// must write `apiVersion` and `kind` (kube-rs's roots do); informers only read.
 #[macro_export]
 macro_rules! impl_resource {
-    ($ty:ty, group = $group:literal, version = $version:literal, kind = $kind:literal, plural = $plural:literal, namespaced $(,)?) => {
-        $crate::impl_resource!(@impl $ty, $group, $version, $kind, $plural, ::k8s_openapi::NamespaceResourceScope);
+    (@scope namespaced) => { $crate::__private::k8s_openapi::NamespaceResourceScope };
+    (@scope cluster) => { $crate::__private::k8s_openapi::ClusterResourceScope };
+    (@scope $other:ident) => {
+        ::core::compile_error!(::core::concat!(
+            "unknown scope `", ::core::stringify!($other), "`: write `namespaced` or `cluster`"
+        ))
     };
-    ($ty:ty, group = $group:literal, version = $version:literal, kind = $kind:literal, plural = $plural:literal, cluster $(,)?) => {
-        $crate::impl_resource!(@impl $ty, $group, $version, $kind, $plural, ::k8s_openapi::ClusterResourceScope);
-    };
-    (@impl $ty:ty, $group:literal, $version:literal, $kind:literal, $plural:literal, $scope:ty) => {
+    (@impl $ty:ty, $group:literal, $api_version:expr, $version:literal, $kind:literal, $plural:literal, $scope:ident) => {
         #[automatically_derived]
-        impl ::k8s_openapi::Resource for $ty {
-            const API_VERSION: &'static str = ::core::concat!($group, "/", $version);
+        impl $crate::Resource for $ty {
+            const API_VERSION: &'static str = $api_version;
             const GROUP: &'static str = $group;
-            const KIND: &'static str = $kind;
             const VERSION: &'static str = $version;
-            const URL_PATH_SEGMENT: &'static str = $plural;
-            type Scope = $scope;
-        }
+            const KIND: &'static str = $kind;
+            const PLURAL: &'static str = $plural;
+            type Scope = $crate::impl_resource!(@scope $scope);
 
-        #[automatically_derived]
-        impl ::k8s_openapi::ListableResource for $ty {
-            const LIST_KIND: &'static str = ::core::concat!($kind, "List");
-        }
-
-        #[automatically_derived]
-        impl ::k8s_openapi::Metadata for $ty {
-            type Ty = ::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-            fn metadata(&self) -> &Self::Ty {
+            fn meta(&self) -> &$crate::__private::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
                 &self.metadata
             }
 
-            fn metadata_mut(&mut self) -> &mut Self::Ty {
+            fn meta_mut(&mut self) -> &mut $crate::__private::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
                 &mut self.metadata
             }
         }
+    };
+    // The core group: `apiVersion` is the bare version.
+    ($ty:ty, group = "", version = $version:literal, kind = $kind:literal, plural = $plural:literal, $scope:ident $(,)?) => {
+        $crate::impl_resource!(@impl $ty, "", $version, $version, $kind, $plural, $scope);
+    };
+    ($ty:ty, group = $group:literal, version = $version:literal, kind = $kind:literal, plural = $plural:literal, $scope:ident $(,)?) => {
+        $crate::impl_resource!(@impl $ty, $group, ::core::concat!($group, "/", $version), $version, $kind, $plural, $scope);
     };
 }
 

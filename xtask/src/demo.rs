@@ -376,7 +376,7 @@ fn cached<K: Resource>(factory: &SharedInformerFactory<Client>) -> BTreeMap<Obje
         .lister::<K>()
         .list(&LabelSelector::everything())
         .iter()
-        .map(|o| (ObjectKey::of(&**o), o.metadata().resource_version.clone().unwrap_or_default()))
+        .map(|o| (ObjectKey::of(&**o), o.meta().resource_version.clone().unwrap_or_default()))
         .collect()
 }
 

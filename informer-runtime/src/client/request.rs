@@ -23,11 +23,7 @@ use crate::resource::{Resource, is_namespaced};
 
 /// `plural` for the core group, `plural.group` otherwise: how resources are named in messages.
 pub(crate) fn resource_name<K: Resource>() -> String {
-    if K::GROUP.is_empty() {
-        K::URL_PATH_SEGMENT.to_owned()
-    } else {
-        format!("{}.{}", K::URL_PATH_SEGMENT, K::GROUP)
-    }
+    if K::GROUP.is_empty() { K::PLURAL.to_owned() } else { format!("{}.{}", K::PLURAL, K::GROUP) }
 }
 
 /// The URL of `K`'s collection under `base` (which may carry a path prefix), in `namespace` when
@@ -47,7 +43,7 @@ pub(crate) fn collection_url<K: Resource>(base: &Url, namespace: Option<&str>) -
         if let Some(ns) = namespace.filter(|_| is_namespaced::<K>()) {
             segments.extend(["namespaces", ns]);
         }
-        segments.push(K::URL_PATH_SEGMENT);
+        segments.push(K::PLURAL);
     }
     url
 }

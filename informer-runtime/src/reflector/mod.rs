@@ -219,9 +219,9 @@ impl<K: Resource> Reflector<K> {
         let random = Random::default();
         let backoff = Backoff::new(config.backoff.clone(), Arc::clone(&clock), random.clone());
         let resource = if K::GROUP.is_empty() {
-            K::URL_PATH_SEGMENT.to_owned()
+            K::PLURAL.to_owned()
         } else {
-            format!("{}.{}", K::URL_PATH_SEGMENT, K::GROUP)
+            format!("{}.{}", K::PLURAL, K::GROUP)
         };
         Self {
             lister_watcher,

@@ -32,7 +32,7 @@ pub const NAMESPACE_INDEX: &str = "namespace";
 #[doc(alias = "MetaNamespaceIndexFunc")]
 #[must_use]
 pub fn namespace_index<K: Resource>() -> IndexFn<K> {
-    Arc::new(|obj: &K| vec![obj.metadata().namespace.clone().unwrap_or_default()])
+    Arc::new(|obj: &K| vec![obj.meta().namespace.clone().unwrap_or_default()])
 }
 
 /// One index: its function and the value → keys map it maintains.

@@ -43,7 +43,7 @@ impl ObjectKey {
     /// ```
     #[must_use]
     pub fn of<K: Resource>(obj: &K) -> Self {
-        let meta = obj.metadata();
+        let meta = obj.meta();
         Self::new(meta.namespace.as_deref(), meta.name.as_deref().unwrap_or_default())
     }
 

@@ -686,7 +686,7 @@ impl Filter {
     }
 
     fn matches<K: Resource>(&self, obj: &K) -> bool {
-        let meta = obj.metadata();
+        let meta = obj.meta();
         let namespace = meta.namespace.as_deref().unwrap_or_default();
         let name = meta.name.as_deref().unwrap_or_default();
         let labels = meta.labels.as_ref();
@@ -783,7 +783,7 @@ fn bookmark<K>(rv: u64, initial_events_end: bool) -> WatchEvent<K> {
 
 /// `obj` with `metadata.resourceVersion` set to `rv`, shared.
 fn stamp<K: Resource>(mut obj: K, rv: u64) -> Arc<K> {
-    obj.metadata_mut().resource_version = Some(rv.to_string());
+    obj.meta_mut().resource_version = Some(rv.to_string());
     Arc::new(obj)
 }
 

@@ -291,24 +291,16 @@ mod tests {
         spec: serde_json::Map<String, serde_json::Value>,
     }
 
-    impl k8s_openapi::Resource for FooBar {
-        const API_VERSION: &'static str = "k8s-openapi-tests-custom-resource-definition.com/v1";
-        const GROUP: &'static str = "k8s-openapi-tests-custom-resource-definition.com";
-        const KIND: &'static str = "FooBar";
-        const VERSION: &'static str = "v1";
-        const URL_PATH_SEGMENT: &'static str = "foobars";
-        type Scope = k8s_openapi::NamespaceResourceScope;
-    }
-
-    impl k8s_openapi::Metadata for FooBar {
-        type Ty = ObjectMeta;
-        fn metadata(&self) -> &ObjectMeta {
-            &self.metadata
-        }
-        fn metadata_mut(&mut self) -> &mut ObjectMeta {
-            &mut self.metadata
-        }
-    }
+    // Implemented directly, as for a kube-rs `#[derive(CustomResource)]` root, so the decoder
+    // is exercised without k8s-openapi's traits.
+    crate::impl_resource!(
+        FooBar,
+        group = "k8s-openapi-tests-custom-resource-definition.com",
+        version = "v1",
+        kind = "FooBar",
+        plural = "foobars",
+        namespaced
+    );
 
     const PODS_RV0_BOOKMARKS: &[u8] =
         include_bytes!("../../tests/fixtures/kind-v1-36-watch-pods-rv0-bookmarks.events.jsonl");

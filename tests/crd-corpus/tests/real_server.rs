@@ -97,24 +97,20 @@ mod real {
         }
     }
 
-    impl<K: Resource> k8s_openapi::Resource for Raw<K> {
+    impl<K: Resource> Resource for Raw<K> {
         const API_VERSION: &'static str = K::API_VERSION;
         const GROUP: &'static str = K::GROUP;
-        const KIND: &'static str = K::KIND;
         const VERSION: &'static str = K::VERSION;
-        const URL_PATH_SEGMENT: &'static str = K::URL_PATH_SEGMENT;
+        const KIND: &'static str = K::KIND;
+        const PLURAL: &'static str = K::PLURAL;
         type Scope = K::Scope;
-    }
 
-    impl<K: Resource> k8s_openapi::Metadata for Raw<K> {
-        type Ty = ObjectMeta;
-
-        fn metadata(&self) -> &ObjectMeta {
+        fn meta(&self) -> &ObjectMeta {
             &self.metadata
         }
 
         // Nothing here changes metadata (no transforms); the JSON is what is sent.
-        fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        fn meta_mut(&mut self) -> &mut ObjectMeta {
             &mut self.metadata
         }
     }

@@ -75,11 +75,9 @@ impl ResourceType {
     /// assert_eq!((deployments.group.as_str(), deployments.plural.as_str()), ("apps", "deployments"));
     /// ```
     #[must_use]
-    pub fn of<K: k8s_openapi::Resource<Scope: 'static>>() -> Self {
-        use std::any::TypeId;
-        let namespaced =
-            TypeId::of::<K::Scope>() == TypeId::of::<k8s_openapi::NamespaceResourceScope>();
-        Self::new(K::GROUP, K::VERSION, K::KIND, K::URL_PATH_SEGMENT, namespaced)
+    pub fn of<K: crate::Resource>() -> Self {
+        let namespaced = crate::resource::is_namespaced::<K>();
+        Self::new(K::GROUP, K::VERSION, K::KIND, K::PLURAL, namespaced)
     }
 
     /// Sets the short names.
