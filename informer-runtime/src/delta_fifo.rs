@@ -26,7 +26,7 @@ use crate::resource::Resource;
 use crate::store::{KnownObjects, ObjectKey};
 
 /// Changes every object entering the queue (from add, update, delete or replace) exactly once,
-/// before it reaches the cache; for example to drop `metadata.managedFields`.
+/// before it reaches the cache; for example to drop fields the program never reads.
 ///
 /// It must be idempotent, and it never sees tombstones or resync replays.
 #[doc(alias = "TransformFunc")]

@@ -50,6 +50,14 @@ pub struct ListOptions {
     pub limit: Option<u32>,
     /// The continue token of the previous page.
     pub continue_token: Option<String>,
+    /// Keep `metadata.managedFields` in the objects returned. With `false` (the default) the
+    /// HTTP lister-watcher skips it while decoding, so it is never allocated, and the `testing`
+    /// module's `FakeSource` hands out objects without it; informers' caches then do not hold
+    /// it. client-go recommends stripping it in informers: controllers almost never read it,
+    /// and it is often the largest part of an object. Lister-watchers of your own should
+    /// honour it too. The reflector sets it from
+    /// [`ReflectorConfig::keep_managed_fields`](crate::reflector::ReflectorConfig::keep_managed_fields).
+    pub keep_managed_fields: bool,
 }
 
 /// Options of one watch request.
@@ -70,6 +78,9 @@ pub struct WatchOptions {
     /// Streaming list: first send the current state as `ADDED` events, then a bookmark
     /// annotated `k8s.io/initial-events-end: "true"`.
     pub send_initial_events: bool,
+    /// Keep `metadata.managedFields` in the objects of events, as
+    /// [`ListOptions::keep_managed_fields`].
+    pub keep_managed_fields: bool,
 }
 
 /// One page of a list.

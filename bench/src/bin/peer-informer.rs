@@ -1,6 +1,11 @@
 //! `peer-informer`: this project's informer as a benchmark peer — a `SharedInformerFactory`,
 //! its pod informer with counting handlers, and its lister. The protocol is in
 //! [`informer_bench`]'s crate docs.
+//!
+//! With `--transform strip-managed-fields` it runs with the factory's defaults, which skip
+//! `managedFields` while decoding (no transform needed). Without it, it keeps full pods
+//! (`keep_managed_fields(true)`), as the other peers do by default, so that "full pods" figures
+//! compare the same objects.
 
 // Counts, sizes and durations of a benchmark are far below 2^52: `as f64` is exact here.
 #![allow(clippy::cast_precision_loss)]
@@ -44,11 +49,12 @@ async fn run(args: PeerArgs) -> Result<(), String> {
     let url = args.server.parse().map_err(|e| format!("--server {}: {e}", args.server))?;
     let client = Client::new(informer_runtime::client::Config::new(url))
         .map_err(|e| format!("client for {}: {e}", args.server))?;
-    let mut builder = SharedInformerFactory::builder(client);
-    if args.strip_managed_fields {
-        builder = builder.transform(|meta| meta.managed_fields = None);
-    }
-    let factory = builder.build();
+    let builder = SharedInformerFactory::builder(client);
+    let factory = if args.strip_managed_fields {
+        builder.build()
+    } else {
+        builder.keep_managed_fields(true).build()
+    };
     let pods = factory.informer::<Pod>();
 
     let first_update: Arc<OnceLock<Instant>> = Arc::default();

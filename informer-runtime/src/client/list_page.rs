@@ -6,6 +6,9 @@
 //! before `items` in what API servers write, so the continue token is known, and reported to a
 //! callback, before the items are decoded: the caller uses that to start fetching the next page
 //! while this one is still being decoded.
+//!
+//! Unless told to keep it, each item's `metadata.managedFields` is skipped while decoding (see
+//! [`prune`](super::prune)): it is never allocated.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -15,13 +18,15 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::error::decode_error;
+use super::prune::ObjectSeed;
 use crate::listwatch::{Error, ObjectList};
 use crate::resource::Resource;
 
 /// Decodes one page of a list of `resource` from its body.
 ///
 /// `on_continue` is called with the continue token as soon as the list's metadata has been read,
-/// before the items are (at most once, and only for a non-empty token).
+/// before the items are (at most once, and only for a non-empty token). Items keep their
+/// `metadata.managedFields` only when `keep_managed_fields` is set.
 ///
 /// # Errors
 ///
@@ -29,10 +34,15 @@ use crate::resource::Resource;
 pub(crate) fn decode_list_page<K: Resource>(
     body: &[u8],
     resource: &str,
+    keep_managed_fields: bool,
     on_continue: impl FnOnce(&str),
 ) -> Result<ObjectList<K>, Error> {
     let mut deserializer = serde_json::Deserializer::from_slice(body);
-    let seed = PageSeed::<K, _> { on_continue: Some(on_continue), _kind: PhantomData };
+    let seed = PageSeed::<K, _> {
+        on_continue: Some(on_continue),
+        keep_managed_fields,
+        _kind: PhantomData,
+    };
     let page = seed
         .deserialize(&mut deserializer)
         .and_then(|page| deserializer.end().map(|()| page))
@@ -51,6 +61,7 @@ struct ListMeta {
 
 struct PageSeed<K, F> {
     on_continue: Option<F>,
+    keep_managed_fields: bool,
     _kind: PhantomData<fn() -> K>,
 }
 
@@ -85,7 +96,10 @@ impl<'de, K: Resource, F: FnOnce(&str)> Visitor<'de> for PageSeed<K, F> {
                         }
                     }
                 }
-                Field::Items => items = map.next_value_seed(ItemsSeed::<K>(PhantomData))?,
+                Field::Items => {
+                    let seed = ItemsSeed::<K>::new(self.keep_managed_fields);
+                    items = map.next_value_seed(seed)?;
+                }
                 Field::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -129,7 +143,16 @@ impl<'de> Deserialize<'de> for Field {
 }
 
 /// `items`: an array (or `null`) of `K`, each put in its `Arc` as it is decoded.
-struct ItemsSeed<K>(PhantomData<fn() -> K>);
+struct ItemsSeed<K> {
+    keep_managed_fields: bool,
+    _kind: PhantomData<fn() -> K>,
+}
+
+impl<K> ItemsSeed<K> {
+    fn new(keep_managed_fields: bool) -> Self {
+        Self { keep_managed_fields, _kind: PhantomData }
+    }
+}
 
 impl<'de, K: Resource> DeserializeSeed<'de> for ItemsSeed<K> {
     type Value = Vec<Arc<K>>;
@@ -167,7 +190,7 @@ impl<'de, K: Resource> Visitor<'de> for ItemsSeed<K> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
         loop {
-            match seq.next_element::<K>() {
+            match seq.next_element_seed(ObjectSeed::<K>::new(self.keep_managed_fields)) {
                 Ok(Some(item)) => items.push(Arc::new(item)),
                 Ok(None) => return Ok(items),
                 Err(e) => {
@@ -200,7 +223,8 @@ mod tests {
         let body = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"7","continue":"tok"},
             "items":[{"metadata":{"name":"a","namespace":"n","resourceVersion":"5"}},{"metadata":{"name":"b","namespace":"n"}}]}"#;
         let mut seen = None;
-        let page = decode_list_page::<Pod>(body, "pods", |t| seen = Some(t.to_owned())).unwrap();
+        let page =
+            decode_list_page::<Pod>(body, "pods", false, |t| seen = Some(t.to_owned())).unwrap();
         assert_eq!(seen.as_deref(), Some("tok"));
         assert_eq!(page.resource_version, "7");
         assert_eq!(page.continue_token.as_deref(), Some("tok"));
@@ -211,10 +235,11 @@ mod tests {
     #[test]
     fn last_page_has_no_token_and_no_callback() {
         let body = br#"{"metadata":{"resourceVersion":"9","continue":""},"items":null}"#;
-        let page = decode_list_page::<Pod>(body, "pods", |_| panic!("no continue token")).unwrap();
+        let page =
+            decode_list_page::<Pod>(body, "pods", false, |_| panic!("no continue token")).unwrap();
         assert!(page.items.is_empty());
         assert_eq!(page.continue_token, None);
-        let page = decode_list_page::<Pod>(br#"{"items":[]}"#, "pods", |_| {}).unwrap();
+        let page = decode_list_page::<Pod>(br#"{"items":[]}"#, "pods", false, |_| {}).unwrap();
         assert_eq!(page.resource_version, "");
     }
 
@@ -222,7 +247,7 @@ mod tests {
     fn metadata_after_items_still_works() {
         let body = br#"{"items":[{"metadata":{"name":"a"}}],"metadata":{"resourceVersion":"3","continue":"c"}}"#;
         let mut calls = 0;
-        let page = decode_list_page::<Pod>(body, "pods", |_| calls += 1).unwrap();
+        let page = decode_list_page::<Pod>(body, "pods", false, |_| calls += 1).unwrap();
         assert_eq!((page.items.len(), calls), (1, 1));
     }
 
@@ -230,7 +255,8 @@ mod tests {
     fn errors_name_resource_item_and_byte() {
         let body =
             br#"{"metadata":{},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":7}}]}"#;
-        let Err(Error::Decode(message)) = decode_list_page::<Pod>(body, "pods", |_| {}) else {
+        let Err(Error::Decode(message)) = decode_list_page::<Pod>(body, "pods", false, |_| {})
+        else {
             panic!("expected a decode error");
         };
         assert!(message.starts_with("pods list: item 1: invalid type: integer `7`"), "{message}");
@@ -240,16 +266,53 @@ mod tests {
 
     #[test]
     fn truncated_and_trailing_bodies_fail() {
-        assert!(decode_list_page::<Pod>(br#"{"items":[{"metadata":{}}"#, "pods", |_| {}).is_err());
-        assert!(decode_list_page::<Pod>(br#"{"items":[]} x"#, "pods", |_| {}).is_err());
+        assert!(
+            decode_list_page::<Pod>(br#"{"items":[{"metadata":{}}"#, "pods", false, |_| {})
+                .is_err()
+        );
+        assert!(decode_list_page::<Pod>(br#"{"items":[]} x"#, "pods", false, |_| {}).is_err());
     }
 
     #[test]
     fn real_pod_list() {
         let body = include_bytes!("../../tests/fixtures/kind-v1-36-job-pods-podlist.compact.json");
-        let page = decode_list_page::<Pod>(body, "pods", |_| {}).unwrap();
+        let page = decode_list_page::<Pod>(body, "pods", false, |_| {}).unwrap();
         assert_eq!(page.resource_version, "636");
         assert!(!page.items.is_empty());
         assert!(page.items.iter().all(|p| p.metadata.namespace.as_deref() == Some("default")));
+    }
+
+    #[test]
+    fn items_lose_managed_fields_unless_kept_and_are_otherwise_equal() {
+        let body = include_bytes!("../../tests/fixtures/kind-v1-36-job-pods-podlist.compact.json");
+        let pruned = decode_list_page::<Pod>(body, "pods", false, |_| {}).unwrap();
+        let kept = decode_list_page::<Pod>(body, "pods", true, |_| {}).unwrap();
+        assert_eq!(pruned.items.len(), kept.items.len());
+        assert!(kept.items.iter().all(|p| p.metadata.managed_fields.is_some()));
+        for (pruned, kept) in pruned.items.iter().zip(&kept.items) {
+            let mut expected = (**kept).clone();
+            expected.metadata.managed_fields = None;
+            assert_eq!(**pruned, expected);
+        }
+    }
+
+    #[test]
+    fn pruning_does_not_change_errors() {
+        // The fault comes after a skipped `managedFields`, in the same metadata.
+        let body = br#"{"metadata":{},"items":[{"metadata":{"name":"a"}},{"metadata":{"managedFields":[{"manager":"m","fieldsV1":{"f:x":{}}}],"name":7}}]}"#;
+        let messages: Vec<String> = [false, true]
+            .into_iter()
+            .map(|keep| match decode_list_page::<Pod>(body, "pods", keep, |_| {}) {
+                Err(Error::Decode(message)) => message,
+                other => panic!("expected a decode error, got {other:?}"),
+            })
+            .collect();
+        assert_eq!(messages[0], messages[1]);
+        assert!(
+            messages[0].starts_with("pods list: item 1: invalid type: integer `7`"),
+            "{}",
+            messages[0]
+        );
+        assert!(messages[0].contains("(byte "), "{}", messages[0]);
     }
 }

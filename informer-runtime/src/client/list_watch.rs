@@ -107,17 +107,18 @@ impl<K: Resource> HttpListerWatcher<K> {
             }
             None => fetch_page(&self.client, self.url(&options)).await?,
         };
+        let keep = options.keep_managed_fields;
         let start_next = self.prefetcher(options);
         let resource = Arc::clone(&self.resource);
         let decoded = if body.len() <= INLINE_DECODE_MAX {
-            decode_list_page(&body, &resource, start_next)
+            decode_list_page(&body, &resource, keep, start_next)
         } else {
-            tokio::task::spawn_blocking(move || decode_list_page(&body, &resource, start_next))
-                .await
-                .map_err(|join| {
-                    Error::Decode(format!("{} list: decoding task: {join}", self.resource))
-                })
-                .and_then(|page| page)
+            tokio::task::spawn_blocking(move || {
+                decode_list_page(&body, &resource, keep, start_next)
+            })
+            .await
+            .map_err(|join| Error::Decode(format!("{} list: decoding task: {join}", self.resource)))
+            .and_then(|page| page)
         };
         if decoded.is_err() {
             // The list failed: the page prefetched for it will not be asked for.
@@ -165,7 +166,8 @@ impl<K: Resource> HttpListerWatcher<K> {
             .saturating_add(WATCH_IDLE_MARGIN);
         let body =
             response.bytes_stream().map(|chunk| chunk.map_err(|e| ChunkError::from_reqwest(&e)));
-        Ok(watch_stream(body, WatchDecoder::new(Arc::clone(&self.resource)), idle))
+        let decoder = WatchDecoder::new(Arc::clone(&self.resource), options.keep_managed_fields);
+        Ok(watch_stream(body, decoder, idle))
     }
 }
 
@@ -340,7 +342,7 @@ mod tests {
 
     fn stream(idle: Duration) -> (Sender, WatchStream<Pod>) {
         let (tx, rx) = mpsc::unbounded();
-        (tx, watch_stream(rx, WatchDecoder::new("pods".into()), idle))
+        (tx, watch_stream(rx, WatchDecoder::new("pods".into(), false), idle))
     }
 
     #[tokio::test(start_paused = true)]

@@ -36,6 +36,7 @@ mod error;
 mod kubeconfig;
 mod list_page;
 mod list_watch;
+pub(crate) mod prune;
 mod request;
 mod tls;
 
@@ -201,7 +202,9 @@ impl Client {
     ///
     /// Lists are paged by the caller (the reflector); each page's continue token starts the
     /// fetch of the next page while the current one is decoded. Watches end by themselves when
-    /// no bytes arrive for their timeout plus 30 seconds.
+    /// no bytes arrive for their timeout plus 30 seconds. Objects are decoded without their
+    /// `metadata.managedFields` (never allocated) unless the request's
+    /// [`keep_managed_fields`](crate::listwatch::ListOptions::keep_managed_fields) is set.
     ///
     /// ```no_run
     /// use informer_runtime::client::Client;

@@ -211,6 +211,8 @@ mod tests {
                 resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
                 limit: Some(500),
                 continue_token: Some("eyJ2Ijo+/=".to_owned()),
+                // Not a query parameter: what the client decodes.
+                keep_managed_fields: true,
             },
         );
         assert_eq!(

@@ -88,6 +88,8 @@ async fn options_namespace_selectors_resync_and_transforms() {
         .resync(Duration::from_secs(300))
         .resync_for::<Namespace>(Duration::from_secs(60))
         .transform(|meta| meta.managed_fields = None)
+        // Kept by the source, so that only the transform can drop them.
+        .keep_managed_fields(true)
         .build();
     let pods = factory.informer::<Pod>();
     let namespaces = factory.informer::<Namespace>();
@@ -158,4 +160,110 @@ async fn for_resource_by_group_version_resource() {
     assert_eq!(lister.get(Some("ns"), "zz").err().unwrap().to_string(), r#"pods "zz" not found"#);
     factory.shutdown().await;
     let _ = Arc::new(());
+}
+
+#[tokio::test]
+async fn managed_fields_are_dropped_by_default_and_kept_on_request_from_a_fake_source() {
+    let source = FakeSource::new();
+    let mut managed = pod("ns", "a", "");
+    managed.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
+    source.add(managed.clone());
+    let pruned = SharedInformerFactory::new(source.clone());
+    let kept = SharedInformerFactory::builder(source.clone())
+        // Set before a config that does not say: still kept.
+        .keep_managed_fields(true)
+        .reflector_config(ReflectorConfig::default().streaming_list(true))
+        .build();
+    let (pruned_pods, kept_pods) = (pruned.informer::<Pod>(), kept.informer::<Pod>());
+    for factory in [&pruned, &kept] {
+        factory.start();
+        assert!(factory.wait_for_cache_sync(Duration::from_secs(10)).await.all_synced());
+    }
+    // A watch event too.
+    managed.metadata.name = Some("b".to_owned());
+    source.add(managed);
+    for pods in [&pruned_pods, &kept_pods] {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while pods.cache().len() < 2 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .unwrap();
+    }
+    assert!(pruned_pods.cache().list().iter().all(|p| p.metadata.managed_fields.is_none()));
+    assert!(kept_pods.cache().list().iter().all(|p| p.metadata.managed_fields.is_some()));
+    pruned.shutdown().await;
+    kept.shutdown().await;
+}
+
+/// A real pod with `managedFields`, as a body to create on the embedded API server.
+fn coredns_pod(name: &str) -> serde_json::Value {
+    let mut pod: serde_json::Value =
+        serde_json::from_slice(include_bytes!("../../tests/fixtures/kind-v1-36-pod-coredns.json"))
+            .unwrap();
+    let metadata = pod["metadata"].as_object_mut().unwrap();
+    for server_owned in ["resourceVersion", "uid", "creationTimestamp", "generateName"] {
+        metadata.remove(server_owned);
+    }
+    metadata.insert("name".to_owned(), name.into());
+    pod
+}
+
+/// Waits until the cache of `pods` holds `n` objects.
+async fn wait_for_len(pods: &SharedIndexInformer<Pod>, n: usize) {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while pods.cache().len() < n {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the cache did not reach {n} objects"));
+}
+
+#[tokio::test]
+async fn over_http_pods_are_cached_without_managed_fields_unless_kept() {
+    use crate::client::{Client, Config};
+    use crate::testing::apiserver::ApiServer;
+
+    let server = ApiServer::start().await.unwrap();
+    let pods_gvr = GroupVersionResource::of::<Pod>();
+    server.create(&pods_gvr, coredns_pod("listed")).unwrap();
+    let served = server.get(&pods_gvr, "kube-system", "listed").unwrap();
+    assert!(served["metadata"]["managedFields"].is_array(), "the server keeps them");
+    let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
+
+    let by_default = SharedInformerFactory::new(client.clone());
+    let streaming = SharedInformerFactory::builder(client.clone())
+        .reflector_config(ReflectorConfig::default().streaming_list(true))
+        .build();
+    let kept = SharedInformerFactory::builder(client).keep_managed_fields(true).build();
+    let informers = [&by_default, &streaming, &kept].map(SharedInformerFactory::informer::<Pod>);
+    for factory in [&by_default, &streaming, &kept] {
+        factory.start();
+        assert!(factory.wait_for_cache_sync(Duration::from_secs(20)).await.all_synced());
+    }
+    // One more through each watch.
+    server.create(&pods_gvr, coredns_pod("watched")).unwrap();
+    for pods in &informers {
+        wait_for_len(pods, 2).await;
+    }
+
+    let full: Pod = serde_json::from_value(served).unwrap();
+    let [by_default, streaming, kept] = informers.map(|pods| {
+        let mut cached = pods.cache().list();
+        cached.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        cached
+    });
+    for pods in [&by_default, &streaming] {
+        assert!(pods.iter().all(|p| p.metadata.managed_fields.is_none()));
+        // Everything else is as served.
+        let mut expected = full.clone();
+        expected.metadata.managed_fields = None;
+        assert_eq!(*pods[0], expected);
+        assert!(pods[1].spec.as_ref().is_some_and(|s| !s.containers.is_empty()));
+    }
+    assert!(kept.iter().all(|p| p.metadata.managed_fields.as_ref().is_some_and(|m| !m.is_empty())));
+    assert_eq!(*kept[0], full);
+    server.shutdown().await.unwrap();
 }

@@ -212,8 +212,10 @@ impl<K: Resource> SharedIndexInformer<K> {
         self.configure(|s| s.settings.get_mut().random = random)
     }
 
-    /// Applies `transform` to every object before it is cached (for example to drop
-    /// `metadata.managedFields`); see [`TransformFn`].
+    /// Applies `transform` to every object before it is cached (for example to drop fields the
+    /// program never reads); see [`TransformFn`]. `metadata.managedFields` needs no transform:
+    /// lister-watchers drop it while decoding unless
+    /// [`ReflectorConfig::keep_managed_fields`] is set.
     ///
     /// # Errors
     ///

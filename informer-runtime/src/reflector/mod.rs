@@ -107,6 +107,9 @@ pub struct ReflectorConfig {
     pub streaming_list_timeout: Duration,
     /// Backoff between failed attempts.
     pub backoff: BackoffConfig,
+    /// Keep `metadata.managedFields` in the objects listed and watched; off by default, see
+    /// [`ListOptions::keep_managed_fields`].
+    pub keep_managed_fields: bool,
 }
 
 impl Default for ReflectorConfig {
@@ -123,6 +126,8 @@ impl Default for ReflectorConfig {
             streaming_list: false,
             streaming_list_timeout: Duration::from_secs(60),
             backoff: BackoffConfig::default(),
+            // client-go recommends dropping it in informers; here it is not even decoded.
+            keep_managed_fields: false,
         }
     }
 }
@@ -181,6 +186,19 @@ impl ReflectorConfig {
     #[must_use]
     pub fn backoff(mut self, backoff: BackoffConfig) -> Self {
         self.backoff = backoff;
+        self
+    }
+
+    /// Sets [`keep_managed_fields`](Self::keep_managed_fields).
+    ///
+    /// ```
+    /// use informer_runtime::reflector::ReflectorConfig;
+    /// let config = ReflectorConfig::default().keep_managed_fields(true);
+    /// assert!(config.keep_managed_fields);
+    /// ```
+    #[must_use]
+    pub fn keep_managed_fields(mut self, keep: bool) -> Self {
+        self.keep_managed_fields = keep;
         self
     }
 }
@@ -440,6 +458,7 @@ impl<K: Resource> Reflector<K> {
             resource_version_match: None,
             limit: self.page_size_for(rv),
             continue_token: None,
+            keep_managed_fields: self.config.keep_managed_fields,
         };
         let mut items = Vec::new();
         let mut list_rv = None;
@@ -502,6 +521,7 @@ impl<K: Resource> Reflector<K> {
             timeout: Some(timeout),
             allow_watch_bookmarks: true,
             send_initial_events: false,
+            keep_managed_fields: self.config.keep_managed_fields,
         }
     }
 

@@ -91,7 +91,12 @@ const DEFAULT_HISTORY_LIMIT: usize = 10_000;
 /// replaces it, `modify` of a missing one creates it, as in client-go's fake), and list
 /// snapshots (an `Exact` list of an older version gets `410`).
 ///
-/// Objects are stored and handed out as `Arc<K>`: lists and events share the stored allocation.
+/// Like the HTTP client, lists and watches hand out objects without `metadata.managedFields`
+/// unless their options' `keep_managed_fields` is set (an informer's
+/// [`ReflectorConfig::keep_managed_fields`](crate::reflector::ReflectorConfig::keep_managed_fields)).
+///
+/// Objects are stored and handed out as `Arc<K>`: lists and events share the stored allocation
+/// (an object with `managedFields` is handed out as a copy without them, unless they are kept).
 /// Clones of a `FakeSource` share its state.
 #[derive(Clone)]
 #[doc(alias = "FakeControllerSource")]
@@ -651,13 +656,43 @@ struct FakeListerWatcher<K> {
 
 impl<K: Resource> ListerWatcher<K> for FakeListerWatcher<K> {
     fn list(&self, options: &ListOptions) -> BoxFuture<'_, ListResult<K>> {
-        let result = self.source.list(self.namespace.as_deref(), options);
+        let mut result = self.source.list(self.namespace.as_deref(), options);
+        if let (Ok(list), false) = (&mut result, options.keep_managed_fields) {
+            for item in &mut list.items {
+                without_managed_fields(item);
+            }
+        }
         Box::pin(futures::future::ready(result))
     }
 
     fn watch(&self, options: &WatchOptions) -> BoxFuture<'_, WatchResult<K>> {
         let result = self.source.watch(self.namespace.as_deref(), options);
+        let result = match result {
+            Ok(stream) if !options.keep_managed_fields => Ok(stream
+                .map(|event| {
+                    event.map(|mut event| {
+                        if let WatchEvent::Added(obj)
+                        | WatchEvent::Modified(obj)
+                        | WatchEvent::Deleted(obj) = &mut event
+                        {
+                            without_managed_fields(obj);
+                        }
+                        event
+                    })
+                })
+                .boxed()),
+            other => other,
+        };
         Box::pin(futures::future::ready(result))
+    }
+}
+
+/// What the HTTP client's decoding does unless asked to keep `managedFields`, so that tests see
+/// the objects a real informer caches. Only objects that have it are copied; the rest stay
+/// shared with the source.
+fn without_managed_fields<K: Resource>(obj: &mut Arc<K>) {
+    if obj.metadata().managed_fields.is_some() {
+        Arc::make_mut(obj).metadata_mut().managed_fields = None;
     }
 }
 
@@ -832,6 +867,36 @@ mod tests {
             Ok(_) => panic!("expected an error"),
             Err(e) => e.status().cloned().expect("an API status"),
         }
+    }
+
+    #[tokio::test]
+    async fn managed_fields_are_handed_out_only_when_kept() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+
+        let source = FakeSource::new();
+        let plain = source.add(pod("ns", "plain", ""));
+        let mut managed = pod("ns", "managed", "");
+        managed.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
+        source.add(managed.clone());
+        let lw = source.lister_watcher::<Pod>(None);
+        let has = |o: &Arc<Pod>| o.metadata.managed_fields.is_some();
+
+        let pruned = lw.list(&list_opts("")).await.unwrap();
+        assert!(pruned.items.iter().all(|o| !has(o)));
+        assert!(pruned.items.iter().any(|o| Arc::ptr_eq(o, &plain)), "still shared");
+        let kept = ListOptions { keep_managed_fields: true, ..list_opts("") };
+        assert_eq!(lw.list(&kept).await.unwrap().items.iter().filter(|o| has(o)).count(), 1);
+
+        let mut pruned = lw.watch(&watch_opts("2")).await.unwrap();
+        let kept = WatchOptions { keep_managed_fields: true, ..watch_opts("2") };
+        let mut kept = lw.watch(&kept).await.unwrap();
+        source.modify(managed);
+        let object = |event: Option<Result<WatchEvent<Pod>, Error>>| match event {
+            Some(Ok(WatchEvent::Modified(obj))) => obj,
+            _ => panic!("expected a modification"),
+        };
+        assert!(!has(&object(pruned.next().await)));
+        assert!(has(&object(kept.next().await)));
     }
 
     #[tokio::test]

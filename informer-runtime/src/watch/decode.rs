@@ -20,7 +20,9 @@
 //!
 //! - `ADDED` / `MODIFIED` / `DELETED`: the object's `apiVersion` and `kind` are read first (a
 //!   small header struct); another kind gives [`Error::UnexpectedKind`], which the reflector skips.
-//!   Then the raw object is decoded into `K`.
+//!   Then the raw object is decoded into `K`, without its `metadata.managedFields` unless the
+//!   decoder was told to keep it (see the client's `prune` module): a skipped field is never
+//!   allocated.
 //! - `BOOKMARK`: only `metadata.resourceVersion` and the `k8s.io/initial-events-end` annotation are
 //!   read (bookmark objects are not valid `K`s: a pod bookmark has `"containers": null`).
 //! - `ERROR`: the object is a `metav1.Status`; it becomes [`WatchEvent::Error`].
@@ -35,8 +37,10 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use serde::Deserialize;
+use serde::de::DeserializeSeed;
 use serde_json::value::RawValue;
 
+use crate::client::prune::ObjectSeed;
 use crate::client::{json_error_message, parse_status};
 use crate::listwatch::{Bookmark, Error, WatchEvent};
 use crate::resource::Resource;
@@ -63,13 +67,23 @@ pub(crate) struct WatchDecoder<K> {
     line: u64,
     /// The stream offset of the next line's first byte.
     offset: u64,
+    /// Decode objects whole, `metadata.managedFields` included.
+    keep_managed_fields: bool,
     _kind: PhantomData<fn() -> K>,
 }
 
 impl<K: Resource> WatchDecoder<K> {
-    /// A decoder for a watch of `resource` (named in errors).
-    pub(crate) fn new(resource: Arc<str>) -> Self {
-        Self { resource, partial: Vec::new(), line: 1, offset: 0, _kind: PhantomData }
+    /// A decoder for a watch of `resource` (named in errors), whose objects keep their
+    /// `metadata.managedFields` only if `keep_managed_fields` is set.
+    pub(crate) fn new(resource: Arc<str>, keep_managed_fields: bool) -> Self {
+        Self {
+            resource,
+            partial: Vec::new(),
+            line: 1,
+            offset: 0,
+            keep_managed_fields,
+            _kind: PhantomData,
+        }
     }
 
     /// Feeds the next chunk of the body; the events of every line it completes go to `out`.
@@ -208,7 +222,11 @@ impl<K: Resource> WatchDecoder<K> {
                 ),
             });
         }
-        serde_json::from_str::<K>(object).map(Arc::new).map_err(|e| {
+        let mut deserializer = serde_json::Deserializer::from_str(object);
+        let decoded = ObjectSeed::<K>::new(self.keep_managed_fields)
+            .deserialize(&mut deserializer)
+            .and_then(|obj| deserializer.end().map(|()| obj));
+        decoded.map(Arc::new).map_err(|e| {
             self.error_at(
                 object_start,
                 &format!("{} object: {}", K::KIND, json_error_message(&e)),
@@ -311,7 +329,7 @@ mod tests {
     type Events<K> = Vec<Result<WatchEvent<K>, Error>>;
 
     fn decode_chunked<K: Resource>(body: &[u8], size: usize) -> (Events<K>, Result<(), Error>) {
-        let mut decoder = WatchDecoder::<K>::new("test".into());
+        let mut decoder = WatchDecoder::<K>::new("test".into(), false);
         let mut out = Decoded::new();
         for chunk in body.chunks(size) {
             decoder.feed(chunk, &mut out);
@@ -344,6 +362,48 @@ mod tests {
         assert_eq!(shown.len(), 9, "{shown:#?}");
         assert!(shown[..8].iter().all(|s| s.starts_with("Added(kube-system/")), "{shown:#?}");
         assert_eq!(shown[8], "BOOKMARK 550 true");
+    }
+
+    #[test]
+    fn objects_lose_managed_fields_unless_kept() {
+        let objects = |keep: bool| {
+            let mut decoder = WatchDecoder::<Pod>::new("pods".into(), keep);
+            let mut out = Decoded::new();
+            decoder.feed(PODS_RV0_BOOKMARKS, &mut out);
+            decoder.finish().unwrap();
+            out.into_iter()
+                .filter_map(|e| match e.unwrap() {
+                    WatchEvent::Added(pod) => Some(pod),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        let (pruned, kept) = (objects(false), objects(true));
+        assert_eq!((pruned.len(), kept.len()), (8, 8));
+        assert!(kept.iter().all(|p| p.metadata.managed_fields.is_some()));
+        for (pruned, kept) in pruned.iter().zip(&kept) {
+            let mut expected = (**kept).clone();
+            expected.metadata.managed_fields = None;
+            assert_eq!(**pruned, expected);
+        }
+    }
+
+    #[test]
+    fn pruning_does_not_move_error_positions() {
+        let line = br#"{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"managedFields":[{"manager":"m"}],"name":7}}}"#;
+        let messages = [false, true].map(|keep| {
+            let mut decoder = WatchDecoder::<Pod>::new("pods".into(), keep);
+            let mut out = Decoded::new();
+            decoder.feed(line, &mut out);
+            decoder.feed(b"\n", &mut out);
+            match out.pop_front() {
+                Some(Err(Error::Decode(message))) => message,
+                other => panic!("expected a decode error, got {:?}", other.map(|e| e.is_ok())),
+            }
+        });
+        let fault = line.iter().position(|&b| b == b'7').unwrap();
+        assert_eq!(messages[0], messages[1]);
+        assert!(messages[0].contains(&format!("line 1 (byte {fault})")), "{}", messages[0]);
     }
 
     #[test]
