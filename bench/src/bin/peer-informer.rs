@@ -1,6 +1,9 @@
 //! `peer-informer`: this project's informer as a benchmark peer — a `SharedInformerFactory`,
 //! its pod informer with counting handlers, and its lister. The protocol is in
 //! [`informer_bench`]'s crate docs.
+//!
+//! `INFORMER_BENCH_LABEL_INDEX=off` in the environment builds the factory without the label
+//! index, to measure what the index costs in memory and saves in selector queries.
 
 // Counts, sizes and durations of a benchmark are far below 2^52: `as f64` is exact here.
 #![allow(clippy::cast_precision_loss)]
@@ -47,6 +50,9 @@ async fn run(args: PeerArgs) -> Result<(), String> {
     let mut builder = SharedInformerFactory::builder(client);
     if args.strip_managed_fields {
         builder = builder.transform(|meta| meta.managed_fields = None);
+    }
+    if std::env::var_os("INFORMER_BENCH_LABEL_INDEX").is_some_and(|v| v == "off") {
+        builder = builder.without_label_index();
     }
     let factory = builder.build();
     let pods = factory.informer::<Pod>();
