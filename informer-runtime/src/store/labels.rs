@@ -5,83 +5,121 @@
 //! `key=value` strings per object: it diffs the old and new label maps and moves the key only
 //! for the labels that changed, and it stores each distinct label key and value once, however
 //! many objects carry it. Object keys are [`ObjectKey`] clones, sharing the store's allocation.
+//!
+//! Each entry also holds the object itself (another `Arc` of the stored one), so that a query
+//! reads its candidates straight from the index: looking each key up in the store would cost a
+//! hash of the key and two cache misses per candidate, several times what the rest of the query
+//! costs. The price is refreshing those `Arc`s when an object changes but its labels do not.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use super::ObjectKey;
+use crate::resource::Resource;
 use crate::selector::{LabelSelector, Operator};
 
 type Labels = BTreeMap<String, String>;
 
-/// Object keys by label key, then label value.
-#[derive(Default)]
-pub(super) struct LabelIndex {
-    keys: HashMap<Box<str>, LabelKey>,
+/// What an object without labels has.
+static NO_LABELS: Labels = BTreeMap::new();
+
+fn labels_of<K: Resource>(obj: Option<&K>) -> &Labels {
+    obj.and_then(|o| o.metadata().labels.as_ref()).unwrap_or(&NO_LABELS)
+}
+
+/// Objects by label key, then label value.
+pub(super) struct LabelIndex<K> {
+    keys: HashMap<Box<str>, LabelKey<K>>,
+}
+
+impl<K> Default for LabelIndex<K> {
+    fn default() -> Self {
+        Self { keys: HashMap::new() }
+    }
 }
 
 /// The objects that carry one label key.
-#[derive(Default)]
-struct LabelKey {
+struct LabelKey<K> {
     /// How many objects carry the key (the sum of the sizes of `values`).
     count: usize,
     /// Each object is under exactly one value, so the sets are disjoint.
-    values: HashMap<Box<str>, Members>,
+    values: HashMap<Box<str>, Members<K>>,
 }
 
-/// The keys of the objects with one label value.
+impl<K> Default for LabelKey<K> {
+    fn default() -> Self {
+        Self { count: 0, values: HashMap::new() }
+    }
+}
+
+/// The objects with one label value, by key.
 ///
 /// Many label values are carried by a single object (`statefulset.kubernetes.io/pod-name`,
-/// per-object hashes); a set per such value would cost an allocation of four buckets.
-enum Members {
-    One(ObjectKey),
-    Many(HashSet<ObjectKey>),
+/// per-object hashes); a table per such value would cost an allocation of four buckets.
+enum Members<K> {
+    One(ObjectKey, Arc<K>),
+    Many(HashMap<ObjectKey, Arc<K>>),
 }
 
-impl Members {
+impl<K> Members<K> {
     fn len(&self) -> usize {
         match self {
-            Self::One(_) => 1,
-            Self::Many(set) => set.len(),
+            Self::One(..) => 1,
+            Self::Many(map) => map.len(),
         }
     }
 
-    fn iter(&self) -> impl Iterator<Item = &ObjectKey> {
+    fn iter(&self) -> impl Iterator<Item = (&ObjectKey, &Arc<K>)> {
         let (one, many) = match self {
-            Self::One(key) => (Some(key), None),
-            Self::Many(set) => (None, Some(set)),
+            Self::One(key, obj) => (Some((key, obj)), None),
+            Self::Many(map) => (None, Some(map)),
         };
         one.into_iter().chain(many.into_iter().flatten())
     }
 
-    /// Adds `key`; whether it was absent.
-    fn insert(&mut self, key: &ObjectKey) -> bool {
+    /// Adds or refreshes `key`; whether it was absent.
+    fn insert(&mut self, key: &ObjectKey, obj: &Arc<K>) -> bool {
         match self {
-            Self::One(only) if only == key => false,
-            Self::One(only) => {
-                let set = HashSet::from([only.clone(), key.clone()]);
-                *self = Self::Many(set);
+            Self::One(only, current) if only == key => {
+                *current = Arc::clone(obj);
+                false
+            }
+            Self::One(only, current) => {
+                let map = HashMap::from([
+                    (only.clone(), Arc::clone(current)),
+                    (key.clone(), Arc::clone(obj)),
+                ]);
+                *self = Self::Many(map);
                 true
             }
-            Self::Many(set) => set.insert(key.clone()),
+            Self::Many(map) => {
+                if let Some(current) = map.get_mut(key) {
+                    *current = Arc::clone(obj);
+                    false
+                } else {
+                    map.insert(key.clone(), Arc::clone(obj));
+                    true
+                }
+            }
         }
     }
 
     /// Removes `key`; whether it was present, and whether no key is left.
     fn remove(&mut self, key: &ObjectKey) -> (bool, bool) {
-        let set = match self {
-            Self::One(only) => {
+        let map = match self {
+            Self::One(only, _) => {
                 let found = only == key;
                 return (found, found);
             }
-            Self::Many(set) => set,
+            Self::Many(map) => map,
         };
-        let found = set.remove(key);
-        let empty = set.is_empty();
-        if set.len() == 1 {
+        let found = map.remove(key).is_some();
+        let empty = map.is_empty();
+        if map.len() == 1 {
             // Back to the compact form, so that a value's memory follows its current members.
-            let last = set.drain().next();
-            if let Some(last) = last {
-                *self = Self::One(last);
+            let last = map.drain().next();
+            if let Some((key, obj)) = last {
+                *self = Self::One(key, obj);
             }
         }
         (found, empty)
@@ -89,58 +127,59 @@ impl Members {
 }
 
 /// The objects the index offers for a selector: a superset of its matches.
-pub(super) struct Candidates<'a> {
+pub(super) struct Candidates<'a, K> {
     /// Disjoint sets: no key is in two of them.
-    sets: Vec<&'a Members>,
+    sets: Vec<&'a Members<K>>,
     len: usize,
     /// The requirement (by position in the selector) every candidate satisfies by construction,
     /// which the caller need not check again.
     pub(super) satisfied: Option<usize>,
 }
 
-impl<'a> Candidates<'a> {
+impl<'a, K> Candidates<'a, K> {
     /// How many candidates there are.
     pub(super) fn len(&self) -> usize {
         self.len
     }
 
-    /// The candidates' keys, each once.
-    pub(super) fn into_keys(self) -> impl Iterator<Item = &'a ObjectKey> {
+    /// The candidates, each once.
+    pub(super) fn into_iter(self) -> impl Iterator<Item = (&'a ObjectKey, &'a Arc<K>)> {
         self.sets.into_iter().flat_map(Members::iter)
     }
 }
 
-impl LabelIndex {
-    /// Moves `key` from the labels of `old` to those of `new` (`None`: no object).
-    pub(super) fn update(&mut self, key: &ObjectKey, old: Option<&Labels>, new: Option<&Labels>) {
-        // Most updates (status, resource version) leave the labels alone.
-        if old == new {
-            return;
+impl<K: Resource> LabelIndex<K> {
+    /// Moves `key` from the labels of `old` to those of `new` (`None`: no object), and makes
+    /// every entry of `key` hold `new`.
+    pub(super) fn update(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&Arc<K>>) {
+        if let (Some(old), Some(new)) = (old, new) {
+            if std::ptr::eq(old, Arc::as_ptr(new)) {
+                return;
+            }
         }
-        let empty = Labels::new();
-        let (old, new) = (old.unwrap_or(&empty), new.unwrap_or(&empty));
-        for (name, value) in old {
-            if new.get(name) != Some(value) {
+        let (old_labels, new_labels) = (labels_of(old), labels_of(new.map(|n| &**n)));
+        for (name, value) in old_labels {
+            if new_labels.get(name) != Some(value) {
                 self.remove(key, name, value);
             }
         }
-        for (name, value) in new {
-            if old.get(name) != Some(value) {
-                self.insert(key, name, value);
-            }
+        let Some(new) = new else { return };
+        for (name, value) in new_labels {
+            // Unchanged labels too: their entries still hold the old object.
+            self.insert(key, name, value, new);
         }
     }
 
-    fn insert(&mut self, key: &ObjectKey, name: &str, value: &str) {
+    fn insert(&mut self, key: &ObjectKey, name: &str, value: &str, obj: &Arc<K>) {
         // Look up before inserting: the strings are copied only for a key or value never seen.
         let label = match self.keys.get_mut(name) {
             Some(label) => label,
             None => self.keys.entry(name.into()).or_default(),
         };
         let added = if let Some(members) = label.values.get_mut(value) {
-            members.insert(key)
+            members.insert(key, obj)
         } else {
-            label.values.insert(value.into(), Members::One(key.clone()));
+            label.values.insert(value.into(), Members::One(key.clone(), Arc::clone(obj)));
             true
         };
         if added {
@@ -171,7 +210,7 @@ impl LabelIndex {
     /// The smallest set of candidates the index can offer for `selector`, or `None` when no
     /// requirement of it narrows the search (only `!=`, `notin` and `!key`, which match objects
     /// without the label, or no requirement at all).
-    pub(super) fn candidates(&self, selector: &LabelSelector) -> Option<Candidates<'_>> {
+    pub(super) fn candidates(&self, selector: &LabelSelector) -> Option<Candidates<'_, K>> {
         // Sizes first: building the set list of a requirement that loses would be wasted work.
         let mut best: Option<(usize, usize, bool)> = None;
         for (position, requirement) in selector.requirements().iter().enumerate() {
@@ -207,31 +246,39 @@ impl LabelIndex {
     }
 }
 
-impl std::fmt::Debug for LabelIndex {
+impl<K> std::fmt::Debug for LabelIndex<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LabelIndex").field("keys", &self.keys.len()).finish()
     }
 }
 
 #[cfg(test)]
-impl LabelIndex {
+impl<K: Resource> LabelIndex<K> {
     /// The keys under `name=value`, sorted.
     pub(super) fn keys_of(&self, name: &str, value: &str) -> Vec<ObjectKey> {
         let members = self.keys.get(name).and_then(|l| l.values.get(value));
         let mut keys: Vec<ObjectKey> =
-            members.into_iter().flat_map(Members::iter).cloned().collect();
+            members.into_iter().flat_map(Members::iter).map(|(k, _)| k.clone()).collect();
         keys.sort();
         keys
     }
 
-    /// Checks the index against `objects`: what it would be if built from scratch.
+    /// Checks the index against `objects`: what it would be if built from scratch, with each
+    /// entry holding the stored object itself.
     pub(super) fn assert_consistent<'a>(
         &self,
-        objects: impl IntoIterator<Item = (&'a ObjectKey, Option<&'a Labels>)>,
+        objects: impl IntoIterator<Item = (&'a ObjectKey, &'a Arc<K>)>,
     ) {
         let mut rebuilt = Self::default();
-        for (key, labels) in objects {
-            rebuilt.update(key, None, labels);
+        let mut stored = HashMap::new();
+        for (key, obj) in objects {
+            rebuilt.update(key, None, Some(obj));
+            stored.insert(key.clone(), Arc::clone(obj));
+        }
+        for label in self.keys.values() {
+            for (key, obj) in label.values.values().flat_map(Members::iter) {
+                assert!(Arc::ptr_eq(obj, &stored[key]), "{key} holds a stale object");
+            }
         }
         let flatten = |index: &Self| {
             let mut entries: Vec<(String, String, Vec<ObjectKey>, usize)> = Vec::new();
@@ -240,10 +287,10 @@ impl LabelIndex {
                 for (value, members) in &label.values {
                     assert!(members.len() > 0, "an empty set for {name}={value}");
                     assert!(
-                        !matches!(members, Members::Many(set) if set.len() < 2),
+                        !matches!(members, Members::Many(map) if map.len() < 2),
                         "a set of one for {name}={value}"
                     );
-                    let mut keys: Vec<ObjectKey> = members.iter().cloned().collect();
+                    let mut keys: Vec<ObjectKey> = members.iter().map(|(k, _)| k.clone()).collect();
                     keys.sort();
                     total += keys.len();
                     entries.push((name.to_string(), value.to_string(), keys, label.count));

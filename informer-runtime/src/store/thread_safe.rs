@@ -30,7 +30,7 @@ struct Inner<K> {
     items: HashMap<ObjectKey, Arc<K>>,
     indices: HashMap<String, Index<K>>,
     /// Kept apart from `indices`: it is not an [`IndexFn`], and only selector queries read it.
-    labels: Option<LabelIndex>,
+    labels: Option<LabelIndex<K>>,
 }
 
 /// What an object without labels is matched against.
@@ -51,28 +51,27 @@ impl<K> Inner<K> {
 }
 
 impl<K: Resource> Inner<K> {
-    fn reindex(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&K>) {
+    fn reindex(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&Arc<K>>) {
         for index in self.indices.values_mut() {
-            index.update(key, old, new);
+            index.update(key, old, new.map(|n| &**n));
         }
         if let Some(label_index) = &mut self.labels {
-            label_index.update(key, old.and_then(labels), new.and_then(labels));
+            label_index.update(key, old, new);
         }
     }
 
-    fn build_label_index(&self) -> LabelIndex {
+    fn build_label_index(&self) -> LabelIndex<K> {
         let mut label_index = LabelIndex::default();
         for (key, obj) in &self.items {
-            label_index.update(key, None, labels(&**obj));
+            label_index.update(key, None, Some(obj));
         }
         label_index
     }
 
-    /// The objects under `keys` whose labels meet every requirement of `selector` but the
-    /// `satisfied` one.
+    /// The `candidates` whose labels meet every requirement of `selector` but the `satisfied`
+    /// one.
     fn matching<'a>(
-        &self,
-        keys: impl Iterator<Item = &'a ObjectKey>,
+        candidates: impl Iterator<Item = &'a Arc<K>>,
         selector: &LabelSelector,
         satisfied: Option<usize>,
         capacity: usize,
@@ -82,7 +81,7 @@ impl<K: Resource> Inner<K> {
         // or more per object, the most of what a query costs.
         let check = requirements.len() > usize::from(satisfied.is_some());
         let mut out = Vec::with_capacity(if check { 0 } else { capacity });
-        for obj in keys.filter_map(|k| self.items.get(k)) {
+        for obj in candidates {
             let meets = |(position, requirement): (usize, &crate::selector::Requirement)| {
                 Some(position) == satisfied
                     || requirement.matches(labels(&**obj).unwrap_or(&NO_LABELS))
@@ -185,15 +184,18 @@ impl<K: Resource> Cache<K> {
         match (in_namespace, candidates) {
             (Some(in_namespace), Some(candidates)) if candidates.len() < in_namespace.len() => {
                 let satisfied = candidates.satisfied;
-                let keys = candidates.into_keys().filter(|k| in_namespace.contains(*k));
-                inner.matching(keys, selector, satisfied, 0)
+                let objs = candidates
+                    .into_iter()
+                    .filter_map(|(k, o)| in_namespace.contains(k).then_some(o));
+                Inner::matching(objs, selector, satisfied, 0)
             }
             (Some(in_namespace), _) => {
-                inner.matching(in_namespace.iter(), selector, None, in_namespace.len())
+                let objs = in_namespace.iter().filter_map(|k| inner.items.get(k));
+                Inner::matching(objs, selector, None, in_namespace.len())
             }
             (None, Some(candidates)) => {
                 let (satisfied, len) = (candidates.satisfied, candidates.len());
-                inner.matching(candidates.into_keys(), selector, satisfied, len)
+                Inner::matching(candidates.into_iter().map(|(_, o)| o), selector, satisfied, len)
             }
             (None, None) => inner.scan(|o| selector.matches_opt(labels(o))),
         }
@@ -470,7 +472,7 @@ impl<K: Resource> Indexer<K> {
         if let Some(label_index) = label_index {
             label_index.clear();
             for (key, obj) in old_items.iter() {
-                label_index.update(key, None, labels(&**obj));
+                label_index.update(key, None, Some(obj));
             }
         }
     }

@@ -262,7 +262,7 @@ fn scan(store: &Indexer<Pod>, namespace: Option<&str>, selector: &LabelSelector)
 
 fn assert_label_index_consistent(store: &Indexer<Pod>) {
     let inner = store.cache.inner.read();
-    let objects = inner.items.iter().map(|(k, o)| (k, o.metadata.labels.as_ref()));
+    let objects = inner.items.iter();
     inner.labels.as_ref().expect("a label index").assert_consistent(objects);
 }
 
