@@ -200,7 +200,8 @@ impl<K: Resource> SharedIndexInformer<K> {
 
     /// Drops the [label index](Indexer::with_label_index): label selector queries of this
     /// informer's listers then read every object (or every object of the namespace), and the
-    /// cache saves the index's memory (an object key and a table slot per label of each object).
+    /// cache saves the index's memory (a table slot per label of each object) and the upkeep on
+    /// each change (a table lookup per label).
     ///
     /// ```
     /// # use informer_runtime::informer::SharedIndexInformer;

@@ -13,7 +13,7 @@ use super::index::{Index, IndexFn, Indexers};
 use super::labels::LabelIndex;
 use super::{KnownObjects, NAMESPACE_INDEX, ObjectKey};
 use crate::resource::Resource;
-use crate::selector::LabelSelector;
+use crate::selector::{LabelSelector, Requirement};
 
 /// An error from an index query or from adding indexers.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -82,7 +82,7 @@ impl<K: Resource> Inner<K> {
         let check = requirements.len() > usize::from(satisfied.is_some());
         let mut out = Vec::with_capacity(if check { 0 } else { capacity });
         for obj in candidates {
-            let meets = |(position, requirement): (usize, &crate::selector::Requirement)| {
+            let meets = |(position, requirement): (usize, &Requirement)| {
                 Some(position) == satisfied
                     || requirement.matches(labels(&**obj).unwrap_or(&NO_LABELS))
             };
@@ -372,9 +372,9 @@ impl<K: Resource> Indexer<K> {
     /// [`Lister`](crate::lister::Lister)'s label selector queries read only the objects that can
     /// match; objects already stored are indexed at once.
     ///
-    /// It costs memory for each label of each object (an object key and a hash table slot; each
-    /// distinct label key and value is stored once), and time on an update only when the labels
-    /// change. Informers keep it unless told not to
+    /// It costs memory for each label of each object (a table slot with the object's key and a
+    /// second `Arc` of it; each distinct label key and value is stored once), and a table lookup
+    /// per label on each change of an object. Informers keep it unless told not to
     /// ([`without_label_index`](crate::informer::SharedIndexInformer::without_label_index)).
     ///
     /// ```
