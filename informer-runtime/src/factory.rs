@@ -77,6 +77,7 @@ pub struct FactoryBuilder<S> {
     typed_transforms: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
     reflector: ReflectorConfig,
     clock: Option<SharedClock>,
+    label_index: bool,
 }
 
 impl<S: ListWatchSource> FactoryBuilder<S> {
@@ -179,6 +180,14 @@ impl<S: ListWatchSource> FactoryBuilder<S> {
     #[must_use]
     pub fn clock(mut self, clock: SharedClock) -> Self {
         self.clock = Some(clock);
+        self
+    }
+
+    /// Informers without the label index; see
+    /// [`SharedIndexInformer::without_label_index`].
+    #[must_use]
+    pub fn without_label_index(mut self) -> Self {
+        self.label_index = false;
         self
     }
 
@@ -420,6 +429,7 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
             typed_transforms: HashMap::new(),
             reflector: ReflectorConfig::default(),
             clock: None,
+            label_index: true,
         }
     }
 
@@ -465,6 +475,9 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
             .with_reflector_config(options.reflector.clone());
         if let Some(clock) = &options.clock {
             informer = informer.with_clock(Arc::clone(clock));
+        }
+        if !options.label_index {
+            informer = informer.without_label_index();
         }
         let typed = options
             .typed_transforms

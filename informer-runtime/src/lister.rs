@@ -3,6 +3,14 @@
 //! [`Lister::list`] takes a [`LabelSelector`]. Namespaced kinds are read per namespace through
 //! the namespace index ([`Lister::namespace`]); cluster-scoped kinds by name ([`Lister::get`]).
 //! Results are unordered.
+//!
+//! A query costs in proportion to its answer, not to the cache, where the cache's indices allow:
+//! with the label index ([`Indexer::with_label_index`](crate::Indexer::with_label_index), which
+//! informers keep), a selector with a `key=value`, `key in (…)` or `key` requirement reads only
+//! the objects under its most selective such requirement (or the namespace's objects, if fewer)
+//! and checks the rest of the selector on those. A selector of only `key!=value`,
+//! `key notin (…)` and `!key` requirements matches objects without the label, which no index
+//! lists: it reads every object (or the namespace's). The answer is the same either way.
 
 use std::sync::Arc;
 
@@ -10,7 +18,7 @@ use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 
 use crate::resource::Resource;
 use crate::selector::LabelSelector;
-use crate::store::{Cache, NAMESPACE_INDEX, ObjectKey};
+use crate::store::{Cache, ObjectKey};
 
 /// The object asked for is not in the cache.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -26,13 +34,6 @@ fn not_found<K: Resource>(name: &str) -> NotFound {
     let kind = K::KIND.to_lowercase();
     let resource = if K::GROUP.is_empty() { kind } else { format!("{kind}.{}", K::GROUP) };
     NotFound { resource, name: name.to_owned() }
-}
-
-fn matching<K: Resource>(objs: Vec<Arc<K>>, selector: &LabelSelector) -> Vec<Arc<K>> {
-    if selector.is_everything() {
-        return objs;
-    }
-    objs.into_iter().filter(|o| selector.matches_opt(o.meta().labels.as_ref())).collect()
 }
 
 /// Reads objects of one kind from a cache.
@@ -78,19 +79,10 @@ impl<K: Resource> Lister<K> {
         Self { cache }
     }
 
-    /// Every object whose labels match `selector`, in all namespaces.
+    /// Every object whose labels match `selector`, in all namespaces, unordered.
     #[must_use]
     pub fn list(&self, selector: &LabelSelector) -> Vec<Arc<K>> {
-        if selector.is_everything() {
-            return self.cache.list();
-        }
-        let mut out = Vec::new();
-        self.cache.for_each(|o| {
-            if selector.matches_opt(o.meta().labels.as_ref()) {
-                out.push(Arc::clone(o));
-            }
-        });
-        out
+        self.cache.select(None, selector)
     }
 }
 
@@ -120,22 +112,10 @@ pub struct NamespaceLister<K> {
 }
 
 impl<K: Resource> NamespaceLister<K> {
-    /// The objects of this namespace whose labels match `selector`.
+    /// The objects of this namespace whose labels match `selector`, unordered.
     #[must_use]
     pub fn list(&self, selector: &LabelSelector) -> Vec<Arc<K>> {
-        if let Ok(objs) = self.cache.by_index(NAMESPACE_INDEX, &self.namespace) {
-            return matching(objs, selector);
-        }
-        // A cache built without the namespace index: scan it.
-        let mut out = Vec::new();
-        self.cache.for_each(|o| {
-            if o.meta().namespace.as_deref() == Some(&*self.namespace)
-                && selector.matches_opt(o.meta().labels.as_ref())
-            {
-                out.push(Arc::clone(o));
-            }
-        });
-        out
+        self.cache.select(Some(&self.namespace), selector)
     }
 
     /// The object `name` of this namespace.
@@ -223,6 +203,79 @@ mod tests {
             deployments.namespace("x").get("y").unwrap_err().to_string(),
             r#"deployment.apps "y" not found"#
         );
+    }
+
+    #[test]
+    fn indexed_lists_equal_scanned_lists() {
+        let pods = [
+            labeled_pod("a", "web", &[("app", "web"), ("tier", "front")]),
+            labeled_pod("a", "db", &[("app", "db")]),
+            labeled_pod("a", "bare", &[]),
+            labeled_pod("b", "web", &[("app", "web"), ("tier", "back")]),
+            labeled_pod("b", "cache", &[("app", "cache"), ("tier", "back")]),
+        ];
+        let scanned = Indexer::<Pod>::with_namespace_index();
+        let indexed = Indexer::<Pod>::with_namespace_index().with_label_index();
+        for pod in pods {
+            scanned.add(pod.clone().into());
+            indexed.add(pod.into());
+        }
+        let (scanned, indexed) = (Lister::new(scanned.cache()), Lister::new(indexed.cache()));
+        // Indexable, mixed, and fallback (`!=`, `notin`, `!key` only) selectors.
+        for s in [
+            "",
+            "app=web",
+            "app in (web,db)",
+            "tier",
+            "tier=back,app!=web",
+            "app in (web,cache),tier notin (front)",
+            "app=none",
+            "!tier",
+            "app!=web",
+            "app notin (web),!tier",
+        ] {
+            let selector = sel(s);
+            assert_eq!(names(&indexed.list(&selector)), names(&scanned.list(&selector)), "{s}");
+            for ns in ["a", "b", "c"] {
+                assert_eq!(
+                    names(&indexed.namespace(ns).list(&selector)),
+                    names(&scanned.namespace(ns).list(&selector)),
+                    "{ns}: {s}"
+                );
+            }
+        }
+        assert_eq!(names(&indexed.list(&sel("tier=back,app!=web"))), ["b/cache"]);
+        assert_eq!(names(&indexed.namespace("a").list(&sel("app in (web,db)"))), ["a/db", "a/web"]);
+
+        let namespaces = Indexer::<Namespace>::with_namespace_index().with_label_index();
+        let mut system = namespace("kube-system");
+        system.metadata.labels = Some([("system".to_owned(), "true".to_owned())].into());
+        namespaces.add(system.into());
+        namespaces.add(namespace("default").into());
+        let namespaces = Lister::new(namespaces.cache());
+        assert_eq!(names(&namespaces.list(&sel("system=true"))), ["kube-system"]);
+        assert_eq!(names(&namespaces.list(&sel("!system"))), ["default"]);
+    }
+
+    #[test]
+    fn informers_keep_the_label_index_unless_told_not_to() {
+        use crate::factory::SharedInformerFactory;
+        use crate::informer::SharedIndexInformer;
+        use crate::testing::FakeSource;
+
+        let has_label_index =
+            |cache: Cache<Pod>| format!("{cache:?}").contains("label_index: true");
+        let source = FakeSource::new();
+        let informer = SharedIndexInformer::<Pod>::new(source.lister_watcher::<Pod>(None));
+        assert!(has_label_index(informer.cache()));
+        let informer = informer.without_label_index();
+        assert!(!has_label_index(informer.cache()));
+
+        assert!(has_label_index(
+            SharedInformerFactory::new(source.clone()).informer::<Pod>().cache()
+        ));
+        let factory = SharedInformerFactory::builder(source).without_label_index().build();
+        assert!(!has_label_index(factory.informer::<Pod>().cache()));
     }
 
     #[test]

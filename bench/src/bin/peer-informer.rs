@@ -6,6 +6,9 @@
 //! `managedFields` while decoding (no transform needed). Without it, it keeps full pods
 //! (`keep_managed_fields(true)`), as the other peers do by default, so that "full pods" figures
 //! compare the same objects.
+//!
+//! `INFORMER_BENCH_LABEL_INDEX=off` in the environment builds the factory without the label
+//! index, to measure what the index costs in memory and saves in selector queries.
 
 // Counts, sizes and durations of a benchmark are far below 2^52: `as f64` is exact here.
 #![allow(clippy::cast_precision_loss)]
@@ -49,12 +52,14 @@ async fn run(args: PeerArgs) -> Result<(), String> {
     let url = args.server.parse().map_err(|e| format!("--server {}: {e}", args.server))?;
     let client = Client::new(informer_runtime::client::Config::new(url))
         .map_err(|e| format!("client for {}: {e}", args.server))?;
-    let builder = SharedInformerFactory::builder(client);
-    let factory = if args.strip_managed_fields {
-        builder.build()
-    } else {
-        builder.keep_managed_fields(true).build()
-    };
+    let mut builder = SharedInformerFactory::builder(client);
+    if !args.strip_managed_fields {
+        builder = builder.keep_managed_fields(true);
+    }
+    if std::env::var_os("INFORMER_BENCH_LABEL_INDEX").is_some_and(|v| v == "off") {
+        builder = builder.without_label_index();
+    }
+    let factory = builder.build();
     let pods = factory.informer::<Pod>();
 
     let first_update: Arc<OnceLock<Instant>> = Arc::default();

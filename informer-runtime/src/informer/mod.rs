@@ -134,13 +134,14 @@ impl<K> Clone for SharedIndexInformer<K> {
 }
 
 impl<K: Resource> SharedIndexInformer<K> {
-    /// An informer over `lister_watcher`, with the namespace index and no resync.
+    /// An informer over `lister_watcher`, with the namespace index, the
+    /// [label index](Indexer::with_label_index) and no resync.
     #[must_use]
     pub fn new(lister_watcher: Arc<dyn ListerWatcher<K>>) -> Self {
         let clock: SharedClock = Arc::new(TokioClock);
         Self {
             shared: Arc::new(Shared {
-                indexer: Indexer::with_namespace_index(),
+                indexer: Indexer::with_namespace_index().with_label_index(),
                 processor: Arc::new(Processor::new(Arc::clone(&clock))),
                 lister_watcher,
                 clock,
@@ -195,6 +196,26 @@ impl<K: Resource> SharedIndexInformer<K> {
     pub fn with_indexers(self, indexers: Indexers<K>) -> Result<Self, IndexError> {
         self.shared.indexer.add_indexers(indexers)?;
         Ok(self)
+    }
+
+    /// Drops the [label index](Indexer::with_label_index): label selector queries of this
+    /// informer's listers then read every object (or every object of the namespace), and the
+    /// cache saves the index's memory (a table slot per label of each object) and the upkeep on
+    /// each change (a table lookup per label).
+    ///
+    /// ```
+    /// # use informer_runtime::informer::SharedIndexInformer;
+    /// # use informer_runtime::testing::FakeSource;
+    /// # use k8s_openapi::api::core::v1::Pod;
+    /// # let source = FakeSource::new();
+    /// // A cache that is only ever read by name or by namespace.
+    /// let pods = SharedIndexInformer::<Pod>::new(source.lister_watcher::<Pod>(None))
+    ///     .without_label_index();
+    /// ```
+    #[must_use]
+    pub fn without_label_index(self) -> Self {
+        self.shared.indexer.set_label_index(false);
+        self
     }
 
     /// The clock for resync, backoff and deadlines (tests step a `FakeClock`).

@@ -5,6 +5,7 @@
 //! share the allocation and must treat it as read-only.
 
 mod index;
+mod labels;
 mod thread_safe;
 
 use std::borrow::Borrow;

@@ -3,15 +3,17 @@
 //! TL;DR caveats: objects come out as `Arc<K>` shared with the cache and every handler. They are
 //! read-only; to change one, clone it (`K::clone(&obj)`) and send the change to the server.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Deref;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
 
 use super::index::{Index, IndexFn, Indexers};
-use super::{KnownObjects, ObjectKey};
+use super::labels::LabelIndex;
+use super::{KnownObjects, NAMESPACE_INDEX, ObjectKey};
 use crate::resource::Resource;
+use crate::selector::{LabelSelector, Requirement};
 
 /// An error from an index query or from adding indexers.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -27,21 +29,72 @@ pub enum IndexError {
 struct Inner<K> {
     items: HashMap<ObjectKey, Arc<K>>,
     indices: HashMap<String, Index<K>>,
+    /// Kept apart from `indices`: it is not an [`IndexFn`], and only selector queries read it.
+    labels: Option<LabelIndex<K>>,
+}
+
+/// What an object without labels is matched against.
+static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
+
+fn labels<K: Resource>(obj: &K) -> Option<&BTreeMap<String, String>> {
+    obj.meta().labels.as_ref()
 }
 
 impl<K> Inner<K> {
-    fn reindex(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&K>) {
-        for index in self.indices.values_mut() {
-            index.update(key, old, new);
-        }
-    }
-
     fn index(&self, name: &str) -> Result<&Index<K>, IndexError> {
         self.indices.get(name).ok_or_else(|| IndexError::NotFound(name.to_owned()))
     }
 
     fn objects<'a>(&self, keys: impl IntoIterator<Item = &'a ObjectKey>) -> Vec<Arc<K>> {
         keys.into_iter().filter_map(|k| self.items.get(k).cloned()).collect()
+    }
+}
+
+impl<K: Resource> Inner<K> {
+    fn reindex(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&Arc<K>>) {
+        for index in self.indices.values_mut() {
+            index.update(key, old, new.map(|n| &**n));
+        }
+        if let Some(label_index) = &mut self.labels {
+            label_index.update(key, old, new);
+        }
+    }
+
+    fn build_label_index(&self) -> LabelIndex<K> {
+        let mut label_index = LabelIndex::default();
+        for (key, obj) in &self.items {
+            label_index.update(key, None, Some(obj));
+        }
+        label_index
+    }
+
+    /// The `candidates` whose labels meet every requirement of `selector` but the `satisfied`
+    /// one.
+    fn matching<'a>(
+        candidates: impl Iterator<Item = &'a Arc<K>>,
+        selector: &LabelSelector,
+        satisfied: Option<usize>,
+        capacity: usize,
+    ) -> Vec<Arc<K>> {
+        let requirements = selector.requirements();
+        // An answer that is the candidates exactly never reads an object's labels: a cache miss
+        // or more per object, the most of what a query costs.
+        let check = requirements.len() > usize::from(satisfied.is_some());
+        let mut out = Vec::with_capacity(if check { 0 } else { capacity });
+        for obj in candidates {
+            let meets = |(position, requirement): (usize, &Requirement)| {
+                Some(position) == satisfied
+                    || requirement.matches(labels(&**obj).unwrap_or(&NO_LABELS))
+            };
+            if !check || requirements.iter().enumerate().all(meets) {
+                out.push(Arc::clone(obj));
+            }
+        }
+        out
+    }
+
+    fn scan(&self, mut keep: impl FnMut(&K) -> bool) -> Vec<Arc<K>> {
+        self.items.values().filter(|o| keep(o)).cloned().collect()
     }
 }
 
@@ -101,6 +154,51 @@ impl<K: Resource> Cache<K> {
     /// Calls `f` on each stored object under one read lock, without collecting them.
     pub fn for_each(&self, mut f: impl FnMut(&Arc<K>)) {
         self.inner.read().items.values().for_each(&mut f);
+    }
+
+    /// The objects whose labels match `selector`, only those of `namespace` if given; unordered.
+    ///
+    /// The query reads only candidates where it can: those the label index offers for the most
+    /// selective requirement it can answer (`key=value`, `key in (…)`, `key`, and `key>n`/`key<n`
+    /// through `key`), or the namespace's objects if fewer; other requirements and the
+    /// namespace are then checked on the candidates. A selector of only `!=`, `notin` and `!key`
+    /// requirements, or a cache without the label index, reads the namespace or every object.
+    pub(crate) fn select(&self, namespace: Option<&str>, selector: &LabelSelector) -> Vec<Arc<K>> {
+        let inner = self.inner.read();
+        if selector.is_everything() && namespace.is_none() {
+            return inner.items.values().cloned().collect();
+        }
+        let in_namespace = match namespace.map(|ns| (ns, inner.indices.get(NAMESPACE_INDEX))) {
+            None => None,
+            Some((ns, Some(index))) => match index.keys(ns) {
+                Some(keys) => Some(keys),
+                None => return Vec::new(),
+            },
+            Some((ns, None)) => {
+                return inner.scan(|o| {
+                    o.meta().namespace.as_deref() == Some(ns) && selector.matches_opt(labels(o))
+                });
+            }
+        };
+        let candidates = inner.labels.as_ref().and_then(|l| l.candidates(selector));
+        match (in_namespace, candidates) {
+            (Some(in_namespace), Some(candidates)) if candidates.len() < in_namespace.len() => {
+                let satisfied = candidates.satisfied;
+                let objs = candidates
+                    .into_iter()
+                    .filter_map(|(k, o)| in_namespace.contains(k).then_some(o));
+                Inner::matching(objs, selector, satisfied, 0)
+            }
+            (Some(in_namespace), _) => {
+                let objs = in_namespace.iter().filter_map(|k| inner.items.get(k));
+                Inner::matching(objs, selector, None, in_namespace.len())
+            }
+            (None, Some(candidates)) => {
+                let (satisfied, len) = (candidates.satisfied, candidates.len());
+                Inner::matching(candidates.into_iter().map(|(_, o)| o), selector, satisfied, len)
+            }
+            (None, None) => inner.scan(|o| selector.matches_opt(labels(o))),
+        }
     }
 
     /// The objects found under any of the values that index `index_name` gives `probe`,
@@ -258,14 +356,59 @@ impl<K: Resource> Indexer<K> {
     #[must_use]
     pub fn new(indexers: Indexers<K>) -> Self {
         let indices = indexers.into_iter().map(|(name, f)| (name, Index::new(f))).collect();
-        let inner = Inner { items: HashMap::new(), indices };
+        let inner = Inner { items: HashMap::new(), indices, labels: None };
         Self { cache: Cache { inner: Arc::new(RwLock::new(inner)) } }
     }
 
-    /// An empty store with the [`NAMESPACE_INDEX`](super::NAMESPACE_INDEX), as informers have.
+    /// An empty store with the [`NAMESPACE_INDEX`](super::NAMESPACE_INDEX).
+    ///
+    /// Informers also keep the [label index](Self::with_label_index).
     #[must_use]
     pub fn with_namespace_index() -> Self {
-        Self::new(Indexers::from([(super::NAMESPACE_INDEX.to_owned(), super::namespace_index())]))
+        Self::new(Indexers::from([(NAMESPACE_INDEX.to_owned(), super::namespace_index())]))
+    }
+
+    /// Also keeps the label index, objects by label key and value, which lets a
+    /// [`Lister`](crate::lister::Lister)'s label selector queries read only the objects that can
+    /// match; objects already stored are indexed at once.
+    ///
+    /// It costs memory for each label of each object (a table slot with the object's key and a
+    /// second `Arc` of it; each distinct label key and value is stored once), and a table lookup
+    /// per label on each change of an object. Informers keep it unless told not to
+    /// ([`without_label_index`](crate::informer::SharedIndexInformer::without_label_index)).
+    ///
+    /// ```
+    /// # use informer_runtime::{Indexer, lister::Lister, selector::LabelSelector};
+    /// # use k8s_openapi::api::core::v1::Pod;
+    /// # use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    /// let indexer = Indexer::<Pod>::with_namespace_index().with_label_index();
+    /// indexer.add(Pod {
+    ///     metadata: ObjectMeta {
+    ///         namespace: Some("default".into()),
+    ///         name: Some("web-0".into()),
+    ///         labels: Some([("app".to_owned(), "web".to_owned())].into()),
+    ///         ..ObjectMeta::default()
+    ///     },
+    ///     ..Pod::default()
+    /// }.into());
+    /// // Reads the one object labelled app=web, not the whole cache.
+    /// let web = Lister::new(indexer.cache()).list(&LabelSelector::parse("app=web").unwrap());
+    /// assert_eq!(web.len(), 1);
+    /// ```
+    #[must_use]
+    pub fn with_label_index(self) -> Self {
+        self.set_label_index(true);
+        self
+    }
+
+    /// Builds the label index from the stored objects, or drops it.
+    pub(crate) fn set_label_index(&self, enabled: bool) {
+        let mut inner = self.cache.inner.write();
+        if enabled && inner.labels.is_none() {
+            inner.labels = Some(inner.build_label_index());
+        } else if !enabled {
+            inner.labels = None;
+        }
     }
 
     /// A read-only handle on this store.
@@ -288,7 +431,12 @@ impl<K: Resource> Indexer<K> {
     /// Inserts or replaces `obj` under `key`; returns the object it replaced.
     pub(crate) fn insert(&self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
         let mut inner = self.cache.inner.write();
-        let old = inner.items.get(&key).cloned();
+        // The map keeps the key it has: index it under that one too, so that one allocation per
+        // object serves the map and every index.
+        let (key, old) = match inner.items.get_key_value(&key) {
+            Some((stored, old)) => (stored.clone(), Some(Arc::clone(old))),
+            None => (key, None),
+        };
         inner.reindex(&key, old.as_deref(), Some(&obj));
         inner.items.insert(key, obj);
         old
@@ -313,12 +461,18 @@ impl<K: Resource> Indexer<K> {
         let items: HashMap<ObjectKey, Arc<K>> =
             list.into_iter().map(|obj| (ObjectKey::of(&*obj), obj)).collect();
         let mut inner = self.cache.inner.write();
-        let Inner { items: old_items, indices } = &mut *inner;
+        let Inner { items: old_items, indices, labels: label_index } = &mut *inner;
         *old_items = items;
         for index in indices.values_mut() {
             index.clear();
             for (key, obj) in old_items.iter() {
                 index.update(key, None, Some(obj));
+            }
+        }
+        if let Some(label_index) = label_index {
+            label_index.clear();
+            for (key, obj) in old_items.iter() {
+                label_index.update(key, None, Some(obj));
             }
         }
     }
@@ -331,6 +485,7 @@ impl<K> std::fmt::Debug for Cache<K> {
         f.debug_struct("Cache")
             .field("len", &inner.items.len())
             .field("indices", &inner.indices.keys().collect::<Vec<_>>())
+            .field("label_index", &inner.labels.is_some())
             .finish()
     }
 }

@@ -691,8 +691,8 @@ impl<K: Resource> ListerWatcher<K> for FakeListerWatcher<K> {
 /// the objects a real informer caches. Only objects that have it are copied; the rest stay
 /// shared with the source.
 fn without_managed_fields<K: Resource>(obj: &mut Arc<K>) {
-    if obj.metadata().managed_fields.is_some() {
-        Arc::make_mut(obj).metadata_mut().managed_fields = None;
+    if obj.meta().managed_fields.is_some() {
+        Arc::make_mut(obj).meta_mut().managed_fields = None;
     }
 }
 

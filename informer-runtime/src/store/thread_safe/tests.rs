@@ -189,3 +189,221 @@ fn cluster_scoped_objects_index_under_empty_namespace() {
     store.add(namespace("kube-system").into());
     assert_eq!(store.index_keys(NAMESPACE_INDEX, "").unwrap(), [ObjectKey::from("kube-system")]);
 }
+
+// The label index and selector queries. The reference answer is a scan of every object with the
+// full selector; the indexed query must give the same objects, each once.
+
+const NAMESPACES: [&str; 3] = ["a", "b", "c"];
+const LABEL_KEYS: [&str; 4] = ["app", "tier", "env", "x.io/role"];
+const LABEL_VALUES: [&str; 4] = ["1", "2", "3", ""];
+
+fn random_pod(rng: &mut fastrand::Rng) -> Pod {
+    let ns = NAMESPACES[rng.usize(..NAMESPACES.len())];
+    let name = format!("p{}", rng.usize(..40));
+    let mut p = pod(ns, &name, &rng.u32(..).to_string());
+    // Unset labels and an empty map must both read as "no labels".
+    if rng.usize(..8) > 0 {
+        let mut labels = std::collections::BTreeMap::new();
+        for key in LABEL_KEYS {
+            if rng.bool() {
+                let value = LABEL_VALUES[rng.usize(..LABEL_VALUES.len())];
+                labels.insert(key.to_owned(), value.to_owned());
+            }
+        }
+        p.metadata.labels = Some(labels);
+    }
+    p
+}
+
+fn random_requirement(rng: &mut fastrand::Rng) -> String {
+    let key = LABEL_KEYS[rng.usize(..LABEL_KEYS.len())];
+    let mut values: Vec<&str> =
+        LABEL_VALUES.iter().copied().filter(|v| !v.is_empty() && rng.bool()).collect();
+    if values.is_empty() {
+        values.push("1");
+    }
+    let value = LABEL_VALUES[rng.usize(..LABEL_VALUES.len())];
+    let number = ["0", "1", "2", "3"][rng.usize(..4)];
+    match rng.usize(..9) {
+        0 => format!("{key}={value}"),
+        1 => format!("{key}=={value}"),
+        2 => format!("{key}!={value}"),
+        3 => format!("{key} in ({})", values.join(",")),
+        4 => format!("{key} notin ({})", values.join(",")),
+        5 => key.to_owned(),
+        6 => format!("!{key}"),
+        7 => format!("{key}>{number}"),
+        _ => format!("{key}<{number}"),
+    }
+}
+
+fn random_selector(rng: &mut fastrand::Rng) -> LabelSelector {
+    let requirements: Vec<String> = (0..rng.usize(0..4)).map(|_| random_requirement(rng)).collect();
+    let text = requirements.join(",");
+    LabelSelector::parse(&text).unwrap_or_else(|e| panic!("{text:?}: {e}"))
+}
+
+/// Sorted keys, duplicates kept: a key listed twice is a bug.
+fn keys_of(objs: &[Arc<Pod>]) -> Vec<String> {
+    let mut keys: Vec<String> = objs.iter().map(|o| ObjectKey::of(&**o).to_string()).collect();
+    keys.sort();
+    keys
+}
+
+fn scan(store: &Indexer<Pod>, namespace: Option<&str>, selector: &LabelSelector) -> Vec<String> {
+    let all = store.list();
+    let matching: Vec<Arc<Pod>> = all
+        .into_iter()
+        .filter(|o| namespace.is_none_or(|ns| o.metadata.namespace.as_deref() == Some(ns)))
+        .filter(|o| selector.matches_opt(o.metadata.labels.as_ref()))
+        .collect();
+    keys_of(&matching)
+}
+
+fn assert_label_index_consistent(store: &Indexer<Pod>) {
+    let inner = store.cache.inner.read();
+    let objects = inner.items.iter();
+    inner.labels.as_ref().expect("a label index").assert_consistent(objects);
+}
+
+fn assert_queries_match_scan(store: &Indexer<Pod>, selectors: &[LabelSelector]) {
+    for selector in selectors {
+        let everywhere = store.select(None, selector);
+        assert_eq!(keys_of(&everywhere), scan(store, None, selector), "selector {selector}");
+        for ns in NAMESPACES.iter().copied().chain(["none"]) {
+            let found = store.select(Some(ns), selector);
+            assert_eq!(keys_of(&found), scan(store, Some(ns), selector), "{ns}: {selector}");
+        }
+    }
+}
+
+#[test]
+fn label_index_queries_match_a_scan_through_random_changes() {
+    let mut rng = fastrand::Rng::with_seed(0x01ab_e1ed);
+    let store = Indexer::<Pod>::with_namespace_index().with_label_index();
+    let mut fixed: Vec<LabelSelector> = [
+        "",
+        "app",
+        "!app",
+        "app=1",
+        "app=",
+        "app in (1,2),tier",
+        "app notin (1),tier!=2",
+        "app in (1,2,3),app!=2",
+        "x.io/role,env=3,tier in (1)",
+        "tier>1",
+        "tier<3,app=2",
+        "nothere",
+        "nothere=1,app",
+    ]
+    .iter()
+    .map(|s| LabelSelector::parse(s).unwrap())
+    .collect();
+    for step in 0..400 {
+        match rng.usize(..20) {
+            0 => {
+                let pods: Vec<Arc<Pod>> =
+                    (0..rng.usize(..30)).map(|_| Arc::new(random_pod(&mut rng))).collect();
+                store.replace(pods);
+            }
+            1..=5 => {
+                let key = format!("{}/p{}", NAMESPACES[rng.usize(..3)], rng.usize(..40));
+                store.delete_key(&key);
+            }
+            6..=8 => {
+                // A change that leaves the labels alone, as most updates do.
+                if let Some(old) = store.list().first() {
+                    let mut same = Pod::clone(old);
+                    same.metadata.resource_version = Some(format!("{step}"));
+                    store.update(same.into());
+                }
+            }
+            _ => {
+                store.add(random_pod(&mut rng).into());
+            }
+        }
+        assert_label_index_consistent(&store);
+        let mut selectors: Vec<LabelSelector> = (0..6).map(|_| random_selector(&mut rng)).collect();
+        if step % 20 == 0 {
+            selectors.append(&mut fixed.clone());
+        }
+        assert_queries_match_scan(&store, &selectors);
+    }
+    fixed.extend((0..200).map(|_| random_selector(&mut rng)));
+    assert_queries_match_scan(&store, &fixed);
+}
+
+#[test]
+fn label_index_can_be_added_and_dropped_at_any_time() {
+    let mut rng = fastrand::Rng::with_seed(7);
+    let store = Indexer::<Pod>::with_namespace_index();
+    for _ in 0..60 {
+        store.add(random_pod(&mut rng).into());
+    }
+    let selectors: Vec<LabelSelector> = (0..100).map(|_| random_selector(&mut rng)).collect();
+    // Without the label index, queries scan (every object, or the namespace's).
+    assert_queries_match_scan(&store, &selectors);
+    let store = store.with_label_index();
+    assert_label_index_consistent(&store);
+    assert_queries_match_scan(&store, &selectors);
+    store.set_label_index(false);
+    assert!(store.cache.inner.read().labels.is_none());
+    assert_queries_match_scan(&store, &selectors);
+}
+
+#[test]
+fn selector_queries_without_namespace_index_scan() {
+    let mut rng = fastrand::Rng::with_seed(11);
+    let store = Indexer::<Pod>::default().with_label_index();
+    for _ in 0..60 {
+        store.add(random_pod(&mut rng).into());
+    }
+    let selectors: Vec<LabelSelector> = (0..100).map(|_| random_selector(&mut rng)).collect();
+    assert_queries_match_scan(&store, &selectors);
+}
+
+#[test]
+fn label_index_shares_the_stored_key_and_forgets_empty_entries() {
+    let store = Indexer::<Pod>::with_namespace_index().with_label_index();
+    store.add(labeled_pod("ns", "a", &[("app", "web")]).into());
+    store.update(labeled_pod("ns", "a", &[("app", "db"), ("tier", "1")]).into());
+    let inner = store.cache.inner.read();
+    let (stored, _) = inner.items.get_key_value("ns/a").unwrap();
+    let labels = inner.labels.as_ref().unwrap();
+    let indexed = labels.keys_of("app", "db");
+    assert_eq!(indexed, [ObjectKey::from("ns/a")]);
+    assert!(
+        std::ptr::eq(stored.as_str(), indexed[0].as_str()),
+        "a key added on update is the map's allocation, not a copy"
+    );
+    assert!(labels.keys_of("app", "web").is_empty());
+    drop(inner);
+    store.delete_key("ns/a");
+    assert_label_index_consistent(&store);
+    assert_eq!(format!("{:?}", store.cache.inner.read().labels), "Some(LabelIndex { keys: 0 })");
+}
+
+#[test]
+fn selector_query_reads_only_candidates() {
+    // A cache where the one matching object is the only one the index offers: the answer must
+    // come from the index, not a scan that happens to agree.
+    let store = Indexer::<Pod>::with_namespace_index().with_label_index();
+    for i in 0..100 {
+        store.add(labeled_pod("ns", &format!("p{i}"), &[("app", "bulk")]).into());
+    }
+    store.add(labeled_pod("ns", "rare", &[("app", "rare"), ("tier", "1")]).into());
+    let inner = store.cache.inner.read();
+    let labels = inner.labels.as_ref().unwrap();
+    let plan = |s: &str| {
+        let selector = LabelSelector::parse(s).unwrap();
+        labels.candidates(&selector).map(|c| (c.len(), c.satisfied))
+    };
+    assert_eq!(plan("app=rare"), Some((1, Some(0))));
+    assert_eq!(plan("app in (bulk,rare)"), Some((101, Some(0))));
+    assert_eq!(plan("app,tier"), Some((1, Some(1))), "the smaller set drives");
+    assert_eq!(plan("app=bulk,tier"), Some((1, Some(1))));
+    assert_eq!(plan("tier>0"), Some((1, None)), "`>` needs its value checked");
+    assert_eq!(plan("app=none,tier"), Some((0, Some(0))));
+    assert_eq!(plan("app!=bulk,!tier,app notin (x)"), None, "nothing to narrow by: scan");
+    assert_eq!(plan(""), None);
+}

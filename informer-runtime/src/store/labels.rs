@@ -1,0 +1,305 @@
+//! The label index: object keys by label key and value, so that a label selector query reads the
+//! objects that can match instead of every object.
+//!
+//! Unlike an [`Index`](super::index::Index), it does not call a function that formats
+//! `key=value` strings per object: it diffs the old and new label maps and moves the key only
+//! for the labels that changed, and it stores each distinct label key and value once, however
+//! many objects carry it. Object keys are [`ObjectKey`] clones, sharing the store's allocation.
+//!
+//! Each entry also holds the object itself (another `Arc` of the stored one), so that a query
+//! reads its candidates straight from the index: looking each key up in the store would cost a
+//! hash of the key and two cache misses per candidate, several times what the rest of the query
+//! costs. The price is refreshing those `Arc`s when an object changes but its labels do not.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use super::ObjectKey;
+use crate::resource::Resource;
+use crate::selector::{LabelSelector, Operator};
+
+type Labels = BTreeMap<String, String>;
+
+/// What an object without labels has.
+static NO_LABELS: Labels = BTreeMap::new();
+
+fn labels_of<K: Resource>(obj: Option<&K>) -> &Labels {
+    obj.and_then(|o| o.meta().labels.as_ref()).unwrap_or(&NO_LABELS)
+}
+
+/// Objects by label key, then label value.
+pub(super) struct LabelIndex<K> {
+    keys: HashMap<Box<str>, LabelKey<K>>,
+}
+
+impl<K> Default for LabelIndex<K> {
+    fn default() -> Self {
+        Self { keys: HashMap::new() }
+    }
+}
+
+/// The objects that carry one label key.
+struct LabelKey<K> {
+    /// How many objects carry the key (the sum of the sizes of `values`).
+    count: usize,
+    /// Each object is under exactly one value, so the sets are disjoint.
+    values: HashMap<Box<str>, Members<K>>,
+}
+
+impl<K> Default for LabelKey<K> {
+    fn default() -> Self {
+        Self { count: 0, values: HashMap::new() }
+    }
+}
+
+/// The objects with one label value, by key.
+///
+/// Many label values are carried by a single object (`statefulset.kubernetes.io/pod-name`,
+/// per-object hashes); a table per such value would cost an allocation of four buckets.
+enum Members<K> {
+    One(ObjectKey, Arc<K>),
+    Many(HashMap<ObjectKey, Arc<K>>),
+}
+
+impl<K> Members<K> {
+    fn len(&self) -> usize {
+        match self {
+            Self::One(..) => 1,
+            Self::Many(map) => map.len(),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&ObjectKey, &Arc<K>)> {
+        let (one, many) = match self {
+            Self::One(key, obj) => (Some((key, obj)), None),
+            Self::Many(map) => (None, Some(map)),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
+    }
+
+    /// Adds or refreshes `key`; whether it was absent.
+    fn insert(&mut self, key: &ObjectKey, obj: &Arc<K>) -> bool {
+        match self {
+            Self::One(only, current) if only == key => {
+                *current = Arc::clone(obj);
+                false
+            }
+            Self::One(only, current) => {
+                let map = HashMap::from([
+                    (only.clone(), Arc::clone(current)),
+                    (key.clone(), Arc::clone(obj)),
+                ]);
+                *self = Self::Many(map);
+                true
+            }
+            Self::Many(map) => {
+                if let Some(current) = map.get_mut(key) {
+                    *current = Arc::clone(obj);
+                    false
+                } else {
+                    map.insert(key.clone(), Arc::clone(obj));
+                    true
+                }
+            }
+        }
+    }
+
+    /// Removes `key`; whether it was present, and whether no key is left.
+    fn remove(&mut self, key: &ObjectKey) -> (bool, bool) {
+        let map = match self {
+            Self::One(only, _) => {
+                let found = only == key;
+                return (found, found);
+            }
+            Self::Many(map) => map,
+        };
+        let found = map.remove(key).is_some();
+        let empty = map.is_empty();
+        if map.len() == 1 {
+            // Back to the compact form, so that a value's memory follows its current members.
+            let last = map.drain().next();
+            if let Some((key, obj)) = last {
+                *self = Self::One(key, obj);
+            }
+        }
+        (found, empty)
+    }
+}
+
+/// The objects the index offers for a selector: a superset of its matches.
+pub(super) struct Candidates<'a, K> {
+    /// Disjoint sets: no key is in two of them.
+    sets: Vec<&'a Members<K>>,
+    len: usize,
+    /// The requirement (by position in the selector) every candidate satisfies by construction,
+    /// which the caller need not check again.
+    pub(super) satisfied: Option<usize>,
+}
+
+impl<'a, K> Candidates<'a, K> {
+    /// How many candidates there are.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The candidates, each once.
+    pub(super) fn into_iter(self) -> impl Iterator<Item = (&'a ObjectKey, &'a Arc<K>)> {
+        self.sets.into_iter().flat_map(Members::iter)
+    }
+}
+
+impl<K: Resource> LabelIndex<K> {
+    /// Moves `key` from the labels of `old` to those of `new` (`None`: no object), and makes
+    /// every entry of `key` hold `new`.
+    pub(super) fn update(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&Arc<K>>) {
+        if let (Some(old), Some(new)) = (old, new) {
+            if std::ptr::eq(old, Arc::as_ptr(new)) {
+                return;
+            }
+        }
+        let (old_labels, new_labels) = (labels_of(old), labels_of(new.map(|n| &**n)));
+        for (name, value) in old_labels {
+            if new_labels.get(name) != Some(value) {
+                self.remove(key, name, value);
+            }
+        }
+        let Some(new) = new else { return };
+        for (name, value) in new_labels {
+            // Unchanged labels too: their entries still hold the old object.
+            self.insert(key, name, value, new);
+        }
+    }
+
+    fn insert(&mut self, key: &ObjectKey, name: &str, value: &str, obj: &Arc<K>) {
+        // Look up before inserting: the strings are copied only for a key or value never seen.
+        let label = match self.keys.get_mut(name) {
+            Some(label) => label,
+            None => self.keys.entry(name.into()).or_default(),
+        };
+        let added = if let Some(members) = label.values.get_mut(value) {
+            members.insert(key, obj)
+        } else {
+            label.values.insert(value.into(), Members::One(key.clone(), Arc::clone(obj)));
+            true
+        };
+        if added {
+            label.count += 1;
+        }
+    }
+
+    fn remove(&mut self, key: &ObjectKey, name: &str, value: &str) {
+        let Some(label) = self.keys.get_mut(name) else { return };
+        let Some(members) = label.values.get_mut(value) else { return };
+        let (found, emptied) = members.remove(key);
+        if emptied {
+            label.values.remove(value);
+        }
+        if found {
+            label.count -= 1;
+        }
+        // As with the other indices: no empty entry may outlive its last object.
+        if label.values.is_empty() {
+            self.keys.remove(name);
+        }
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.keys.clear();
+    }
+
+    /// The smallest set of candidates the index can offer for `selector`, or `None` when no
+    /// requirement of it narrows the search (only `!=`, `notin` and `!key`, which match objects
+    /// without the label, or no requirement at all).
+    pub(super) fn candidates(&self, selector: &LabelSelector) -> Option<Candidates<'_, K>> {
+        // Sizes first: building the set list of a requirement that loses would be wasted work.
+        let mut best: Option<(usize, usize, bool)> = None;
+        for (position, requirement) in selector.requirements().iter().enumerate() {
+            let label = self.keys.get(requirement.key());
+            let (len, exact) = match requirement.operator() {
+                Operator::Equals | Operator::DoubleEquals | Operator::In => {
+                    let sizes = requirement.values().filter_map(|v| label?.values.get(v));
+                    (sizes.map(Members::len).sum(), true)
+                }
+                Operator::Exists => (label.map_or(0, |l| l.count), true),
+                // They need the label, but also an integer value the index does not know.
+                Operator::GreaterThan | Operator::LessThan => (label.map_or(0, |l| l.count), false),
+                Operator::NotEquals | Operator::NotIn | Operator::DoesNotExist => continue,
+            };
+            // Ties go to an exact requirement: its candidates need no check.
+            let better = best.is_none_or(|(best_len, _, best_exact)| {
+                len < best_len || len == best_len && exact && !best_exact
+            });
+            if better {
+                best = Some((len, position, exact));
+            }
+        }
+        let (len, position, exact) = best?;
+        let requirement = &selector.requirements()[position];
+        let sets = match (self.keys.get(requirement.key()), requirement.operator()) {
+            (None, _) => Vec::new(),
+            (Some(label), Operator::Equals | Operator::DoubleEquals | Operator::In) => {
+                requirement.values().filter_map(|v| label.values.get(v)).collect()
+            }
+            (Some(label), _) => label.values.values().collect(),
+        };
+        Some(Candidates { sets, len, satisfied: exact.then_some(position) })
+    }
+}
+
+impl<K> std::fmt::Debug for LabelIndex<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LabelIndex").field("keys", &self.keys.len()).finish()
+    }
+}
+
+#[cfg(test)]
+impl<K: Resource> LabelIndex<K> {
+    /// The keys under `name=value`, sorted.
+    pub(super) fn keys_of(&self, name: &str, value: &str) -> Vec<ObjectKey> {
+        let members = self.keys.get(name).and_then(|l| l.values.get(value));
+        let mut keys: Vec<ObjectKey> =
+            members.into_iter().flat_map(Members::iter).map(|(k, _)| k.clone()).collect();
+        keys.sort();
+        keys
+    }
+
+    /// Checks the index against `objects`: what it would be if built from scratch, with each
+    /// entry holding the stored object itself.
+    pub(super) fn assert_consistent<'a>(
+        &self,
+        objects: impl IntoIterator<Item = (&'a ObjectKey, &'a Arc<K>)>,
+    ) {
+        let mut rebuilt = Self::default();
+        let mut stored = HashMap::new();
+        for (key, obj) in objects {
+            rebuilt.update(key, None, Some(obj));
+            stored.insert(key.clone(), Arc::clone(obj));
+        }
+        for label in self.keys.values() {
+            for (key, obj) in label.values.values().flat_map(Members::iter) {
+                assert!(Arc::ptr_eq(obj, &stored[key]), "{key} holds a stale object");
+            }
+        }
+        let flatten = |index: &Self| {
+            let mut entries: Vec<(String, String, Vec<ObjectKey>, usize)> = Vec::new();
+            for (name, label) in &index.keys {
+                let mut total = 0;
+                for (value, members) in &label.values {
+                    assert!(members.len() > 0, "an empty set for {name}={value}");
+                    assert!(
+                        !matches!(members, Members::Many(map) if map.len() < 2),
+                        "a set of one for {name}={value}"
+                    );
+                    let mut keys: Vec<ObjectKey> = members.iter().map(|(k, _)| k.clone()).collect();
+                    keys.sort();
+                    total += keys.len();
+                    entries.push((name.to_string(), value.to_string(), keys, label.count));
+                }
+                assert_eq!(total, label.count, "the count of {name}");
+            }
+            entries.sort();
+            entries
+        };
+        assert_eq!(flatten(self), flatten(&rebuilt));
+    }
+}
