@@ -1078,7 +1078,11 @@ mod real {
         crds: &[Crd],
         tally: &mut Tally,
     ) {
-        let factory = SharedInformerFactory::builder(client.clone()).namespace(namespace).build();
+        // Cached objects are compared with a GET field by field, managedFields included.
+        let factory = SharedInformerFactory::builder(client.clone())
+            .namespace(namespace)
+            .keep_managed_fields(true)
+            .build();
         factory.register_custom_resources();
         let informers: Vec<(&Generated, GenericInformer)> = served
             .iter()
