@@ -414,6 +414,16 @@ impl<K: Resource> ReflectorStore<K> for DeltaFifo<K> {
         }
     }
 
+    /// Only without a transform: the cache holds transformed objects, and one of those in place
+    /// of a listed object would be transformed twice.
+    fn unchanged(&self, listed: &K) -> Option<Arc<K>> {
+        if self.transform.is_some() {
+            return None;
+        }
+        let known = self.known_objects.as_ref()?;
+        crate::queue::same_version(known.get_by_key(ObjectKey::of(listed).as_str()), listed)
+    }
+
     fn resync(&self) {
         let Some(known) = &self.known_objects else { return };
         let mut state = self.state.lock();

@@ -289,7 +289,41 @@ pub trait ListerWatcher<K>: Send + Sync + 'static {
     fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ObjectList<K>, Error>>;
     /// A stream of changes.
     fn watch(&self, options: &WatchOptions) -> BoxFuture<'_, Result<WatchStream<K>, Error>>;
+
+    /// One page, like [`list`](Self::list), where each item for which `reuse` finds an object is
+    /// replaced by that object.
+    ///
+    /// The reflector lists this way, with a `reuse` that finds the cached object of the same
+    /// key and resource version: after a relist, an unchanged object is then held once, not
+    /// twice. The default lists and then swaps; the HTTP lister-watcher swaps each item as soon
+    /// as it is decoded, so a relist of unchanged objects never holds a second copy of the
+    /// cache.
+    fn list_reusing(
+        &self,
+        options: &ListOptions,
+        reuse: ReuseFn<K>,
+    ) -> BoxFuture<'_, Result<ObjectList<K>, Error>>
+    where
+        K: Send + Sync + 'static,
+    {
+        let listing = self.list(options);
+        Box::pin(async move {
+            let mut page = listing.await?;
+            for item in &mut page.items {
+                if let Some(known) = reuse(item) {
+                    *item = known;
+                }
+            }
+            Ok(page)
+        })
+    }
 }
+
+/// Finds an object to hold in place of one just listed: see [`ListerWatcher::list_reusing`].
+///
+/// It must return only an object equal to its argument (the reflector's checks the key and the
+/// resource version).
+pub type ReuseFn<K> = Arc<dyn Fn(&K) -> Option<Arc<K>> + Send + Sync>;
 
 impl<K, T: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<T> {
     fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ObjectList<K>, Error>> {
@@ -298,6 +332,17 @@ impl<K, T: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<T> {
 
     fn watch(&self, options: &WatchOptions) -> BoxFuture<'_, Result<WatchStream<K>, Error>> {
         (**self).watch(options)
+    }
+
+    fn list_reusing(
+        &self,
+        options: &ListOptions,
+        reuse: ReuseFn<K>,
+    ) -> BoxFuture<'_, Result<ObjectList<K>, Error>>
+    where
+        K: Send + Sync + 'static,
+    {
+        (**self).list_reusing(options, reuse)
     }
 }
 

@@ -24,6 +24,21 @@ pub trait ReflectorStore<K>: Send + Sync {
     fn replace(&self, list: Vec<Arc<K>>, resource_version: &str);
     /// Replays what is already known, so that handlers asking for periodic resync get it.
     fn resync(&self);
+
+    /// The object held for `listed`'s key, if it has `listed`'s resource version and so is the
+    /// same object: lists hold it in place of `listed` (see
+    /// [`ListerWatcher::list_reusing`](crate::listwatch::ListerWatcher::list_reusing)), so that
+    /// a relist of unchanged objects costs no second copy of them. The default finds none.
+    fn unchanged(&self, listed: &K) -> Option<Arc<K>> {
+        let _ = listed;
+        None
+    }
+}
+
+/// `held` if it is the same version of the same object as `listed`.
+pub(crate) fn same_version<K: crate::Resource>(held: Option<Arc<K>>, listed: &K) -> Option<Arc<K>> {
+    let version = listed.meta().resource_version.as_deref().filter(|v| !v.is_empty())?;
+    held.filter(|held| held.meta().resource_version.as_deref() == Some(version))
 }
 
 /// The queue ended: closed and drained.
@@ -72,4 +87,9 @@ impl<K: crate::Resource> ReflectorStore<K> for crate::store::Indexer<K> {
 
     // A plain cache has nothing to replay into.
     fn resync(&self) {}
+
+    fn unchanged(&self, listed: &K) -> Option<Arc<K>> {
+        let key = crate::store::ObjectKey::of(listed);
+        same_version(self.get_by_key(key.as_str()), listed)
+    }
 }

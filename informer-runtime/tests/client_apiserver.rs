@@ -216,3 +216,57 @@ async fn an_informer_follows_dropped_watches_and_compaction() {
     .await;
     within(factory.shutdown()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relist_keeps_the_cached_copy_of_every_unchanged_object() {
+    let (server, client) = start().await;
+    for i in 0..30 {
+        within(client.create(Some("default"), &pod(&format!("r-{i:02}")))).await.unwrap();
+    }
+    let factory = SharedInformerFactory::builder(client.clone()).build();
+    let (changed_tx, mut changed) = tokio::sync::watch::channel(0_u64);
+    let changed_tx = Arc::new(changed_tx);
+    let (on_add, on_update) = (Arc::clone(&changed_tx), changed_tx);
+    factory
+        .informer::<Pod>()
+        .add_event_handler(
+            HandlerFuncs::new()
+                .on_add(move |_, _| on_add.send_modify(|n| *n += 1))
+                .on_update(move |_, _| on_update.send_modify(|n| *n += 1)),
+        )
+        .unwrap();
+    factory.start();
+    assert!(within(factory.wait_for_cache_sync(DEADLINE)).await.all_synced());
+    within(server.wait_for_watches(1)).await;
+    let lister = factory.lister::<Pod>();
+    let before: Vec<Arc<Pod>> =
+        (0..30).map(|i| lister.namespace("default").get(&format!("r-{i:02}")).unwrap()).collect();
+
+    // Changes the stalled watch never delivers; then its version is compacted away, so the
+    // re-watch gets 410 Expired and the informer relists.
+    assert_eq!(server.stall_watches(), 1);
+    for i in 0..3 {
+        let patch = serde_json::json!({"metadata": {"labels": {"round": "2"}}});
+        within(client.patch_merge::<Pod>(Some("default"), &format!("r-{i:02}"), &patch))
+            .await
+            .unwrap();
+    }
+    server.compact();
+    server.drop_watches();
+    within(async {
+        loop {
+            let (cached, served) = cached_and_served(&factory, &server);
+            if cached == served {
+                return;
+            }
+            changed.changed().await.unwrap();
+        }
+    })
+    .await;
+
+    for (i, held) in before.iter().enumerate() {
+        let now = lister.namespace("default").get(&format!("r-{i:02}")).unwrap();
+        assert_eq!(Arc::ptr_eq(&now, held), i >= 3, "r-{i:02}: shared only when unchanged");
+    }
+    within(factory.shutdown()).await;
+}

@@ -107,6 +107,83 @@ async fn large_pages_decode_off_the_runtime_thread() {
     assert_eq!(listed.resource_version, "100");
 }
 
+/// A list body in chunks of `size`, as a server that streams its answer sends it (no length).
+fn chunked_list(body: &str, size: usize, end: End) -> Reply {
+    Reply::Chunked { status: 200, chunks: cut(body, size), end }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_list_is_decoded_while_its_chunks_arrive() {
+    let body = page(&names("streamed", 1500), Some("next"));
+    assert!(body.len() > 64 * 1024);
+    for size in [7, 1000, 64 * 1024] {
+        let reply = chunked_list(&body, size, End::Clean);
+        let server = Server::start(move |_| reply.clone()).await;
+        let pods = client(&server).lister_watcher::<Pod>(None);
+        let listed = within(pods.list(&ListOptions::default())).await.unwrap();
+        let names: Vec<_> = listed.items.iter().map(|p| p.metadata.name.clone().unwrap()).collect();
+        assert_eq!(names, self::names("streamed", 1500), "chunks of {size}");
+        assert_eq!(listed.resource_version, "100");
+        assert_eq!(listed.continue_token.as_deref(), Some("next"));
+    }
+}
+
+#[tokio::test]
+async fn a_list_cut_off_mid_body_is_a_transport_error() {
+    let body = page(&names("cut", 1500), None);
+    let reply = chunked_list(&body[..body.len() / 2], 4096, End::Cut);
+    let server = Server::start(move |_| reply.clone()).await;
+    let pods = client(&server).lister_watcher::<Pod>(None);
+    let error = within(pods.list(&ListOptions::default())).await.unwrap_err();
+    assert!(matches!(error, Error::Transport(_)), "{error}");
+}
+
+#[tokio::test]
+async fn a_streamed_list_that_is_not_a_list_names_the_item_and_byte() {
+    let good = page(&names("good", 1000), None);
+    // The 501st item has a number for a name.
+    let bad = good.replacen(r#""name":"good-500""#, r#""name":500"#, 1);
+    let at = bad.find(r#""name":500"#).unwrap() + r#""name":"#.len();
+    let reply = chunked_list(&bad, 333, End::Clean);
+    let server = Server::start(move |_| reply.clone()).await;
+    let pods = client(&server).lister_watcher::<Pod>(None);
+    let Error::Decode(message) = within(pods.list(&ListOptions::default())).await.unwrap_err()
+    else {
+        panic!("expected a decode error");
+    };
+    assert!(message.starts_with("pods list: item 500: invalid type: integer `500`"), "{message}");
+    // serde_json places the fault at or just after the number.
+    let byte: usize =
+        message.rsplit("(byte ").next().unwrap().trim_end_matches(')').parse().unwrap();
+    assert!((at..=at + 3).contains(&byte), "{message}: the number is at byte {at}");
+}
+
+#[tokio::test]
+async fn listing_reuses_the_objects_it_is_given_for_unchanged_items() {
+    let body = page(&names("kept", 300), None);
+    let reply = chunked_list(&body, 512, End::Clean);
+    let server = Server::start(move |_| reply.clone()).await;
+    let pods = client(&server).lister_watcher::<Pod>(None);
+    let first = within(pods.list(&ListOptions::default())).await.unwrap();
+    // Every other item is known at the version it is listed at; the rest at another version.
+    let known: Arc<std::collections::HashMap<String, Arc<Pod>>> = Arc::new(
+        first.items.iter().map(|p| (p.metadata.name.clone().unwrap(), Arc::clone(p))).collect(),
+    );
+    let lookup = Arc::clone(&known);
+    let reuse: informer_runtime::listwatch::ReuseFn<Pod> = Arc::new(move |listed: &Pod| {
+        let name = listed.metadata.name.as_deref()?;
+        let index: usize = name.rsplit('-').next()?.parse().ok()?;
+        (index % 2 == 0).then(|| Arc::clone(&lookup[name]))
+    });
+    let second = within(pods.list_reusing(&ListOptions::default(), reuse)).await.unwrap();
+    assert_eq!(second.items.len(), 300);
+    for (i, pod) in second.items.iter().enumerate() {
+        let held = &known[pod.metadata.name.as_deref().unwrap()];
+        assert_eq!(Arc::ptr_eq(pod, held), i % 2 == 0, "item {i}");
+        assert_eq!(**pod, **held);
+    }
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn an_informer_syncs_every_page_over_http() {
     let server = Server::start(|request| {

@@ -1,53 +1,45 @@
-//! One list response body to one typed page, in a single pass and without copies.
+//! One list response body to one typed page, decoded part by part while it arrives.
 //!
-//! Where lists enter the data flow: the HTTP lister-watcher hands the body bytes of one list
-//! response to [`decode_list_page`], which deserializes `{metadata, items}` straight into
-//! `Vec<Arc<K>>` (no untyped JSON tree, no intermediate `Vec<K>`). The list's `metadata` comes
-//! before `items` in what API servers write, so the continue token is known, and reported to a
-//! callback, before the items are decoded: the caller uses that to start fetching the next page
-//! while this one is still being decoded.
+//! Where lists enter the data flow: the HTTP lister-watcher pushes the body of one list response
+//! into a [`PageDecoder`], chunk by chunk as the socket delivers it. The
+//! [splitter](super::list_split) cuts out each part as soon as it is complete, and each item is
+//! deserialized on its own, straight into its `Arc<K>` (no untyped JSON tree, no intermediate
+//! `Vec<K>`, and never the whole body in memory). The list's `metadata` comes before `items` in
+//! what API servers write, so the continue token is known, and reported to a callback, before
+//! any item is decoded: the caller uses that to start fetching the next page meanwhile.
 //!
 //! Unless told to keep it, each item's `metadata.managedFields` is skipped while decoding (see
-//! [`prune`](super::prune)): it is never allocated.
+//! [`prune`](super::prune)): it is never allocated. With a [`ReuseFn`], an item the cache
+//! already holds unchanged is dropped as soon as it is decoded, and the cached object stands in
+//! for it.
 
-use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, IgnoredAny};
 
-use super::error::decode_error;
+use super::error::{byte_offset, json_error_message};
+use super::list_split::{ListSplitter, Piece, SplitError};
 use super::prune::ObjectSeed;
-use crate::listwatch::{Error, ObjectList};
+use crate::listwatch::{Error, ObjectList, ReuseFn};
 use crate::resource::Resource;
 
-/// Decodes one page of a list of `resource` from its body.
-///
-/// `on_continue` is called with the continue token as soon as the list's metadata has been read,
-/// before the items are (at most once, and only for a non-empty token). Items keep their
-/// `metadata.managedFields` only when `keep_managed_fields` is set.
+/// Decodes one page of a list of `resource` from its whole body; see [`PageDecoder`].
 ///
 /// # Errors
 ///
 /// [`Error::Decode`] naming the resource, the item and the byte offset of the fault.
+#[cfg(test)]
 pub(crate) fn decode_list_page<K: Resource>(
     body: &[u8],
     resource: &str,
     keep_managed_fields: bool,
     on_continue: impl FnOnce(&str),
 ) -> Result<ObjectList<K>, Error> {
-    let mut deserializer = serde_json::Deserializer::from_slice(body);
-    let seed = PageSeed::<K, _> {
-        on_continue: Some(on_continue),
-        keep_managed_fields,
-        _kind: PhantomData,
-    };
-    let page = seed
-        .deserialize(&mut deserializer)
-        .and_then(|page| deserializer.end().map(|()| page))
-        .map_err(|e| decode_error(resource, "list", body, &e))?;
-    Ok(page)
+    let mut decoder = PageDecoder::new(resource.into(), keep_managed_fields, on_continue);
+    decoder.push(body)?;
+    decoder.finish()
 }
 
 /// The list's metadata: the part of `ListMeta` the reflector needs.
@@ -59,157 +51,119 @@ struct ListMeta {
     continue_token: Option<String>,
 }
 
-struct PageSeed<K, F> {
-    on_continue: Option<F>,
+/// Decodes one list page from its body, pushed in chunks.
+///
+/// `on_continue` is called with the continue token as soon as the list's metadata has been read,
+/// before the items are (at most once, and only for a non-empty token). Items keep their
+/// `metadata.managedFields` only when `keep_managed_fields` is set.
+pub(crate) struct PageDecoder<K, F> {
+    splitter: ListSplitter,
+    resource: Arc<str>,
     keep_managed_fields: bool,
+    on_continue: Option<F>,
+    reuse: Option<ReuseFn<K>>,
+    meta: ListMeta,
+    items: Vec<Arc<K>>,
     _kind: PhantomData<fn() -> K>,
 }
 
-impl<'de, K: Resource, F: FnOnce(&str)> DeserializeSeed<'de> for PageSeed<K, F> {
-    type Value = ObjectList<K>;
-
-    fn deserialize<D: de::Deserializer<'de>>(
-        self,
-        deserializer: D,
-    ) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_map(self)
-    }
-}
-
-impl<'de, K: Resource, F: FnOnce(&str)> Visitor<'de> for PageSeed<K, F> {
-    type Value = ObjectList<K>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "a {}List", K::KIND)
+impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
+    pub(crate) fn new(resource: Arc<str>, keep_managed_fields: bool, on_continue: F) -> Self {
+        Self {
+            splitter: ListSplitter::new(),
+            resource,
+            keep_managed_fields,
+            on_continue: Some(on_continue),
+            reuse: None,
+            meta: ListMeta::default(),
+            items: Vec::new(),
+            _kind: PhantomData,
+        }
     }
 
-    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut meta = ListMeta::default();
-        let mut items = Vec::new();
-        while let Some(field) = map.next_key::<Field>()? {
-            match field {
-                Field::Metadata => {
-                    meta = map.next_value::<Option<ListMeta>>()?.unwrap_or_default();
-                    if let Some(token) = meta.continue_token.as_deref().filter(|t| !t.is_empty()) {
-                        if let Some(on_continue) = self.on_continue.take() {
-                            on_continue(token);
-                        }
+    /// Holds `reuse`'s object in place of each item it finds one for.
+    pub(crate) fn reusing(mut self, reuse: Option<ReuseFn<K>>) -> Self {
+        self.reuse = reuse;
+        self
+    }
+
+    /// Decodes every part `chunk` completes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Decode`] naming the resource, the part and the byte offset of the fault.
+    pub(crate) fn push(&mut self, chunk: &[u8]) -> Result<(), Error> {
+        self.splitter.push(chunk);
+        loop {
+            let piece = match self.splitter.next_piece() {
+                Ok(Some(piece)) => piece,
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(split_error(&self.resource, &e)),
+            };
+            match piece {
+                Piece::Member { key: "metadata", value, offset } => {
+                    let meta: Option<ListMeta> = serde_json::from_slice(value)
+                        .map_err(|e| part_error(&self.resource, "metadata", value, offset, &e))?;
+                    self.meta = meta.unwrap_or_default();
+                    let token = self.meta.continue_token.as_deref().filter(|t| !t.is_empty());
+                    if let (Some(token), Some(on_continue)) = (token, self.on_continue.take()) {
+                        on_continue(token);
                     }
                 }
-                Field::Items => {
-                    let seed = ItemsSeed::<K>::new(self.keep_managed_fields);
-                    items = map.next_value_seed(seed)?;
+                Piece::Member { key: "items", value, offset } => {
+                    // Arrays were split into items; what is left may only be `null`.
+                    serde_json::from_slice::<Option<[IgnoredAny; 0]>>(value)
+                        .map_err(|e| part_error(&self.resource, "items", value, offset, &e))?;
                 }
-                Field::Other => {
-                    map.next_value::<IgnoredAny>()?;
+                Piece::Member { key, value, offset } => {
+                    serde_json::from_slice::<IgnoredAny>(value)
+                        .map_err(|e| part_error(&self.resource, key, value, offset, &e))?;
+                }
+                Piece::Item { value, offset } => {
+                    let mut deserializer = serde_json::Deserializer::from_slice(value);
+                    let item = ObjectSeed::<K>::new(self.keep_managed_fields)
+                        .deserialize(&mut deserializer)
+                        .and_then(|item| deserializer.end().map(|()| item))
+                        .map_err(|e| {
+                            let what = format!("item {}", self.items.len());
+                            part_error(&self.resource, &what, value, offset, &e)
+                        })?;
+                    let known = self.reuse.as_ref().and_then(|reuse| reuse(&item));
+                    self.items.push(known.unwrap_or_else(|| Arc::new(item)));
                 }
             }
         }
+    }
+
+    /// The page, once the whole body has been pushed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Decode`] if the body ended before the list did.
+    pub(crate) fn finish(mut self) -> Result<ObjectList<K>, Error> {
+        self.splitter.finish().map_err(|e| split_error(&self.resource, &e))?;
         Ok(ObjectList {
-            items,
-            resource_version: meta.resource_version.unwrap_or_default(),
-            continue_token: meta.continue_token.filter(|t| !t.is_empty()),
+            items: self.items,
+            resource_version: self.meta.resource_version.unwrap_or_default(),
+            continue_token: self.meta.continue_token.filter(|t| !t.is_empty()),
         })
     }
 }
 
-/// The fields of a list object this decoder looks at.
-enum Field {
-    Metadata,
-    Items,
-    Other,
+fn split_error(resource: &str, error: &SplitError) -> Error {
+    Error::Decode(format!("{resource} list: {error}"))
 }
 
-impl<'de> Deserialize<'de> for Field {
-    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct FieldVisitor;
-        impl Visitor<'_> for FieldVisitor {
-            type Value = Field;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a field name")
-            }
-
-            fn visit_str<E: de::Error>(self, name: &str) -> Result<Field, E> {
-                Ok(match name {
-                    "metadata" => Field::Metadata,
-                    "items" => Field::Items,
-                    _ => Field::Other,
-                })
-            }
-        }
-        deserializer.deserialize_identifier(FieldVisitor)
-    }
-}
-
-/// `items`: an array (or `null`) of `K`, each put in its `Arc` as it is decoded.
-struct ItemsSeed<K> {
-    keep_managed_fields: bool,
-    _kind: PhantomData<fn() -> K>,
-}
-
-impl<K> ItemsSeed<K> {
-    fn new(keep_managed_fields: bool) -> Self {
-        Self { keep_managed_fields, _kind: PhantomData }
-    }
-}
-
-impl<'de, K: Resource> DeserializeSeed<'de> for ItemsSeed<K> {
-    type Value = Vec<Arc<K>>;
-
-    fn deserialize<D: de::Deserializer<'de>>(
-        self,
-        deserializer: D,
-    ) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_option(self)
-    }
-}
-
-impl<'de, K: Resource> Visitor<'de> for ItemsSeed<K> {
-    type Value = Vec<Arc<K>>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "an array of {}", K::KIND)
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Vec::new())
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Vec::new())
-    }
-
-    fn visit_some<D: de::Deserializer<'de>>(
-        self,
-        deserializer: D,
-    ) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_seq(self)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        loop {
-            match seq.next_element_seed(ObjectSeed::<K>::new(self.keep_managed_fields)) {
-                Ok(Some(item)) => items.push(Arc::new(item)),
-                Ok(None) => return Ok(items),
-                Err(e) => {
-                    // Name the item; the position is added again by the outer layer.
-                    let message = describe(&e);
-                    return Err(de::Error::custom(format_args!("item {}: {message}", items.len())));
-                }
-            }
-        }
-    }
-}
-
-/// The message of a nested error without `serde_json`'s position (the outer layer adds it).
-fn describe(error: &impl fmt::Display) -> String {
-    let mut text = error.to_string();
-    if let Some(at) = text.rfind(" at line ") {
-        text.truncate(at);
-    }
-    text
+/// A decode error in one part of a list body, placed in the whole body.
+fn part_error(
+    resource: &str,
+    what: &str,
+    part: &[u8],
+    offset: u64,
+    error: &serde_json::Error,
+) -> Error {
+    let at = offset + byte_offset(part, error) as u64;
+    Error::Decode(format!("{resource} list: {what}: {} (byte {at})", json_error_message(error)))
 }
 
 #[cfg(test)]

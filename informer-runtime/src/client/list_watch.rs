@@ -5,18 +5,23 @@
 //! [`ListerWatcher::list`] and [`ListerWatcher::watch`]; the bytes come from the API server
 //! through [`Client`].
 //!
-//! # Lists: the next page while this one decodes
+//! # Lists: decoded while they arrive, the next page while this one decodes
+//!
+//! A list body is decoded as it streams in, on tokio's blocking pool: a [`PageDecoder`] takes
+//! the chunks the socket delivers and decodes each item once its last byte is in. Neither the
+//! whole body nor a second copy of the items is ever held, and decoding overlaps the transfer.
+//! That matters most for the first list, which the reflector makes at resource version 0: API
+//! servers answer it from their watch cache in one response, whatever the limit. Bodies known to
+//! be at most [`INLINE_DECODE_MAX`] bytes are read whole and decoded on the calling task.
 //!
 //! The reflector asks for one page at a time and asks for the next one with the continue token
 //! of the previous (and its selectors and limit, with no resource version). The list's metadata
-//! comes before its items in the body, so [`decode_list_page`] reports the continue token before
-//! it decodes the items; at that moment this lister-watcher starts fetching exactly that next
+//! comes before its items in the body, so the decoder reports the continue token before it
+//! decodes the items; at that moment this lister-watcher starts fetching exactly that next
 //! page in a task. When the reflector then asks for it, the request is already under way or
 //! done. A prefetched page is cancelled and dropped when the next list asks for something else
 //! or fails, or when the lister-watcher is dropped; at most one page is held. A caller that
-//! reads only the first page of a paginated list therefore causes one unused request. Bodies
-//! larger than [`INLINE_DECODE_MAX`] are decoded on tokio's blocking pool, so the prefetch makes
-//! progress even on a current-thread runtime.
+//! reads only the first page of a paginated list therefore causes one unused request.
 //!
 //! # Watches: an idle deadline
 //!
@@ -39,9 +44,11 @@ use tokio::task::JoinHandle;
 
 use super::Client;
 use super::error::{cause_chain, io_kind_in_chain, transport_error};
-use super::list_page::decode_list_page;
+use super::list_page::PageDecoder;
 use super::request::{collection_url, resource_name, set_list_query, set_watch_query};
-use crate::listwatch::{Error, ListOptions, ListerWatcher, ObjectList, WatchOptions, WatchStream};
+use crate::listwatch::{
+    Error, ListOptions, ListerWatcher, ObjectList, ReuseFn, WatchOptions, WatchStream,
+};
 use crate::resource::Resource;
 use crate::watch::decode::{Decoded, WatchDecoder};
 
@@ -91,34 +98,32 @@ impl<K: Resource> HttpListerWatcher<K> {
         }
     }
 
-    async fn list_page(&self, options: ListOptions) -> Result<ObjectList<K>, Error> {
+    async fn list_page(
+        &self,
+        options: ListOptions,
+        reuse: Option<ReuseFn<K>>,
+    ) -> Result<ObjectList<K>, Error> {
         let prefetched = {
             let mut slot = self.prefetch.lock();
             // A prefetch for other options is dropped here, which cancels it.
             slot.take().filter(|p| p.options == options)
         };
-        let body = match prefetched {
+        let url = self.url(&options);
+        let keep = options.keep_managed_fields;
+        let decoder = PageDecoder::new(Arc::clone(&self.resource), keep, self.prefetcher(options))
+            .reusing(reuse);
+        let decoded = match prefetched {
             Some(mut prefetch) => {
                 tracing::trace!(resource = %self.resource, "using the prefetched page");
                 match (&mut prefetch.task.0).await {
-                    Ok(fetched) => fetched?,
-                    Err(join) => return Err(Error::Transport(format!("page prefetch: {join}"))),
+                    Ok(fetched) => decode_body(fetched?, decoder).await,
+                    Err(join) => Err(Error::Transport(format!("page prefetch: {join}"))),
                 }
             }
-            None => fetch_page(&self.client, self.url(&options)).await?,
-        };
-        let keep = options.keep_managed_fields;
-        let start_next = self.prefetcher(options);
-        let resource = Arc::clone(&self.resource);
-        let decoded = if body.len() <= INLINE_DECODE_MAX {
-            decode_list_page(&body, &resource, keep, start_next)
-        } else {
-            tokio::task::spawn_blocking(move || {
-                decode_list_page(&body, &resource, keep, start_next)
-            })
-            .await
-            .map_err(|join| Error::Decode(format!("{} list: decoding task: {join}", self.resource)))
-            .and_then(|page| page)
+            None => match self.client.send(Method::GET, url, None).await {
+                Ok(response) => decode_response(response, decoder).await,
+                Err(e) => Err(e),
+            },
         };
         if decoded.is_err() {
             // The list failed: the page prefetched for it will not be asked for.
@@ -173,7 +178,15 @@ impl<K: Resource> HttpListerWatcher<K> {
 
 impl<K: Resource> ListerWatcher<K> for HttpListerWatcher<K> {
     fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ObjectList<K>, Error>> {
-        Box::pin(self.list_page(options.clone()))
+        Box::pin(self.list_page(options.clone(), None))
+    }
+
+    fn list_reusing(
+        &self,
+        options: &ListOptions,
+        reuse: ReuseFn<K>,
+    ) -> BoxFuture<'_, Result<ObjectList<K>, Error>> {
+        Box::pin(self.list_page(options.clone(), Some(reuse)))
     }
 
     fn watch(&self, options: &WatchOptions) -> BoxFuture<'_, Result<WatchStream<K>, Error>> {
@@ -190,10 +203,81 @@ impl<K> std::fmt::Debug for HttpListerWatcher<K> {
     }
 }
 
-/// GETs a list page and reads its whole body.
+/// GETs a list page and reads its whole body (a prefetch: at most one page of a paginated list).
 async fn fetch_page(client: &Client, url: url::Url) -> Result<Bytes, Error> {
     let response = client.send(Method::GET, url, None).await?;
     response.bytes().await.map_err(|e| transport_error(&e))
+}
+
+/// How many body chunks may wait for the decoder: reading runs ahead of decoding by that much.
+const CHUNKS_AHEAD: usize = 64;
+
+/// Decodes a page from a body read whole: inline when small, on the blocking pool otherwise.
+async fn decode_body<K, F>(
+    body: Bytes,
+    mut decoder: PageDecoder<K, F>,
+) -> Result<ObjectList<K>, Error>
+where
+    K: Resource,
+    F: FnOnce(&str) + Send + 'static,
+{
+    if body.len() <= INLINE_DECODE_MAX {
+        decoder.push(&body)?;
+        return decoder.finish();
+    }
+    tokio::task::spawn_blocking(move || {
+        decoder.push(&body)?;
+        decoder.finish()
+    })
+    .await
+    .map_err(|join| Error::Decode(format!("list: decoding task: {join}")))?
+}
+
+/// Decodes a page from a response while its body arrives: a task on the blocking pool decodes
+/// the chunks this one reads, so decoding overlaps the transfer and the body is never held whole.
+async fn decode_response<K, F>(
+    response: reqwest::Response,
+    mut decoder: PageDecoder<K, F>,
+) -> Result<ObjectList<K>, Error>
+where
+    K: Resource,
+    F: FnOnce(&str) + Send + 'static,
+{
+    let small = response.content_length().is_some_and(|len| len <= INLINE_DECODE_MAX as u64);
+    if small {
+        let body = response.bytes().await.map_err(|e| transport_error(&e))?;
+        decoder.push(&body)?;
+        return decoder.finish();
+    }
+    let (chunks, mut pending) = tokio::sync::mpsc::channel::<Bytes>(CHUNKS_AHEAD);
+    let decoding = tokio::task::spawn_blocking(move || {
+        while let Some(chunk) = pending.blocking_recv() {
+            decoder.push(&chunk)?;
+        }
+        decoder.finish()
+    });
+    let mut body = response.bytes_stream();
+    let mut read = Ok(());
+    while let Some(chunk) = body.next().await {
+        match chunk {
+            // A closed channel: the decoder stopped at an error, which it returns below.
+            Ok(chunk) => {
+                if chunks.send(chunk).await.is_err() {
+                    break;
+                }
+            }
+            Err(e) => {
+                read = Err(transport_error(&e));
+                break;
+            }
+        }
+    }
+    drop(chunks);
+    let decoded =
+        decoding.await.map_err(|join| Error::Decode(format!("list: decoding task: {join}")))?;
+    // A broken transfer also leaves the decoder with a truncated list; the transfer is the cause.
+    read?;
+    decoded
 }
 
 /// Why reading a chunk of a watch body failed.

@@ -35,6 +35,7 @@ mod config;
 mod error;
 mod kubeconfig;
 mod list_page;
+mod list_split;
 mod list_watch;
 pub(crate) mod prune;
 mod request;

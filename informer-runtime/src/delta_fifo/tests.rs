@@ -547,3 +547,24 @@ async fn pop_waits_for_an_add() {
     let got = tokio::time::timeout(std::time::Duration::from_secs(5), popper).await;
     assert_eq!(got.expect("pop returned").expect("task ok"), "late@7");
 }
+
+// Not a client-go scenario: lists hold the cached object in place of an unchanged listed one.
+#[test]
+fn unchanged_finds_the_cached_object_of_the_same_version_unless_transforming() {
+    let cached = obj("foo", 5);
+    let f = DeltaFifo::new().with_known_objects(known(&[Arc::clone(&cached), obj("bar", 6)]));
+    let found = f.unchanged(&obj("foo", 5)).expect("same key and version");
+    assert!(Arc::ptr_eq(&found, &cached));
+    assert!(f.unchanged(&obj("foo", 6)).is_none(), "another version");
+    assert!(f.unchanged(&obj("baz", 5)).is_none(), "not cached");
+    let unversioned = Arc::new(pod("", "foo", ""));
+    assert!(f.unchanged(&unversioned).is_none(), "no version to compare");
+    assert!(DeltaFifo::<Pod>::new().unchanged(&cached).is_none(), "no known objects");
+
+    // The cache holds transformed objects: one in place of a listed one would be transformed
+    // twice.
+    let transforming = DeltaFifo::new()
+        .with_known_objects(known(&[Arc::clone(&cached)]))
+        .with_transform(Arc::new(|_: &mut Pod| {}));
+    assert!(transforming.unchanged(&cached).is_none());
+}

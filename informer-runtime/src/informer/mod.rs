@@ -561,6 +561,10 @@ impl<K: Resource> ReflectorStore<K> for QueueSink<K> {
     fn resync(&self) {
         self.queue.resync();
     }
+
+    fn unchanged(&self, listed: &K) -> Option<Arc<K>> {
+        self.queue.unchanged(listed)
+    }
 }
 
 impl<K> std::fmt::Debug for SharedIndexInformer<K> {

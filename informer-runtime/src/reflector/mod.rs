@@ -39,7 +39,8 @@ use self::backoff::Backoff;
 use self::state::{Next, WatchEnd, next_after};
 use crate::clock::{Random, SharedClock, TokioClock};
 use crate::listwatch::{
-    Error, ListOptions, ListerWatcher, ResourceVersionMatch, WatchEvent, WatchOptions, WatchStream,
+    Error, ListOptions, ListerWatcher, ResourceVersionMatch, ReuseFn, WatchEvent, WatchOptions,
+    WatchStream,
 };
 use crate::queue::ReflectorStore;
 use crate::resource::{Resource, resource_version};
@@ -460,11 +461,14 @@ impl<K: Resource> Reflector<K> {
             continue_token: None,
             keep_managed_fields: self.config.keep_managed_fields,
         };
+        // On a relist, an object the store holds unchanged is kept once, not decoded twice.
+        let store = Arc::clone(&self.store);
+        let reuse: ReuseFn<K> = Arc::new(move |listed: &K| store.unchanged(listed));
         let mut items = Vec::new();
         let mut list_rv = None;
         let mut paginated = false;
         loop {
-            match self.lister_watcher.list(&options).await {
+            match self.lister_watcher.list_reusing(&options, Arc::clone(&reuse)).await {
                 Err(e) if e.is_expired() && options.continue_token.is_some() => {
                     // The snapshot behind the continue token was compacted away mid-list: one
                     // full list at the version first asked for keeps the result consistent.
@@ -475,7 +479,7 @@ impl<K: Resource> Reflector<K> {
                         continue_token: None,
                         ..options
                     };
-                    let page = self.lister_watcher.list(&full).await?;
+                    let page = self.lister_watcher.list_reusing(&full, reuse).await?;
                     return Ok((page.items, page.resource_version, paginated));
                 }
                 Err(e) => return Err(e),

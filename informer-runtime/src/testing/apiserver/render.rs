@@ -7,7 +7,9 @@
 //! lists of custom resources keep them.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
+use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::ser::{Serialize, SerializeMap, Serializer};
@@ -170,6 +172,87 @@ pub(crate) fn list(
     }
 }
 
+/// Lists with more items than this are streamed (see [`list_response`]).
+const STREAM_ITEMS_ABOVE: usize = 64;
+
+/// About how many bytes of items go in one chunk of a streamed list.
+const STREAM_CHUNK: usize = 256 * 1024;
+
+/// A list response. Plain JSON lists of more than a few items are streamed: the envelope, then
+/// the items a chunk at a time, serialized as the client reads them. kube-apiserver has streamed
+/// JSON collections since 1.33 (`StreamingCollectionEncodingToJSON`), and it matters for the
+/// same reason here: a list of tens of thousands of objects is never rendered whole before its
+/// first byte leaves, so the client decodes while the server writes.
+pub(crate) fn list_response(
+    resource: &Arc<ApiResource>,
+    items: Vec<Object>,
+    meta: &ListMeta,
+    output: Output,
+) -> Response {
+    if output != Output::Json || items.len() <= STREAM_ITEMS_ABOVE {
+        return json_response(StatusCode::OK, list(resource, &items, meta, output));
+    }
+    let mut head = Vec::new();
+    let (list_kind, api_version) = (&resource.list_kind, resource.api_version());
+    let metadata = meta.to_json();
+    // The same members, in the same order, as `ListBody`.
+    head.extend_from_slice(b"{\"kind\":");
+    head.extend(serde_json::to_vec(list_kind).unwrap_or_default());
+    head.extend_from_slice(b",\"apiVersion\":");
+    head.extend(serde_json::to_vec(&api_version).unwrap_or_default());
+    head.extend_from_slice(b",\"metadata\":");
+    head.extend(serde_json::to_vec(&metadata).unwrap_or_default());
+    head.extend_from_slice(b",\"items\":[");
+    let state = StreamedList { resource: Arc::clone(resource), items, next: 0, head: Some(head) };
+    let chunks = futures::stream::unfold(state, |mut state| async move {
+        let chunk = state.next_chunk()?;
+        Some((Ok::<_, std::convert::Infallible>(Bytes::from(chunk)), state))
+    });
+    let mut response = Response::new(Body::from_stream(chunks));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// A list being streamed: what is left to write.
+struct StreamedList {
+    resource: Arc<ApiResource>,
+    items: Vec<Object>,
+    next: usize,
+    /// The envelope up to `items`' `[`, until the first chunk is written.
+    head: Option<Vec<u8>>,
+}
+
+impl StreamedList {
+    /// The next chunk, or `None` once the list's closing bytes have been written.
+    fn next_chunk(&mut self) -> Option<Vec<u8>> {
+        if self.next > self.items.len() {
+            return None;
+        }
+        let mut chunk = self.head.take().unwrap_or_default();
+        let api_version = self.resource.api_version();
+        while self.next < self.items.len() && chunk.len() < STREAM_CHUNK {
+            if self.next > 0 {
+                chunk.push(b',');
+            }
+            let item = Item {
+                obj: &self.items[self.next],
+                api_version: &api_version,
+                strip: self.resource.builtin,
+            };
+            // Serializing a JSON value into memory cannot fail.
+            let _ = serde_json::to_writer(&mut chunk, &item);
+            self.next += 1;
+        }
+        if self.next == self.items.len() {
+            chunk.extend_from_slice(b"]}");
+            self.next += 1;
+        }
+        Some(chunk)
+    }
+}
+
 /// A list of objects, serialized without copying them.
 struct ListBody<'a> {
     resource: &'a ApiResource,
@@ -272,5 +355,36 @@ mod tests {
             json!({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"},
                    "items": [{"metadata": {"name": "a"}}]})
         );
+    }
+
+    /// The bytes of a list response, however it is sent.
+    async fn body_of(response: Response) -> Vec<u8> {
+        axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap().to_vec()
+    }
+
+    #[tokio::test]
+    async fn streamed_lists_are_the_bytes_of_unstreamed_ones() {
+        let catalog = Catalog::builtin();
+        let pods = catalog.find("", "v1", "pods").unwrap();
+        // Big enough for several chunks.
+        let filler = "x".repeat(4096);
+        for count in [0, STREAM_ITEMS_ABOVE, STREAM_ITEMS_ABOVE + 1, 300] {
+            let items: Vec<Object> = (0..count)
+                .map(|i| {
+                    Arc::new(json!({"apiVersion": "v1", "kind": "Pod",
+                        "metadata": {"name": format!("p-{i}"), "annotations": {"f": filler}}}))
+                })
+                .collect();
+            let meta = ListMeta {
+                resource_version: "7".into(),
+                continue_token: Some("c".into()),
+                remaining: Some(3),
+            };
+            let whole = list(&pods, &items, &meta, Output::Json);
+            let response = list_response(&pods, items, &meta, Output::Json);
+            let streamed = axum::body::HttpBody::size_hint(response.body()).exact().is_none();
+            assert_eq!(streamed, count > STREAM_ITEMS_ABOVE, "{count} items");
+            assert_eq!(body_of(response).await, whole, "{count} items");
+        }
     }
 }

@@ -297,8 +297,7 @@ impl Call<'_> {
                     self.target.namespace,
                     &params,
                 )?;
-                let body = render::list(resource, &page.items, &page.meta, self.output);
-                Ok(json_response(StatusCode::OK, body))
+                Ok(render::list_response(resource, page.items, &page.meta, self.output))
             }
             _ => {
                 let rv = self.query.get("resourceVersion").unwrap_or_default();
