@@ -5,12 +5,13 @@
 //! 2. the name of an index ([`IndexName`], for example [`NAMESPACE_INDEX`]);
 //! 3. an indexed value (a plain `String`, for example the namespace `kube-system`).
 //!
-//! An index maps each value to the set of keys of the objects that produce it.
+//! An index maps each value to the objects that produce it, by key.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::ObjectKey;
+use super::members::Members;
 use crate::resource::Resource;
 
 /// The name of an index, such as [`NAMESPACE_INDEX`].
@@ -35,10 +36,28 @@ pub fn namespace_index<K: Resource>() -> IndexFn<K> {
     Arc::new(|obj: &K| vec![obj.meta().namespace.clone().unwrap_or_default()])
 }
 
-/// One index: its function and the value → keys map it maintains.
+/// What the store keeps in step with its objects: an [`Index`], or the label index.
+pub(super) trait Reindex<K> {
+    /// Moves `key` from where `old` is indexed to where `new` is (`None`: no object), and makes
+    /// every entry of `key` hold `new`.
+    fn update(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&Arc<K>>);
+
+    /// Forgets every object.
+    fn clear(&mut self);
+
+    /// Forgets every object and indexes `items` instead.
+    fn rebuild(&mut self, items: &HashMap<ObjectKey, Arc<K>>) {
+        self.clear();
+        for (key, obj) in items {
+            self.update(key, None, Some(obj));
+        }
+    }
+}
+
+/// One index: its function and the value → objects map it maintains.
 pub(super) struct Index<K> {
     func: IndexFn<K>,
-    values: HashMap<String, HashSet<ObjectKey>>,
+    values: HashMap<String, Members<K>>,
 }
 
 impl<K> Index<K> {
@@ -46,41 +65,100 @@ impl<K> Index<K> {
         Self { func, values: HashMap::new() }
     }
 
-    /// Moves `key` from the values of `old` to the values of `new`.
-    pub(super) fn update(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&K>) {
-        let old_values = old.map(|o| (self.func)(o)).unwrap_or_default();
-        let new_values = new.map(|n| (self.func)(n)).unwrap_or_default();
-        // The common case: one value, unchanged. Nothing to move.
-        if old_values.len() == 1 && new_values.len() == 1 && old_values[0] == new_values[0] {
-            return;
-        }
-        for value in old_values {
-            if let Some(keys) = self.values.get_mut(&value) {
-                keys.remove(key);
-                // client-go once leaked these: an empty set would keep its value listed forever.
-                if keys.is_empty() {
-                    self.values.remove(&value);
-                }
-            }
-        }
-        for value in new_values {
-            self.values.entry(value).or_default().insert(key.clone());
-        }
-    }
-
-    pub(super) fn clear(&mut self) {
-        self.values.clear();
-    }
-
     pub(super) fn values_of(&self, obj: &K) -> Vec<String> {
         (self.func)(obj)
     }
 
-    pub(super) fn keys(&self, value: &str) -> Option<&HashSet<ObjectKey>> {
+    /// The objects under `value`.
+    pub(super) fn members(&self, value: &str) -> Option<&Members<K>> {
         self.values.get(value)
     }
 
     pub(super) fn indexed_values(&self) -> impl Iterator<Item = &String> {
         self.values.keys()
+    }
+
+    fn insert(&mut self, key: &ObjectKey, value: &str, obj: &Arc<K>) {
+        // Look up before inserting: the value is copied only when it is new.
+        if let Some(members) = self.values.get_mut(value) {
+            members.insert(key, obj);
+        } else {
+            self.values.insert(value.to_owned(), Members::new(key, obj));
+        }
+    }
+
+    fn remove(&mut self, key: &ObjectKey, value: &str) {
+        let Some(members) = self.values.get_mut(value) else { return };
+        // client-go once leaked these: an empty entry would keep its value listed forever.
+        if members.remove(key).1 {
+            self.values.remove(value);
+        }
+    }
+}
+
+impl<K> Reindex<K> for Index<K> {
+    fn update(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&Arc<K>>) {
+        if let (Some(old), Some(new)) = (old, new) {
+            if std::ptr::eq(old, Arc::as_ptr(new)) {
+                return;
+            }
+        }
+        let old_values = old.map(|o| (self.func)(o)).unwrap_or_default();
+        let new_values = new.map(|n| (self.func)(n)).unwrap_or_default();
+        // The common case, one value that did not change: only the object needs swapping.
+        if let ([old_value], [new_value], Some(new)) = (&*old_values, &*new_values, new) {
+            if old_value == new_value {
+                self.insert(key, new_value, new);
+                return;
+            }
+        }
+        for value in &old_values {
+            if !new_values.contains(value) {
+                self.remove(key, value);
+            }
+        }
+        let Some(new) = new else { return };
+        for value in new_values {
+            // Unchanged values too: their entries still hold the old object.
+            self.insert(key, &value, new);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.values.clear();
+    }
+}
+
+#[cfg(test)]
+impl<K> Index<K> {
+    /// Checks the index against `objects`: what it would be if built from scratch, with each
+    /// entry holding the stored object itself.
+    pub(super) fn assert_consistent<'a>(
+        &self,
+        objects: impl IntoIterator<Item = (&'a ObjectKey, &'a Arc<K>)>,
+    ) where
+        K: 'a,
+    {
+        let mut rebuilt = Self::new(Arc::clone(&self.func));
+        let mut stored = HashMap::new();
+        for (key, obj) in objects {
+            rebuilt.update(key, None, Some(obj));
+            stored.insert(key.clone(), Arc::clone(obj));
+        }
+        let flatten = |index: &Self| {
+            let mut entries: Vec<(String, Vec<ObjectKey>)> = Vec::new();
+            for (value, members) in &index.values {
+                assert!(members.is_compact(), "an empty set or a set of one for {value}");
+                for (key, obj) in members.iter() {
+                    assert!(Arc::ptr_eq(obj, &stored[key]), "{key} holds a stale object");
+                }
+                let mut keys: Vec<ObjectKey> = members.iter().map(|(k, _)| k.clone()).collect();
+                keys.sort();
+                entries.push((value.clone(), keys));
+            }
+            entries.sort();
+            entries
+        };
+        assert_eq!(flatten(self), flatten(&rebuilt));
     }
 }

@@ -6,15 +6,15 @@
 //! for the labels that changed, and it stores each distinct label key and value once, however
 //! many objects carry it. Object keys are [`ObjectKey`] clones, sharing the store's allocation.
 //!
-//! Each entry also holds the object itself (another `Arc` of the stored one), so that a query
-//! reads its candidates straight from the index: looking each key up in the store would cost a
-//! hash of the key and two cache misses per candidate, several times what the rest of the query
-//! costs. The price is refreshing those `Arc`s when an object changes but its labels do not.
+//! Each entry also holds the object itself, as every index does (see [`Members`]), so that a
+//! query reads its candidates straight from the index.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::ObjectKey;
+use super::index::Reindex;
+use super::members::Members;
 use crate::resource::Resource;
 use crate::selector::{LabelSelector, Operator};
 
@@ -52,80 +52,6 @@ impl<K> Default for LabelKey<K> {
     }
 }
 
-/// The objects with one label value, by key.
-///
-/// Many label values are carried by a single object (`statefulset.kubernetes.io/pod-name`,
-/// per-object hashes); a table per such value would cost an allocation of four buckets.
-enum Members<K> {
-    One(ObjectKey, Arc<K>),
-    Many(HashMap<ObjectKey, Arc<K>>),
-}
-
-impl<K> Members<K> {
-    fn len(&self) -> usize {
-        match self {
-            Self::One(..) => 1,
-            Self::Many(map) => map.len(),
-        }
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (&ObjectKey, &Arc<K>)> {
-        let (one, many) = match self {
-            Self::One(key, obj) => (Some((key, obj)), None),
-            Self::Many(map) => (None, Some(map)),
-        };
-        one.into_iter().chain(many.into_iter().flatten())
-    }
-
-    /// Adds or refreshes `key`; whether it was absent.
-    fn insert(&mut self, key: &ObjectKey, obj: &Arc<K>) -> bool {
-        match self {
-            Self::One(only, current) if only == key => {
-                *current = Arc::clone(obj);
-                false
-            }
-            Self::One(only, current) => {
-                let map = HashMap::from([
-                    (only.clone(), Arc::clone(current)),
-                    (key.clone(), Arc::clone(obj)),
-                ]);
-                *self = Self::Many(map);
-                true
-            }
-            Self::Many(map) => {
-                if let Some(current) = map.get_mut(key) {
-                    *current = Arc::clone(obj);
-                    false
-                } else {
-                    map.insert(key.clone(), Arc::clone(obj));
-                    true
-                }
-            }
-        }
-    }
-
-    /// Removes `key`; whether it was present, and whether no key is left.
-    fn remove(&mut self, key: &ObjectKey) -> (bool, bool) {
-        let map = match self {
-            Self::One(only, _) => {
-                let found = only == key;
-                return (found, found);
-            }
-            Self::Many(map) => map,
-        };
-        let found = map.remove(key).is_some();
-        let empty = map.is_empty();
-        if map.len() == 1 {
-            // Back to the compact form, so that a value's memory follows its current members.
-            let last = map.drain().next();
-            if let Some((key, obj)) = last {
-                *self = Self::One(key, obj);
-            }
-        }
-        (found, empty)
-    }
-}
-
 /// The objects the index offers for a selector: a superset of its matches.
 pub(super) struct Candidates<'a, K> {
     /// Disjoint sets: no key is in two of them.
@@ -148,10 +74,9 @@ impl<'a, K> Candidates<'a, K> {
     }
 }
 
-impl<K: Resource> LabelIndex<K> {
-    /// Moves `key` from the labels of `old` to those of `new` (`None`: no object), and makes
-    /// every entry of `key` hold `new`.
-    pub(super) fn update(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&Arc<K>>) {
+impl<K: Resource> Reindex<K> for LabelIndex<K> {
+    /// Moves `key` from the labels of `old` to those of `new`, diffing the two label maps.
+    fn update(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&Arc<K>>) {
         if let (Some(old), Some(new)) = (old, new) {
             if std::ptr::eq(old, Arc::as_ptr(new)) {
                 return;
@@ -170,6 +95,12 @@ impl<K: Resource> LabelIndex<K> {
         }
     }
 
+    fn clear(&mut self) {
+        self.keys.clear();
+    }
+}
+
+impl<K: Resource> LabelIndex<K> {
     fn insert(&mut self, key: &ObjectKey, name: &str, value: &str, obj: &Arc<K>) {
         // Look up before inserting: the strings are copied only for a key or value never seen.
         let label = match self.keys.get_mut(name) {
@@ -179,7 +110,7 @@ impl<K: Resource> LabelIndex<K> {
         let added = if let Some(members) = label.values.get_mut(value) {
             members.insert(key, obj)
         } else {
-            label.values.insert(value.into(), Members::One(key.clone(), Arc::clone(obj)));
+            label.values.insert(value.into(), Members::new(key, obj));
             true
         };
         if added {
@@ -201,10 +132,6 @@ impl<K: Resource> LabelIndex<K> {
         if label.values.is_empty() {
             self.keys.remove(name);
         }
-    }
-
-    pub(super) fn clear(&mut self) {
-        self.keys.clear();
     }
 
     /// The smallest set of candidates the index can offer for `selector`, or `None` when no
@@ -286,10 +213,7 @@ impl<K: Resource> LabelIndex<K> {
                 let mut total = 0;
                 for (value, members) in &label.values {
                     assert!(members.len() > 0, "an empty set for {name}={value}");
-                    assert!(
-                        !matches!(members, Members::Many(map) if map.len() < 2),
-                        "a set of one for {name}={value}"
-                    );
+                    assert!(members.is_compact(), "a set of one for {name}={value}");
                     let mut keys: Vec<ObjectKey> = members.iter().map(|(k, _)| k.clone()).collect();
                     keys.sort();
                     total += keys.len();

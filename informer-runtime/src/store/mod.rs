@@ -6,6 +6,7 @@
 
 mod index;
 mod labels;
+mod members;
 mod thread_safe;
 
 use std::borrow::Borrow;

@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use super::index::{Index, IndexFn, Indexers};
+use super::index::{Index, IndexFn, Indexers, Reindex};
 use super::labels::LabelIndex;
+use super::members::Members;
 use super::{KnownObjects, NAMESPACE_INDEX, ObjectKey};
 use crate::resource::Resource;
 use crate::selector::{LabelSelector, Requirement};
@@ -44,28 +45,32 @@ impl<K> Inner<K> {
     fn index(&self, name: &str) -> Result<&Index<K>, IndexError> {
         self.indices.get(name).ok_or_else(|| IndexError::NotFound(name.to_owned()))
     }
+}
 
-    fn objects<'a>(&self, keys: impl IntoIterator<Item = &'a ObjectKey>) -> Vec<Arc<K>> {
-        keys.into_iter().filter_map(|k| self.items.get(k).cloned()).collect()
-    }
+/// The objects of one index entry.
+fn objects<K>(members: &Members<K>) -> Vec<Arc<K>> {
+    members.iter().map(|(_, obj)| Arc::clone(obj)).collect()
 }
 
 impl<K: Resource> Inner<K> {
     fn reindex(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&Arc<K>>) {
         for index in self.indices.values_mut() {
-            index.update(key, old, new.map(|n| &**n));
+            index.update(key, old, new);
         }
         if let Some(label_index) = &mut self.labels {
             label_index.update(key, old, new);
         }
     }
 
-    fn build_label_index(&self) -> LabelIndex<K> {
-        let mut label_index = LabelIndex::default();
-        for (key, obj) in &self.items {
-            label_index.update(key, None, Some(obj));
+    /// Empties every index and indexes each stored object again.
+    fn rebuild_indices(&mut self) {
+        let Self { items, indices, labels: label_index } = self;
+        for index in indices.values_mut() {
+            index.rebuild(items);
         }
-        label_index
+        if let Some(label_index) = label_index {
+            label_index.rebuild(items);
+        }
     }
 
     /// The `candidates` whose labels meet every requirement of `selector` but the `satisfied`
@@ -170,8 +175,8 @@ impl<K: Resource> Cache<K> {
         }
         let in_namespace = match namespace.map(|ns| (ns, inner.indices.get(NAMESPACE_INDEX))) {
             None => None,
-            Some((ns, Some(index))) => match index.keys(ns) {
-                Some(keys) => Some(keys),
+            Some((ns, Some(index))) => match index.members(ns) {
+                Some(members) => Some(members),
                 None => return Vec::new(),
             },
             Some((ns, None)) => {
@@ -190,7 +195,7 @@ impl<K: Resource> Cache<K> {
                 Inner::matching(objs, selector, satisfied, 0)
             }
             (Some(in_namespace), _) => {
-                let objs = in_namespace.iter().filter_map(|k| inner.items.get(k));
+                let objs = in_namespace.iter().map(|(_, o)| o);
                 Inner::matching(objs, selector, None, in_namespace.len())
             }
             (None, Some(candidates)) => {
@@ -212,11 +217,12 @@ impl<K: Resource> Cache<K> {
         let index = inner.index(index_name)?;
         let values = index.values_of(probe);
         if let [value] = values.as_slice() {
-            return Ok(index.keys(value).map(|keys| inner.objects(keys)).unwrap_or_default());
+            return Ok(index.members(value).map(objects).unwrap_or_default());
         }
-        let keys: HashSet<&ObjectKey> =
-            values.iter().filter_map(|v| index.keys(v)).flatten().collect();
-        Ok(inner.objects(keys))
+        // An object under several of the values is listed under each: keep the first.
+        let mut seen = HashSet::new();
+        let found = values.iter().filter_map(|v| index.members(v)).flat_map(Members::iter);
+        Ok(found.filter(|(key, _)| seen.insert(*key)).map(|(_, obj)| Arc::clone(obj)).collect())
     }
 
     /// The objects indexed under `value` in index `index_name`.
@@ -242,8 +248,7 @@ impl<K: Resource> Cache<K> {
     #[doc(alias = "ByIndex")]
     pub fn by_index(&self, index_name: &str, value: &str) -> Result<Vec<Arc<K>>, IndexError> {
         let inner = self.inner.read();
-        let index = inner.index(index_name)?;
-        Ok(index.keys(value).map(|keys| inner.objects(keys)).unwrap_or_default())
+        Ok(inner.index(index_name)?.members(value).map(objects).unwrap_or_default())
     }
 
     /// The keys indexed under `value` in index `index_name`, sorted.
@@ -254,8 +259,9 @@ impl<K: Resource> Cache<K> {
     #[doc(alias = "IndexKeys")]
     pub fn index_keys(&self, index_name: &str, value: &str) -> Result<Vec<ObjectKey>, IndexError> {
         let inner = self.inner.read();
+        let members = inner.index(index_name)?.members(value);
         let mut keys: Vec<ObjectKey> =
-            inner.index(index_name)?.keys(value).into_iter().flatten().cloned().collect();
+            members.into_iter().flat_map(Members::iter).map(|(k, _)| k.clone()).collect();
         keys.sort_unstable();
         Ok(keys)
     }
@@ -289,9 +295,7 @@ impl<K: Resource> Cache<K> {
         }
         for (name, func) in indexers {
             let mut index = Index::new(func);
-            for (key, obj) in &inner.items {
-                index.update(key, None, Some(obj));
-            }
+            index.rebuild(&inner.items);
             inner.indices.insert(name, index);
         }
         Ok(())
@@ -405,7 +409,9 @@ impl<K: Resource> Indexer<K> {
     pub(crate) fn set_label_index(&self, enabled: bool) {
         let mut inner = self.cache.inner.write();
         if enabled && inner.labels.is_none() {
-            inner.labels = Some(inner.build_label_index());
+            let mut label_index = LabelIndex::default();
+            label_index.rebuild(&inner.items);
+            inner.labels = Some(label_index);
         } else if !enabled {
             inner.labels = None;
         }
@@ -461,20 +467,8 @@ impl<K: Resource> Indexer<K> {
         let items: HashMap<ObjectKey, Arc<K>> =
             list.into_iter().map(|obj| (ObjectKey::of(&*obj), obj)).collect();
         let mut inner = self.cache.inner.write();
-        let Inner { items: old_items, indices, labels: label_index } = &mut *inner;
-        *old_items = items;
-        for index in indices.values_mut() {
-            index.clear();
-            for (key, obj) in old_items.iter() {
-                index.update(key, None, Some(obj));
-            }
-        }
-        if let Some(label_index) = label_index {
-            label_index.clear();
-            for (key, obj) in old_items.iter() {
-                label_index.update(key, None, Some(obj));
-            }
-        }
+        inner.items = items;
+        inner.rebuild_indices();
     }
 }
 

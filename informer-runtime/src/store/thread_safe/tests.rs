@@ -266,14 +266,66 @@ fn assert_label_index_consistent(store: &Indexer<Pod>) {
     inner.labels.as_ref().expect("a label index").assert_consistent(objects);
 }
 
+/// Checks that each of `objs` is the object stored under its key now, not an earlier version.
+fn assert_current(store: &Indexer<Pod>, objs: &[Arc<Pod>]) {
+    for obj in objs {
+        let key = ObjectKey::of(&**obj);
+        let stored = store.get_by_key(key.as_str());
+        assert!(stored.is_some_and(|s| Arc::ptr_eq(&s, obj)), "{key}: a stale object");
+    }
+}
+
 fn assert_queries_match_scan(store: &Indexer<Pod>, selectors: &[LabelSelector]) {
     for selector in selectors {
         let everywhere = store.select(None, selector);
         assert_eq!(keys_of(&everywhere), scan(store, None, selector), "selector {selector}");
+        assert_current(store, &everywhere);
         for ns in NAMESPACES.iter().copied().chain(["none"]) {
             let found = store.select(Some(ns), selector);
             assert_eq!(keys_of(&found), scan(store, Some(ns), selector), "{ns}: {selector}");
+            assert_current(store, &found);
         }
+    }
+}
+
+/// The values of every label, duplicates kept: an index function with several values per
+/// object, some repeated.
+fn label_values(p: &Pod) -> Vec<String> {
+    p.metadata.labels.iter().flat_map(|l| l.values().cloned()).collect()
+}
+
+/// Checks every index against the stored objects, and that the index queries answer with the
+/// stored objects themselves.
+fn assert_index_queries_current(store: &Indexer<Pod>) {
+    {
+        let inner = store.cache.inner.read();
+        for index in inner.indices.values() {
+            index.assert_consistent(inner.items.iter());
+        }
+    }
+    for ns in NAMESPACES.iter().copied().chain(["none"]) {
+        let found = store.by_index(NAMESPACE_INDEX, ns).unwrap();
+        assert_eq!(keys_of(&found), scan(store, Some(ns), &LabelSelector::everything()), "{ns}");
+        assert_current(store, &found);
+        let keys: Vec<String> = store
+            .index_keys(NAMESPACE_INDEX, ns)
+            .unwrap()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(keys, keys_of(&found), "{ns}");
+    }
+    let all = store.list();
+    for probe in &all {
+        let found = store.index("values", probe).unwrap();
+        let values = label_values(probe);
+        let expected: Vec<Arc<Pod>> = all
+            .iter()
+            .filter(|o| label_values(o).iter().any(|v| values.contains(v)))
+            .cloned()
+            .collect();
+        assert_eq!(keys_of(&found), keys_of(&expected), "objects sharing a value with {probe:?}");
+        assert_current(store, &found);
     }
 }
 
@@ -281,6 +333,7 @@ fn assert_queries_match_scan(store: &Indexer<Pod>, selectors: &[LabelSelector]) 
 fn label_index_queries_match_a_scan_through_random_changes() {
     let mut rng = fastrand::Rng::with_seed(0x01ab_e1ed);
     let store = Indexer::<Pod>::with_namespace_index().with_label_index();
+    store.add_indexer("values", label_values).unwrap();
     let mut fixed: Vec<LabelSelector> = [
         "",
         "app",
@@ -323,6 +376,7 @@ fn label_index_queries_match_a_scan_through_random_changes() {
             }
         }
         assert_label_index_consistent(&store);
+        assert_index_queries_current(&store);
         let mut selectors: Vec<LabelSelector> = (0..6).map(|_| random_selector(&mut rng)).collect();
         if step % 20 == 0 {
             selectors.append(&mut fixed.clone());
