@@ -40,7 +40,9 @@ use tokio::task::JoinHandle;
 use super::Client;
 use super::error::{cause_chain, io_kind_in_chain, transport_error};
 use super::list_page::decode_list_page;
-use super::request::{collection_url, resource_name, set_list_query, set_watch_query};
+use super::request::{
+    collection_url, list_accept, object_accept, resource_name, set_list_query, set_watch_query,
+};
 use crate::listwatch::{Error, ListOptions, ListerWatcher, ObjectList, WatchOptions, WatchStream};
 use crate::resource::Resource;
 use crate::watch::decode::{Decoded, WatchDecoder};
@@ -105,7 +107,7 @@ impl<K: Resource> HttpListerWatcher<K> {
                     Err(join) => return Err(Error::Transport(format!("page prefetch: {join}"))),
                 }
             }
-            None => fetch_page(&self.client, self.url(&options)).await?,
+            None => fetch_page(&self.client, self.url(&options), list_accept::<K>()).await?,
         };
         let keep = options.keep_managed_fields;
         let start_next = self.prefetcher(options);
@@ -151,7 +153,8 @@ impl<K: Resource> HttpListerWatcher<K> {
             };
             let mut url = collection_url::<K>(client.base_url(), namespace.as_deref());
             set_list_query(&mut url, &next);
-            let task = runtime.spawn(async move { fetch_page(&client, url).await });
+            let accept = list_accept::<K>();
+            let task = runtime.spawn(async move { fetch_page(&client, url, accept).await });
             *slot.lock() = Some(Prefetch { options: next, task: AbortOnDrop(task) });
         }
     }
@@ -159,7 +162,8 @@ impl<K: Resource> HttpListerWatcher<K> {
     async fn open_watch(&self, options: WatchOptions) -> Result<WatchStream<K>, Error> {
         let mut url = collection_url::<K>(self.client.base_url(), self.namespace.as_deref());
         set_watch_query(&mut url, &options);
-        let response = self.client.send(Method::GET, url, None).await?;
+        let response =
+            self.client.send_accepting(Method::GET, url, None, object_accept::<K>()).await?;
         let idle = options
             .timeout
             .unwrap_or(DEFAULT_SERVER_WATCH_TIMEOUT)
@@ -191,8 +195,8 @@ impl<K> std::fmt::Debug for HttpListerWatcher<K> {
 }
 
 /// GETs a list page and reads its whole body.
-async fn fetch_page(client: &Client, url: url::Url) -> Result<Bytes, Error> {
-    let response = client.send(Method::GET, url, None).await?;
+async fn fetch_page(client: &Client, url: url::Url, accept: &'static str) -> Result<Bytes, Error> {
+    let response = client.send_accepting(Method::GET, url, None, accept).await?;
     response.bytes().await.map_err(|e| transport_error(&e))
 }
 

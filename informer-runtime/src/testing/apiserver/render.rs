@@ -5,6 +5,12 @@
 //! (only `apiVersion` differs: CRD versions are converted with the `None` strategy). Lists of
 //! built-in types omit `kind` and `apiVersion` on their items, as typed lists do on the wire;
 //! lists of custom resources keep them.
+//!
+//! `PartialObjectMetadata` follows kube-apiserver's `transformObject`: the `as=` kind must fit
+//! the answer (`PartialObjectMetadataList` for a list, `PartialObjectMetadata` for one object
+//! and for each object of a watch); the wrong one is a `406 NotAcceptable` once the answer is
+//! known, not a reason to try the next media range. Every item of a `PartialObjectMetadataList`
+//! carries `kind` and `apiVersion`, and an empty one has `"items": null` (a nil Go slice).
 
 use std::borrow::Cow;
 
@@ -34,8 +40,9 @@ pub(crate) enum Output {
     Json,
     /// A `meta.k8s.io` `Table` (`v1` or `v1beta1`).
     Table { api_version: &'static str, include: Include },
-    /// `PartialObjectMetadata` (or its list).
-    Metadata { api_version: &'static str },
+    /// `PartialObjectMetadata` (`list: false`) or `PartialObjectMetadataList` (`list: true`):
+    /// the `as=` of the request, which must fit the answer.
+    Metadata { api_version: &'static str, list: bool },
 }
 
 /// Picks the first representation of the `Accept` header the server can produce.
@@ -74,10 +81,11 @@ pub(crate) fn negotiate(accept: Option<&str>, query: &Query) -> Result<Output, A
                 };
                 return Ok(Output::Table { api_version, include });
             }
-            Some("PartialObjectMetadata" | "PartialObjectMetadataList")
+            Some(kind @ ("PartialObjectMetadata" | "PartialObjectMetadataList"))
                 if !api_version.is_empty() =>
             {
-                return Ok(Output::Metadata { api_version });
+                let list = kind == "PartialObjectMetadataList";
+                return Ok(Output::Metadata { api_version, list });
             }
             // Aggregated discovery and other conversions: try the next range.
             Some(_) => {}
@@ -109,17 +117,59 @@ pub(crate) fn partial_metadata(obj: &Value, api_version: &str) -> Value {
     json!({"kind": "PartialObjectMetadata", "apiVersion": api_version, "metadata": metadata})
 }
 
+/// The 406 of kube-apiserver's `asPartialObjectMetadata(List)` when the `as=` kind does not fit
+/// the answer: a list asked for as `PartialObjectMetadata`, or an object as
+/// `PartialObjectMetadataList`. `Ok` otherwise.
+pub(crate) fn check_shape(
+    output: Output,
+    resource: &ApiResource,
+    is_list: bool,
+) -> Result<(), ApiError> {
+    let Output::Metadata { list, .. } = output else { return Ok(()) };
+    if list == is_list {
+        return Ok(());
+    }
+    // The Go type the handler holds: the internal type of a built-in (`*core.PodList`), an
+    // unstructured object for a custom resource.
+    let suffix = if is_list { "List" } else { "" };
+    let go_type = if resource.builtin {
+        let package =
+            resource.ty.group.split('.').next().filter(|g| !g.is_empty()).unwrap_or("core");
+        format!("*{package}.{}{suffix}", resource.ty.kind)
+    } else {
+        format!("*unstructured.Unstructured{suffix}")
+    };
+    Err(ApiError::not_acceptable(if is_list {
+        format!(
+            "you requested PartialObjectMetadata, but the requested object is a list ({go_type})"
+        )
+    } else {
+        format!(
+            "you requested PartialObjectMetadataList, but the requested object is not a list ({go_type})"
+        )
+    }))
+}
+
 /// One object in the negotiated representation.
-pub(crate) fn object(obj: &Value, resource: &ApiResource, output: Output) -> Value {
-    match output {
+///
+/// # Errors
+///
+/// 406 when the request asked for a `PartialObjectMetadataList` (see [`check_shape`]).
+pub(crate) fn object(
+    obj: &Value,
+    resource: &ApiResource,
+    output: Output,
+) -> Result<Value, ApiError> {
+    check_shape(output, resource, false)?;
+    Ok(match output {
         Output::Json => served(obj, resource).into_owned(),
-        Output::Metadata { api_version } => partial_metadata(obj, api_version),
+        Output::Metadata { api_version, .. } => partial_metadata(obj, api_version),
         Output::Table { api_version, include } => {
             let rv = super::store::meta_str(obj, "resourceVersion").to_owned();
             let meta = ListMeta { resource_version: rv, ..ListMeta::default() };
             table::table(resource, &[obj], api_version, include, true, &meta)
         }
-    }
+    })
 }
 
 /// The `metadata` of a list.
@@ -145,20 +195,29 @@ impl ListMeta {
 }
 
 /// A list in the negotiated representation, serialized.
+///
+/// # Errors
+///
+/// 406 when the request asked for a `PartialObjectMetadata` (see [`check_shape`]).
 pub(crate) fn list(
     resource: &ApiResource,
     items: &[Object],
     meta: &ListMeta,
     output: Output,
-) -> Vec<u8> {
-    match output {
+) -> Result<Vec<u8>, ApiError> {
+    check_shape(output, resource, true)?;
+    Ok(match output {
         Output::Json => {
             let body = ListBody { resource, items, meta };
             serde_json::to_vec(&body).unwrap_or_default()
         }
-        Output::Metadata { api_version } => {
-            let items: Vec<Value> =
-                items.iter().map(|o| partial_metadata(o, api_version)).collect();
+        Output::Metadata { api_version, .. } => {
+            // `asPartialObjectMetadataList` appends to a nil slice: no items is `null`.
+            let items: Value = if items.is_empty() {
+                Value::Null
+            } else {
+                items.iter().map(|o| partial_metadata(o, api_version)).collect()
+            };
             let body = json!({"kind": "PartialObjectMetadataList", "apiVersion": api_version,
                               "metadata": meta.to_json(), "items": items});
             body.to_string().into_bytes()
@@ -167,7 +226,7 @@ pub(crate) fn list(
             let rows: Vec<&Value> = items.iter().map(|o| &**o).collect();
             table::table(resource, &rows, api_version, include, true, meta).to_string().into_bytes()
         }
-    }
+    })
 }
 
 /// A list of objects, serialized without copying them.
@@ -266,7 +325,7 @@ mod tests {
         let pod = Arc::new(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}}));
         let meta = ListMeta { resource_version: "7".into(), ..ListMeta::default() };
         let body: Value =
-            serde_json::from_slice(&list(&pods, &[pod], &meta, Output::Json)).unwrap();
+            serde_json::from_slice(&list(&pods, &[pod], &meta, Output::Json).unwrap()).unwrap();
         assert_eq!(
             body,
             json!({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"},
