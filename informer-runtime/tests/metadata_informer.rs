@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 const DEADLINE: Duration = Duration::from_secs(20);
 const LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
 const OBJECT: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+const PODS: &str = "/api/v1/namespaces/default/pods";
 
 type PodMeta = PartialObjectMetadata<Pod>;
 
@@ -206,7 +207,6 @@ async fn the_server_renders_partial_object_metadata_as_kube_apiserver() {
     for name in ["a", "b", "c"] {
         server.create(&pods(), pod("default", name, "web")).unwrap();
     }
-    const PODS: &str = "/api/v1/namespaces/default/pods";
 
     // A list page: the list's metadata, then items that each say what they are.
     let (status, page) = get(&server, &format!("{PODS}?limit=2"), LIST).await;
