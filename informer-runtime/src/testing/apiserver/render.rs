@@ -311,6 +311,22 @@ mod tests {
             negotiate(Some("application/vnd.kubernetes.protobuf"), &q).unwrap_err().code,
             406
         );
+        // client-go's metadata client: protobuf first (not served here), then JSON.
+        let metadata_list = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+        assert_eq!(
+            negotiate(Some(metadata_list), &q).unwrap(),
+            Output::Metadata { api_version: "meta.k8s.io/v1", list: true }
+        );
+        assert_eq!(
+            negotiate(
+                Some("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1"),
+                &q
+            )
+            .unwrap(),
+            Output::Metadata { api_version: "meta.k8s.io/v1beta1", list: false }
+        );
+        let other_group = "application/json;as=PartialObjectMetadata;g=example.com;v=v1";
+        assert_eq!(negotiate(Some(other_group), &q).unwrap_err().code, 406);
         let none = Query::parse(Some("includeObject=None"));
         assert!(matches!(
             negotiate(Some("application/json;as=Table;g=meta.k8s.io;v=v1"), &none).unwrap(),
