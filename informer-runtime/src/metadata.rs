@@ -31,9 +31,9 @@
 //!
 //! A metadata informer is its own informer, with its own list and watch: a program that asks
 //! for both `Pod` and `PartialObjectMetadata<Pod>` watches pods twice. Where the factory knows
-//! informers by resource alone ([`for_resource`](crate::SharedInformerFactory::for_resource),
-//! [`wait_for_cache_sync`](crate::SharedInformerFactory::wait_for_cache_sync)'s report), the
-//! informer of whole objects comes first; see those methods.
+//! informers by resource alone, the informer of whole objects comes first
+//! ([`for_resource`](crate::SharedInformerFactory::for_resource)), and a resource counts as
+//! synced when both have ([`wait_for_cache_sync`](crate::SharedInformerFactory::wait_for_cache_sync)).
 
 use std::fmt;
 use std::marker::PhantomData;
