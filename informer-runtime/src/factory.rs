@@ -33,6 +33,14 @@
 //! pods.remove_event_handler(&registration);
 //! # }
 //! ```
+//!
+//! # Metadata only
+//!
+//! `factory.informer::<PartialObjectMetadata<Pod>>()` is the informer of pods' metadata alone
+//! (client-go's `metadatainformer`): the server sends only each pod's `ObjectMeta`, and its
+//! cache, handlers and [`Lister<PartialObjectMetadata<Pod>>`](crate::Lister) hold nothing else.
+//! It is an informer like any other, shared per type, and is separate from
+//! `factory.informer::<Pod>()`. See the [`metadata`](crate::metadata) module.
 
 use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, HashMap};
@@ -212,6 +220,7 @@ impl<S: ListWatchSource> FactoryBuilder<S> {
 /// A type-erased informer: what the factory needs to run, sync and list any of them.
 trait ErasedInformer: Send + Sync {
     fn gvr(&self) -> GroupVersionResource;
+    fn metadata_only(&self) -> bool;
     fn has_synced(&self) -> bool;
     fn wait_for_sync(&self) -> BoxFuture<'static, bool>;
     fn run(&self, stop: CancellationToken) -> BoxFuture<'static, ()>;
@@ -223,6 +232,10 @@ trait ErasedInformer: Send + Sync {
 impl<K: Resource> ErasedInformer for SharedIndexInformer<K> {
     fn gvr(&self) -> GroupVersionResource {
         GroupVersionResource::of::<K>()
+    }
+
+    fn metadata_only(&self) -> bool {
+        K::METADATA_ONLY
     }
 
     fn has_synced(&self) -> bool {
@@ -450,7 +463,7 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
             return informer.clone();
         }
         let informer = self.new_informer::<K>();
-        state.registered.insert(GroupVersionResource::of::<K>(), |f| Arc::new(f.informer::<K>()));
+        register::<S, K>(&mut state.registered);
         state.informers.insert(
             TypeId::of::<K>(),
             Entry {
@@ -508,15 +521,16 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
 
     /// Makes `K` known to [`for_resource`](Self::for_resource) without creating its informer.
     pub fn register<K: Resource>(&self) {
-        self.inner
-            .state
-            .lock()
-            .registered
-            .insert(GroupVersionResource::of::<K>(), |f| Arc::new(f.informer::<K>()));
+        register::<S, K>(&mut self.inner.state.lock().registered);
     }
 
     /// The informer for a resource known only at run time: one already asked for, or one whose
     /// type was [registered](Self::register).
+    ///
+    /// A resource has informers of two types when both `K` and
+    /// [`PartialObjectMetadata<K>`](crate::metadata::PartialObjectMetadata) were asked for; the
+    /// one of `K` (whole objects) is the answer then, as it is what client-go's
+    /// `ForResource` gives.
     ///
     /// # Errors
     ///
@@ -528,7 +542,13 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
     ) -> Result<GenericInformer, FactoryError> {
         let constructor = {
             let state = self.inner.state.lock();
-            if let Some(entry) = state.informers.values().find(|e| e.erased.gvr() == *gvr) {
+            // Whole objects before metadata only, whatever the map's order.
+            let found = state
+                .informers
+                .values()
+                .filter(|e| e.erased.gvr() == *gvr)
+                .min_by_key(|e| e.erased.metadata_only());
+            if let Some(entry) = found {
                 return Ok(GenericInformer { erased: Arc::clone(&entry.erased) });
             }
             state.registered.get(gvr).copied()
@@ -555,6 +575,9 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
     }
 
     /// Waits until every started informer has synced, or `timeout` passed; says which synced.
+    ///
+    /// The report names resources: when a resource has both a whole-object and a
+    /// metadata-only informer, it says synced only if both did.
     pub async fn wait_for_cache_sync(&self, timeout: Duration) -> CacheSyncReport {
         let started: Vec<Arc<dyn ErasedInformer>> = self
             .inner
@@ -570,7 +593,11 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
                 tokio::time::timeout(timeout, informer.wait_for_sync()).await.unwrap_or(false);
             (informer.gvr(), synced)
         });
-        CacheSyncReport(futures::future::join_all(waits).await.into_iter().collect())
+        let mut report = CacheSyncReport::default();
+        for (gvr, synced) in futures::future::join_all(waits).await {
+            *report.0.entry(gvr).or_insert(true) &= synced;
+        }
+        report
     }
 
     /// Stops every informer and waits until all their tasks have ended.
@@ -579,6 +606,17 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
         self.inner.stop.cancel();
         self.inner.tasks.close();
         self.inner.tasks.wait().await;
+    }
+}
+
+/// Makes `K` the type [`for_resource`](SharedInformerFactory::for_resource) builds for its
+/// resource, unless it is metadata-only and another type is registered there already.
+fn register<S: ListWatchSource, K: Resource>(
+    registered: &mut HashMap<GroupVersionResource, Constructor<S>>,
+) {
+    let gvr = GroupVersionResource::of::<K>();
+    if !K::METADATA_ONLY || !registered.contains_key(&gvr) {
+        registered.insert(gvr, |f| Arc::new(f.informer::<K>()));
     }
 }
 

@@ -5,7 +5,9 @@
 //! generic over the resource type `K`: any k8s-openapi kind, the custom resource types that
 //! `informer-gen` and `#[derive(Informer)]` generate, and any other type that implements
 //! [`Resource`] (kube-rs's `#[derive(CustomResource)]` roots and kopium's output, with one
-//! [`impl_resource!`] line; see the [`resource`] module).
+//! [`impl_resource!`] line; see the [`resource`] module). For a kind whose `spec` a controller
+//! does not read, [`PartialObjectMetadata<K>`] caches only its metadata (see the [`metadata`]
+//! module).
 //!
 //! # Where to start
 //!
@@ -61,6 +63,7 @@ pub mod informer;
 pub mod informers;
 pub mod lister;
 pub mod listwatch;
+pub mod metadata;
 pub mod queue;
 pub mod reflector;
 pub mod resource;
@@ -84,6 +87,7 @@ pub use informer::{
 };
 pub use lister::{Lister, NamespaceLister, NotFound};
 pub use listwatch::{ListWatchSource, ListerWatcher};
+pub use metadata::PartialObjectMetadata;
 pub use resource::{GroupVersionResource, Resource};
 pub use selector::LabelSelector;
 pub use store::{Cache, Indexer, ObjectKey};

@@ -59,6 +59,12 @@ pub trait Resource: Clone + Serialize + DeserializeOwned + Send + Sync + 'static
     /// [`ClusterResourceScope`](k8s_openapi::ClusterResourceScope).
     type Scope: k8s_openapi::ResourceScope + 'static;
 
+    /// Whether lists and watches of this type ask the server for `PartialObjectMetadata`
+    /// instead of whole objects. Only [`PartialObjectMetadata<K>`](crate::metadata::PartialObjectMetadata)
+    /// sets it; a defaulted item, so that other implementations need not know it exists.
+    #[doc(hidden)]
+    const METADATA_ONLY: bool = false;
+
     /// The object's metadata.
     fn meta(&self) -> &ObjectMeta;
 

@@ -1,7 +1,8 @@
 //! kube-rs (kube 5, a client nobody here wrote) against the embedded API server: list with
 //! pagination and selectors, get and its typed errors, writes, raw watches (events, bookmarks,
 //! the 410 ERROR event), and `kube::runtime::watcher` in both list-watch and streaming-list
-//! modes, including its relist after compaction.
+//! modes, including its relist after compaction; and its metadata-only list, get and watch
+//! (`PartialObjectMetadata`).
 
 // Helpers outside the `#[test]` functions fail the test on a broken expectation, too.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
@@ -258,5 +259,38 @@ async fn kube_rs_runtime_watcher_lists_watches_and_relists_after_compaction() {
             .expect("deleted");
         server.drop_watches();
     }
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn kube_rs_metadata_lists_gets_and_watches() {
+    let server = start().await;
+    add_pod(&server, "default", "web-0", "web");
+    add_pod(&server, "default", "db-0", "db");
+    let pods: Api<Pod> = Api::namespaced(client(&server).await, "default");
+
+    // `list_metadata` sends `as=PartialObjectMetadataList`; kube decodes the list's kind.
+    let list = pods.list_metadata(&ListParams::default().labels("app=web")).await.unwrap();
+    assert_eq!(list.items.len(), 1);
+    let item = &list.items[0];
+    assert_eq!(item.metadata.name.as_deref(), Some("web-0"));
+    let types = item.types.as_ref().expect("items say what they are");
+    assert_eq!(
+        (types.kind.as_str(), types.api_version.as_str()),
+        ("PartialObjectMetadata", "meta.k8s.io/v1")
+    );
+    let one = pods.get_metadata("db-0").await.unwrap();
+    assert_eq!(one.metadata.labels.unwrap()["app"], "db");
+
+    let mut events = pods.watch_metadata(&WatchParams::default(), "0").await.unwrap().boxed();
+    let mut added = Vec::new();
+    for _ in 0..2 {
+        match next(&mut events).await.unwrap() {
+            WatchEvent::Added(meta) => added.push(meta.metadata.name.unwrap()),
+            other => panic!("expected ADDED, got {other:?}"),
+        }
+    }
+    added.sort();
+    assert_eq!(added, ["db-0", "web-0"]);
     server.shutdown().await.unwrap();
 }

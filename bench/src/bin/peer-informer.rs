@@ -7,6 +7,10 @@
 //! (`keep_managed_fields(true)`), as the other peers do by default, so that "full pods" figures
 //! compare the same objects.
 //!
+//! With `--metadata-only` it runs the informer of `PartialObjectMetadata<Pod>`: the server sends
+//! only each pod's metadata, and the cache holds nothing else (without `managedFields`, unless
+//! kept as above).
+//!
 //! `INFORMER_BENCH_LABEL_INDEX=off` in the environment builds the factory without the label
 //! index, to measure what the index costs in memory and saves in selector queries.
 
@@ -19,10 +23,12 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use informer_bench::{PeerArgs, Report, Scenario, memory, report};
+use informer_runtime::metadata::PartialObjectMetadata;
 use informer_runtime::{
-    Client, HandlerFuncs, LabelSelector, ResourceEventHandlerRegistration, SharedIndexInformer,
-    SharedInformerFactory,
+    Client, HandlerFuncs, LabelSelector, Resource, ResourceEventHandlerRegistration,
+    SharedIndexInformer, SharedInformerFactory,
 };
+use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::Notify;
 
@@ -31,8 +37,6 @@ const PEER: &str = "informer";
 fn main() -> ExitCode {
     informer_bench::main(PEER, run)
 }
-
-type Registration = ResourceEventHandlerRegistration<Pod>;
 
 /// What one handler has seen; the handler notifies when it reaches its target.
 #[derive(Default)]
@@ -45,10 +49,16 @@ struct Counter {
 
 async fn run(args: PeerArgs) -> Result<(), String> {
     if args.metadata_only {
-        return report::unsupported(
-            "informer-runtime has no metadata-only informer (no PartialObjectMetadata list/watch)",
-        );
+        measure::<PartialObjectMetadata<Pod>>(args).await
+    } else {
+        measure::<Pod>(args).await
     }
+}
+
+/// The whole run, with an informer of `K`: pods, or their metadata.
+async fn measure<K: Resource<Scope = NamespaceResourceScope>>(
+    args: PeerArgs,
+) -> Result<(), String> {
     let url = args.server.parse().map_err(|e| format!("--server {}: {e}", args.server))?;
     let client = Client::new(informer_runtime::client::Config::new(url))
         .map_err(|e| format!("client for {}: {e}", args.server))?;
@@ -60,7 +70,7 @@ async fn run(args: PeerArgs) -> Result<(), String> {
         builder = builder.without_label_index();
     }
     let factory = builder.build();
-    let pods = factory.informer::<Pod>();
+    let pods = factory.informer::<K>();
 
     let first_update: Arc<OnceLock<Instant>> = Arc::default();
     let (counters, registrations) = add_counting_handlers(&pods, &args, &first_update)?;
@@ -79,7 +89,7 @@ async fn run(args: PeerArgs) -> Result<(), String> {
     }
     let sync = started.elapsed();
     let after_sync = memory::read()?;
-    let lister = factory.lister::<Pod>();
+    let lister = factory.lister::<K>();
     let cached = lister.list(&LabelSelector::everything()).len();
     if cached != args.objects {
         return Err(format!("synced with {cached} pods, expected {}", args.objects));
@@ -147,11 +157,12 @@ async fn run(args: PeerArgs) -> Result<(), String> {
 
 /// Adds `--handlers` handlers that count updates (and note the first), spot the relist
 /// marker, and touch what they get, as a real handler reads its objects.
-fn add_counting_handlers(
-    pods: &SharedIndexInformer<Pod>,
+#[allow(clippy::type_complexity, reason = "the two lists the caller keeps")]
+fn add_counting_handlers<K: Resource>(
+    pods: &SharedIndexInformer<K>,
     args: &PeerArgs,
     first_update: &Arc<OnceLock<Instant>>,
-) -> Result<(Vec<Arc<Counter>>, Vec<Registration>), String> {
+) -> Result<(Vec<Arc<Counter>>, Vec<ResourceEventHandlerRegistration<K>>), String> {
     let mut counters = Vec::new();
     let mut registrations = Vec::new();
     for _ in 0..args.handlers {
@@ -161,14 +172,14 @@ fn add_counting_handlers(
             (Arc::clone(&counter), Arc::clone(&counter), Arc::clone(first_update));
         let marker = args.marker.clone();
         let handler = HandlerFuncs::new()
-            .on_add(move |pod: Arc<Pod>, _initial| {
-                if pod.metadata.name.as_deref() == Some(marker.as_str()) {
+            .on_add(move |pod: Arc<K>, _initial| {
+                if pod.meta().name.as_deref() == Some(marker.as_str()) {
                     on_add.marker_seen.notify_one();
                 }
             })
-            .on_update(move |_old, new: Arc<Pod>| {
+            .on_update(move |_old, new: Arc<K>| {
                 first.get_or_init(Instant::now);
-                std::hint::black_box(new.metadata.resource_version.as_deref());
+                std::hint::black_box(new.meta().resource_version.as_deref());
                 let seen = on_update.updates.fetch_add(1, Ordering::SeqCst) + 1;
                 if seen == on_update.target.load(Ordering::SeqCst) {
                     on_update.reached.notify_one();

@@ -45,7 +45,9 @@ use tokio::task::JoinHandle;
 use super::Client;
 use super::error::{cause_chain, io_kind_in_chain, transport_error};
 use super::list_page::PageDecoder;
-use super::request::{collection_url, resource_name, set_list_query, set_watch_query};
+use super::request::{
+    collection_url, list_accept, object_accept, resource_name, set_list_query, set_watch_query,
+};
 use crate::listwatch::{
     Error, ListOptions, ListerWatcher, ObjectList, ReuseFn, WatchOptions, WatchStream,
 };
@@ -120,10 +122,12 @@ impl<K: Resource> HttpListerWatcher<K> {
                     Err(join) => Err(Error::Transport(format!("page prefetch: {join}"))),
                 }
             }
-            None => match self.client.send(Method::GET, url, None).await {
-                Ok(response) => decode_response(response, decoder).await,
-                Err(e) => Err(e),
-            },
+            None => {
+                match self.client.send_accepting(Method::GET, url, None, list_accept::<K>()).await {
+                    Ok(response) => decode_response(response, decoder).await,
+                    Err(e) => Err(e),
+                }
+            }
         };
         if decoded.is_err() {
             // The list failed: the page prefetched for it will not be asked for.
@@ -156,7 +160,8 @@ impl<K: Resource> HttpListerWatcher<K> {
             };
             let mut url = collection_url::<K>(client.base_url(), namespace.as_deref());
             set_list_query(&mut url, &next);
-            let task = runtime.spawn(async move { fetch_page(&client, url).await });
+            let accept = list_accept::<K>();
+            let task = runtime.spawn(async move { fetch_page(&client, url, accept).await });
             *slot.lock() = Some(Prefetch { options: next, task: AbortOnDrop(task) });
         }
     }
@@ -164,7 +169,8 @@ impl<K: Resource> HttpListerWatcher<K> {
     async fn open_watch(&self, options: WatchOptions) -> Result<WatchStream<K>, Error> {
         let mut url = collection_url::<K>(self.client.base_url(), self.namespace.as_deref());
         set_watch_query(&mut url, &options);
-        let response = self.client.send(Method::GET, url, None).await?;
+        let response =
+            self.client.send_accepting(Method::GET, url, None, object_accept::<K>()).await?;
         let idle = options
             .timeout
             .unwrap_or(DEFAULT_SERVER_WATCH_TIMEOUT)
@@ -204,8 +210,8 @@ impl<K> std::fmt::Debug for HttpListerWatcher<K> {
 }
 
 /// GETs a list page and reads its whole body (a prefetch: at most one page of a paginated list).
-async fn fetch_page(client: &Client, url: url::Url) -> Result<Bytes, Error> {
-    let response = client.send(Method::GET, url, None).await?;
+async fn fetch_page(client: &Client, url: url::Url, accept: &'static str) -> Result<Bytes, Error> {
+    let response = client.send_accepting(Method::GET, url, None, accept).await?;
     response.bytes().await.map_err(|e| transport_error(&e))
 }
 

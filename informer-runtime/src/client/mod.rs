@@ -58,7 +58,7 @@ use url::Url;
 use self::auth::Authenticator;
 use self::error::{decode_error, status_from_response, transport_error};
 use self::list_watch::HttpListerWatcher;
-use self::request::{collection_url, object_url, resource_name};
+use self::request::{JSON, collection_url, object_accept, object_url, resource_name};
 use self::tls::{PinnedHost, TlsOptions};
 use crate::listwatch::{Error, ListWatchSource, ListerWatcher};
 use crate::resource::{Resource, is_namespaced};
@@ -341,7 +341,7 @@ impl Client {
         let verb = verb(&method);
         let path = url.path().to_owned();
         let result = async {
-            let response = self.send(method, url, body).await?;
+            let response = self.send_accepting(method, url, body, object_accept::<K>()).await?;
             let bytes = response.bytes().await.map_err(|e| transport_error(&e))?;
             serde_json::from_slice::<K>(&bytes)
                 .map_err(|e| decode_error(&resource_name::<K>(), K::KIND, &bytes, &e))
@@ -354,7 +354,8 @@ impl Client {
         &self.inner.base
     }
 
-    /// Sends one request with credentials; any non-2xx answer becomes [`Error::Api`].
+    /// Sends one request with credentials that accepts JSON; any non-2xx answer becomes
+    /// [`Error::Api`].
     ///
     /// A 401 makes the credentials be refreshed for the next request.
     pub(crate) async fn send(
@@ -363,6 +364,17 @@ impl Client {
         url: Url,
         body: Option<Body>,
     ) -> Result<reqwest::Response, Error> {
+        self.send_accepting(method, url, body, JSON).await
+    }
+
+    /// [`send`](Self::send) with the `Accept` header `accept`.
+    pub(crate) async fn send_accepting(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<Body>,
+        accept: &'static str,
+    ) -> Result<reqwest::Response, Error> {
         let authorization = self
             .inner
             .auth
@@ -370,7 +382,7 @@ impl Client {
             .await
             .map_err(|e| Error::Transport(format!("obtaining credentials: {e}")))?;
         tracing::trace!(%method, path = url.path(), "request");
-        let mut request = self.inner.http.request(method, url).header(ACCEPT, "application/json");
+        let mut request = self.inner.http.request(method, url).header(ACCEPT, accept);
         if let Some(authorization) = &authorization {
             request = request.header(AUTHORIZATION, authorization.clone());
         }

@@ -15,11 +15,33 @@
 //!
 //! Path segments and query values are percent-encoded (a label selector such as
 //! `tier in (a,b)` travels as `tier+in+%28a%2Cb%29`).
+//!
+//! The `Accept` header says which representation to send: the objects themselves
+//! (`application/json`), or, for [`PartialObjectMetadata<K>`](crate::metadata::PartialObjectMetadata),
+//! only their metadata. The API server transforms lists and single objects under different
+//! names (`as=PartialObjectMetadataList` for a list, `as=PartialObjectMetadata` for an object
+//! and for each object of a watch) and answers `406 Not Acceptable` to the wrong one.
 
 use url::Url;
 
 use crate::listwatch::{ListOptions, WatchOptions};
 use crate::resource::{Resource, is_namespaced};
+
+/// What lists of `K` accept.
+pub(crate) fn list_accept<K: Resource>() -> &'static str {
+    if K::METADATA_ONLY { METADATA_LIST } else { JSON }
+}
+
+/// What watches and single-object requests of `K` accept.
+pub(crate) fn object_accept<K: Resource>() -> &'static str {
+    if K::METADATA_ONLY { METADATA_OBJECT } else { JSON }
+}
+
+pub(crate) const JSON: &str = "application/json";
+// No fallback to plain JSON: a server that cannot send metadata alone answers 406, which says
+// so, instead of whole objects that would defeat the point (kube-rs sends the same).
+const METADATA_LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+const METADATA_OBJECT: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 
 /// `plural` for the core group, `plural.group` otherwise: how resources are named in messages.
 pub(crate) fn resource_name<K: Resource>() -> String {
@@ -275,6 +297,25 @@ mod tests {
             Some(
                 "watch=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&sendInitialEvents=true"
             )
+        );
+    }
+
+    #[test]
+    fn metadata_only_types_accept_partial_object_metadata() {
+        use crate::metadata::PartialObjectMetadata;
+        assert_eq!((list_accept::<Pod>(), object_accept::<Pod>()), (JSON, JSON));
+        assert_eq!(
+            list_accept::<PartialObjectMetadata<Pod>>(),
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+        );
+        assert_eq!(
+            object_accept::<PartialObjectMetadata<Deployment>>(),
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+        );
+        // Same URLs as the kind itself.
+        assert_eq!(
+            collection_url::<PartialObjectMetadata<Deployment>>(&base(), Some("a")).path(),
+            "/apis/apps/v1/namespaces/a/deployments"
         );
     }
 

@@ -20,6 +20,7 @@
 //!
 //! - `ADDED` / `MODIFIED` / `DELETED`: the object's `apiVersion` and `kind` are read first (a
 //!   small header struct); another kind gives [`Error::UnexpectedKind`], which the reflector skips.
+//!   (For a metadata-only `K`, the expected kind is `meta.k8s.io/v1` `PartialObjectMetadata`.)
 //!   Then the raw object is decoded into `K`, without its `metadata.managedFields` unless the
 //!   decoder was told to keep it (see the client's `prune` module): a skipped field is never
 //!   allocated.
@@ -210,11 +211,17 @@ impl<K: Resource> WatchDecoder<K> {
         let header: TypeHeader<'_> = serde_json::from_str(object).map_err(|e| {
             self.error_at(object_start, &format!("object: {}", json_error_message(&e)), Some(&e))
         })?;
-        let api_version_matches = header.api_version.as_deref().is_none_or(|v| v == K::API_VERSION);
-        let kind_matches = header.kind.as_deref().is_none_or(|k| k == K::KIND);
+        // A metadata-only watch carries `meta.k8s.io/v1` `PartialObjectMetadata` objects.
+        let (api_version, kind) = if K::METADATA_ONLY {
+            (crate::metadata::API_VERSION, crate::metadata::KIND)
+        } else {
+            (K::API_VERSION, K::KIND)
+        };
+        let api_version_matches = header.api_version.as_deref().is_none_or(|v| v == api_version);
+        let kind_matches = header.kind.as_deref().is_none_or(|k| k == kind);
         if !api_version_matches || !kind_matches {
             return Err(Error::UnexpectedKind {
-                expected: format!("{}/{}", K::API_VERSION, K::KIND),
+                expected: format!("{api_version}/{kind}"),
                 got: format!(
                     "{}/{}",
                     header.api_version.as_deref().unwrap_or_default(),
@@ -362,6 +369,29 @@ mod tests {
         assert_eq!(shown.len(), 9, "{shown:#?}");
         assert!(shown[..8].iter().all(|s| s.starts_with("Added(kube-system/")), "{shown:#?}");
         assert_eq!(shown[8], "BOOKMARK 550 true");
+    }
+
+    #[test]
+    fn metadata_only_watches_take_partial_object_metadata_and_nothing_else() {
+        use crate::metadata::PartialObjectMetadata;
+        let body = br#"{"type":"ADDED","object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a","namespace":"n","resourceVersion":"5","managedFields":[{"manager":"m"}]}}}
+{"type":"BOOKMARK","object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"6","annotations":{"k8s.io/initial-events-end":"true"}}}}
+{"type":"MODIFIED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","namespace":"n"},"spec":{}}}
+"#;
+        let events = decode_all::<PartialObjectMetadata<Pod>>(body);
+        let Ok(WatchEvent::Added(added)) = &events[0] else { panic!("{events:?}") };
+        assert_eq!(added.metadata.name.as_deref(), Some("a"));
+        assert_eq!(added.metadata.managed_fields, None, "pruned as for whole objects");
+        assert_eq!(describe(&events[1]), "BOOKMARK 6 true");
+        assert!(
+            matches!(&events[2], Err(Error::UnexpectedKind { expected, got })
+                if expected == "meta.k8s.io/v1/PartialObjectMetadata" && got == "v1/Pod"),
+            "{:?}",
+            events[2]
+        );
+        // And the other way round: a whole-object watch does not take metadata.
+        let events = decode_all::<Pod>(body);
+        assert!(matches!(&events[0], Err(Error::UnexpectedKind { .. })), "{:?}", events[0]);
     }
 
     #[test]

@@ -44,7 +44,9 @@
 //!   messages); 410 for compacted versions and tokens, 504 `ResourceVersionTooLarge` for future
 //!   ones. Tables (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`, with
 //!   `includeObject`; kube-apiserver's printers for pods, config maps, secrets, namespaces,
-//!   service accounts and leases) and `PartialObjectMetadata(List)` for get, list and watch.
+//!   service accounts and leases) and `PartialObjectMetadata` for get and watch,
+//!   `PartialObjectMetadataList` for lists (the wrong one of the two: 406, as
+//!   kube-apiserver's `transformObject` answers; see `render.rs`).
 //! - **Watch.** `ADDED`, `MODIFIED`, `DELETED` filtered as the watch cache filters, `BOOKMARK`
 //!   (periodic, on request, and shortly before `timeoutSeconds` ends the watch),
 //!   `sendInitialEvents` with the `k8s.io/initial-events-end` bookmark, from a compacted version

@@ -5,6 +5,12 @@
 //! (only `apiVersion` differs: CRD versions are converted with the `None` strategy). Lists of
 //! built-in types omit `kind` and `apiVersion` on their items, as typed lists do on the wire;
 //! lists of custom resources keep them.
+//!
+//! `PartialObjectMetadata` follows kube-apiserver's `transformObject`: the `as=` kind must fit
+//! the answer (`PartialObjectMetadataList` for a list, `PartialObjectMetadata` for one object
+//! and for each object of a watch); the wrong one is a `406 NotAcceptable` once the answer is
+//! known, not a reason to try the next media range. Every item of a `PartialObjectMetadataList`
+//! carries `kind` and `apiVersion`, and an empty one has `"items": null` (a nil Go slice).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -36,8 +42,9 @@ pub(crate) enum Output {
     Json,
     /// A `meta.k8s.io` `Table` (`v1` or `v1beta1`).
     Table { api_version: &'static str, include: Include },
-    /// `PartialObjectMetadata` (or its list).
-    Metadata { api_version: &'static str },
+    /// `PartialObjectMetadata` (`list: false`) or `PartialObjectMetadataList` (`list: true`):
+    /// the `as=` of the request, which must fit the answer.
+    Metadata { api_version: &'static str, list: bool },
 }
 
 /// Picks the first representation of the `Accept` header the server can produce.
@@ -76,10 +83,11 @@ pub(crate) fn negotiate(accept: Option<&str>, query: &Query) -> Result<Output, A
                 };
                 return Ok(Output::Table { api_version, include });
             }
-            Some("PartialObjectMetadata" | "PartialObjectMetadataList")
+            Some(kind @ ("PartialObjectMetadata" | "PartialObjectMetadataList"))
                 if !api_version.is_empty() =>
             {
-                return Ok(Output::Metadata { api_version });
+                let list = kind == "PartialObjectMetadataList";
+                return Ok(Output::Metadata { api_version, list });
             }
             // Aggregated discovery and other conversions: try the next range.
             Some(_) => {}
@@ -111,17 +119,59 @@ pub(crate) fn partial_metadata(obj: &Value, api_version: &str) -> Value {
     json!({"kind": "PartialObjectMetadata", "apiVersion": api_version, "metadata": metadata})
 }
 
+/// The 406 of kube-apiserver's `asPartialObjectMetadata(List)` when the `as=` kind does not fit
+/// the answer: a list asked for as `PartialObjectMetadata`, or an object as
+/// `PartialObjectMetadataList`. `Ok` otherwise.
+pub(crate) fn check_shape(
+    output: Output,
+    resource: &ApiResource,
+    is_list: bool,
+) -> Result<(), ApiError> {
+    let Output::Metadata { list, .. } = output else { return Ok(()) };
+    if list == is_list {
+        return Ok(());
+    }
+    // The Go type the handler holds: the internal type of a built-in (`*core.PodList`), an
+    // unstructured object for a custom resource.
+    let suffix = if is_list { "List" } else { "" };
+    let go_type = if resource.builtin {
+        let package =
+            resource.ty.group.split('.').next().filter(|g| !g.is_empty()).unwrap_or("core");
+        format!("*{package}.{}{suffix}", resource.ty.kind)
+    } else {
+        format!("*unstructured.Unstructured{suffix}")
+    };
+    Err(ApiError::not_acceptable(if is_list {
+        format!(
+            "you requested PartialObjectMetadata, but the requested object is a list ({go_type})"
+        )
+    } else {
+        format!(
+            "you requested PartialObjectMetadataList, but the requested object is not a list ({go_type})"
+        )
+    }))
+}
+
 /// One object in the negotiated representation.
-pub(crate) fn object(obj: &Value, resource: &ApiResource, output: Output) -> Value {
-    match output {
+///
+/// # Errors
+///
+/// 406 when the request asked for a `PartialObjectMetadataList` (see [`check_shape`]).
+pub(crate) fn object(
+    obj: &Value,
+    resource: &ApiResource,
+    output: Output,
+) -> Result<Value, ApiError> {
+    check_shape(output, resource, false)?;
+    Ok(match output {
         Output::Json => served(obj, resource).into_owned(),
-        Output::Metadata { api_version } => partial_metadata(obj, api_version),
+        Output::Metadata { api_version, .. } => partial_metadata(obj, api_version),
         Output::Table { api_version, include } => {
             let rv = super::store::meta_str(obj, "resourceVersion").to_owned();
             let meta = ListMeta { resource_version: rv, ..ListMeta::default() };
             table::table(resource, &[obj], api_version, include, true, &meta)
         }
-    }
+    })
 }
 
 /// The `metadata` of a list.
@@ -147,20 +197,29 @@ impl ListMeta {
 }
 
 /// A list in the negotiated representation, serialized.
+///
+/// # Errors
+///
+/// 406 when the request asked for a `PartialObjectMetadata` (see [`check_shape`]).
 pub(crate) fn list(
     resource: &ApiResource,
     items: &[Object],
     meta: &ListMeta,
     output: Output,
-) -> Vec<u8> {
-    match output {
+) -> Result<Vec<u8>, ApiError> {
+    check_shape(output, resource, true)?;
+    Ok(match output {
         Output::Json => {
             let body = ListBody { resource, items, meta };
             serde_json::to_vec(&body).unwrap_or_default()
         }
-        Output::Metadata { api_version } => {
-            let items: Vec<Value> =
-                items.iter().map(|o| partial_metadata(o, api_version)).collect();
+        Output::Metadata { api_version, .. } => {
+            // `asPartialObjectMetadataList` appends to a nil slice: no items is `null`.
+            let items: Value = if items.is_empty() {
+                Value::Null
+            } else {
+                items.iter().map(|o| partial_metadata(o, api_version)).collect()
+            };
             let body = json!({"kind": "PartialObjectMetadataList", "apiVersion": api_version,
                               "metadata": meta.to_json(), "items": items});
             body.to_string().into_bytes()
@@ -169,7 +228,7 @@ pub(crate) fn list(
             let rows: Vec<&Value> = items.iter().map(|o| &**o).collect();
             table::table(resource, &rows, api_version, include, true, meta).to_string().into_bytes()
         }
-    }
+    })
 }
 
 /// Lists with more items than this are streamed (see [`list_response`]).
@@ -188,9 +247,9 @@ pub(crate) fn list_response(
     items: Vec<Object>,
     meta: &ListMeta,
     output: Output,
-) -> Response {
+) -> Result<Response, ApiError> {
     if output != Output::Json || items.len() <= STREAM_ITEMS_ABOVE {
-        return json_response(StatusCode::OK, list(resource, &items, meta, output));
+        return Ok(json_response(StatusCode::OK, list(resource, &items, meta, output)?));
     }
     let mut head = Vec::new();
     let (list_kind, api_version) = (&resource.list_kind, resource.api_version());
@@ -212,7 +271,7 @@ pub(crate) fn list_response(
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
+    Ok(response)
 }
 
 /// A list being streamed: what is left to write.
@@ -335,6 +394,22 @@ mod tests {
             negotiate(Some("application/vnd.kubernetes.protobuf"), &q).unwrap_err().code,
             406
         );
+        // client-go's metadata client: protobuf first (not served here), then JSON.
+        let metadata_list = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+        assert_eq!(
+            negotiate(Some(metadata_list), &q).unwrap(),
+            Output::Metadata { api_version: "meta.k8s.io/v1", list: true }
+        );
+        assert_eq!(
+            negotiate(
+                Some("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1"),
+                &q
+            )
+            .unwrap(),
+            Output::Metadata { api_version: "meta.k8s.io/v1beta1", list: false }
+        );
+        let other_group = "application/json;as=PartialObjectMetadata;g=example.com;v=v1";
+        assert_eq!(negotiate(Some(other_group), &q).unwrap_err().code, 406);
         let none = Query::parse(Some("includeObject=None"));
         assert!(matches!(
             negotiate(Some("application/json;as=Table;g=meta.k8s.io;v=v1"), &none).unwrap(),
@@ -349,7 +424,7 @@ mod tests {
         let pod = Arc::new(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}}));
         let meta = ListMeta { resource_version: "7".into(), ..ListMeta::default() };
         let body: Value =
-            serde_json::from_slice(&list(&pods, &[pod], &meta, Output::Json)).unwrap();
+            serde_json::from_slice(&list(&pods, &[pod], &meta, Output::Json).unwrap()).unwrap();
         assert_eq!(
             body,
             json!({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"},
@@ -380,8 +455,8 @@ mod tests {
                 continue_token: Some("c".into()),
                 remaining: Some(3),
             };
-            let whole = list(&pods, &items, &meta, Output::Json);
-            let response = list_response(&pods, items, &meta, Output::Json);
+            let whole = list(&pods, &items, &meta, Output::Json).unwrap();
+            let response = list_response(&pods, items, &meta, Output::Json).unwrap();
             let streamed = axum::body::HttpBody::size_hint(response.body()).exact().is_none();
             assert_eq!(streamed, count > STREAM_ITEMS_ABOVE, "{count} items");
             assert_eq!(body_of(response).await, whole, "{count} items");

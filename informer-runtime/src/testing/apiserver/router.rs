@@ -265,10 +265,11 @@ impl Call<'_> {
         self.target.name.unwrap_or_default()
     }
 
-    /// An object in the negotiated representation.
-    fn respond(&self, code: StatusCode, obj: &Value) -> Response {
-        let body = render::object(obj, &self.target.resource, self.output).to_string();
-        json_response(code, body.into_bytes())
+    /// An object in the negotiated representation. As in kube-apiserver, a write is done
+    /// (committed) before its answer is rendered, and may still end in a 406.
+    fn respond(&self, code: StatusCode, obj: &Value) -> Result<Response, ApiError> {
+        let body = render::object(obj, &self.target.resource, self.output)?.to_string();
+        Ok(json_response(code, body.into_bytes()))
     }
 
     /// `watch`, `list` and `get`.
@@ -297,12 +298,12 @@ impl Call<'_> {
                     self.target.namespace,
                     &params,
                 )?;
-                Ok(render::list_response(resource, page.items, &page.meta, self.output))
+                render::list_response(resource, page.items, &page.meta, self.output)
             }
             _ => {
                 let rv = self.query.get("resourceVersion").unwrap_or_default();
                 let obj = registry::get(&self.shared.state.lock(), self.scope(), self.name(), rv)?;
-                Ok(self.respond(StatusCode::OK, &obj))
+                self.respond(StatusCode::OK, &obj)
             }
         }
     }
@@ -317,14 +318,14 @@ impl Call<'_> {
                 let obj = parse_body(self.body, resource)?;
                 let mut state = shared.state.lock();
                 let created = registry::create(&mut state, &shared.settings, scope, obj, dry_run)?;
-                Ok(self.respond(StatusCode::CREATED, &created))
+                self.respond(StatusCode::CREATED, &created)
             }
             "update" => {
                 self.check_body_type()?;
                 let obj = parse_body(self.body, resource)?;
                 let mut state = shared.state.lock();
                 let updated = registry::update(&mut state, scope, name, obj, part, dry_run)?;
-                Ok(self.respond(StatusCode::OK, &updated))
+                self.respond(StatusCode::OK, &updated)
             }
             "patch" => {
                 let kind = self.patch_kind()?;
@@ -334,13 +335,13 @@ impl Call<'_> {
                     &mut state, settings, scope, name, kind, self.body, part, dry_run,
                 )?;
                 let code = if created { StatusCode::CREATED } else { StatusCode::OK };
-                Ok(self.respond(code, &obj))
+                self.respond(code, &obj)
             }
             "delete" => {
                 self.check_body_type()?;
                 let options = delete_options(self.body)?;
                 match registry::delete(&mut shared.state.lock(), scope, name, &options, dry_run)? {
-                    Deleted::Object(obj) => Ok(self.respond(StatusCode::OK, &obj)),
+                    Deleted::Object(obj) => self.respond(StatusCode::OK, &obj),
                     Deleted::Status(status) => Ok(document(&status)),
                 }
             }
@@ -355,7 +356,7 @@ impl Call<'_> {
                     resource_version: state.store.resource_version().to_string(),
                     ..render::ListMeta::default()
                 };
-                let body = render::list(resource, &deleted, &meta, self.output);
+                let body = render::list(resource, &deleted, &meta, self.output)?;
                 Ok(json_response(StatusCode::OK, body))
             }
         }

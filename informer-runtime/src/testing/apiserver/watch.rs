@@ -7,6 +7,13 @@
 //! `{"type": ..., "object": ...}` events, as the API server writes them. A watch that allows
 //! bookmarks gets one two seconds before its timeout if the server has moved past where the
 //! watch started, as the watch cache does, so that its client resumes from close to now.
+//!
+//! In `PartialObjectMetadata` (`Accept: ...;as=PartialObjectMetadata;g=meta.k8s.io;v=v1`),
+//! every object, bookmarks included, is sent as `PartialObjectMetadata`; `ERROR` events keep
+//! their `Status`. A watch asked for as `PartialObjectMetadataList` gets what kube-apiserver's
+//! watch encoder makes of it: the transform of an object to a list fails, the untransformed
+//! object cannot be encoded by the `meta.k8s.io` serializer it negotiated, and the stream ends
+//! (HTTP 200, no event) at the first event that carries an object.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -296,7 +303,7 @@ impl WatchStream {
                 frame = self.rx.recv() => {
                     let frame = frame?;
                     self.ended = matches!(frame, Frame::Error(_));
-                    let bytes = self.encoder.encode(frame);
+                    let bytes = self.encoder.encode(frame)?;
                     return Some((Ok(bytes), self));
                 }
                 () = &mut self.bookmark_at, if self.bookmark_armed => {
@@ -307,7 +314,7 @@ impl WatchStream {
                     let current = self.shared.state.lock().store.resource_version();
                     if current > self.start_rv && !self.stalled.load(Ordering::SeqCst) {
                         let bookmark = Frame::Bookmark { rv: current, initial_events_end: false };
-                        return Some((Ok(self.encoder.encode(bookmark)), self));
+                        return Some((Ok(self.encoder.encode(bookmark)?), self));
                     }
                 }
                 () = &mut self.deadline, if !self.timed_out => {
@@ -331,7 +338,13 @@ struct Encoder {
 }
 
 impl Encoder {
-    fn encode(&mut self, frame: Frame) -> Bytes {
+    /// The bytes of one event; `None` when it cannot be encoded and the watch ends (an object
+    /// asked for as a `PartialObjectMetadataList`: see the [module documentation](self)).
+    fn encode(&mut self, frame: Frame) -> Option<Bytes> {
+        let unencodable = matches!(self.output, Output::Metadata { list: true, .. });
+        if unencodable && !matches!(frame, Frame::Error(_)) {
+            return None;
+        }
         let (kind, object) = match frame {
             Frame::Event(kind, obj) => (kind.as_str(), self.object(&obj)),
             Frame::Bookmark { rv, initial_events_end } => {
@@ -343,7 +356,9 @@ impl Encoder {
                                       "apiVersion": self.resource.api_version(),
                                       "metadata": metadata});
                 let object = match self.output {
-                    Output::Metadata { api_version } => partial_metadata(&bookmark, api_version),
+                    Output::Metadata { api_version, .. } => {
+                        partial_metadata(&bookmark, api_version)
+                    }
                     Output::Json | Output::Table { .. } => bookmark,
                 };
                 ("BOOKMARK", object)
@@ -353,13 +368,13 @@ impl Encoder {
         let mut line =
             serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
         line.push(b'\n');
-        Bytes::from(line)
+        Some(Bytes::from(line))
     }
 
     fn object(&mut self, obj: &Value) -> Value {
         match self.output {
             Output::Json => served(obj, &self.resource).into_owned(),
-            Output::Metadata { api_version } => partial_metadata(obj, api_version),
+            Output::Metadata { api_version, .. } => partial_metadata(obj, api_version),
             Output::Table { api_version, include } => {
                 let rv = meta_str(obj, "resourceVersion").to_owned();
                 let meta = ListMeta { resource_version: rv, ..ListMeta::default() };
