@@ -9,7 +9,8 @@
 //! any item is decoded: the caller uses that to start fetching the next page meanwhile.
 //!
 //! Unless told to keep it, each item's `metadata.managedFields` is skipped while decoding (see
-//! [`prune`](super::prune)): it is never allocated. With a [`ReuseFn`], an item the cache
+//! [`prune`](super::prune)): it is never allocated. Each item is then copied once into
+//! exact-capacity allocations ([`compact`](super::compact)). With a [`ReuseFn`], an item the cache
 //! already holds unchanged is dropped as soon as it is decoded, and the cached object stands in
 //! for it.
 
@@ -19,6 +20,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, IgnoredAny};
 
+use super::compact::compacted;
 use super::error::{byte_offset, json_error_message};
 use super::list_split::{ListSplitter, Piece, SplitError};
 use super::prune::ObjectSeed;
@@ -129,7 +131,7 @@ impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
                             part_error(&self.resource, &what, value, offset, &e)
                         })?;
                     let known = self.reuse.as_ref().and_then(|reuse| reuse(&item));
-                    self.items.push(known.unwrap_or_else(|| Arc::new(item)));
+                    self.items.push(known.unwrap_or_else(|| Arc::new(compacted(&item))));
                 }
             }
         }

@@ -31,6 +31,7 @@
 //! ```
 
 mod auth;
+pub(crate) mod compact;
 mod config;
 mod error;
 mod kubeconfig;

@@ -41,6 +41,7 @@ use serde::Deserialize;
 use serde::de::DeserializeSeed;
 use serde_json::value::RawValue;
 
+use crate::client::compact::compacted;
 use crate::client::prune::ObjectSeed;
 use crate::client::{json_error_message, parse_status};
 use crate::listwatch::{Bookmark, Error, WatchEvent};
@@ -233,7 +234,8 @@ impl<K: Resource> WatchDecoder<K> {
         let decoded = ObjectSeed::<K>::new(self.keep_managed_fields)
             .deserialize(&mut deserializer)
             .and_then(|obj| deserializer.end().map(|()| obj));
-        decoded.map(Arc::new).map_err(|e| {
+        // Held by the cache from here: exact capacities (see `client::compact`).
+        decoded.map(|obj| Arc::new(compacted(&obj))).map_err(|e| {
             self.error_at(
                 object_start,
                 &format!("{} object: {}", K::KIND, json_error_message(&e)),
