@@ -11,6 +11,7 @@ use std::time::Duration;
 use informer_runtime::client::{Client, Config};
 use informer_runtime::testing::apiserver::ApiServer;
 use informer_runtime::{HandlerFuncs, LabelSelector, SharedInformerFactory};
+use informer_tests::eventually;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -109,15 +110,6 @@ fn foobar(name: &str, prop1: &str) -> FooBar {
     }
 }
 
-/// Polls `check` until it holds, failing after the deadline.
-async fn eventually(what: &str, check: impl Fn() -> bool) {
-    let start = tokio::time::Instant::now();
-    while !check() {
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generated_informers_sync_from_the_embedded_api_server() {
     let server = ApiServer::start().await.expect("server starts");
@@ -172,11 +164,11 @@ async fn generated_informers_sync_from_the_embedded_api_server() {
         )
         .await
         .expect("fb1 is patched");
-    eventually("both objects in the lister", || {
+    eventually("both objects in the lister", DEADLINE, || {
         lister.list(&LabelSelector::parse("app=demo").expect("a selector")).len() == 2
     })
     .await;
-    eventually("the handler to see the add and the update", || {
+    eventually("the handler to see the add and the update", DEADLINE, || {
         let seen = seen.lock();
         seen.contains(&"add fb2".to_owned()) && seen.contains(&"update changed".to_owned())
     })

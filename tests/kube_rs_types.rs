@@ -12,6 +12,7 @@ use std::time::Duration;
 use informer_runtime::client::{Client, Config};
 use informer_runtime::testing::apiserver::ApiServer;
 use informer_runtime::{HandlerFuncs, LabelSelector, SharedInformerFactory, impl_resource};
+use informer_tests::eventually;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{CustomResource, CustomResourceExt};
@@ -113,15 +114,6 @@ fn as_applied(crd: CustomResourceDefinition) -> CustomResourceDefinition {
     }
 }
 
-/// Polls `check` until it holds, failing after the deadline.
-async fn eventually(what: &str, check: impl Fn() -> bool) {
-    let start = tokio::time::Instant::now();
-    while !check() {
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 #[test]
 fn both_identities_agree() {
     use informer_runtime::Resource as _;
@@ -174,11 +166,11 @@ async fn kube_derive_roots_sync_through_informers_and_listers() {
         .patch_merge::<Widget>(Some("default"), "w1", &serde_json::json!({"spec": {"size": 10}}))
         .await
         .expect("w1 is patched");
-    eventually("both widgets in the lister", || {
+    eventually("both widgets in the lister", DEADLINE, || {
         lister.list(&LabelSelector::parse("app=shop").expect("a selector")).len() == 2
     })
     .await;
-    eventually("the handler to see the add and the update", || {
+    eventually("the handler to see the add and the update", DEADLINE, || {
         let seen = seen.lock();
         seen.contains(&"add w2".to_owned()) && seen.contains(&"update w1 widget size 10".to_owned())
     })
@@ -215,14 +207,14 @@ async fn kopium_output_syncs_through_informers_and_listers() {
 
     client.create(Some("default"), &certificate("api")).await.expect("api is created");
     let lister = factory.lister::<Certificate>();
-    eventually("both certificates in the lister", || {
+    eventually("both certificates in the lister", DEADLINE, || {
         lister.list(&LabelSelector::everything()).len() == 2
     })
     .await;
     let api = lister.namespace("default").get("api").expect("cached");
     assert_eq!(api.spec.dns_names.as_deref(), Some(&["api.example.com".to_owned()][..]));
     assert_eq!(api.spec.issuer_ref.kind.as_deref(), Some("ClusterIssuer"));
-    eventually("the handler to see both", || seen.lock().len() == 2).await;
+    eventually("the handler to see both", DEADLINE, || seen.lock().len() == 2).await;
 
     factory.shutdown().await;
     server.shutdown().await.expect("a clean stop");
