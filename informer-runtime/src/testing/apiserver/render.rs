@@ -248,21 +248,37 @@ pub(crate) fn list_response(
     meta: &ListMeta,
     output: Output,
 ) -> Result<Response, ApiError> {
-    if output != Output::Json || items.len() <= STREAM_ITEMS_ABOVE {
+    let shape = match output {
+        _ if items.len() <= STREAM_ITEMS_ABOVE => None,
+        Output::Json => Some(ItemShape::Object { strip: resource.builtin }),
+        Output::Metadata { api_version, list: true } => Some(ItemShape::Metadata { api_version }),
+        Output::Metadata { .. } | Output::Table { .. } => None,
+    };
+    let Some(shape) = shape else {
         return Ok(json_response(StatusCode::OK, list(resource, &items, meta, output)?));
-    }
+    };
+    let (list_kind, api_version) = match shape {
+        ItemShape::Object { .. } => (resource.list_kind.clone(), resource.api_version()),
+        ItemShape::Metadata { api_version } => {
+            ("PartialObjectMetadataList".to_owned(), api_version.to_owned())
+        }
+    };
+    // TypeMeta, ListMeta, then items: the order kube-apiserver writes (and `ListBody`).
     let mut head = Vec::new();
-    let (list_kind, api_version) = (&resource.list_kind, resource.api_version());
-    let metadata = meta.to_json();
-    // The same members, in the same order, as `ListBody`.
     head.extend_from_slice(b"{\"kind\":");
-    head.extend(serde_json::to_vec(list_kind).unwrap_or_default());
+    head.extend(serde_json::to_vec(&list_kind).unwrap_or_default());
     head.extend_from_slice(b",\"apiVersion\":");
     head.extend(serde_json::to_vec(&api_version).unwrap_or_default());
     head.extend_from_slice(b",\"metadata\":");
-    head.extend(serde_json::to_vec(&metadata).unwrap_or_default());
+    head.extend(serde_json::to_vec(&meta.to_json()).unwrap_or_default());
     head.extend_from_slice(b",\"items\":[");
-    let state = StreamedList { resource: Arc::clone(resource), items, next: 0, head: Some(head) };
+    let state = StreamedList {
+        item_api_version: resource.api_version(),
+        shape,
+        items,
+        next: 0,
+        head: Some(head),
+    };
     let chunks = futures::stream::unfold(state, |mut state| async move {
         let chunk = state.next_chunk()?;
         Some((Ok::<_, std::convert::Infallible>(Bytes::from(chunk)), state))
@@ -274,9 +290,20 @@ pub(crate) fn list_response(
     Ok(response)
 }
 
+/// What each item of a streamed list is written as.
+#[derive(Clone, Copy)]
+enum ItemShape {
+    /// The object (without `kind`/`apiVersion` for built-ins).
+    Object { strip: bool },
+    /// Its `PartialObjectMetadata`.
+    Metadata { api_version: &'static str },
+}
+
 /// A list being streamed: what is left to write.
 struct StreamedList {
-    resource: Arc<ApiResource>,
+    /// The `apiVersion` the objects are served at.
+    item_api_version: String,
+    shape: ItemShape,
     items: Vec<Object>,
     next: usize,
     /// The envelope up to `items`' `[`, until the first chunk is written.
@@ -290,18 +317,21 @@ impl StreamedList {
             return None;
         }
         let mut chunk = self.head.take().unwrap_or_default();
-        let api_version = self.resource.api_version();
         while self.next < self.items.len() && chunk.len() < STREAM_CHUNK {
             if self.next > 0 {
                 chunk.push(b',');
             }
-            let item = Item {
-                obj: &self.items[self.next],
-                api_version: &api_version,
-                strip: self.resource.builtin,
+            let obj = &self.items[self.next];
+            // Serializing JSON values into memory cannot fail.
+            let _ = match self.shape {
+                ItemShape::Object { strip } => {
+                    let item = Item { obj, api_version: &self.item_api_version, strip };
+                    serde_json::to_writer(&mut chunk, &item)
+                }
+                ItemShape::Metadata { api_version } => {
+                    serde_json::to_writer(&mut chunk, &PartialItem { obj, api_version })
+                }
             };
-            // Serializing a JSON value into memory cannot fail.
-            let _ = serde_json::to_writer(&mut chunk, &item);
             self.next += 1;
         }
         if self.next == self.items.len() {
@@ -309,6 +339,25 @@ impl StreamedList {
             self.next += 1;
         }
         Some(chunk)
+    }
+}
+
+/// An object's `PartialObjectMetadata`, serialized without copying its metadata.
+struct PartialItem<'a> {
+    obj: &'a Value,
+    api_version: &'a str,
+}
+
+impl Serialize for PartialItem<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("kind", "PartialObjectMetadata")?;
+        map.serialize_entry("apiVersion", self.api_version)?;
+        match self.obj.get("metadata") {
+            Some(metadata) => map.serialize_entry("metadata", metadata)?,
+            None => map.serialize_entry("metadata", &Map::new())?,
+        }
+        map.end()
     }
 }
 
@@ -438,18 +487,21 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn streamed_lists_are_the_bytes_of_unstreamed_ones() {
+    async fn streamed_lists_are_what_unstreamed_ones_are() {
         let catalog = Catalog::builtin();
         let pods = catalog.find("", "v1", "pods").unwrap();
         // Big enough for several chunks.
         let filler = "x".repeat(4096);
-        for count in [0, STREAM_ITEMS_ABOVE, STREAM_ITEMS_ABOVE + 1, 300] {
-            let items: Vec<Object> = (0..count)
+        let items_again = |count: usize| -> Vec<Object> {
+            (0..count)
                 .map(|i| {
-                    Arc::new(json!({"apiVersion": "v1", "kind": "Pod",
+                    Arc::new(json!({"apiVersion": "v1", "kind": "Pod", "spec": {"a": 1},
                         "metadata": {"name": format!("p-{i}"), "annotations": {"f": filler}}}))
                 })
-                .collect();
+                .collect()
+        };
+        for count in [0, STREAM_ITEMS_ABOVE, STREAM_ITEMS_ABOVE + 1, 300] {
+            let items = items_again(count);
             let meta = ListMeta {
                 resource_version: "7".into(),
                 continue_token: Some("c".into()),
@@ -460,6 +512,14 @@ mod tests {
             let streamed = axum::body::HttpBody::size_hint(response.body()).exact().is_none();
             assert_eq!(streamed, count > STREAM_ITEMS_ABOVE, "{count} items");
             assert_eq!(body_of(response).await, whole, "{count} items");
+
+            let metadata = Output::Metadata { api_version: "meta.k8s.io/v1", list: true };
+            let whole: Value =
+                serde_json::from_slice(&list(&pods, &items_again(count), &meta, metadata).unwrap())
+                    .unwrap();
+            let response = list_response(&pods, items_again(count), &meta, metadata).unwrap();
+            let streamed: Value = serde_json::from_slice(&body_of(response).await).unwrap();
+            assert_eq!(streamed, whole, "{count} items as metadata");
         }
     }
 }
