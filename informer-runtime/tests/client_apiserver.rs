@@ -167,14 +167,14 @@ fn cached_and_served(
     (cached, served)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_informer_follows_dropped_watches_and_compaction() {
-    let (server, client) = start().await;
-    for i in 0..20 {
-        within(client.create(Some("default"), &pod(&format!("w-{i:02}")))).await.unwrap();
-    }
+/// A started pod informer, synced and watching, and a channel its handlers bump on every add,
+/// update and delete: a test waits on that instead of polling the cache.
+async fn watched_pod_informer(
+    client: &Client,
+    server: &ApiServer,
+) -> (SharedInformerFactory<Client>, tokio::sync::watch::Receiver<u64>) {
     let factory = SharedInformerFactory::builder(client.clone()).build();
-    let (changed_tx, mut changed) = tokio::sync::watch::channel(0_u64);
+    let (changed_tx, changed) = tokio::sync::watch::channel(0_u64);
     let changed_tx = Arc::new(changed_tx);
     let (on_add, on_update, on_delete) =
         (Arc::clone(&changed_tx), Arc::clone(&changed_tx), changed_tx);
@@ -190,6 +190,35 @@ async fn an_informer_follows_dropped_watches_and_compaction() {
     factory.start();
     assert!(within(factory.wait_for_cache_sync(DEADLINE)).await.all_synced());
     within(server.wait_for_watches(1)).await;
+    (factory, changed)
+}
+
+/// Waits, within the deadline, until the cache holds exactly the server's pods at the server's
+/// versions; it rechecks only when a handler has run, since nothing else changes the cache.
+async fn converge(
+    factory: &SharedInformerFactory<Client>,
+    server: &ApiServer,
+    changed: &mut tokio::sync::watch::Receiver<u64>,
+) {
+    within(async {
+        loop {
+            let (cached, served) = cached_and_served(factory, server);
+            if cached == served {
+                return;
+            }
+            changed.changed().await.unwrap();
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_informer_follows_dropped_watches_and_compaction() {
+    let (server, client) = start().await;
+    for i in 0..20 {
+        within(client.create(Some("default"), &pod(&format!("w-{i:02}")))).await.unwrap();
+    }
+    let (factory, mut changed) = watched_pod_informer(&client, &server).await;
 
     for i in 0..5 {
         let patch = serde_json::json!({"metadata": {"labels": {"round": "1"}}});
@@ -204,16 +233,7 @@ async fn an_informer_follows_dropped_watches_and_compaction() {
         within(client.create(Some("default"), &pod(&format!("w-{i:02}")))).await.unwrap();
     }
 
-    within(async {
-        loop {
-            let (cached, served) = cached_and_served(&factory, &server);
-            if cached == served {
-                return;
-            }
-            changed.changed().await.unwrap();
-        }
-    })
-    .await;
+    converge(&factory, &server, &mut changed).await;
     within(factory.shutdown()).await;
 }
 
@@ -223,21 +243,7 @@ async fn a_relist_keeps_the_cached_copy_of_every_unchanged_object() {
     for i in 0..30 {
         within(client.create(Some("default"), &pod(&format!("r-{i:02}")))).await.unwrap();
     }
-    let factory = SharedInformerFactory::builder(client.clone()).build();
-    let (changed_tx, mut changed) = tokio::sync::watch::channel(0_u64);
-    let changed_tx = Arc::new(changed_tx);
-    let (on_add, on_update) = (Arc::clone(&changed_tx), changed_tx);
-    factory
-        .informer::<Pod>()
-        .add_event_handler(
-            HandlerFuncs::new()
-                .on_add(move |_, _| on_add.send_modify(|n| *n += 1))
-                .on_update(move |_, _| on_update.send_modify(|n| *n += 1)),
-        )
-        .unwrap();
-    factory.start();
-    assert!(within(factory.wait_for_cache_sync(DEADLINE)).await.all_synced());
-    within(server.wait_for_watches(1)).await;
+    let (factory, mut changed) = watched_pod_informer(&client, &server).await;
     let lister = factory.lister::<Pod>();
     let before: Vec<Arc<Pod>> =
         (0..30).map(|i| lister.namespace("default").get(&format!("r-{i:02}")).unwrap()).collect();
@@ -253,16 +259,7 @@ async fn a_relist_keeps_the_cached_copy_of_every_unchanged_object() {
     }
     server.compact();
     server.drop_watches();
-    within(async {
-        loop {
-            let (cached, served) = cached_and_served(&factory, &server);
-            if cached == served {
-                return;
-            }
-            changed.changed().await.unwrap();
-        }
-    })
-    .await;
+    converge(&factory, &server, &mut changed).await;
 
     for (i, held) in before.iter().enumerate() {
         let now = lister.namespace("default").get(&format!("r-{i:02}")).unwrap();
