@@ -165,26 +165,21 @@ fn http() -> reqwest::Client {
     reqwest::Client::new()
 }
 
+/// The response to a GET of `path` with an `Accept` header.
+async fn request(server: &ApiServer, path: &str, accept: &str) -> reqwest::Response {
+    http().get(format!("{}{path}", server.url())).header("accept", accept).send().await.unwrap()
+}
+
 /// One GET with an `Accept` header: status and JSON body.
 async fn get(server: &ApiServer, path: &str, accept: &str) -> (u16, Value) {
-    let response = http()
-        .get(format!("{}{path}", server.url()))
-        .header("accept", accept)
-        .send()
-        .await
-        .unwrap();
+    let response = request(server, path, accept).await;
     let status = response.status().as_u16();
     (status, serde_json::from_slice(&response.bytes().await.unwrap()).unwrap_or(Value::Null))
 }
 
 /// The events of a watch until it ends, or `n` of them.
 async fn watch_events(server: &ApiServer, path: &str, accept: &str, n: usize) -> Vec<Value> {
-    let response = http()
-        .get(format!("{}{path}", server.url()))
-        .header("accept", accept)
-        .send()
-        .await
-        .unwrap();
+    let response = request(server, path, accept).await;
     assert_eq!(response.status().as_u16(), 200);
     let mut body = response.bytes_stream();
     let (mut buf, mut events) = (Vec::new(), Vec::new());
