@@ -210,8 +210,12 @@ pub(crate) fn list(
     check_shape(output, resource, true)?;
     Ok(match output {
         Output::Json => {
-            let body = ListBody { resource, items, meta };
-            serde_json::to_vec(&body).unwrap_or_default()
+            // The streaming writer, run to the end: one place writes a JSON list's envelope.
+            let shape = ItemShape::Object { strip: resource.builtin };
+            let mut writer = ListWriter::new(resource, shape, Cow::Borrowed(items), meta);
+            let mut body = Vec::new();
+            while writer.write_chunk(&mut body) {}
+            body
         }
         Output::Metadata { api_version, .. } => {
             // `asPartialObjectMetadataList` appends to a nil slice: no items is `null`.
@@ -257,31 +261,13 @@ pub(crate) fn list_response(
     let Some(shape) = shape else {
         return Ok(json_response(StatusCode::OK, list(resource, &items, meta, output)?));
     };
-    let (list_kind, api_version) = match shape {
-        ItemShape::Object { .. } => (resource.list_kind.clone(), resource.api_version()),
-        ItemShape::Metadata { api_version } => {
-            ("PartialObjectMetadataList".to_owned(), api_version.to_owned())
+    let writer = ListWriter::new(resource, shape, Cow::Owned(items), meta);
+    let chunks = futures::stream::unfold(writer, |mut writer| async move {
+        let mut chunk = Vec::new();
+        if !writer.write_chunk(&mut chunk) {
+            return None;
         }
-    };
-    // TypeMeta, ListMeta, then items: the order kube-apiserver writes (and `ListBody`).
-    let mut head = Vec::new();
-    head.extend_from_slice(b"{\"kind\":");
-    head.extend(serde_json::to_vec(&list_kind).unwrap_or_default());
-    head.extend_from_slice(b",\"apiVersion\":");
-    head.extend(serde_json::to_vec(&api_version).unwrap_or_default());
-    head.extend_from_slice(b",\"metadata\":");
-    head.extend(serde_json::to_vec(&meta.to_json()).unwrap_or_default());
-    head.extend_from_slice(b",\"items\":[");
-    let state = StreamedList {
-        item_api_version: resource.api_version(),
-        shape,
-        items,
-        next: 0,
-        head: Some(head),
-    };
-    let chunks = futures::stream::unfold(state, |mut state| async move {
-        let chunk = state.next_chunk()?;
-        Some((Ok::<_, std::convert::Infallible>(Bytes::from(chunk)), state))
+        Some((Ok::<_, std::convert::Infallible>(Bytes::from(chunk)), writer))
     });
     let mut response = Response::new(Body::from_stream(chunks));
     response
@@ -290,7 +276,7 @@ pub(crate) fn list_response(
     Ok(response)
 }
 
-/// What each item of a streamed list is written as.
+/// What each item of a JSON list is written as.
 #[derive(Clone, Copy)]
 enum ItemShape {
     /// The object (without `kind`/`apiVersion` for built-ins).
@@ -299,46 +285,75 @@ enum ItemShape {
     Metadata { api_version: &'static str },
 }
 
-/// A list being streamed: what is left to write.
-struct StreamedList {
+/// A JSON list written a chunk at a time: what is left to write. Streamed lists send each
+/// chunk as it is written; whole ones write every chunk into one buffer.
+struct ListWriter<'a> {
     /// The `apiVersion` the objects are served at.
     item_api_version: String,
     shape: ItemShape,
-    items: Vec<Object>,
+    items: Cow<'a, [Object]>,
     next: usize,
     /// The envelope up to `items`' `[`, until the first chunk is written.
     head: Option<Vec<u8>>,
 }
 
-impl StreamedList {
-    /// The next chunk, or `None` once the list's closing bytes have been written.
-    fn next_chunk(&mut self) -> Option<Vec<u8>> {
+impl<'a> ListWriter<'a> {
+    /// A writer of `items` of `resource`, each as `shape`, in a list with `meta`.
+    fn new(
+        resource: &ApiResource,
+        shape: ItemShape,
+        items: Cow<'a, [Object]>,
+        meta: &ListMeta,
+    ) -> Self {
+        let item_api_version = resource.api_version();
+        let (list_kind, api_version) = match shape {
+            ItemShape::Object { .. } => (resource.list_kind.as_str(), item_api_version.as_str()),
+            ItemShape::Metadata { api_version } => ("PartialObjectMetadataList", api_version),
+        };
+        // TypeMeta, ListMeta, then items: the order kube-apiserver writes.
+        let mut head = Vec::new();
+        head.extend_from_slice(b"{\"kind\":");
+        head.extend(serde_json::to_vec(list_kind).unwrap_or_default());
+        head.extend_from_slice(b",\"apiVersion\":");
+        head.extend(serde_json::to_vec(api_version).unwrap_or_default());
+        head.extend_from_slice(b",\"metadata\":");
+        head.extend(serde_json::to_vec(&meta.to_json()).unwrap_or_default());
+        head.extend_from_slice(b",\"items\":[");
+        Self { item_api_version, shape, items, next: 0, head: Some(head) }
+    }
+
+    /// Appends the next chunk, about [`STREAM_CHUNK`] bytes of items, to `out`; `false`, with
+    /// nothing appended, once the list's closing bytes have been written.
+    fn write_chunk(&mut self, out: &mut Vec<u8>) -> bool {
         if self.next > self.items.len() {
-            return None;
+            return false;
         }
-        let mut chunk = self.head.take().unwrap_or_default();
-        while self.next < self.items.len() && chunk.len() < STREAM_CHUNK {
+        let start = out.len();
+        if let Some(head) = self.head.take() {
+            out.extend(head);
+        }
+        while self.next < self.items.len() && out.len() - start < STREAM_CHUNK {
             if self.next > 0 {
-                chunk.push(b',');
+                out.push(b',');
             }
             let obj = &self.items[self.next];
             // Serializing JSON values into memory cannot fail.
             let _ = match self.shape {
                 ItemShape::Object { strip } => {
                     let item = Item { obj, api_version: &self.item_api_version, strip };
-                    serde_json::to_writer(&mut chunk, &item)
+                    serde_json::to_writer(&mut *out, &item)
                 }
                 ItemShape::Metadata { api_version } => {
-                    serde_json::to_writer(&mut chunk, &PartialItem { obj, api_version })
+                    serde_json::to_writer(&mut *out, &PartialItem { obj, api_version })
                 }
             };
             self.next += 1;
         }
         if self.next == self.items.len() {
-            chunk.extend_from_slice(b"]}");
+            out.extend_from_slice(b"]}");
             self.next += 1;
         }
-        Some(chunk)
+        true
     }
 }
 
@@ -357,30 +372,6 @@ impl Serialize for PartialItem<'_> {
             Some(metadata) => map.serialize_entry("metadata", metadata)?,
             None => map.serialize_entry("metadata", &Map::new())?,
         }
-        map.end()
-    }
-}
-
-/// A list of objects, serialized without copying them.
-struct ListBody<'a> {
-    resource: &'a ApiResource,
-    items: &'a [Object],
-    meta: &'a ListMeta,
-}
-
-impl Serialize for ListBody<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(4))?;
-        map.serialize_entry("kind", &self.resource.list_kind)?;
-        map.serialize_entry("apiVersion", &self.resource.api_version())?;
-        map.serialize_entry("metadata", &self.meta.to_json())?;
-        let api_version = self.resource.api_version();
-        let items: Vec<Item<'_>> = self
-            .items
-            .iter()
-            .map(|obj| Item { obj, api_version: &api_version, strip: self.resource.builtin })
-            .collect();
-        map.serialize_entry("items", &items)?;
         map.end()
     }
 }
