@@ -9,8 +9,8 @@
 //! any item is decoded: the caller uses that to start fetching the next page meanwhile.
 //!
 //! Unless told to keep it, each item's `metadata.managedFields` is skipped while decoding (see
-//! [`prune`](super::prune)): it is never allocated. Each item is then copied once into
-//! exact-capacity allocations ([`compact`](super::compact)). With a [`ReuseFn`], an item the cache
+//! [`prune`](super::prune)): it is never allocated. Items are decoded by an
+//! [`ObjectDecoder`], so their vectors have exact capacities. With a [`ReuseFn`], an item the cache
 //! already holds unchanged is dropped as soon as it is decoded, and the cached object stands in
 //! for it.
 
@@ -18,12 +18,11 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde::de::{DeserializeSeed, IgnoredAny};
+use serde::de::IgnoredAny;
 
-use super::compact::compacted;
 use super::error::{byte_offset, json_error_message};
 use super::list_split::{ListSplitter, Piece, SplitError};
-use super::prune::ObjectSeed;
+use super::object_decoder::ObjectDecoder;
 use crate::listwatch::{Error, ObjectList, ReuseFn};
 use crate::resource::Resource;
 
@@ -61,7 +60,7 @@ struct ListMeta {
 pub(crate) struct PageDecoder<K, F> {
     splitter: ListSplitter,
     resource: Arc<str>,
-    keep_managed_fields: bool,
+    objects: ObjectDecoder<K>,
     on_continue: Option<F>,
     reuse: Option<ReuseFn<K>>,
     meta: ListMeta,
@@ -74,7 +73,7 @@ impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
         Self {
             splitter: ListSplitter::new(),
             resource,
-            keep_managed_fields,
+            objects: ObjectDecoder::new(keep_managed_fields),
             on_continue: Some(on_continue),
             reuse: None,
             meta: ListMeta::default(),
@@ -122,16 +121,12 @@ impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
                         .map_err(|e| part_error(&self.resource, key, value, offset, &e))?;
                 }
                 Piece::Item { value, offset } => {
-                    let mut deserializer = serde_json::Deserializer::from_slice(value);
-                    let item = ObjectSeed::<K>::new(self.keep_managed_fields)
-                        .deserialize(&mut deserializer)
-                        .and_then(|item| deserializer.end().map(|()| item))
-                        .map_err(|e| {
-                            let what = format!("item {}", self.items.len());
-                            part_error(&self.resource, &what, value, offset, &e)
-                        })?;
+                    let item = self.objects.decode(value).map_err(|e| {
+                        let what = format!("item {}", self.items.len());
+                        part_error(&self.resource, &what, value, offset, &e)
+                    })?;
                     let known = self.reuse.as_ref().and_then(|reuse| reuse(&item));
-                    self.items.push(known.unwrap_or_else(|| Arc::new(compacted(&item))));
+                    self.items.push(known.unwrap_or_else(|| Arc::new(item)));
                 }
             }
         }

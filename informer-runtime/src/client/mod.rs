@@ -31,13 +31,13 @@
 //! ```
 
 mod auth;
-pub(crate) mod compact;
 mod config;
 mod error;
 mod kubeconfig;
 mod list_page;
 mod list_split;
 mod list_watch;
+pub(crate) mod object_decoder;
 pub(crate) mod prune;
 mod request;
 mod tls;

@@ -38,11 +38,9 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde::de::DeserializeSeed;
 use serde_json::value::RawValue;
 
-use crate::client::compact::compacted;
-use crate::client::prune::ObjectSeed;
+use crate::client::object_decoder::ObjectDecoder;
 use crate::client::{json_error_message, parse_status};
 use crate::listwatch::{Bookmark, Error, WatchEvent};
 use crate::resource::Resource;
@@ -69,8 +67,8 @@ pub(crate) struct WatchDecoder<K> {
     line: u64,
     /// The stream offset of the next line's first byte.
     offset: u64,
-    /// Decode objects whole, `metadata.managedFields` included.
-    keep_managed_fields: bool,
+    /// Decodes the objects of `ADDED`, `MODIFIED` and `DELETED` events.
+    objects: ObjectDecoder<K>,
     _kind: PhantomData<fn() -> K>,
 }
 
@@ -83,7 +81,7 @@ impl<K: Resource> WatchDecoder<K> {
             partial: Vec::new(),
             line: 1,
             offset: 0,
-            keep_managed_fields,
+            objects: ObjectDecoder::new(keep_managed_fields),
             _kind: PhantomData,
         }
     }
@@ -161,7 +159,7 @@ impl<K: Resource> WatchDecoder<K> {
         self.offset += line.len() as u64 + 1;
     }
 
-    fn decode_line(&self, line: &[u8]) -> Result<WatchEvent<K>, Error> {
+    fn decode_line(&mut self, line: &[u8]) -> Result<WatchEvent<K>, Error> {
         let event: RawEvent<'_> = match serde_json::from_slice(line) {
             Ok(event) => event,
             Err(error) => {
@@ -208,7 +206,7 @@ impl<K: Resource> WatchDecoder<K> {
         }
     }
 
-    fn decode_object(&self, object: &str, object_start: usize) -> Result<Arc<K>, Error> {
+    fn decode_object(&mut self, object: &str, object_start: usize) -> Result<Arc<K>, Error> {
         let header: TypeHeader<'_> = serde_json::from_str(object).map_err(|e| {
             self.error_at(object_start, &format!("object: {}", json_error_message(&e)), Some(&e))
         })?;
@@ -230,12 +228,7 @@ impl<K: Resource> WatchDecoder<K> {
                 ),
             });
         }
-        let mut deserializer = serde_json::Deserializer::from_str(object);
-        let decoded = ObjectSeed::<K>::new(self.keep_managed_fields)
-            .deserialize(&mut deserializer)
-            .and_then(|obj| deserializer.end().map(|()| obj));
-        // Held by the cache from here: exact capacities (see `client::compact`).
-        decoded.map(|obj| Arc::new(compacted(&obj))).map_err(|e| {
+        self.objects.decode(object.as_bytes()).map(Arc::new).map_err(|e| {
             self.error_at(
                 object_start,
                 &format!("{} object: {}", K::KIND, json_error_message(&e)),
