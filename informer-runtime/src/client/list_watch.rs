@@ -252,8 +252,7 @@ where
     let small = response.content_length().is_some_and(|len| len <= INLINE_DECODE_MAX as u64);
     if small {
         let body = response.bytes().await.map_err(|e| transport_error(&e))?;
-        decoder.push(&body)?;
-        return decoder.finish();
+        return decode_body(body, decoder).await;
     }
     let (chunks, mut pending) = tokio::sync::mpsc::channel::<Bytes>(CHUNKS_AHEAD);
     let decoding = tokio::task::spawn_blocking(move || {
