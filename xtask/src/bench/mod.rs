@@ -25,7 +25,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use self::options::Options;
-use self::process::{Outcome, Server, run_peer};
+use self::process::{Outcome, Server, prime_memory, run_peer};
 use self::results::{Case, Results, Sample};
 
 /// A template the benchmark cannot do without.
@@ -81,7 +81,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut server = Server::start(&release.join("bench-server"), &objects, history)?;
     eprintln!("xtask bench: server at {}", server.url);
     let mut results = Results::default();
-    let measured = measure(&options, &peers, &mut server, &mut results);
+    let primer = release.join("prime-memory");
+    let measured = measure(&options, &peers, &primer, &mut server, &mut results);
     drop(server);
     if let Err(error) = &measured {
         eprintln!("xtask bench: stopped early, reporting what was measured: {error}");
@@ -311,6 +312,7 @@ fn has_handlers(peer: &str) -> bool {
 fn measure(
     options: &Options,
     peers: &[(String, PathBuf)],
+    primer: &Path,
     server: &mut Server,
     results: &mut Results,
 ) -> Result<(), String> {
@@ -330,6 +332,7 @@ fn measure(
                     marker += 1;
                     let marker_name = format!("bench-marker-{marker}");
                     let args = peer_args(options, server, case, &marker_name);
+                    prime_memory(primer, case.objects)?;
                     let outcome = run_peer(peer, exe, &args, timeout, || match case.scenario {
                         "churn" => {
                             server.command("wait-watches 1", long)?;
