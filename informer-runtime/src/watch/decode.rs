@@ -21,9 +21,9 @@
 //! - `ADDED` / `MODIFIED` / `DELETED`: the object's `apiVersion` and `kind` are read first (a
 //!   small header struct); another kind gives [`Error::UnexpectedKind`], which the reflector skips.
 //!   (For a metadata-only `K`, the expected kind is `meta.k8s.io/v1` `PartialObjectMetadata`.)
-//!   Then the raw object is decoded into `K`, without its `metadata.managedFields` unless the
-//!   decoder was told to keep it (see the client's `prune` module): a skipped field is never
-//!   allocated.
+//!   Then the raw object is decoded into `K` by the client's `ObjectDecoder` (simd-json, exact
+//!   capacities, `serde_json`'s errors), without its `metadata.managedFields` unless the decoder
+//!   was told to keep it (see the client's `prune` module): a skipped field is never allocated.
 //! - `BOOKMARK`: only `metadata.resourceVersion` and the `k8s.io/initial-events-end` annotation are
 //!   read (bookmark objects are not valid `K`s: a pod bookmark has `"containers": null`).
 //! - `ERROR`: the object is a `metav1.Status`; it becomes [`WatchEvent::Error`].
