@@ -16,7 +16,8 @@
 //! slack is a large part of a decoded pod: one container status alone carries three empty
 //! 752-byte slots. simd-json first indexes the whole document (its "tape", which records how
 //! many elements each array has), then hands serde each array with its exact length as the size
-//! hint, so every `Vec` is allocated once, at exactly its length. Its SIMD parser is also about
+//! hint, so every `Vec` is allocated once, at exactly its length (serde preallocates at most
+//! 1 MiB of elements per `Vec`). Its SIMD parser is also about
 //! twice as fast as `serde_json` on the benchmark's pods (`cargo xtask bench`), where the
 //! alternative, decoding with `serde_json` and then cloning into exact capacities, cost half a
 //! decode more.
@@ -24,10 +25,24 @@
 //! # `serde_json` has the last word
 //!
 //! Anything simd-json rejects is decoded again by `serde_json` (and then copied once into exact
-//! capacities, as `Clone` allocates every vector at its length), so what is accepted, and every
-//! error message with its position, is `serde_json`'s. Both paths see input the splitter or the
-//! watch framing has already checked to be one JSON value, so the fallback runs only on objects
-//! that do not fit `K`.
+//! capacities, as `Clone` allocates every vector at its length), so every error message, with
+//! its position, is `serde_json`'s. That also covers what simd-json cannot represent but `K`
+//! may hold (integers beyond 64 bits, `RawValue` fields): it takes the slow way. Three kinds of input never reach simd-json, because it would
+//! take them where `serde_json` does not:
+//!
+//! - nesting deeper than `serde_json`'s recursion limit (128): simd-json's serde layer recurses
+//!   once per level, even through values it skips, so a hostile `[[[[…` could overflow the
+//!   stack and abort the process, where `serde_json` returns an error or skips without recursing;
+//! - UTF-16 surrogate escapes (`\ud800` to `\udfff`): simd-json turns a lone surrogate into NUL
+//!   instead of refusing it (valid pairs are rare enough to go the slow way too);
+//! - objects over 256 KiB: simd-json's buffers grow to the largest object decoded and are kept
+//!   for the next one, which must not pin a few MiB for the whole life of a watch.
+//!
+//! The depth is read off simd-json's tape (each container there says how many nodes it spans)
+//! before anything is deserialized; escapes are found with `memchr`. Both cost about a
+//! microsecond a pod.
+//! What still differs is minor and never written by an API server: `-0` read as the integer 0,
+//! a `+` sign accepted in an integer map key.
 //!
 //! Objects a relist finds unchanged in the cache are dropped right after decoding: the cached one
 //! is kept (see [`ListerWatcher::list_reusing`](crate::listwatch::ListerWatcher::list_reusing)).
@@ -35,9 +50,16 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::{DeserializeOwned, DeserializeSeed};
+use serde::de::{Deserialize, DeserializeOwned, DeserializeSeed, Deserializer};
 
 use super::prune::ObjectSeed;
+
+/// The deepest nesting simd-json is given: `serde_json`'s own recursion limit.
+const MAX_DEPTH: usize = 128;
+
+/// The largest object simd-json is given. Kubernetes objects are rarely above a few tens of KiB;
+/// a `ConfigMap` of 1 MiB goes through `serde_json` and leaves no large buffers behind.
+const FAST_MAX: usize = 256 * 1024;
 
 /// Decodes objects of type `K`, reusing its parse buffers from one object to the next.
 pub(crate) struct ObjectDecoder<K> {
@@ -74,15 +96,24 @@ impl<K: DeserializeOwned + Clone> ObjectDecoder<K> {
     ///
     /// `serde_json`'s error when `json` is not a `K`, with its position within `json`.
     pub(crate) fn decode(&mut self, json: &[u8]) -> Result<K, serde_json::Error> {
+        if json.len() > FAST_MAX || has_surrogate_escape(json) {
+            return self.decode_with_serde_json(json);
+        }
         self.input.clear();
         self.input.extend_from_slice(json);
-        let seed = ObjectSeed::<K>::new(self.keep_managed_fields);
-        let fast =
-            simd_json::Deserializer::from_slice_with_buffers(&mut self.input, &mut self.buffers)
-                .and_then(|mut deserializer| seed.deserialize(&mut deserializer));
+        let fast = match simd_json::to_tape_with_buffers(&mut self.input, &mut self.buffers) {
+            Ok(tape) if nesting_within_limit(&tape.0) => {
+                if self.keep_managed_fields {
+                    tape.deserialize::<Seeded<K, true>>().map(|object| object.0).ok()
+                } else {
+                    tape.deserialize::<Seeded<K, false>>().map(|object| object.0).ok()
+                }
+            }
+            _ => None,
+        };
         match fast {
-            Ok(object) => Ok(object),
-            Err(_) => self.decode_with_serde_json(json),
+            Some(object) => Ok(object),
+            None => self.decode_with_serde_json(json),
         }
     }
 
@@ -94,6 +125,54 @@ impl<K: DeserializeOwned + Clone> ObjectDecoder<K> {
         // `Clone` allocates every vector at exactly its length: the slack pushing left goes.
         Ok(decoded.clone())
     }
+}
+
+/// `K` decoded through an [`ObjectSeed`] that keeps `metadata.managedFields` or not: a tape
+/// deserializes types, not seeds.
+struct Seeded<K, const KEEP_MANAGED_FIELDS: bool>(K);
+
+impl<'de, K: Deserialize<'de>, const KEEP_MANAGED_FIELDS: bool> Deserialize<'de>
+    for Seeded<K, KEEP_MANAGED_FIELDS>
+{
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        ObjectSeed::<K>::new(KEEP_MANAGED_FIELDS).deserialize(deserializer).map(Self)
+    }
+}
+
+/// Whether no container on the tape `nodes` is nested more than [`MAX_DEPTH`] deep.
+fn nesting_within_limit(nodes: &[simd_json::Node<'_>]) -> bool {
+    // Where each open container ends (just past its last node), innermost last.
+    let mut ends = [0usize; MAX_DEPTH];
+    let mut open = 0;
+    for (at, node) in nodes.iter().enumerate() {
+        while open > 0 && ends[open - 1] == at {
+            open -= 1;
+        }
+        if let simd_json::Node::Array { count, .. } | simd_json::Node::Object { count, .. } = node {
+            if open == MAX_DEPTH {
+                return false;
+            }
+            ends[open] = at + count + 1;
+            open += 1;
+        }
+    }
+    true
+}
+
+/// Whether `json` holds a UTF-16 surrogate escape, `\uD800` to `\uDFFF`.
+fn has_surrogate_escape(json: &[u8]) -> bool {
+    let mut from = 0;
+    while let Some(found) = json.get(from..).and_then(|rest| memchr::memchr(b'\\', rest)) {
+        let at = from + found;
+        if let Some([b'u', b'd' | b'D', b'8' | b'9' | b'a'..=b'f' | b'A'..=b'F', ..]) =
+            json.get(at + 1..)
+        {
+            return true;
+        }
+        // Every escape is at least two bytes, so `\\` never starts a second one.
+        from = at + 2;
+    }
+    false
 }
 
 #[cfg(test)]
@@ -158,6 +237,75 @@ mod tests {
             seen += 1;
         }
         assert!(seen >= 8, "found {seen} pod files in {}", dir.display());
+    }
+
+    #[test]
+    fn nesting_too_deep_for_serde_json_is_refused_without_overflowing_the_stack() {
+        // Deeper than a thread's stack can recurse through, in a field pods do not have:
+        // simd-json would walk it recursively to skip it. Small enough for simd-json's size.
+        let depth = 100_000;
+        let json = format!(
+            r#"{{"metadata":{{"name":"a"}},"x":{}{}}}"#,
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        assert!(json.len() < FAST_MAX);
+        let mut decoder = ObjectDecoder::<Pod>::new(false);
+        let decoded = decoder.decode(json.as_bytes()).map(|pod| pod.metadata.name);
+        let expected = serde_json::from_slice::<Pod>(json.as_bytes()).map(|pod| pod.metadata.name);
+        assert_eq!(decoded.map_err(|e| e.to_string()), expected.map_err(|e| e.to_string()));
+    }
+
+    #[test]
+    fn nesting_is_measured_on_the_tape() {
+        let within = |json: &str| {
+            let mut input = json.as_bytes().to_vec();
+            nesting_within_limit(&simd_json::to_tape(&mut input).unwrap().0)
+        };
+        let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(within(&nested(MAX_DEPTH)));
+        assert!(!within(&nested(MAX_DEPTH + 1)));
+        // Siblings do not add up, and brackets in strings are not nesting.
+        let siblings = format!("[{}]", vec![nested(MAX_DEPTH - 1); 3].join(","));
+        assert!(within(&siblings));
+        let keyed = format!(r#"{{"a":{},"b":"{}"}}"#, nested(MAX_DEPTH - 1), "[".repeat(500));
+        assert!(within(&keyed));
+        assert!(!within(&format!(r#"{{"a":{}}}"#, nested(MAX_DEPTH))));
+        assert!(within(r#"{"a":[],"b":{},"c":[{}],"d":1}"#));
+    }
+
+    #[test]
+    fn surrogate_escapes_are_found() {
+        assert!(!has_surrogate_escape(POD));
+        assert!(!has_surrogate_escape(br#"{"a":"\\ud800 is text, \u00e9 no surrogate"}"#));
+        for json in [r#"{"a":"\ud800"}"#, r#"{"a":"x\uDBFF\uDC00"}"#, r#"{"a":"\udfff"}"#] {
+            assert!(has_surrogate_escape(json.as_bytes()), "{json}");
+        }
+        assert!(!has_surrogate_escape(br#"{"a":"ends in a backslash\"#));
+    }
+
+    #[test]
+    fn a_lone_surrogate_is_refused_as_serde_json_refuses_it() {
+        let json = br#"{"metadata":{"name":"a\ud800"}}"#;
+        let mut decoder = ObjectDecoder::<Pod>::new(false);
+        let error = decoder.decode(json).unwrap_err();
+        assert_eq!(error.to_string(), serde_json::from_slice::<Pod>(json).unwrap_err().to_string());
+        // A valid pair decodes, the slow way.
+        let pair = br#"{"metadata":{"name":"a\ud83d\ude00"}}"#;
+        assert_eq!(decoder.decode(pair).unwrap().metadata.name.as_deref(), Some("a\u{1f600}"));
+    }
+
+    #[test]
+    fn large_objects_leave_no_large_buffers_behind() {
+        let big = format!(
+            r#"{{"metadata":{{"name":"a","annotations":{{"big":"{}"}}}}}}"#,
+            "x".repeat(FAST_MAX)
+        );
+        let mut decoder = ObjectDecoder::<Pod>::new(false);
+        decoder.decode(POD).unwrap();
+        let pod = decoder.decode(big.as_bytes()).unwrap();
+        assert_eq!(pod.metadata.annotations.unwrap()["big"].len(), FAST_MAX);
+        assert!(decoder.input.capacity() < FAST_MAX);
     }
 
     #[test]
