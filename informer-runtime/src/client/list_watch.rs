@@ -9,7 +9,8 @@
 //!
 //! A list body is decoded as it streams in, on tokio's blocking pool: a [`PageDecoder`] takes
 //! the chunks the socket delivers and decodes each item once its last byte is in. Neither the
-//! whole body nor a second copy of the items is ever held, and decoding overlaps the transfer.
+//! whole body nor a second copy of the items is ever held, and decoding overlaps the transfer;
+//! reading runs at most [`READ_AHEAD_BYTES`] (1 MiB) ahead of decoding.
 //! That matters most for the first list, which the reflector makes at resource version 0: API
 //! servers answer it from their watch cache in one response, whatever the limit. Bodies known to
 //! be at most [`INLINE_DECODE_MAX`] bytes are read whole and decoded on the calling task.
@@ -218,8 +219,8 @@ async fn fetch_page(client: &Client, url: url::Url, accept: &'static str) -> Res
 
 /// How far reading may run ahead of decoding, in bytes of body waiting for the decoder. A few
 /// milliseconds of decoding keeps the decoder busy while the next bytes arrive; more is only
-/// memory held at the moment the cache is fullest (a count of chunks, 64 of up to 256 KiB from
-/// a fast server, held up to 16 MiB: a percent of a 20k-pod cache).
+/// memory held at the moment the cache is fullest. (A bound in chunks, as before, let up to
+/// 16 MiB wait: 64 chunks of up to 256 KiB from a fast server.)
 const READ_AHEAD_BYTES: u32 = 1024 * 1024;
 
 /// Decodes a page from a body read whole: inline when small, on the blocking pool otherwise.
@@ -270,25 +271,34 @@ where
     });
     let mut body = response.bytes_stream();
     let mut read = Ok(());
-    while let Some(chunk) = body.next().await {
-        match chunk {
-            Ok(chunk) => {
-                // A chunk larger than the whole budget waits for all of it.
-                let size = u32::try_from(chunk.len())
-                    .map_or(READ_AHEAD_BYTES, |len| len.min(READ_AHEAD_BYTES));
-                // The semaphore is never closed; a decoder that stopped at an error dropped its
-                // queue, and with it every budget, and returns the error below.
-                let Ok(budget) = Arc::clone(&ahead).acquire_many_owned(size).await else {
-                    break;
-                };
-                if chunks.send((chunk, budget)).is_err() {
-                    break;
-                }
-            }
-            Err(e) => {
+    loop {
+        // A closed queue: the decoder stopped at an error, which it returns below; reading on
+        // (or waiting for budget a stranded chunk holds) would be for nothing.
+        let chunk = tokio::select! {
+            () = chunks.closed() => break,
+            chunk = body.next() => chunk,
+        };
+        let chunk = match chunk {
+            None => break,
+            Some(Err(e)) => {
                 read = Err(transport_error(&e));
                 break;
             }
+            // Nothing to decode, and no budget to account it against.
+            Some(Ok(chunk)) if chunk.is_empty() => continue,
+            Some(Ok(chunk)) => chunk,
+        };
+        // A chunk larger than the whole budget waits for all of it.
+        let size =
+            u32::try_from(chunk.len()).map_or(READ_AHEAD_BYTES, |len| len.min(READ_AHEAD_BYTES));
+        let budget = tokio::select! {
+            () = chunks.closed() => break,
+            budget = Arc::clone(&ahead).acquire_many_owned(size) => budget,
+        };
+        // The semaphore is never closed.
+        let Ok(budget) = budget else { break };
+        if chunks.send((chunk, budget)).is_err() {
+            break;
         }
     }
     drop(chunks);
@@ -526,5 +536,95 @@ mod tests {
         tx.unbounded_send(Err(ChunkError::Failed(Error::Transport("reset".to_owned())))).unwrap();
         assert!(matches!(watch.next().await, Some(Err(Error::Transport(m))) if m == "reset"));
         assert!(watch.next().await.is_none());
+    }
+}
+
+#[cfg(test)]
+mod read_ahead_tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use futures::FutureExt;
+    use k8s_openapi::api::core::v1::Pod;
+
+    use super::*;
+
+    /// The size of every item chunk: 16 of them fill the read-ahead budget.
+    const CHUNK: usize = 64 * 1024;
+    const ITEMS: usize = 40;
+    const HEAD: &[u8] = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1","continue":"t"},"items":["#;
+
+    /// A streamed list response of [`ITEMS`] chunks of one pod each (item 0 being `first`),
+    /// counting the chunks the client has pulled from it.
+    fn list_response(first: &str, pulled: &Arc<AtomicUsize>) -> reqwest::Response {
+        let items = (0..ITEMS).map(|i| {
+            let mut item = if i == 0 {
+                first.as_bytes().to_vec()
+            } else {
+                format!(r#"{{"metadata":{{"name":"p{i}","namespace":"ns"}}}}"#).into_bytes()
+            };
+            if i + 1 < ITEMS {
+                item.push(b',');
+            }
+            item.resize(CHUNK, b' ');
+            Bytes::from(item)
+        });
+        let parts: Vec<Bytes> = std::iter::once(Bytes::from_static(HEAD))
+            .chain(items)
+            .chain(std::iter::once(Bytes::from_static(b"]}")))
+            .collect();
+        let pulled = Arc::clone(pulled);
+        let body = futures::stream::iter(parts).map(move |part| {
+            pulled.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, std::io::Error>(part)
+        });
+        reqwest::Response::from(axum::http::Response::new(reqwest::Body::wrap_stream(body)))
+    }
+
+    /// A decoder that stops, inside its first chunk, until `gate` opens: the continue token is
+    /// in the head, so no chunk's budget comes back before then.
+    fn gated_decoder(
+        gate: std::sync::mpsc::Receiver<()>,
+    ) -> PageDecoder<Pod, impl FnOnce(&str) + Send + 'static> {
+        PageDecoder::new("pods".into(), false, move |_: &str| {
+            let _ = gate.recv();
+        })
+    }
+
+    #[tokio::test]
+    async fn reading_stops_a_budget_ahead_of_a_stalled_decoder() {
+        let pulled = Arc::new(AtomicUsize::new(0));
+        let first = r#"{"metadata":{"name":"p0","namespace":"ns"}}"#;
+        let (open, gate) = std::sync::mpsc::channel();
+        let decoding = decode_response(list_response(first, &pulled), gated_decoder(gate));
+        let mut decoding = std::pin::pin!(decoding);
+        for _ in 0..100 {
+            assert!(decoding.as_mut().now_or_never().is_none());
+        }
+        // The head and the 15 item chunks that fit in the budget beside it, and the one
+        // waiting for budget; of 42.
+        let fit = (READ_AHEAD_BYTES as usize - HEAD.len()) / CHUNK;
+        assert_eq!(fit, 15);
+        assert_eq!(pulled.load(Ordering::SeqCst), 1 + fit + 1);
+
+        open.send(()).unwrap();
+        let list = decoding.await.unwrap();
+        assert_eq!(list.items.len(), ITEMS);
+        assert_eq!(list.continue_token.as_deref(), Some("t"));
+        assert_eq!(pulled.load(Ordering::SeqCst), ITEMS + 2);
+    }
+
+    #[tokio::test]
+    async fn a_decoder_that_fails_while_reading_waits_for_budget_ends_the_read() {
+        let pulled = Arc::new(AtomicUsize::new(0));
+        let (open, gate) = std::sync::mpsc::channel();
+        let decoding =
+            decode_response(list_response(r#"{"metadata":7}"#, &pulled), gated_decoder(gate));
+        let mut decoding = std::pin::pin!(decoding);
+        assert!(decoding.as_mut().now_or_never().is_none());
+        open.send(()).unwrap();
+        let outcome = tokio::time::timeout(Duration::from_secs(30), decoding).await;
+        let error = outcome.expect("the read ended").unwrap_err();
+        assert!(error.to_string().contains("item 0"), "{error}");
+        assert!(pulled.load(Ordering::SeqCst) < ITEMS + 2);
     }
 }
