@@ -2,7 +2,9 @@
 //!
 //! `cargo xtask bench` (in `xtask/src/bench/`) starts `bench-server` (the embedded API server with
 //! generated pods, in its own process so its memory is not counted), then runs each peer as its
-//! own process against it, several times per scenario, and writes `BENCHMARKS.md`.
+//! own process against it, several times per scenario, and writes `BENCHMARKS.md`. Before each
+//! peer run, `prime-memory` fills and frees about as much heap as the peer will use, so that
+//! every peer starts with the machine's free memory in the same state (see that binary).
 //!
 //! # The peer protocol
 //!

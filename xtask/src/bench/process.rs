@@ -181,6 +181,10 @@ const PRIME_MIN_GIB: f64 = 0.25;
 pub(crate) fn prime_memory(exe: &Path, objects: usize) -> Result<(), String> {
     let wanted = (objects as f64 * PRIME_PER_OBJECT / f64::from(1u32 << 30)).max(PRIME_MIN_GIB);
     let gib = available_gib().map_or(wanted, |available| wanted.min(available / 2.0));
+    if gib < 0.01 {
+        // Next to no memory is free: nothing to prime, and a peer will struggle anyway.
+        return Ok(());
+    }
     let output = Command::new(exe)
         .arg(format!("{gib:.3}"))
         .stdin(Stdio::null())
