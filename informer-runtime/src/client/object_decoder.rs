@@ -17,18 +17,17 @@
 //! 752-byte slots. simd-json first indexes the whole document (its "tape", which records how
 //! many elements each array has), then hands serde each array with its exact length as the size
 //! hint, so every `Vec` is allocated once, at exactly its length (serde preallocates at most
-//! 1 MiB of elements per `Vec`). Its SIMD parser is also about
-//! twice as fast as `serde_json` on the benchmark's pods (`cargo xtask bench`), where the
-//! alternative, decoding with `serde_json` and then cloning into exact capacities, cost half a
-//! decode more.
+//! 1 MiB of elements per `Vec`). Its SIMD parser is also about twice as fast as `serde_json` on
+//! the benchmark's pods (`cargo xtask bench`), where the alternative, decoding with
+//! `serde_json` and then cloning into exact capacities, cost half a decode more.
 //!
 //! # `serde_json` has the last word
 //!
 //! Anything simd-json rejects is decoded again by `serde_json` (and then copied once into exact
 //! capacities, as `Clone` allocates every vector at its length), so every error message, with
 //! its position, is `serde_json`'s. That also covers what simd-json cannot represent but `K`
-//! may hold (integers beyond 64 bits, `RawValue` fields): it takes the slow way. Three kinds of input never reach simd-json, because it would
-//! take them where `serde_json` does not:
+//! may hold (integers beyond 64 bits, `RawValue` fields): it takes the slow way. Three kinds of
+//! input never reach simd-json, because it would take them where `serde_json` does not:
 //!
 //! - nesting deeper than `serde_json`'s recursion limit (128): simd-json's serde layer recurses
 //!   once per level, even through values it skips, so a hostile `[[[[…` could overflow the
@@ -39,8 +38,9 @@
 //!   for the next one, which must not pin a few MiB for the whole life of a watch.
 //!
 //! The depth is read off simd-json's tape (each container there says how many nodes it spans)
-//! before anything is deserialized; escapes are found with `memchr`. Both cost about a
-//! microsecond a pod.
+//! before anything is deserialized; escapes are found with `memchr`. Together they cost a few
+//! microseconds a pod, a few percent of its decoding.
+//!
 //! What still differs is minor and never written by an API server: `-0` read as the integer 0,
 //! a `+` sign accepted in an integer map key.
 //!
