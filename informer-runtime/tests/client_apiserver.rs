@@ -167,12 +167,17 @@ fn cached_and_served(
     (cached, served)
 }
 
-/// A started pod informer, synced and watching, and a channel its handlers bump on every add,
-/// update and delete: a test waits on that instead of polling the cache.
+/// A server holding `count` pods in `default`, named `<prefix>-00`, `<prefix>-01`, …; and a
+/// started pod informer on it, synced and watching, with a channel its handlers bump on every
+/// add, update and delete: a test waits on that instead of polling the cache.
 async fn watched_pod_informer(
-    client: &Client,
-    server: &ApiServer,
-) -> (SharedInformerFactory<Client>, tokio::sync::watch::Receiver<u64>) {
+    prefix: &str,
+    count: usize,
+) -> (ApiServer, Client, SharedInformerFactory<Client>, tokio::sync::watch::Receiver<u64>) {
+    let (server, client) = start().await;
+    for i in 0..count {
+        within(client.create(Some("default"), &pod(&format!("{prefix}-{i:02}")))).await.unwrap();
+    }
     let factory = SharedInformerFactory::builder(client.clone()).build();
     let (changed_tx, changed) = tokio::sync::watch::channel(0_u64);
     let changed_tx = Arc::new(changed_tx);
@@ -190,7 +195,7 @@ async fn watched_pod_informer(
     factory.start();
     assert!(within(factory.wait_for_cache_sync(DEADLINE)).await.all_synced());
     within(server.wait_for_watches(1)).await;
-    (factory, changed)
+    (server, client, factory, changed)
 }
 
 /// Waits, within the deadline, until the cache holds exactly the server's pods at the server's
@@ -214,11 +219,7 @@ async fn converge(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_informer_follows_dropped_watches_and_compaction() {
-    let (server, client) = start().await;
-    for i in 0..20 {
-        within(client.create(Some("default"), &pod(&format!("w-{i:02}")))).await.unwrap();
-    }
-    let (factory, mut changed) = watched_pod_informer(&client, &server).await;
+    let (server, client, factory, mut changed) = watched_pod_informer("w", 20).await;
 
     for i in 0..5 {
         let patch = serde_json::json!({"metadata": {"labels": {"round": "1"}}});
@@ -239,11 +240,7 @@ async fn an_informer_follows_dropped_watches_and_compaction() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relist_keeps_the_cached_copy_of_every_unchanged_object() {
-    let (server, client) = start().await;
-    for i in 0..30 {
-        within(client.create(Some("default"), &pod(&format!("r-{i:02}")))).await.unwrap();
-    }
-    let (factory, mut changed) = watched_pod_informer(&client, &server).await;
+    let (server, client, factory, mut changed) = watched_pod_informer("r", 30).await;
     let lister = factory.lister::<Pod>();
     let before: Vec<Arc<Pod>> =
         (0..30).map(|i| lister.namespace("default").get(&format!("r-{i:02}")).unwrap()).collect();
