@@ -51,7 +51,9 @@ pub use report::Report;
 
 /// Every Rust peer allocates through mimalloc: memory figures then compare the libraries, not
 /// allocators, and mimalloc returns freed pages to the OS promptly, so RSS after a sync is
-/// close to what the cache holds.
+/// close to what the cache holds. The `system-allocator` feature swaps in the system allocator,
+/// for heap profilers that see only `malloc`.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -234,7 +234,8 @@ async fn run(args: PeerArgs) -> Result<(), String> {
             out.set("selector_query_us", per_query).set("selector_hits", hits);
         }
     }
-    out.emit()
+    let Err(error) = out.emit_and_exit();
+    Err(error)
 }
 
 /// Counts `--events` modifications through the watch (re-watching when the server ends it).

@@ -150,9 +150,8 @@ async fn measure<K: Resource<Scope = NamespaceResourceScope>>(
             out.set("selector_query_us", per_query).set("selector_hits", hits);
         }
     }
-    out.emit()?;
-    factory.shutdown().await;
-    Ok(())
+    let Err(error) = out.emit_and_exit();
+    Err(error)
 }
 
 /// Adds `--handlers` handlers that count updates (and note the first), spot the relist

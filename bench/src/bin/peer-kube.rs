@@ -113,7 +113,8 @@ where
             out.set("selector_query_us", per_query).set("selector_hits", hits);
         }
     }
-    out.emit()
+    let Err(error) = out.emit_and_exit();
+    Err(error)
 }
 
 /// Polls the reflector's stream until an `InitDone` (after the object named `marker`, if

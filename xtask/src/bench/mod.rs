@@ -25,7 +25,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use self::options::Options;
-use self::process::{Outcome, Server, prime_memory, run_peer};
+use self::process::{Outcome, PeerCommand, Server, prime_memory, run_peer};
 use self::results::{Case, Results, Sample};
 
 /// A template the benchmark cannot do without.
@@ -51,8 +51,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     }
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    // The system allocator's peers get a target directory of their own, so that switching
+    // back and forth never rebuilds the measured ones.
+    let target = if options.system_allocator { target.join("system-allocator") } else { target };
     let release = target.join("release");
-    build_rust_peers(&root)?;
+    build_rust_peers(&root, options.system_allocator.then_some(&target))?;
     let mut skipped = Vec::new();
     let mut peers: Vec<(String, PathBuf)> = Vec::new();
     for peer in &options.peers {
@@ -202,17 +205,26 @@ fn outputs(options: &Options, root: &Path, target: &Path) -> (PathBuf, PathBuf) 
     let report = match (&options.out, options.quick) {
         (Some(out), _) => out.clone(),
         (None, true) => target.join("bench/BENCHMARKS.md"),
+        (None, false) if !options.wrap.is_empty() => target.join("bench/profiled/BENCHMARKS.md"),
         (None, false) => root.join("BENCHMARKS.md"),
     };
     let plot = report.with_extension("svg");
     (report, plot)
 }
 
-fn build_rust_peers(root: &Path) -> Result<(), String> {
+/// Builds the Rust peers `--release`; with `system_allocator_target`, with the system allocator
+/// into that target directory.
+fn build_rust_peers(root: &Path, system_allocator_target: Option<&PathBuf>) -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    eprintln!("+ cargo build --release -p informer-bench --bins");
+    let mut args = vec!["build", "--release", "-p", "informer-bench", "--bins"];
+    let target_dir;
+    if let Some(target) = system_allocator_target {
+        target_dir = target.display().to_string();
+        args.extend(["--features", "system-allocator", "--target-dir", &target_dir]);
+    }
+    eprintln!("+ cargo {}", args.join(" "));
     let mut command = Command::new(&cargo);
-    command.args(["build", "--release", "-p", "informer-bench", "--bins"]).current_dir(root);
+    command.args(&args).current_dir(root);
     // `cargo run` gave this process the package variables of xtask; build scripts (ring's,
     // through cc) rerun when those change, so a plain `cargo build` and this one would keep
     // rebuilding each other's dependencies.
@@ -333,7 +345,9 @@ fn measure(
                     let marker_name = format!("bench-marker-{marker}");
                     let args = peer_args(options, server, case, &marker_name);
                     prime_memory(primer, case.objects)?;
-                    let outcome = run_peer(peer, exe, &args, timeout, || match case.scenario {
+                    let wrap = options.wrap_for(peer, case.scenario, case.objects, run);
+                    let command = PeerCommand { name: peer, exe, args: &args, wrap: &wrap };
+                    let outcome = run_peer(&command, timeout, || match case.scenario {
                         "churn" => {
                             server.command("wait-watches 1", long)?;
                             server.command(&format!("churn {}", options.churn_events), long)

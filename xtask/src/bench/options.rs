@@ -7,7 +7,7 @@ pub(crate) const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [-
 [--variant-counts N,...] [--churn-objects N] [--churn-events N] [--handlers N,N,...] \
 [--relist-objects N] [--lister-objects N] [--queries N] [--peers informer,kube-rs,floor,client-go] \
 [--scenarios sync,strip,metadata,churn,relist,lister] [--out FILE] [--timeout-s N] \
-[--rerender RESULTS.json]";
+[--rerender RESULTS.json] [--wrap 'PROFILER ARGS'] [--system-allocator]";
 
 /// Every scenario, in the order they run at one object count.
 pub(crate) const SCENARIOS: [&str; 6] = ["sync", "strip", "metadata", "relist", "lister", "churn"];
@@ -46,6 +46,15 @@ pub(crate) struct Options {
     /// Re-render the report from this raw results file of an earlier run (given the same
     /// flags), instead of measuring.
     pub(crate) rerender: Option<PathBuf>,
+    /// A command every measured peer run starts under (a profiler: `valgrind --tool=callgrind
+    /// ...`, `heaptrack -o ...`), with `{peer}`, `{scenario}`, `{objects}` and `{run}` replaced
+    /// in its arguments; empty: none. Its figures are the profiler's, so the report goes under
+    /// `target/bench/` unless `--out` says otherwise.
+    pub(crate) wrap: Vec<String>,
+    /// Build the peers with the system allocator (the `system-allocator` feature of
+    /// `informer-bench`, in `target/system-allocator/`), for heap profilers that see only
+    /// `malloc`.
+    pub(crate) system_allocator: bool,
 }
 
 impl Default for Options {
@@ -66,6 +75,8 @@ impl Default for Options {
             timeout_s: 600,
             quick: false,
             rerender: None,
+            wrap: Vec::new(),
+            system_allocator: false,
         }
     }
 }
@@ -97,6 +108,10 @@ impl Options {
         let mut args = args.iter();
         while let Some(flag) = args.next() {
             if flag == "--quick" {
+                continue;
+            }
+            if flag == "--system-allocator" {
+                options.system_allocator = true;
                 continue;
             }
             if flag == "-h" || flag == "--help" {
@@ -133,10 +148,30 @@ impl Options {
                 "--out" => options.out = Some(PathBuf::from(value)),
                 "--rerender" => options.rerender = Some(PathBuf::from(value)),
                 "--timeout-s" => options.timeout_s = number()? as u64,
+                "--wrap" => options.wrap = value.split_whitespace().map(str::to_owned).collect(),
                 other => return Err(format!("unknown flag {other}\n{USAGE}")),
             }
         }
         Ok(options)
+    }
+
+    /// The `--wrap` command for one peer run, placeholders replaced; empty when there is none.
+    pub(crate) fn wrap_for(
+        &self,
+        peer: &str,
+        scenario: &str,
+        objects: usize,
+        run: usize,
+    ) -> Vec<String> {
+        self.wrap
+            .iter()
+            .map(|arg| {
+                arg.replace("{peer}", peer)
+                    .replace("{scenario}", scenario)
+                    .replace("{objects}", &objects.to_string())
+                    .replace("{run}", &run.to_string())
+            })
+            .collect()
     }
 
     /// Whether a scenario is selected.
@@ -167,5 +202,27 @@ mod tests {
         assert!(parse("--counts 1,x").unwrap_err().contains("\"x\""));
         assert!(parse("--scenarios sync,fly").unwrap_err().contains("fly"));
         assert!(parse("--runs").unwrap_err().starts_with("--runs needs a value"));
+    }
+
+    #[test]
+    fn a_wrapper_names_each_run_s_output() {
+        let options =
+            parse("--system-allocator --wrap heaptrack_-o_x/{peer}-{scenario}-{objects}-{run}")
+                .unwrap();
+        assert!(options.system_allocator);
+        assert_eq!(
+            options.wrap_for("informer", "strip", 20_000, 2),
+            ["heaptrack_-o_x/informer-strip-20000-2"]
+        );
+        let options = Options::parse(&[
+            "--wrap".to_owned(),
+            "valgrind --tool=callgrind --callgrind-out-file={peer}.cg".to_owned(),
+        ])
+        .unwrap();
+        assert_eq!(
+            options.wrap_for("floor", "sync", 5_000, 1),
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=floor.cg"]
+        );
+        assert!(parse("").unwrap().wrap_for("floor", "sync", 1, 1).is_empty());
     }
 }

@@ -133,16 +133,35 @@ pub(crate) enum Outcome {
     Unsupported(String),
 }
 
+/// One peer run's command line.
+pub(crate) struct PeerCommand<'a> {
+    /// The peer's name, for messages.
+    pub(crate) name: &'a str,
+    /// Its executable.
+    pub(crate) exe: &'a Path,
+    /// Its arguments.
+    pub(crate) args: &'a [String],
+    /// A command (a profiler) the peer runs under, the peer's command line appended; empty:
+    /// none.
+    pub(crate) wrap: &'a [String],
+}
+
 /// Runs one peer to its end. `on_synced` is called when it prints its `synced` line (the
 /// scenario's action on the server); what it returns is added to the result as `server`.
 pub(crate) fn run_peer(
-    name: &str,
-    exe: &Path,
-    args: &[String],
+    peer_command: &PeerCommand<'_>,
     timeout: Duration,
     mut on_synced: impl FnMut() -> Result<Value, String>,
 ) -> Result<Outcome, String> {
-    let mut command = Command::new(exe);
+    let PeerCommand { name, exe, args, wrap } = *peer_command;
+    let mut command = match wrap.split_first() {
+        Some((program, wrap_args)) => {
+            let mut command = Command::new(program);
+            command.args(wrap_args).arg(exe);
+            command
+        }
+        None => Command::new(exe),
+    };
     command.args(args).stdin(Stdio::null());
     let mut peer = Lines::spawn(name, command, true)?;
     let deadline = Instant::now() + timeout;
