@@ -144,17 +144,30 @@ fn nesting_within_limit(nodes: &[simd_json::Node<'_>]) -> bool {
     // Where each open container ends (just past its last node), innermost last.
     let mut ends = [0usize; MAX_DEPTH];
     let mut open = 0;
-    for (at, node) in nodes.iter().enumerate() {
+    let mut at = 0;
+    while let Some(node) = nodes.get(at) {
         while open > 0 && ends[open - 1] == at {
             open -= 1;
         }
-        if let simd_json::Node::Array { count, .. } | simd_json::Node::Object { count, .. } = node {
-            if open == MAX_DEPTH {
-                return false;
-            }
-            ends[open] = at + count + 1;
-            open += 1;
+        let (simd_json::Node::Array { count, .. } | simd_json::Node::Object { count, .. }) = node
+        else {
+            at += 1;
+            continue;
+        };
+        let end = at + count + 1;
+        // Every container inside this one is a node of its `count`, so a container that
+        // could not go too deep even if all of them were nested is skipped whole: a pod's tape
+        // is then walked in a few dozen steps, not one per node.
+        if open + 1 + count <= MAX_DEPTH {
+            at = end;
+            continue;
         }
+        if open == MAX_DEPTH {
+            return false;
+        }
+        ends[open] = end;
+        open += 1;
+        at += 1;
     }
     true
 }
@@ -272,6 +285,14 @@ mod tests {
         assert!(within(&keyed));
         assert!(!within(&format!(r#"{{"a":{}}}"#, nested(MAX_DEPTH))));
         assert!(within(r#"{"a":[],"b":{},"c":[{}],"d":1}"#));
+        // Too many nodes to be skipped whole: the depth still counts, not the size.
+        let wide = format!("[{}]", vec!["1"; 300].join(","));
+        assert!(within(&format!("[{wide},{}]", nested(MAX_DEPTH - 1))));
+        assert!(!within(&format!("[{wide},{}]", nested(MAX_DEPTH))));
+        let padded = |n: usize| format!("{}1{}", "[1,".repeat(n), "]".repeat(n));
+        assert!(within(&padded(MAX_DEPTH)));
+        assert!(!within(&padded(MAX_DEPTH + 1)));
+        assert!(!within(&format!("[{},{wide}]", padded(MAX_DEPTH))));
     }
 
     #[test]
