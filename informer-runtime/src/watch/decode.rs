@@ -16,7 +16,10 @@
 //! # Decoding
 //!
 //! A line is read as `{type, object}` with `object` kept as borrowed raw JSON
-//! ([`RawValue`]), so no untyped tree is ever built:
+//! ([`RawValue`]), so no untyped tree is ever built. (An object event laid out exactly as the
+//! API server writes it, `{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1",…}}`, is
+//! recognised by its bytes instead, and its object decoded in one pass; any other layout, and
+//! any error, takes the path below.)
 //!
 //! - `ADDED` / `MODIFIED` / `DELETED`: the object's `apiVersion` and `kind` are read first (a
 //!   small header struct); another kind gives [`Error::UnexpectedKind`], which the reflector skips.
@@ -160,6 +163,13 @@ impl<K: Resource> WatchDecoder<K> {
     }
 
     fn decode_line(&mut self, line: &[u8]) -> Result<WatchEvent<K>, Error> {
+        match self.decode_object_event_in_server_layout(line) {
+            Some(event) => Ok(event),
+            None => self.decode_line_in_any_layout(line),
+        }
+    }
+
+    fn decode_line_in_any_layout(&mut self, line: &[u8]) -> Result<WatchEvent<K>, Error> {
         let event: RawEvent<'_> = match serde_json::from_slice(line) {
             Ok(event) => event,
             Err(error) => {
@@ -206,16 +216,43 @@ impl<K: Resource> WatchDecoder<K> {
         }
     }
 
+    /// An `ADDED`, `MODIFIED` or `DELETED` line laid out as the API server writes it,
+    /// `{"type":"MODIFIED","object":{"kind":"Pod","apiVersion":"v1",…}}` (a custom resource's
+    /// object starts with `apiVersion`), decoded with one parse of the object where the general
+    /// path takes three: the event, the object's type, the object.
+    ///
+    /// `None` for any other layout, and whenever the object does not decode: the general path
+    /// then reads the line again and reports its exact error. What this path takes, the
+    /// general one takes too, as the same event: the object is decoded up to the event's
+    /// closing brace, so the event holds nothing but `type` and `object`, and both name its
+    /// kind as expected. The one input only the general path refuses is an object that
+    /// repeats its `kind` or `apiVersion` with the same value (a duplicate field there).
+    fn decode_object_event_in_server_layout(&mut self, line: &[u8]) -> Option<WatchEvent<K>> {
+        let rest = line.strip_prefix(br#"{"type":""#)?;
+        let event: ObjectEvent<K>;
+        let object = if let Some(object) = rest.strip_prefix(br#"MODIFIED","object":"#) {
+            event = WatchEvent::Modified;
+            object
+        } else if let Some(object) = rest.strip_prefix(br#"ADDED","object":"#) {
+            event = WatchEvent::Added;
+            object
+        } else {
+            event = WatchEvent::Deleted;
+            rest.strip_prefix(br#"DELETED","object":"#)?
+        };
+        let object = object.trim_ascii_end().strip_suffix(b"}")?;
+        let (api_version, kind) = expected_type::<K>();
+        if !starts_with_type(object, api_version, kind) {
+            return None;
+        }
+        self.objects.decode(object).ok().map(|object| event(Arc::new(object)))
+    }
+
     fn decode_object(&mut self, object: &str, object_start: usize) -> Result<Arc<K>, Error> {
         let header: TypeHeader<'_> = serde_json::from_str(object).map_err(|e| {
             self.error_at(object_start, &format!("object: {}", json_error_message(&e)), Some(&e))
         })?;
-        // A metadata-only watch carries `meta.k8s.io/v1` `PartialObjectMetadata` objects.
-        let (api_version, kind) = if K::METADATA_ONLY {
-            (crate::metadata::API_VERSION, crate::metadata::KIND)
-        } else {
-            (K::API_VERSION, K::KIND)
-        };
+        let (api_version, kind) = expected_type::<K>();
         let api_version_matches = header.api_version.as_deref().is_none_or(|v| v == api_version);
         let kind_matches = header.kind.as_deref().is_none_or(|k| k == kind);
         if !api_version_matches || !kind_matches {
@@ -249,6 +286,39 @@ impl<K: Resource> WatchDecoder<K> {
         };
         Error::Decode(format!("{} watch, line {} (byte {byte}): {what}", self.resource, self.line))
     }
+}
+
+/// Makes one of the events that carry an object.
+type ObjectEvent<K> = fn(Arc<K>) -> WatchEvent<K>;
+
+/// The `apiVersion` and `kind` of the objects in a watch of `K`: a metadata-only watch carries
+/// `meta.k8s.io/v1` `PartialObjectMetadata` objects.
+fn expected_type<K: Resource>() -> (&'static str, &'static str) {
+    if K::METADATA_ONLY {
+        (crate::metadata::API_VERSION, crate::metadata::KIND)
+    } else {
+        (K::API_VERSION, K::KIND)
+    }
+}
+
+/// Whether the JSON object `object` starts with its `kind` and `apiVersion` members (in either
+/// order, unescaped, without whitespace), saying `kind` and `api_version`.
+fn starts_with_type(object: &[u8], api_version: &str, kind: &str) -> bool {
+    let member = |json: &'_ [u8], key: &str, value: &str| -> Option<usize> {
+        let rest = json.strip_prefix(b"\"")?.strip_prefix(key.as_bytes())?;
+        let rest = rest.strip_prefix(b"\":\"")?.strip_prefix(value.as_bytes())?;
+        rest.strip_prefix(b"\"")?;
+        Some(key.len() + value.len() + 5)
+    };
+    let Some(members) = object.strip_prefix(b"{") else { return false };
+    let pair = |first: (&str, &str), second: (&str, &str)| {
+        let Some(len) = member(members, first.0, first.1) else { return false };
+        let Some(rest) = members[len..].strip_prefix(b",") else { return false };
+        member(rest, second.0, second.1)
+            .is_some_and(|len| matches!(rest.get(len), Some(b',' | b'}')))
+    };
+    pair(("kind", kind), ("apiVersion", api_version))
+        || pair(("apiVersion", api_version), ("kind", kind))
 }
 
 /// One line of a watch, with the object left as raw JSON.
@@ -497,6 +567,99 @@ mod tests {
             assert_eq!(got, "k8s-openapi-tests-custom-resource-definition.com/v1/FooBar");
         }
         assert_eq!(describe(&events[2]), "Modified(n/p@9)");
+    }
+
+    /// The event of one line, through the server-layout path (`None` if it does not take the
+    /// line) and through the general one.
+    fn both_paths<K: Resource>(
+        line: &[u8],
+    ) -> (Option<WatchEvent<K>>, Result<WatchEvent<K>, Error>) {
+        let mut decoder = WatchDecoder::<K>::new("test".into(), false);
+        let fast = decoder.decode_object_event_in_server_layout(line);
+        (fast, decoder.decode_line_in_any_layout(line))
+    }
+
+    fn object<K: Resource>(event: &WatchEvent<K>) -> &K {
+        match event {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => o,
+            other => panic!("not an object event: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_server_s_layout_decodes_in_one_pass_to_the_same_events() {
+        let mut lines = 0;
+        for line in PODS_RV0_BOOKMARKS.split(|&b| b == b'\n').filter(|l| l.contains(&b'"')) {
+            let (fast, general) = both_paths::<Pod>(line);
+            let general = general.unwrap();
+            if matches!(general, WatchEvent::Bookmark(_)) {
+                assert!(fast.is_none());
+                continue;
+            }
+            let fast = fast.expect("the API server's layout");
+            assert_eq!(format!("{fast:?}"), format!("{general:?}"));
+            assert_eq!(object(&fast), object(&general));
+            lines += 1;
+        }
+        // A custom resource's object names its `apiVersion` first.
+        for line in FOOBAR_WATCH.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            let (fast, general) = both_paths::<FooBar>(line);
+            let (fast, general) = (fast.expect("the API server's layout"), general.unwrap());
+            assert_eq!(format!("{fast:?}"), format!("{general:?}"));
+            assert_eq!(object(&fast).spec, object(&general).spec);
+            lines += 1;
+        }
+        assert_eq!(lines, 10);
+    }
+
+    #[test]
+    fn other_layouts_and_bad_objects_take_the_general_path() {
+        let meta = r#""metadata":{"name":"a","namespace":"n","resourceVersion":"3"}"#;
+        let pod = format!(r#"{{"kind":"Pod","apiVersion":"v1",{meta}}}"#);
+        for (line, expected) in [
+            (format!(r#"{{"object":{pod},"type":"ADDED"}}"#), "Added(n/a@3)"),
+            (format!(r#"{{"type":"ADDED","object":{pod},"extra":1}}"#), "Added(n/a@3)"),
+            (format!(r#"{{"type":"ADDED", "object":{pod}}}"#), "Added(n/a@3)"),
+            (format!(r#"{{"type":"ADD\u0045D","object":{pod}}}"#), "Added(n/a@3)"),
+            (
+                format!(r#"{{"type":"DELETED","object":{{{meta},"kind":"Pod","apiVersion":"v1"}}}}"#),
+                "Deleted(n/a@3)",
+            ),
+            (format!(r#"{{"type":"MODIFIED","object":{{"kind":"Pod",{meta}}}}}"#), "Modified(n/a@3)"),
+            (
+                format!(r#"{{"type":"ADDED","object":{{"kind":"Pod","apiVersion":"v1beta1",{meta}}}}}"#),
+                "error: unexpected object kind in watch: expected v1/Pod, got v1beta1/Pod",
+            ),
+            (
+                format!(r#"{{"type":"ADDED","object":{{"kind":"Pods","apiVersion":"v1",{meta}}}}}"#),
+                "error: unexpected object kind in watch: expected v1/Pod, got v1/Pods",
+            ),
+            (
+                r#"{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":7}}}"#
+                    .to_owned(),
+                // Byte 76 is the `7`.
+                "error: decode error: test watch, line 1 (byte 76): Pod object: invalid type: \
+                 integer `7`, expected a string",
+            ),
+        ] {
+            let (fast, general) = both_paths::<Pod>(line.as_bytes());
+            assert!(fast.is_none(), "{line}");
+            assert_eq!(describe(&general), expected, "{line}");
+        }
+    }
+
+    #[test]
+    fn the_type_members_are_matched_whole() {
+        let starts = |json: &str| starts_with_type(json.as_bytes(), "v1", "Pod");
+        assert!(starts(r#"{"kind":"Pod","apiVersion":"v1","metadata":{}}"#));
+        assert!(starts(r#"{"apiVersion":"v1","kind":"Pod"}"#));
+        assert!(!starts(r#"{"kind":"Pod","apiVersion":"v1""#));
+        assert!(!starts(r#"{"kind":"Pod","apiVersion":"v12","metadata":{}}"#));
+        assert!(!starts(r#"{"kind":"Pod","apiVersion":"v1" ,"metadata":{}}"#));
+        assert!(!starts(r#"{"kind":"PodX","apiVersion":"v1"}"#));
+        assert!(!starts(r#"{"kind":"Pod","kind":"Pod"}"#));
+        assert!(!starts(r#"{ "kind":"Pod","apiVersion":"v1"}"#));
+        assert!(!starts(""));
     }
 
     #[test]
