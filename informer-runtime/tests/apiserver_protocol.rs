@@ -140,6 +140,12 @@ impl Watch {
         loop {
             if let Some(end) = self.buf.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = self.buf.drain(..=end).collect();
+                // Clients may read kube-apiserver's layout fastest (this crate's does).
+                assert!(
+                    line.starts_with(br#"{"type":""#),
+                    "an event starts with its type, as kube-apiserver writes it: {}",
+                    String::from_utf8_lossy(&line)
+                );
                 return Some(
                     serde_json::from_slice(&line[..end]).expect("each line is one JSON event"),
                 );

@@ -365,9 +365,12 @@ impl Encoder {
             }
             Frame::Error(error) => ("ERROR", error.to_json()),
         };
-        let mut line =
-            serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
-        line.push(b'\n');
+        // `type`, then `object`, in the API server's order (a `json!` map would sort them):
+        // clients that read the server's own layout fastest should meet it here too.
+        let mut line = format!(r#"{{"type":"{kind}","object":"#).into_bytes();
+        // A `Value` always serializes, and a `Vec` always takes the bytes.
+        let _ = serde_json::to_writer(&mut line, &object);
+        line.extend_from_slice(b"}\n");
         Some(Bytes::from(line))
     }
 
