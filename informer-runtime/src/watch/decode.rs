@@ -225,8 +225,10 @@ impl<K: Resource> WatchDecoder<K> {
     /// then reads the line again and reports its exact error. What this path takes, the
     /// general one takes too, as the same event: the object is decoded up to the event's
     /// closing brace, so the event holds nothing but `type` and `object`, and both name its
-    /// kind as expected. The one input only the general path refuses is an object that
-    /// repeats its `kind` or `apiVersion` with the same value (a duplicate field there).
+    /// kind as expected. The one exception is an object that repeats `kind` or `apiVersion`
+    /// later on: a duplicate field to the general path, while here `K`'s own deserializer
+    /// decides (k8s-openapi's types take a repeat only of the same value; a metadata-only or
+    /// custom resource type may ignore those fields).
     fn decode_object_event_in_server_layout(&mut self, line: &[u8]) -> Option<WatchEvent<K>> {
         let rest = line.strip_prefix(br#"{"type":""#)?;
         let event: ObjectEvent<K>;
@@ -240,11 +242,21 @@ impl<K: Resource> WatchDecoder<K> {
             event = WatchEvent::Deleted;
             rest.strip_prefix(br#"DELETED","object":"#)?
         };
-        let object = object.trim_ascii_end().strip_suffix(b"}")?;
+        let mut object = object;
+        // JSON's whitespace only: `trim_ascii_end` would also take a form feed, which the
+        // general path refuses as trailing characters.
+        while let [rest @ .., b' ' | b'\t' | b'\n' | b'\r'] = object {
+            object = rest;
+        }
+        let object = object.strip_suffix(b"}")?;
         let (api_version, kind) = expected_type::<K>();
         if !starts_with_type(object, api_version, kind) {
             return None;
         }
+        // The general path reads the object as a `&str`; without this check, invalid UTF-8 in
+        // a value the decode skips (managedFields, an unknown field) would pass here alone,
+        // since `serde_json` checks only the strings it keeps.
+        std::str::from_utf8(object).ok()?;
         self.objects.decode(object).ok().map(|object| event(Arc::new(object)))
     }
 
@@ -635,6 +647,11 @@ mod tests {
                 "error: unexpected object kind in watch: expected v1/Pod, got v1/Pods",
             ),
             (
+                format!("{{\"type\":\"ADDED\",\"object\":{pod}}}\x0c"),
+                "error: decode error: test watch, line 1 (byte 120): not a watch event: trailing \
+                 characters",
+            ),
+            (
                 r#"{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":7}}}"#
                     .to_owned(),
                 // Byte 76 is the `7`.
@@ -646,6 +663,16 @@ mod tests {
             assert!(fast.is_none(), "{line}");
             assert_eq!(describe(&general), expected, "{line}");
         }
+    }
+
+    #[test]
+    fn invalid_utf8_in_a_skipped_value_is_refused_on_both_paths() {
+        let mut line = br#"{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","managedFields":[{"manager":"#
+            .to_vec();
+        line.extend_from_slice(b"\"\xff\"}]}}}");
+        let (fast, general) = both_paths::<Pod>(&line);
+        assert!(fast.is_none());
+        assert!(describe(&general).contains("not a watch event"), "{}", describe(&general));
     }
 
     #[test]
