@@ -295,6 +295,70 @@ mod tests {
         assert!(!within(&format!("[{},{wide}]", padded(MAX_DEPTH))));
     }
 
+    /// The walk before containers were skipped: every node visited, the reference the
+    /// skipping walk must agree with.
+    fn nesting_within_limit_node_by_node(nodes: &[simd_json::Node<'_>]) -> bool {
+        let mut ends = Vec::new();
+        for (at, node) in nodes.iter().enumerate() {
+            while ends.last() == Some(&at) {
+                ends.pop();
+            }
+            if let simd_json::Node::Array { count, .. } | simd_json::Node::Object { count, .. } =
+                node
+            {
+                if ends.len() == MAX_DEPTH {
+                    return false;
+                }
+                ends.push(at + count + 1);
+            }
+        }
+        true
+    }
+
+    /// A value `levels` containers deep along one chain, with random siblings (scalars and
+    /// small random subtrees) beside it at every level.
+    fn random_chain(rng: &mut fastrand::Rng, levels: usize) -> String {
+        fn small(rng: &mut fastrand::Rng, depth: usize) -> String {
+            if depth == 0 || rng.bool() {
+                return if rng.bool() { "1".into() } else { r#""[{""#.into() };
+            }
+            let items: Vec<String> = (0..rng.usize(0..4)).map(|_| small(rng, depth - 1)).collect();
+            container(rng.bool(), &items)
+        }
+        fn container(object: bool, items: &[String]) -> String {
+            if object {
+                let members: Vec<String> =
+                    items.iter().enumerate().map(|(i, v)| format!(r#""k{i}":{v}"#)).collect();
+                format!("{{{}}}", members.join(","))
+            } else {
+                format!("[{}]", items.join(","))
+            }
+        }
+        if levels == 0 {
+            return "0".into();
+        }
+        let mut items: Vec<String> = (0..rng.usize(0..3)).map(|_| small(rng, 5)).collect();
+        items.insert(rng.usize(0..=items.len()), random_chain(rng, levels - 1));
+        container(rng.bool(), &items)
+    }
+
+    #[test]
+    fn skipping_small_containers_finds_what_the_node_by_node_walk_finds() {
+        let mut rng = fastrand::Rng::with_seed(20_261_122);
+        let (mut within, mut beyond) = (0, 0);
+        for _ in 0..400 {
+            let levels = rng.usize(110..=140);
+            let json = random_chain(&mut rng, levels);
+            let mut input = json.into_bytes();
+            let tape = simd_json::to_tape(&mut input).unwrap();
+            let expected = nesting_within_limit_node_by_node(&tape.0);
+            assert_eq!(nesting_within_limit(&tape.0), expected);
+            if expected { within += 1 } else { beyond += 1 }
+        }
+        // Both answers were tried many times.
+        assert!(within > 50 && beyond > 50, "{within} within, {beyond} beyond");
+    }
+
     #[test]
     fn surrogate_escapes_are_found() {
         assert!(!has_surrogate_escape(POD));
