@@ -61,13 +61,14 @@ impl Report {
     /// pods that no figure measures but every profile of the peer would count
     /// (`valgrind --tool=callgrind`, `perf record`); the kernel takes the memory back at once.
     ///
-    /// # Errors
-    ///
-    /// Stdout is closed; then it returns, and the peer fails as for any other error.
-    pub fn emit_and_exit(mut self) -> Result<std::convert::Infallible, String> {
+    /// It returns only when stdout is closed, with that error, for the peer to fail with.
+    #[must_use]
+    pub fn emit_and_exit(mut self) -> String {
         self.fields.insert("phase".into(), json!("result"));
-        emit(&Value::Object(std::mem::take(&mut self.fields)))?;
-        std::process::exit(0)
+        match emit(&Value::Object(std::mem::take(&mut self.fields))) {
+            Ok(()) => std::process::exit(0),
+            Err(error) => error,
+        }
     }
 }
 

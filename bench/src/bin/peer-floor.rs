@@ -234,8 +234,7 @@ async fn run(args: PeerArgs) -> Result<(), String> {
             out.set("selector_query_us", per_query).set("selector_hits", hits);
         }
     }
-    let Err(error) = out.emit_and_exit();
-    Err(error)
+    Err(out.emit_and_exit())
 }
 
 /// Counts `--events` modifications through the watch (re-watching when the server ends it).

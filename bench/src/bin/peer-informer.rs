@@ -150,8 +150,7 @@ async fn measure<K: Resource<Scope = NamespaceResourceScope>>(
             out.set("selector_query_us", per_query).set("selector_hits", hits);
         }
     }
-    let Err(error) = out.emit_and_exit();
-    Err(error)
+    Err(out.emit_and_exit())
 }
 
 /// Adds `--handlers` handlers that count updates (and note the first), spot the relist

@@ -113,8 +113,7 @@ where
             out.set("selector_query_us", per_query).set("selector_hits", hits);
         }
     }
-    let Err(error) = out.emit_and_exit();
-    Err(error)
+    Err(out.emit_and_exit())
 }
 
 /// Polls the reflector's stream until an `InitDone` (after the object named `marker`, if

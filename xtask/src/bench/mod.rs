@@ -53,9 +53,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     // The system allocator's peers get a target directory of their own, so that switching
     // back and forth never rebuilds the measured ones.
-    let target = if options.system_allocator { target.join("system-allocator") } else { target };
-    let release = target.join("release");
-    build_rust_peers(&root, options.system_allocator.then_some(&target))?;
+    let peers_target =
+        if options.system_allocator { target.join("system-allocator") } else { target.clone() };
+    let release = peers_target.join("release");
+    build_rust_peers(&root, options.system_allocator.then_some(&*peers_target))?;
     let mut skipped = Vec::new();
     let mut peers: Vec<(String, PathBuf)> = Vec::new();
     for peer in &options.peers {
@@ -92,7 +93,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     }
 
     let report_path = write_report(&options, args, &root, &machine, &results, &skipped)?;
-    let raw = write_raw(&target, &results);
+    let raw = write_raw(&options, &target, &results);
     eprintln!("xtask bench: wrote {} (raw runs: {})", report_path.display(), raw.display());
     measured.map_err(|e| format!("the benchmark stopped early ({e}); partial report written"))?;
     let failed = results.samples.iter().filter(|s| s.outcome.is_err()).count();
@@ -176,9 +177,15 @@ fn rerender(options: &Options, args: &[String], root: &Path, raw: &Path) -> Resu
     Ok(())
 }
 
-/// Writes every run's figures as JSON under `target/bench/`, for a look beyond the medians.
-fn write_raw(target: &Path, results: &Results) -> PathBuf {
-    let raw = target.join("bench/results.json");
+/// Writes every run's figures as JSON under `target/bench/` (a profiled run's under
+/// `target/bench/profiled/`, so that `--rerender` never takes them for measured ones), for a
+/// look beyond the medians.
+fn write_raw(options: &Options, target: &Path, results: &Results) -> PathBuf {
+    let raw = if options.profiled() {
+        target.join("bench/profiled/results.json")
+    } else {
+        target.join("bench/results.json")
+    };
     let samples: Vec<serde_json::Value> = results
         .samples
         .iter()
@@ -200,12 +207,13 @@ fn write_raw(target: &Path, results: &Results) -> PathBuf {
 }
 
 /// Where the report and the plot go: `--out`, else `BENCHMARKS.md` at the root (quick mode:
-/// under `target/bench/`, so a smoke test leaves the committed report alone).
+/// under `target/bench/`, and a profiled run's under `target/bench/profiled/`, so that neither
+/// touches the committed report).
 fn outputs(options: &Options, root: &Path, target: &Path) -> (PathBuf, PathBuf) {
     let report = match (&options.out, options.quick) {
         (Some(out), _) => out.clone(),
         (None, true) => target.join("bench/BENCHMARKS.md"),
-        (None, false) if !options.wrap.is_empty() => target.join("bench/profiled/BENCHMARKS.md"),
+        (None, false) if options.profiled() => target.join("bench/profiled/BENCHMARKS.md"),
         (None, false) => root.join("BENCHMARKS.md"),
     };
     let plot = report.with_extension("svg");
@@ -214,7 +222,7 @@ fn outputs(options: &Options, root: &Path, target: &Path) -> (PathBuf, PathBuf) 
 
 /// Builds the Rust peers `--release`; with `system_allocator_target`, with the system allocator
 /// into that target directory.
-fn build_rust_peers(root: &Path, system_allocator_target: Option<&PathBuf>) -> Result<(), String> {
+fn build_rust_peers(root: &Path, system_allocator_target: Option<&Path>) -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut args = vec!["build", "--release", "-p", "informer-bench", "--bins"];
     let target_dir;
@@ -345,7 +353,7 @@ fn measure(
                     let marker_name = format!("bench-marker-{marker}");
                     let args = peer_args(options, server, case, &marker_name);
                     prime_memory(primer, case.objects)?;
-                    let wrap = options.wrap_for(peer, case.scenario, case.objects, run);
+                    let wrap = options.wrap_for(peer, case, run);
                     let command = PeerCommand { name: peer, exe, args: &args, wrap: &wrap };
                     let outcome = run_peer(&command, timeout, || match case.scenario {
                         "churn" => {

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use super::results::Case;
+
 /// The usage line of `cargo xtask bench`.
 pub(crate) const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--counts N,N,...] \
 [--variant-counts N,...] [--churn-objects N] [--churn-events N] [--handlers N,N,...] \
@@ -47,13 +49,14 @@ pub(crate) struct Options {
     /// flags), instead of measuring.
     pub(crate) rerender: Option<PathBuf>,
     /// A command every measured peer run starts under (a profiler: `valgrind --tool=callgrind
-    /// ...`, `heaptrack -o ...`), with `{peer}`, `{scenario}`, `{objects}` and `{run}` replaced
-    /// in its arguments; empty: none. Its figures are the profiler's, so the report goes under
-    /// `target/bench/` unless `--out` says otherwise.
+    /// ...`, `heaptrack -o ...`), split at white space (no quoting: no argument may hold a
+    /// space), with `{peer}`, `{scenario}`, `{objects}`, `{handlers}` and `{run}` replaced in
+    /// its arguments; empty: none. Its figures are the profiler's, so the report goes to
+    /// `target/bench/profiled/` unless `--out` says otherwise.
     pub(crate) wrap: Vec<String>,
     /// Build the peers with the system allocator (the `system-allocator` feature of
     /// `informer-bench`, in `target/system-allocator/`), for heap profilers that see only
-    /// `malloc`.
+    /// `malloc`; the report then goes to `target/bench/profiled/` too.
     pub(crate) system_allocator: bool,
 }
 
@@ -156,22 +159,22 @@ impl Options {
     }
 
     /// The `--wrap` command for one peer run, placeholders replaced; empty when there is none.
-    pub(crate) fn wrap_for(
-        &self,
-        peer: &str,
-        scenario: &str,
-        objects: usize,
-        run: usize,
-    ) -> Vec<String> {
+    pub(crate) fn wrap_for(&self, peer: &str, case: &Case, run: usize) -> Vec<String> {
         self.wrap
             .iter()
             .map(|arg| {
                 arg.replace("{peer}", peer)
-                    .replace("{scenario}", scenario)
-                    .replace("{objects}", &objects.to_string())
+                    .replace("{scenario}", case.scenario)
+                    .replace("{objects}", &case.objects.to_string())
+                    .replace("{handlers}", &case.handlers.to_string())
                     .replace("{run}", &run.to_string())
             })
             .collect()
+    }
+
+    /// Whether the figures are a profiler's or the system allocator's, not the report's.
+    pub(crate) fn profiled(&self) -> bool {
+        !self.wrap.is_empty() || self.system_allocator
     }
 
     /// Whether a scenario is selected.
@@ -207,22 +210,23 @@ mod tests {
     #[test]
     fn a_wrapper_names_each_run_s_output() {
         let options =
-            parse("--system-allocator --wrap heaptrack_-o_x/{peer}-{scenario}-{objects}-{run}")
+            parse("--system-allocator --wrap x/{peer}-{scenario}-{objects}-{handlers}-{run}")
                 .unwrap();
-        assert!(options.system_allocator);
-        assert_eq!(
-            options.wrap_for("informer", "strip", 20_000, 2),
-            ["heaptrack_-o_x/informer-strip-20000-2"]
-        );
+        assert!(options.system_allocator && options.profiled());
+        let churn = Case { scenario: "churn", objects: 20_000, handlers: 3 };
+        assert_eq!(options.wrap_for("informer", &churn, 2), ["x/informer-churn-20000-3-2"]);
         let options = Options::parse(&[
             "--wrap".to_owned(),
             "valgrind --tool=callgrind --callgrind-out-file={peer}.cg".to_owned(),
         ])
         .unwrap();
+        let sync = Case { scenario: "sync", objects: 5_000, handlers: 1 };
         assert_eq!(
-            options.wrap_for("floor", "sync", 5_000, 1),
+            options.wrap_for("floor", &sync, 1),
             ["valgrind", "--tool=callgrind", "--callgrind-out-file=floor.cg"]
         );
-        assert!(parse("").unwrap().wrap_for("floor", "sync", 1, 1).is_empty());
+        assert!(options.profiled());
+        let plain = parse("").unwrap();
+        assert!(plain.wrap_for("floor", &sync, 1).is_empty() && !plain.profiled());
     }
 }

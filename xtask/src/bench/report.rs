@@ -465,7 +465,12 @@ fn targets(out: &mut String, cx: &Context<'_>) {
         |v| v <= 0.4,
     );
     memory_and_scale_targets(out, cx);
-    out.push('\n');
+    let _ = writeln!(
+        out,
+        "\nWhere the time and the memory go, and so why a target is missed: \
+         [`bench/PROFILES.md`](bench/PROFILES.md) (callgrind, heaptrack and perf profiles of \
+         these peers, and how to take them again with `cargo xtask bench --wrap`).\n"
+    );
 }
 
 fn memory_and_scale_targets(out: &mut String, cx: &Context<'_>) {
