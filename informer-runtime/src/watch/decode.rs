@@ -613,6 +613,13 @@ mod tests {
             assert_eq!(object(&fast), object(&general));
             lines += 1;
         }
+        // JSON's whitespace after the event is the server's layout still.
+        let line = [
+            &PODS_RV0_BOOKMARKS[..PODS_RV0_BOOKMARKS.iter().position(|&b| b == b'\n').unwrap()],
+            b" \t\r",
+        ]
+        .concat();
+        assert!(both_paths::<Pod>(&line).0.is_some());
         // A custom resource's object names its `apiVersion` first.
         for line in FOOBAR_WATCH.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
             let (fast, general) = both_paths::<FooBar>(line);

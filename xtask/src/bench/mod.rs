@@ -178,8 +178,8 @@ fn rerender(options: &Options, args: &[String], root: &Path, raw: &Path) -> Resu
 }
 
 /// Writes every run's figures as JSON under `target/bench/` (a profiled run's under
-/// `target/bench/profiled/`, so that `--rerender` never takes them for measured ones), for a
-/// look beyond the medians.
+/// `target/bench/profiled/`, apart from the last measured run's, which `--rerender` reads), for
+/// a look beyond the medians.
 fn write_raw(options: &Options, target: &Path, results: &Results) -> PathBuf {
     let raw = if options.profiled() {
         target.join("bench/profiled/results.json")
@@ -212,8 +212,8 @@ fn write_raw(options: &Options, target: &Path, results: &Results) -> PathBuf {
 fn outputs(options: &Options, root: &Path, target: &Path) -> (PathBuf, PathBuf) {
     let report = match (&options.out, options.quick) {
         (Some(out), _) => out.clone(),
+        (None, _) if options.profiled() => target.join("bench/profiled/BENCHMARKS.md"),
         (None, true) => target.join("bench/BENCHMARKS.md"),
-        (None, false) if options.profiled() => target.join("bench/profiled/BENCHMARKS.md"),
         (None, false) => root.join("BENCHMARKS.md"),
     };
     let plot = report.with_extension("svg");

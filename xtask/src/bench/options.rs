@@ -226,6 +226,7 @@ mod tests {
             ["valgrind", "--tool=callgrind", "--callgrind-out-file=floor.cg"]
         );
         assert!(options.profiled());
+        assert!(parse("--system-allocator").unwrap().profiled());
         let plain = parse("").unwrap();
         assert!(plain.wrap_for("floor", &sync, 1).is_empty() && !plain.profiled());
     }
