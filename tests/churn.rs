@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use informer_runtime::factory::SharedInformerFactory;
-use informer_runtime::informer::{DeletedObject, ResourceEventHandler, SharedIndexInformer};
 use informer_runtime::reflector::{BackoffConfig, ReflectorConfig};
 use informer_runtime::selector::LabelSelector;
+use informer_runtime::shared_informer::{DeletedObject, ResourceEventHandler, SharedIndexInformer};
 use informer_runtime::testing::FakeSource;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

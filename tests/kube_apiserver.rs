@@ -17,8 +17,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use informer_runtime::client::{Auth, Client, ClientError, Config, Identity};
-use informer_runtime::informer::{DeletedObject, ResourceEventHandler};
 use informer_runtime::listwatch::ListOptions;
+use informer_runtime::shared_informer::{DeletedObject, ResourceEventHandler};
 use informer_runtime::{LabelSelector, SharedInformerFactory};
 use informer_tests::kube_apiserver::KubeApiServer;
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Namespace, Pod, PodSpec};

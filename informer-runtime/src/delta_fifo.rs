@@ -9,8 +9,11 @@
 //! - see deletions, including those a broken watch missed;
 //! - resync periodically (replay known objects as [`Delta::Sync`]).
 //!
-//! The reflector is the producer (through [`ReflectorStore`]), the controller the consumer
-//! (through [`Queue::pop`]). All methods take `&self` and are safe to call from any thread.
+//! The reflector is the producer ([`DeltaFifo::add`], [`update`](DeltaFifo::update),
+//! [`delete`](DeltaFifo::delete), [`replace`](DeltaFifo::replace) and
+//! [`resync`](DeltaFifo::resync), through its
+//! [`ReflectorStore`](crate::reflector::ReflectorStore) trait); the shared informer's process
+//! loop is the consumer ([`DeltaFifo::pop`]). All methods take `&self` and are safe to call from any thread.
 //!
 //! This follows client-go v0.32's contract (`delta_fifo.go`), without `ErrRequeue`.
 
@@ -21,8 +24,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use crate::queue::{Queue, QueueClosed, ReflectorStore};
-use crate::resource::Resource;
+use crate::resource::{Resource, same_version};
 use crate::store::{KnownObjects, ObjectKey};
 
 /// Changes every object entering the queue (from add, update, delete or replace) exactly once,
@@ -346,16 +348,21 @@ fn dedup_deltas<K>(deltas: &mut Vec<Delta<K>>) {
     }
 }
 
-impl<K: Resource> ReflectorStore<K> for DeltaFifo<K> {
-    fn add(&self, obj: Arc<K>) {
+/// The producer's side: what the reflector writes.
+impl<K: Resource> DeltaFifo<K> {
+    /// Queues an [`Added`](Delta::Added) delta for `obj` (watch `ADDED`).
+    pub fn add(&self, obj: Arc<K>) {
         self.add_or_update(obj, false);
     }
 
-    fn update(&self, obj: Arc<K>) {
+    /// Queues an [`Updated`](Delta::Updated) delta for `obj` (watch `MODIFIED`).
+    pub fn update(&self, obj: Arc<K>) {
         self.add_or_update(obj, true);
     }
 
-    fn delete(&self, obj: Arc<K>) {
+    /// Queues a [`Deleted`](Delta::Deleted) delta with `obj`, its last state (watch `DELETED`);
+    /// dropped when the key is neither queued nor known, since a relist already reported it.
+    pub fn delete(&self, obj: Arc<K>) {
         let key = ObjectKey::of(&*obj);
         let mut state = self.state.lock();
         state.populated = true;
@@ -372,7 +379,11 @@ impl<K: Resource> ReflectorStore<K> for DeltaFifo<K> {
         self.queue_action(&mut state, key, Delta::Deleted(DeletedObject::Object(obj)));
     }
 
-    fn replace(&self, list: Vec<Arc<K>>, _resource_version: &str) {
+    /// A list replaced everything: queues a [`Replaced`](Delta::Replaced) delta per listed
+    /// object, and a [`DeletedFinalStateUnknown`] tombstone for every queued or known key the
+    /// list does not hold.
+    #[doc(alias = "Replace")]
+    pub fn replace(&self, list: Vec<Arc<K>>) {
         let list: Vec<(ObjectKey, Arc<K>)> =
             list.into_iter().map(|obj| (ObjectKey::of(&*obj), self.transformed(obj))).collect();
         let mut state = self.state.lock();
@@ -414,17 +425,23 @@ impl<K: Resource> ReflectorStore<K> for DeltaFifo<K> {
         }
     }
 
+    /// The known object with `listed`'s key and resource version, for a relist to keep in place
+    /// of `listed` (see [`ReflectorStore::unchanged`](crate::reflector::ReflectorStore::unchanged)).
+    ///
     /// Only without a transform: the cache holds transformed objects, and one of those in place
     /// of a listed object would be transformed twice.
-    fn unchanged(&self, listed: &K) -> Option<Arc<K>> {
+    #[must_use]
+    pub fn unchanged(&self, listed: &K) -> Option<Arc<K>> {
         if self.transform.is_some() {
             return None;
         }
         let known = self.known_objects.as_ref()?;
-        crate::queue::same_version(known.get_by_key(ObjectKey::of(listed).as_str()), listed)
+        same_version(known.get_by_key(ObjectKey::of(listed).as_str()), listed)
     }
 
-    fn resync(&self) {
+    /// Queues a [`Sync`](Delta::Sync) delta for every known object that has no queued delta.
+    #[doc(alias = "Resync")]
+    pub fn resync(&self) {
         let Some(known) = &self.known_objects else { return };
         let mut state = self.state.lock();
         for key in known.list_keys() {
@@ -439,8 +456,17 @@ impl<K: Resource> ReflectorStore<K> for DeltaFifo<K> {
     }
 }
 
-impl<K: Resource> Queue<K> for DeltaFifo<K> {
-    async fn pop<R, F>(&self, process: F) -> Result<R, QueueClosed>
+/// The consumer's side: what the shared informer's process loop calls.
+impl<K: Resource> DeltaFifo<K> {
+    /// Waits for the oldest queued key, and runs `process` on all its deltas before the next pop
+    /// can start. `process` gets `is_in_initial_list`: whether these deltas belong to the first
+    /// list the queue was filled with.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueClosed`] once the queue is closed and every queued key was popped.
+    #[doc(alias = "Pop")]
+    pub async fn pop<R, F>(&self, process: F) -> Result<R, QueueClosed>
     where
         F: FnOnce(Vec<Delta<K>>, bool) -> R + Send,
         R: Send,
@@ -473,15 +499,25 @@ impl<K: Resource> Queue<K> for DeltaFifo<K> {
         }
     }
 
-    fn has_synced(&self) -> bool {
+    /// Whether the first batch of items the queue received has been popped.
+    #[doc(alias = "HasSynced")]
+    #[must_use]
+    pub fn has_synced(&self) -> bool {
         self.state.lock().has_synced()
     }
 
-    fn close(&self) {
+    /// Closes the queue: queued keys still pop, then [`pop`](Self::pop) reports [`QueueClosed`].
+    pub fn close(&self) {
         self.state.lock().closed = true;
         self.not_empty.notify_waiters();
     }
 }
+
+/// The queue ended: closed and drained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("queue is closed")]
+#[doc(alias = "ErrFIFOClosed")]
+pub struct QueueClosed;
 
 impl<K> fmt::Debug for DeltaFifo<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -9,7 +9,7 @@
 //! # use std::sync::Arc;
 //! # use std::time::Duration;
 //! # use informer_runtime::factory::SharedInformerFactory;
-//! # use informer_runtime::informer::HandlerFuncs;
+//! # use informer_runtime::shared_informer::HandlerFuncs;
 //! # use informer_runtime::selector::LabelSelector;
 //! # use informer_runtime::testing::FakeSource;
 //! # use k8s_openapi::api::core::v1::Pod;
@@ -55,12 +55,12 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::clock::SharedClock;
-use crate::informer::SharedIndexInformer;
 use crate::lister::{Lister, NotFound};
 use crate::listwatch::ListWatchSource;
 use crate::reflector::ReflectorConfig;
 use crate::resource::{GroupVersionResource, Resource, is_namespaced};
 use crate::selector::LabelSelector;
+use crate::shared_informer::SharedIndexInformer;
 use crate::store::ObjectKey;
 
 /// Why the factory could not answer.

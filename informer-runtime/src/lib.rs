@@ -17,25 +17,23 @@
 //!
 //! # The data flow
 //!
-//! Each module is one step; an event travels through them in this order:
+//! Each file is one step; an event travels through them in this order, entering each once:
 //!
 //! ```text
-//!  API server ──list/watch──▶ listwatch::ListerWatcher      (transport seam: HTTP, FakeSource, …)
-//!                                  │
-//!                                  ▼
-//!                            reflector::Reflector           (list, then watch; relist on 410;
-//!                                  │                          backoff; resync timer)
-//!                                  ▼
-//!                            delta_fifo::DeltaFifo          (per-key deltas; tombstones on relist)
-//!                                  │  pop
-//!                                  ▼
-//!                   controller (process_deltas) ──▶ store::Indexer   (cache + indices)
-//!                                  │                    ▲
-//!                                  ▼                    │ reads
-//!                   informer processor ──▶ handlers     lister::Lister
-//!                   (one buffer + task per handler)
+//!  socket ─▶ client/http_lister_watcher.rs   list pages and watch streams over HTTP
+//!            client/list_page.rs, client/watch_decode.rs
+//!                                           bytes → ObjectList<K> / WatchEvent<K>
+//!              (listwatch.rs: the ListerWatcher seam; FakeSource plugs in here too)
+//!    ─▶ reflector/mod.rs                    list, then watch; relist on 410; backoff; resync
+//!         writes through reflector::ReflectorStore
+//!    ─▶ delta_fifo.rs                       per-key deltas; tombstones on relist
+//!    ─▶ shared_informer/process_loop.rs     pops each key's deltas:
+//!    ─▶ store/thread_safe.rs                  the cache and its indices first,
+//!    ─▶ shared_informer/processor.rs          then one buffer and task per handler,
+//!    ─▶ shared_informer/handler.rs          your ResourceEventHandler
 //!
-//!               factory::SharedInformerFactory owns one informer per resource type
+//!  lister.rs reads the store; factory.rs owns one informer per resource type;
+//!  informers/ holds the generated typed accessors (factory.core().v1().pods()).
 //! ```
 //!
 //! # Testing your controllers
@@ -56,24 +54,17 @@
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub mod client;
 pub mod clock;
-mod controller;
 pub mod delta_fifo;
 pub mod factory;
-pub mod informer;
 pub mod informers;
 pub mod lister;
 pub mod listwatch;
 pub mod metadata;
-pub mod queue;
 pub mod reflector;
 pub mod resource;
 pub mod selector;
+pub mod shared_informer;
 pub mod store;
-#[cfg(feature = "client")]
-mod watch;
-
-#[cfg(test)]
-mod test_util;
 
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -81,15 +72,15 @@ pub mod testing;
 #[cfg(feature = "client")]
 pub use client::Client;
 pub use factory::SharedInformerFactory;
-pub use informer::{
-    DeletedObject, HandlerFuncs, ResourceEventHandler, ResourceEventHandlerRegistration,
-    SharedIndexInformer,
-};
 pub use lister::{Lister, NamespaceLister, NotFound};
 pub use listwatch::{ListWatchSource, ListerWatcher};
 pub use metadata::PartialObjectMetadata;
 pub use resource::{GroupVersionResource, Resource};
 pub use selector::LabelSelector;
+pub use shared_informer::{
+    DeletedObject, HandlerFuncs, ResourceEventHandler, ResourceEventHandlerRegistration,
+    SharedIndexInformer,
+};
 pub use store::{Cache, Indexer, ObjectKey};
 
 #[doc(hidden)]

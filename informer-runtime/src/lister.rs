@@ -150,7 +150,7 @@ mod tests {
 
     use super::*;
     use crate::store::Indexer;
-    use crate::test_util::{labeled_pod, namespace};
+    use crate::testing::objects::{labeled_pod, namespace};
 
     fn names<K: Resource>(objs: &[Arc<K>]) -> Vec<String> {
         let mut v: Vec<String> = objs.iter().map(|o| ObjectKey::of(&**o).to_string()).collect();
@@ -260,7 +260,7 @@ mod tests {
     #[test]
     fn informers_keep_the_label_index_unless_told_not_to() {
         use crate::factory::SharedInformerFactory;
-        use crate::informer::SharedIndexInformer;
+        use crate::shared_informer::SharedIndexInformer;
         use crate::testing::FakeSource;
 
         let has_label_index =

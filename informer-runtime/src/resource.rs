@@ -17,6 +17,7 @@
 
 use std::any::TypeId;
 use std::fmt;
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
@@ -103,6 +104,13 @@ where
 #[must_use]
 pub fn is_namespaced<K: Resource>() -> bool {
     TypeId::of::<K::Scope>() == TypeId::of::<k8s_openapi::NamespaceResourceScope>()
+}
+
+/// `held` if it is the same version of the same object as `listed`: the cache's copy a relist
+/// keeps in place of a newly decoded one.
+pub(crate) fn same_version<K: Resource>(held: Option<Arc<K>>, listed: &K) -> Option<Arc<K>> {
+    let version = listed.meta().resource_version.as_deref().filter(|v| !v.is_empty())?;
+    held.filter(|held| held.meta().resource_version.as_deref() == Some(version))
 }
 
 /// The `metadata.resourceVersion` of an object, or `""` when it has none.

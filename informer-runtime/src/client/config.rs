@@ -1,20 +1,17 @@
 //! How to reach an API server: where, with which TLS settings, as whom.
 //!
-//! [`Config`] is plain data with public fields. The loaders fill it in: [`Config::infer`] (what
-//! kubectl would use, else the in-cluster service account), [`Config::from_kubeconfig`] and
-//! [`Config::from_kubeconfig_file`] (kubeconfig files, merged as kubectl merges `KUBECONFIG`),
-//! and [`Config::incluster`]. [`Client::new`](super::Client::new) consumes it; credentials that
+//! [`Config`] is plain data with public fields. The loaders fill it in: [`Config::incluster`]
+//! here, and in `kubeconfig` [`Config::infer`] (what kubectl would use, else the in-cluster
+//! service account), [`Config::from_kubeconfig`] and [`Config::from_kubeconfig_file`]
+//! (kubeconfig files, merged as kubectl merges `KUBECONFIG`). [`Client::new`](super::Client::new) consumes it; credentials that
 //! change at run time (rotated token files, exec plugins) are fetched per request by the client's
 //! authenticator.
 
-use std::ffi::OsString;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use secrecy::SecretString;
-
-use super::kubeconfig::Kubeconfig;
 
 /// Where a pod's service account credentials are mounted.
 const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -62,115 +59,6 @@ impl Config {
             auth: Auth::None,
             connect_timeout: Duration::from_secs(30),
         }
-    }
-
-    /// The configuration kubectl would use, else the pod's service account.
-    ///
-    /// In order:
-    /// 1. the files listed in `KUBECONFIG` (separated by `:`, `;` on Windows), merged as kubectl
-    ///    merges them (see [`Config::from_kubeconfig`]); files that do not exist are skipped;
-    /// 2. when `KUBECONFIG` is unset or empty, `~/.kube/config`;
-    /// 3. when none of those files exists (or they are all empty), the in-cluster service account
-    ///    ([`Config::incluster`]).
-    ///
-    /// A kubeconfig file that exists but cannot be read or used is an error: there is no fallback
-    /// to in-cluster then, as with client-go.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError::NoConfig`] when no kubeconfig file exists and the process is not in a
-    /// cluster; otherwise the errors of [`Config::from_kubeconfig`] and [`Config::incluster`].
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// use informer_runtime::client::Config;
-    ///
-    /// let config = Config::infer()?;
-    /// println!("talking to {} in namespace {}", config.cluster_url, config.default_namespace);
-    /// # Ok::<(), informer_runtime::client::ConfigError>(())
-    /// ```
-    #[doc(alias = "NewDefaultClientConfigLoadingRules")]
-    pub fn infer() -> Result<Self, ConfigError> {
-        Self::infer_from(&Environment::from_process())
-    }
-
-    /// [`Config::infer`] with the environment given instead of read from the process.
-    pub(crate) fn infer_from(env: &Environment) -> Result<Self, ConfigError> {
-        let paths = env.kubeconfig_paths();
-        let kubeconfig = Kubeconfig::read_all(&paths)?;
-        if !kubeconfig.is_empty() {
-            return kubeconfig.to_config(&KubeconfigOptions::default());
-        }
-        tracing::debug!(tried = ?paths, "no kubeconfig found; trying the in-cluster service account");
-        match Self::incluster_with(&env.in_cluster) {
-            Err(ConfigError::NotInCluster) => Err(ConfigError::NoConfig { tried: paths }),
-            other => other,
-        }
-    }
-
-    /// The configuration of a kubeconfig context, from `KUBECONFIG` or `~/.kube/config`.
-    ///
-    /// Several files in `KUBECONFIG` are merged as kubectl merges them:
-    /// - files that do not exist are skipped, and a path listed twice is read once;
-    /// - for clusters, users and contexts, the first file to define a name wins, and the whole
-    ///   entry is taken from that file (a later file's entry of the same name is ignored, even
-    ///   its fields the first one does not set);
-    /// - the first file with a non-empty `current-context` sets it;
-    /// - relative paths (`certificate-authority`, `client-certificate`, `client-key`,
-    ///   `tokenFile`, and an exec `command` containing a `/`) are resolved against the directory
-    ///   of the file that defines the entry.
-    ///
-    /// `options` overrides the context, and the cluster or user the context names.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError::NoConfig`] when none of the files exists; otherwise as
-    /// [`Config::from_kubeconfig_files`].
-    pub fn from_kubeconfig(options: &KubeconfigOptions) -> Result<Self, ConfigError> {
-        let paths = Environment::from_process().kubeconfig_paths();
-        let kubeconfig = Kubeconfig::read_all(&paths)?;
-        if kubeconfig.is_empty() {
-            return Err(ConfigError::NoConfig { tried: paths });
-        }
-        kubeconfig.to_config(options)
-    }
-
-    /// The configuration of a context in one kubeconfig file.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError::Io`] when the file cannot be read (a missing file is an error here);
-    /// otherwise as [`Config::from_kubeconfig_files`].
-    pub fn from_kubeconfig_file(
-        path: impl AsRef<Path>,
-        options: &KubeconfigOptions,
-    ) -> Result<Self, ConfigError> {
-        Kubeconfig::read(path.as_ref())?.to_config(options)
-    }
-
-    /// The configuration of a context in several kubeconfig files, merged as kubectl merges the
-    /// files listed in `KUBECONFIG` (the rules are listed at [`Config::from_kubeconfig`]).
-    ///
-    /// # Errors
-    ///
-    /// - [`ConfigError::Io`] when a file exists but cannot be read;
-    /// - [`ConfigError::Parse`] when a file is not a kubeconfig;
-    /// - [`ConfigError::NoCurrentContext`] when no context is set or requested;
-    /// - [`ConfigError::NotFound`] when the context, or the cluster it names, does not exist;
-    /// - [`ConfigError::InvalidField`] for a missing or unusable field (a bad URL or base64
-    ///   value, a file that cannot be read, conflicting authentication methods...);
-    /// - [`ConfigError::AuthProvider`] for a user with a legacy `auth-provider`.
-    pub fn from_kubeconfig_files<P: AsRef<Path>>(
-        paths: &[P],
-        options: &KubeconfigOptions,
-    ) -> Result<Self, ConfigError> {
-        let paths: Vec<PathBuf> = paths.iter().map(|path| path.as_ref().to_path_buf()).collect();
-        let kubeconfig = Kubeconfig::read_all(&paths)?;
-        if kubeconfig.is_empty() {
-            return Err(ConfigError::NoConfig { tried: paths });
-        }
-        kubeconfig.to_config(options)
     }
 
     /// The configuration of the pod this process runs in: its service account's token and CA,
@@ -348,54 +236,6 @@ impl InClusterOptions {
             service_account_dir: PathBuf::from(SERVICE_ACCOUNT_DIR),
         }
     }
-}
-
-/// What [`Config::infer`] reads from the process environment, injectable for tests.
-#[derive(Clone, Debug)]
-pub(crate) struct Environment {
-    /// `KUBECONFIG`.
-    pub(crate) kubeconfig: Option<OsString>,
-    /// The home directory.
-    pub(crate) home: Option<PathBuf>,
-    /// The in-cluster settings.
-    pub(crate) in_cluster: InClusterOptions,
-}
-
-impl Environment {
-    /// The process's environment.
-    fn from_process() -> Self {
-        Self {
-            kubeconfig: std::env::var_os("KUBECONFIG"),
-            home: home_dir(),
-            in_cluster: InClusterOptions::from_env(),
-        }
-    }
-
-    /// The kubeconfig files to read, in precedence order: `KUBECONFIG`'s list (empty entries
-    /// dropped, duplicates read once), else `~/.kube/config`.
-    fn kubeconfig_paths(&self) -> Vec<PathBuf> {
-        match self.kubeconfig.as_ref().filter(|list| !list.is_empty()) {
-            Some(list) => {
-                let mut paths: Vec<PathBuf> = Vec::new();
-                for path in std::env::split_paths(list) {
-                    if !path.as_os_str().is_empty() && !paths.contains(&path) {
-                        paths.push(path);
-                    }
-                }
-                paths
-            }
-            None => self.home.iter().map(|home| home.join(".kube").join("config")).collect(),
-        }
-    }
-}
-
-/// The user's home directory as client-go finds it: `HOME`, else `USERPROFILE` (Windows).
-fn home_dir() -> Option<PathBuf> {
-    ["HOME", "USERPROFILE"]
-        .into_iter()
-        .filter_map(std::env::var_os)
-        .find(|dir| !dir.is_empty())
-        .map(PathBuf::from)
 }
 
 /// A client certificate and its private key, PEM-encoded.
@@ -666,54 +506,5 @@ mod tests {
         let debug = format!("{exec:?}");
         assert!(debug.contains("API_KEY"), "{debug}");
         assert!(!debug.contains("s3cr3t"), "{debug}");
-    }
-
-    #[test]
-    fn kubeconfig_paths_split_dedupe_and_default_to_home() {
-        let env = Environment {
-            kubeconfig: Some(OsString::from("/a/one::/b/two:/a/one")),
-            home: Some(PathBuf::from("/home/me")),
-            in_cluster: not_in_cluster(),
-        };
-        assert_eq!(env.kubeconfig_paths(), vec![PathBuf::from("/a/one"), PathBuf::from("/b/two")]);
-        let env = Environment { kubeconfig: Some(OsString::new()), ..env };
-        assert_eq!(env.kubeconfig_paths(), vec![PathBuf::from("/home/me/.kube/config")]);
-    }
-
-    #[test]
-    fn infer_without_any_config_names_what_it_tried() {
-        let env = Environment {
-            kubeconfig: Some(OsString::from("/nonexistent/kubeconfig")),
-            home: None,
-            in_cluster: not_in_cluster(),
-        };
-        let err = Config::infer_from(&env).unwrap_err();
-        assert!(matches!(err, ConfigError::NoConfig { .. }), "{err:?}");
-        assert!(err.to_string().contains("/nonexistent/kubeconfig"), "{err}");
-    }
-
-    #[test]
-    fn incluster_brackets_ipv6_hosts() {
-        let dir = crate::client::kubeconfig::tests::TempDir::new("incluster-ipv6");
-        std::fs::write(dir.path().join("token"), "t").unwrap();
-        let options = InClusterOptions {
-            service_host: Some("fd00::1".to_owned()),
-            service_port: Some("443".to_owned()),
-            namespace: None,
-            service_account_dir: dir.path().to_path_buf(),
-        };
-        let config = Config::incluster_with(&options).unwrap();
-        assert_eq!(config.cluster_url.as_str(), "https://[fd00::1]/");
-        assert_eq!(config.default_namespace, "default");
-        assert!(config.root_certs_pem.is_none());
-    }
-
-    fn not_in_cluster() -> InClusterOptions {
-        InClusterOptions {
-            service_host: None,
-            service_port: None,
-            namespace: None,
-            service_account_dir: PathBuf::from("/nonexistent"),
-        }
     }
 }

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry as MapEntry;
+use std::ffi::OsString;
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
 
@@ -15,7 +16,9 @@ use base64::Engine as _;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Deserializer};
 
-use super::config::{Auth, Config, ConfigError, ExecConfig, Identity, KubeconfigOptions};
+use super::config::{
+    Auth, Config, ConfigError, ExecConfig, Identity, InClusterOptions, KubeconfigOptions,
+};
 
 /// The cluster extension that holds per-cluster configuration for exec plugins.
 const EXEC_EXTENSION: &str = "client.authentication.k8s.io/exec";
@@ -645,13 +648,173 @@ fn exec_config(
     Ok(config)
 }
 
+/// The loaders that read kubeconfig files; [`Config::incluster`] is beside [`Config`].
+impl Config {
+    /// The configuration kubectl would use, else the pod's service account.
+    ///
+    /// In order:
+    /// 1. the files listed in `KUBECONFIG` (separated by `:`, `;` on Windows), merged as kubectl
+    ///    merges them (see [`Config::from_kubeconfig`]); files that do not exist are skipped;
+    /// 2. when `KUBECONFIG` is unset or empty, `~/.kube/config`;
+    /// 3. when none of those files exists (or they are all empty), the in-cluster service account
+    ///    ([`Config::incluster`]).
+    ///
+    /// A kubeconfig file that exists but cannot be read or used is an error: there is no fallback
+    /// to in-cluster then, as with client-go.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::NoConfig`] when no kubeconfig file exists and the process is not in a
+    /// cluster; otherwise the errors of [`Config::from_kubeconfig`] and [`Config::incluster`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use informer_runtime::client::Config;
+    ///
+    /// let config = Config::infer()?;
+    /// println!("talking to {} in namespace {}", config.cluster_url, config.default_namespace);
+    /// # Ok::<(), informer_runtime::client::ConfigError>(())
+    /// ```
+    #[doc(alias = "NewDefaultClientConfigLoadingRules")]
+    pub fn infer() -> Result<Self, ConfigError> {
+        Self::infer_from(&Environment::from_process())
+    }
+
+    /// [`Config::infer`] with the environment given instead of read from the process.
+    pub(crate) fn infer_from(env: &Environment) -> Result<Self, ConfigError> {
+        let paths = env.kubeconfig_paths();
+        let kubeconfig = Kubeconfig::read_all(&paths)?;
+        if !kubeconfig.is_empty() {
+            return kubeconfig.to_config(&KubeconfigOptions::default());
+        }
+        tracing::debug!(tried = ?paths, "no kubeconfig found; trying the in-cluster service account");
+        match Self::incluster_with(&env.in_cluster) {
+            Err(ConfigError::NotInCluster) => Err(ConfigError::NoConfig { tried: paths }),
+            other => other,
+        }
+    }
+
+    /// The configuration of a kubeconfig context, from `KUBECONFIG` or `~/.kube/config`.
+    ///
+    /// Several files in `KUBECONFIG` are merged as kubectl merges them:
+    /// - files that do not exist are skipped, and a path listed twice is read once;
+    /// - for clusters, users and contexts, the first file to define a name wins, and the whole
+    ///   entry is taken from that file (a later file's entry of the same name is ignored, even
+    ///   its fields the first one does not set);
+    /// - the first file with a non-empty `current-context` sets it;
+    /// - relative paths (`certificate-authority`, `client-certificate`, `client-key`,
+    ///   `tokenFile`, and an exec `command` containing a `/`) are resolved against the directory
+    ///   of the file that defines the entry.
+    ///
+    /// `options` overrides the context, and the cluster or user the context names.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::NoConfig`] when none of the files exists; otherwise as
+    /// [`Config::from_kubeconfig_files`].
+    pub fn from_kubeconfig(options: &KubeconfigOptions) -> Result<Self, ConfigError> {
+        let paths = Environment::from_process().kubeconfig_paths();
+        let kubeconfig = Kubeconfig::read_all(&paths)?;
+        if kubeconfig.is_empty() {
+            return Err(ConfigError::NoConfig { tried: paths });
+        }
+        kubeconfig.to_config(options)
+    }
+
+    /// The configuration of a context in one kubeconfig file.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Io`] when the file cannot be read (a missing file is an error here);
+    /// otherwise as [`Config::from_kubeconfig_files`].
+    pub fn from_kubeconfig_file(
+        path: impl AsRef<Path>,
+        options: &KubeconfigOptions,
+    ) -> Result<Self, ConfigError> {
+        Kubeconfig::read(path.as_ref())?.to_config(options)
+    }
+
+    /// The configuration of a context in several kubeconfig files, merged as kubectl merges the
+    /// files listed in `KUBECONFIG` (the rules are listed at [`Config::from_kubeconfig`]).
+    ///
+    /// # Errors
+    ///
+    /// - [`ConfigError::Io`] when a file exists but cannot be read;
+    /// - [`ConfigError::Parse`] when a file is not a kubeconfig;
+    /// - [`ConfigError::NoCurrentContext`] when no context is set or requested;
+    /// - [`ConfigError::NotFound`] when the context, or the cluster it names, does not exist;
+    /// - [`ConfigError::InvalidField`] for a missing or unusable field (a bad URL or base64
+    ///   value, a file that cannot be read, conflicting authentication methods...);
+    /// - [`ConfigError::AuthProvider`] for a user with a legacy `auth-provider`.
+    pub fn from_kubeconfig_files<P: AsRef<Path>>(
+        paths: &[P],
+        options: &KubeconfigOptions,
+    ) -> Result<Self, ConfigError> {
+        let paths: Vec<PathBuf> = paths.iter().map(|path| path.as_ref().to_path_buf()).collect();
+        let kubeconfig = Kubeconfig::read_all(&paths)?;
+        if kubeconfig.is_empty() {
+            return Err(ConfigError::NoConfig { tried: paths });
+        }
+        kubeconfig.to_config(options)
+    }
+}
+
+/// What [`Config::infer`] reads from the process environment, injectable for tests.
+#[derive(Clone, Debug)]
+pub(crate) struct Environment {
+    /// `KUBECONFIG`.
+    pub(crate) kubeconfig: Option<OsString>,
+    /// The home directory.
+    pub(crate) home: Option<PathBuf>,
+    /// The in-cluster settings.
+    pub(crate) in_cluster: InClusterOptions,
+}
+
+impl Environment {
+    /// The process's environment.
+    fn from_process() -> Self {
+        Self {
+            kubeconfig: std::env::var_os("KUBECONFIG"),
+            home: home_dir(),
+            in_cluster: InClusterOptions::from_env(),
+        }
+    }
+
+    /// The kubeconfig files to read, in precedence order: `KUBECONFIG`'s list (empty entries
+    /// dropped, duplicates read once), else `~/.kube/config`.
+    fn kubeconfig_paths(&self) -> Vec<PathBuf> {
+        match self.kubeconfig.as_ref().filter(|list| !list.is_empty()) {
+            Some(list) => {
+                let mut paths: Vec<PathBuf> = Vec::new();
+                for path in std::env::split_paths(list) {
+                    if !path.as_os_str().is_empty() && !paths.contains(&path) {
+                        paths.push(path);
+                    }
+                }
+                paths
+            }
+            None => self.home.iter().map(|home| home.join(".kube").join("config")).collect(),
+        }
+    }
+}
+
+/// The user's home directory as client-go finds it: `HOME`, else `USERPROFILE` (Windows).
+fn home_dir() -> Option<PathBuf> {
+    ["HOME", "USERPROFILE"]
+        .into_iter()
+        .filter_map(std::env::var_os)
+        .find(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use std::ffi::OsString;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
-    use crate::client::config::{Environment, InClusterOptions};
+    use crate::client::config::InClusterOptions;
 
     /// A directory under the system temp dir, removed on drop.
     pub(crate) struct TempDir(PathBuf);
@@ -961,5 +1124,45 @@ contexts: [{name: c, context: {cluster: k, user: u}}]
         let message = err.to_string();
         assert!(message.contains("users[0].user.token"), "{message}");
         assert!(!message.contains("secret-in-a-list"), "{message}");
+    }
+
+    #[test]
+    fn kubeconfig_paths_split_dedupe_and_default_to_home() {
+        let env = Environment {
+            kubeconfig: Some(OsString::from("/a/one::/b/two:/a/one")),
+            home: Some(PathBuf::from("/home/me")),
+            in_cluster: not_in_cluster(),
+        };
+        assert_eq!(env.kubeconfig_paths(), vec![PathBuf::from("/a/one"), PathBuf::from("/b/two")]);
+        let env = Environment { kubeconfig: Some(OsString::new()), ..env };
+        assert_eq!(env.kubeconfig_paths(), vec![PathBuf::from("/home/me/.kube/config")]);
+    }
+
+    #[test]
+    fn infer_without_any_config_names_what_it_tried() {
+        let env = Environment {
+            kubeconfig: Some(OsString::from("/nonexistent/kubeconfig")),
+            home: None,
+            in_cluster: not_in_cluster(),
+        };
+        let err = Config::infer_from(&env).unwrap_err();
+        assert!(matches!(err, ConfigError::NoConfig { .. }), "{err:?}");
+        assert!(err.to_string().contains("/nonexistent/kubeconfig"), "{err}");
+    }
+
+    #[test]
+    fn incluster_brackets_ipv6_hosts() {
+        let dir = TempDir::new("incluster-ipv6");
+        std::fs::write(dir.path().join("token"), "t").unwrap();
+        let options = InClusterOptions {
+            service_host: Some("fd00::1".to_owned()),
+            service_port: Some("443".to_owned()),
+            namespace: None,
+            service_account_dir: dir.path().to_path_buf(),
+        };
+        let config = Config::incluster_with(&options).unwrap();
+        assert_eq!(config.cluster_url.as_str(), "https://[fd00::1]/");
+        assert_eq!(config.default_namespace, "default");
+        assert!(config.root_certs_pem.is_none());
     }
 }

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::*;
 use crate::store::Indexer;
-use crate::test_util::pod;
+use crate::testing::objects::pod;
 
 /// A cluster-less pod keyed `name`, whose resource version plays client-go's `testFifoObject.val`.
 fn obj(name: &str, val: u32) -> Arc<Pod> {
@@ -139,7 +139,7 @@ async fn delete_existing_non_propagated() {
 async fn add_replace() {
     let f = DeltaFifo::new();
     f.add(obj("foo", 10));
-    f.replace(vec![obj("foo", 15)], "0");
+    f.replace(vec![obj("foo", 15)]);
     let (deltas, _) = pop(&f).await;
     assert_eq!(deltas, ["Added(foo@10)", "Replaced(foo@15)"]);
     assert!(f.is_empty(), "no second pop");
@@ -181,7 +181,7 @@ async fn replace_makes_deletions() {
     // A pre-existing delete in the queue merges with the relist's tombstone: the real one wins.
     let f = DeltaFifo::new().with_known_objects(knowns());
     f.delete(obj("baz", 10));
-    f.replace(vec![obj("foo", 5)], "0");
+    f.replace(vec![obj("foo", 5)]);
     let mut popped = vec![pop(&f).await.0, pop(&f).await.0, pop(&f).await.0];
     popped.sort();
     assert_eq!(
@@ -196,7 +196,7 @@ async fn replace_makes_deletions() {
     // A queued add followed by a relist without the object: the tombstone carries the queued state.
     let f = DeltaFifo::new().with_known_objects(knowns());
     f.add(obj("baz", 10));
-    f.replace(vec![obj("foo", 5)], "0");
+    f.replace(vec![obj("foo", 5)]);
     let mut popped = vec![pop(&f).await.0, pop(&f).await.0, pop(&f).await.0];
     popped.sort();
     assert_eq!(
@@ -212,7 +212,7 @@ async fn replace_makes_deletions() {
     let f = DeltaFifo::new().with_known_objects(knowns());
     f.delete(obj("bar", 6));
     f.add(obj("bar", 7));
-    f.replace(vec![obj("foo", 5)], "0");
+    f.replace(vec![obj("foo", 5)]);
     let mut popped = vec![pop(&f).await.0, pop(&f).await.0, pop(&f).await.0];
     popped.sort();
     assert_eq!(
@@ -235,8 +235,8 @@ async fn replace_makes_deletions() {
 async fn replace_makes_deletions_across_two_relists() {
     let f =
         DeltaFifo::new().with_known_objects(known(&[obj("foo", 5), obj("bar", 6), obj("baz", 7)]));
-    f.replace(vec![obj("bar", 100), obj("foo", 5)], "0");
-    f.replace(vec![obj("foo", 5)], "0");
+    f.replace(vec![obj("bar", 100), obj("foo", 5)]);
+    f.replace(vec![obj("foo", 5)]);
     let mut popped = vec![pop(&f).await.0, pop(&f).await.0, pop(&f).await.0];
     popped.sort();
     assert_eq!(
@@ -250,7 +250,7 @@ async fn replace_makes_deletions_across_two_relists() {
 
     let f = DeltaFifo::new();
     f.add(obj("baz", 10));
-    f.replace(vec![obj("foo", 5)], "0");
+    f.replace(vec![obj("foo", 5)]);
     let mut popped = vec![pop(&f).await.0, pop(&f).await.0];
     popped.sort();
     assert_eq!(
@@ -272,7 +272,7 @@ async fn replace_makes_deletions_for_objects_only_in_queue_table() {
             "added object is deleted on replace",
             |f| {
                 f.add(obj("foo", 2));
-                f.replace(vec![], "0");
+                f.replace(vec![]);
             },
             &["Added(foo@2)", "Deleted(FinalStateUnknown(\"foo\", foo@2))"],
         ),
@@ -280,8 +280,8 @@ async fn replace_makes_deletions_for_objects_only_in_queue_table() {
             "replaced object gets a single delete",
             |f| {
                 f.add(obj("foo", 2));
-                f.replace(vec![obj("foo", 2)], "0");
-                f.replace(vec![], "0");
+                f.replace(vec![obj("foo", 2)]);
+                f.replace(vec![]);
             },
             &["Added(foo@2)", "Replaced(foo@2)", "Deleted(FinalStateUnknown(\"foo\", foo@2))"],
         ),
@@ -290,7 +290,7 @@ async fn replace_makes_deletions_for_objects_only_in_queue_table() {
             |f| {
                 f.add(obj("foo", 2));
                 f.delete(obj("foo", 2));
-                f.replace(vec![], "0");
+                f.replace(vec![]);
             },
             &["Added(foo@2)", "Deleted(Object(foo@2))"],
         ),
@@ -298,8 +298,8 @@ async fn replace_makes_deletions_for_objects_only_in_queue_table() {
             "added object gets a single delete on multiple replaces",
             |f| {
                 f.add(obj("foo", 2));
-                f.replace(vec![], "0");
-                f.replace(vec![], "1");
+                f.replace(vec![]);
+                f.replace(vec![]);
             },
             &["Added(foo@2)", "Deleted(FinalStateUnknown(\"foo\", foo@2))"],
         ),
@@ -309,7 +309,7 @@ async fn replace_makes_deletions_for_objects_only_in_queue_table() {
                 f.add(obj("foo", 2));
                 f.delete(obj("foo", 2));
                 f.add(obj("foo", 3));
-                f.replace(vec![], "0");
+                f.replace(vec![]);
             },
             &[
                 "Added(foo@2)",
@@ -342,7 +342,7 @@ async fn replace_makes_deletions_for_objects_only_in_queue() {
     let f = DeltaFifo::new();
     f.add(obj("foo", 2));
     f.add(obj("bar", 3));
-    f.replace(vec![obj("foo", 5)], "0");
+    f.replace(vec![obj("foo", 5)]);
     let mut popped = vec![pop(&f).await.0, pop(&f).await.0];
     popped.sort();
     assert_eq!(
@@ -359,7 +359,7 @@ async fn replace_makes_deletions_for_objects_only_in_queue() {
 async fn replace_with_delete_delta_in() {
     let f = DeltaFifo::new().with_known_objects(known(&[obj("foo", 5)]));
     f.delete(obj("foo", 6));
-    f.replace(vec![obj("foo", 6)], "0");
+    f.replace(vec![obj("foo", 6)]);
     assert_eq!(pop(&f).await.0, ["Deleted(Object(foo@6))", "Replaced(foo@6)"]);
 }
 
@@ -382,12 +382,12 @@ async fn has_synced() {
 
     // Replace([]) is synced at once.
     let f = DeltaFifo::<Pod>::new();
-    f.replace(vec![], "0");
+    f.replace(vec![]);
     assert!(f.has_synced());
 
     // A first replace: synced once all its items are popped; a duplicate key counts once.
     let f = DeltaFifo::new();
-    f.replace(vec![obj("a", 1), obj("b", 2), obj("a", 3)], "0");
+    f.replace(vec![obj("a", 1), obj("b", 2), obj("a", 3)]);
     assert!(!f.has_synced());
     pop(&f).await;
     assert!(!f.has_synced());
@@ -396,11 +396,11 @@ async fn has_synced() {
 
     // Adds after the first replace do not delay sync; a second replace does not reset it.
     let f = DeltaFifo::new();
-    f.replace(vec![obj("a", 1)], "0");
+    f.replace(vec![obj("a", 1)]);
     f.add(obj("b", 2));
     pop(&f).await;
     assert!(f.has_synced());
-    f.replace(vec![obj("c", 3)], "0");
+    f.replace(vec![obj("c", 3)]);
     assert!(f.has_synced());
 }
 
@@ -410,7 +410,7 @@ async fn has_synced() {
 async fn has_synced_correct_on_deletion() {
     let f =
         DeltaFifo::new().with_known_objects(known(&[obj("foo", 5), obj("bar", 6), obj("baz", 7)]));
-    f.replace(vec![obj("foo", 5)], "0");
+    f.replace(vec![obj("foo", 5)]);
     let mut popped = Vec::new();
     for _ in 0..3 {
         assert!(!f.has_synced());
@@ -433,7 +433,7 @@ async fn has_synced_correct_on_deletion() {
 #[tokio::test]
 async fn is_in_initial_list_only_for_the_first_replace() {
     let f = DeltaFifo::new();
-    f.replace(vec![obj("a", 1), obj("b", 1)], "1");
+    f.replace(vec![obj("a", 1), obj("b", 1)]);
     f.add(obj("c", 2));
     assert!(pop(&f).await.1);
     assert!(pop(&f).await.1);
@@ -459,7 +459,7 @@ async fn transformer() {
     f.add(Arc::clone(&source));
     f.update(obj("foo", 2));
     f.delete(obj("foo", 3));
-    f.replace(vec![obj("bar", 4)], "4"); // + a tombstone for "known" (not transformed)
+    f.replace(vec![obj("bar", 4)]); // + a tombstone for "known" (not transformed)
     f.resync(); // nothing: every known key is queued
     assert_eq!(calls.load(Ordering::SeqCst), 4);
     assert!(

@@ -9,15 +9,15 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 
 use super::*;
 use crate::listwatch::{Error, Status};
-use crate::test_util::{labeled_pod, namespace, pod};
 use crate::testing::FakeSource;
+use crate::testing::objects::{labeled_pod, namespace, pod};
 
 #[tokio::test]
 async fn one_informer_per_type_shared_by_every_caller() {
     let factory = SharedInformerFactory::new(FakeSource::new());
     let a = factory.informer::<Pod>();
     let b = factory.clone().informer::<Pod>();
-    a.add_event_handler(crate::informer::HandlerFuncs::new()).unwrap();
+    a.add_event_handler(crate::shared_informer::HandlerFuncs::new()).unwrap();
     assert_eq!(b.handler_count(), 1, "the same informer");
     let namespaces = factory.informer::<Namespace>();
     assert_eq!((a.handler_count(), namespaces.handler_count()), (1, 0), "one informer per type");
@@ -60,13 +60,13 @@ async fn shutdown_stops_everything_and_start_does_nothing_after() {
     let source = FakeSource::new();
     let factory = SharedInformerFactory::new(source.clone());
     let pods = factory.informer::<Pod>();
-    pods.add_event_handler(crate::informer::HandlerFuncs::new()).unwrap();
+    pods.add_event_handler(crate::shared_informer::HandlerFuncs::new()).unwrap();
     let _ = factory.informer::<Namespace>();
     factory.start();
     assert!(factory.wait_for_cache_sync(Duration::from_secs(10)).await.all_synced());
     factory.shutdown().await;
     assert!(pods.is_stopped());
-    let alive = crate::test_util::settle_alive_tasks(baseline).await;
+    let alive = crate::testing::objects::settle_alive_tasks(baseline).await;
     assert_eq!(alive, baseline, "every informer and handler task joined");
     let late = factory.informer::<Deployment>();
     factory.start();

@@ -27,10 +27,10 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use crate::factory::SharedInformerFactory;
-use crate::informer::SharedIndexInformer;
 use crate::lister::Lister;
 use crate::listwatch::ListWatchSource;
 use crate::resource::Resource;
+use crate::shared_informer::SharedIndexInformer;
 
 #[rustfmt::skip]
 #[allow(

@@ -23,6 +23,7 @@
 //! so the whole state machine runs in virtual time in tests.
 
 mod backoff;
+mod reflector_store;
 mod state;
 
 use std::sync::Arc;
@@ -34,6 +35,7 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 pub use backoff::BackoffConfig;
+pub use reflector_store::ReflectorStore;
 
 use self::backoff::Backoff;
 use self::state::{Next, WatchEnd, next_after};
@@ -42,7 +44,6 @@ use crate::listwatch::{
     Error, ListOptions, ListerWatcher, ResourceVersionMatch, ReuseFn, WatchEvent, WatchOptions,
     WatchStream,
 };
-use crate::queue::ReflectorStore;
 use crate::resource::{Resource, resource_version};
 use crate::store::Indexer;
 

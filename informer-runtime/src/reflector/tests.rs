@@ -17,7 +17,7 @@ use super::*;
 use crate::clock::Clock;
 use crate::listwatch::{Bookmark, ObjectList, Status};
 use crate::store::Indexer;
-use crate::test_util::pod;
+use crate::testing::objects::pod;
 
 type ListFn = Box<dyn Fn(&ListOptions) -> Result<ObjectList<Pod>, Error> + Send + Sync>;
 type WatchFn = Box<dyn Fn(&WatchOptions) -> Result<WatchStream<Pod>, Error> + Send + Sync>;
@@ -141,7 +141,6 @@ fn names_and_rvs(store: &Indexer<Pod>) -> Vec<String> {
 }
 
 async fn pop_all(fifo: &crate::delta_fifo::DeltaFifo<Pod>, n: usize) -> Vec<String> {
-    use crate::queue::Queue;
     let mut out = Vec::new();
     for _ in 0..n {
         let newest = fifo

@@ -379,7 +379,7 @@ impl<K: Resource> Indexer<K> {
     /// It costs memory for each label of each object (a table slot with the object's key and a
     /// second `Arc` of it; each distinct label key and value is stored once), and a table lookup
     /// per label on each change of an object. Informers keep it unless told not to
-    /// ([`without_label_index`](crate::informer::SharedIndexInformer::without_label_index)).
+    /// ([`without_label_index`](crate::shared_informer::SharedIndexInformer::without_label_index)).
     ///
     /// ```
     /// # use informer_runtime::{Indexer, lister::Lister, selector::LabelSelector};

@@ -829,7 +829,7 @@ mod tests {
     use k8s_openapi::api::core::v1::{Namespace, Pod};
 
     use super::*;
-    use crate::test_util::{labeled_pod, namespace, pod};
+    use crate::testing::objects::{labeled_pod, namespace, pod};
 
     /// The next event of `stream`, shown as `WatchEvent`'s `Debug` (`Added(ns/a@3)`), or `None`
     /// when the stream ended. Fails the test instead of hanging.

@@ -14,6 +14,8 @@
 pub mod apiserver;
 mod fake_clock;
 mod fake_source;
+#[cfg(test)]
+pub(crate) mod objects;
 
 pub use fake_clock::FakeClock;
 pub use fake_source::FakeSource;

@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::*;
 use crate::store::{NAMESPACE_INDEX, namespace_index};
-use crate::test_util::{labeled_pod, namespace, pod};
+use crate::testing::objects::{labeled_pod, namespace, pod};
 
 fn names(objs: &[Arc<Pod>]) -> BTreeSet<String> {
     objs.iter().map(|o| o.metadata.name.clone().unwrap_or_default()).collect()

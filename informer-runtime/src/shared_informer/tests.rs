@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::*;
 use crate::clock::Random;
 use crate::listwatch::{Error, Status};
-use crate::test_util::pod;
+use crate::testing::objects::pod;
 use crate::testing::{FakeClock, FakeSource};
 
 const DEADLINE: Duration = Duration::from_secs(10);
@@ -452,7 +452,11 @@ async fn shutdown_joins_every_task() {
     assert!(late.wait_for_sync().await);
     assert!(metrics.num_alive_tasks() >= baseline + 3, "run task + two handler tasks");
     stop(token, handle).await;
-    assert_eq!(crate::test_util::settle_alive_tasks(baseline).await, baseline, "every task joined");
+    assert_eq!(
+        crate::testing::objects::settle_alive_tasks(baseline).await,
+        baseline,
+        "every task joined"
+    );
     assert!(early.is_stopped() && late.is_stopped());
 }
 

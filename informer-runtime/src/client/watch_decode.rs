@@ -43,8 +43,8 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::client::object_decoder::ObjectDecoder;
-use crate::client::{json_error_message, parse_status};
+use super::error::{json_error_message, parse_status};
+use super::object_decoder::ObjectDecoder;
 use crate::listwatch::{Bookmark, Error, WatchEvent};
 use crate::resource::Resource;
 

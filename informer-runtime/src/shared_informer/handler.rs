@@ -115,7 +115,7 @@ type DeleteFn<K> = Box<dyn Fn(DeletedObject<K>) + Send + Sync>;
 /// A handler made of closures; the ones not set do nothing.
 ///
 /// ```
-/// # use informer_runtime::informer::HandlerFuncs;
+/// # use informer_runtime::shared_informer::HandlerFuncs;
 /// # use k8s_openapi::api::core::v1::Pod;
 /// let handler = HandlerFuncs::<Pod>::new()
 ///     .on_add(|pod, _initial| println!("added {:?}", pod.metadata.name))
@@ -197,7 +197,7 @@ impl<K> fmt::Debug for HandlerFuncs<K> {
 /// an update that starts matching becomes an add, one that stops matching a delete.
 ///
 /// ```
-/// # use informer_runtime::informer::{FilteringHandler, HandlerFuncs};
+/// # use informer_runtime::shared_informer::{FilteringHandler, HandlerFuncs};
 /// # use k8s_openapi::api::core::v1::Pod;
 /// let running_only = FilteringHandler::new(
 ///     |pod: &Pod| pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"),
@@ -257,7 +257,7 @@ mod tests {
     use parking_lot::Mutex;
 
     use super::*;
-    use crate::test_util::labeled_pod;
+    use crate::testing::objects::labeled_pod;
 
     // client-go's FilteringResourceEventHandler: transitions become adds and deletes.
     #[test]

@@ -44,17 +44,18 @@ use reqwest::Method;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 
-use super::Client;
+use super::api_client::Client;
 use super::error::{cause_chain, io_kind_in_chain, transport_error};
 use super::list_page::PageDecoder;
 use super::request::{
     collection_url, list_accept, object_accept, resource_name, set_list_query, set_watch_query,
 };
+use super::watch_decode::{Decoded, WatchDecoder};
 use crate::listwatch::{
-    Error, ListOptions, ListerWatcher, ObjectList, ReuseFn, WatchOptions, WatchStream,
+    Error, ListOptions, ListWatchSource, ListerWatcher, ObjectList, ReuseFn, WatchOptions,
+    WatchStream,
 };
 use crate::resource::Resource;
-use crate::watch::decode::{Decoded, WatchDecoder};
 
 /// Added to a watch's server timeout to make its client-side idle deadline.
 pub(crate) const WATCH_IDLE_MARGIN: Duration = Duration::from_secs(30);
@@ -436,6 +437,46 @@ impl<K: Resource, S: Stream<Item = Result<Bytes, ChunkError>>> WatchState<K, S> 
                 }
             }
         }
+    }
+}
+
+/// The lister-watcher constructor lives with the lister-watcher, so that the client's own file
+/// knows nothing of list and watch.
+impl Client {
+    /// Lists and watches `K` over HTTP, in `namespace` when given (for namespaced kinds; it is
+    /// ignored for cluster-scoped ones), across all namespaces otherwise.
+    ///
+    /// Lists are paged by the caller (the reflector); each page's continue token starts the
+    /// fetch of the next page while the current one is decoded. Watches end by themselves when
+    /// no bytes arrive for their timeout plus 30 seconds. Objects are decoded without their
+    /// `metadata.managedFields` (never allocated) unless the request's
+    /// [`keep_managed_fields`](crate::listwatch::ListOptions::keep_managed_fields) is set.
+    ///
+    /// ```no_run
+    /// use informer_runtime::client::Client;
+    /// use informer_runtime::listwatch::ListOptions;
+    /// use k8s_openapi::api::core::v1::Pod;
+    ///
+    /// # async fn run(client: Client) -> Result<(), informer_runtime::listwatch::Error> {
+    /// let pods = client.lister_watcher::<Pod>(Some("default"));
+    /// let page = pods.list(&ListOptions { limit: Some(100), ..ListOptions::default() }).await?;
+    /// println!("{} pods at version {}", page.items.len(), page.resource_version);
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[doc(alias = "ListWatch")]
+    #[must_use]
+    pub fn lister_watcher<K: Resource>(
+        &self,
+        namespace: Option<&str>,
+    ) -> Arc<dyn ListerWatcher<K>> {
+        Arc::new(HttpListerWatcher::<K>::new(self.clone(), namespace))
+    }
+}
+
+impl ListWatchSource for Client {
+    fn lister_watcher<K: Resource>(&self, namespace: Option<&str>) -> Arc<dyn ListerWatcher<K>> {
+        Client::lister_watcher(self, namespace)
     }
 }
 

@@ -30,7 +30,7 @@
 //!
 //! ```
 //! # use std::sync::Arc;
-//! # use informer_runtime::informer::{HandlerFuncs, SharedIndexInformer};
+//! # use informer_runtime::shared_informer::{HandlerFuncs, SharedIndexInformer};
 //! # use informer_runtime::testing::FakeSource;
 //! # use k8s_openapi::api::core::v1::Pod;
 //! # use tokio_util::sync::CancellationToken;
@@ -54,6 +54,7 @@
 //! ```
 
 mod handler;
+mod process_loop;
 mod processor;
 mod registration;
 mod stream;
@@ -72,15 +73,14 @@ pub use self::handler::{
 pub use self::registration::ResourceEventHandlerRegistration;
 pub use self::stream::NotificationStream;
 
+use self::process_loop::{QueueSink, Sinks};
 use self::processor::{MINIMUM_RESYNC_PERIOD, Processor, determine_resync_period};
 use crate::clock::{Random, SharedClock, TokioClock};
-use crate::controller::{self, DeltaHandler};
-use crate::delta_fifo::{Delta, DeltaFifo, TransformFn};
+use crate::delta_fifo::{DeltaFifo, TransformFn};
 use crate::lister::Lister;
 use crate::listwatch::ListerWatcher;
-use crate::queue::{Queue, ReflectorStore};
 use crate::reflector::{Reflector, ReflectorConfig, ReflectorError, WatchErrorHandler};
-use crate::resource::{Resource, resource_version};
+use crate::resource::Resource;
 use crate::store::{Cache, IndexError, Indexer, Indexers};
 
 /// Why an informer refused a call.
@@ -204,7 +204,7 @@ impl<K: Resource> SharedIndexInformer<K> {
     /// each change (a table lookup per label).
     ///
     /// ```
-    /// # use informer_runtime::informer::SharedIndexInformer;
+    /// # use informer_runtime::shared_informer::SharedIndexInformer;
     /// # use informer_runtime::testing::FakeSource;
     /// # use k8s_openapi::api::core::v1::Pod;
     /// # let source = FakeSource::new();
@@ -474,10 +474,7 @@ impl<K: Resource> SharedIndexInformer<K> {
                 queue = queue.with_transform(Arc::clone(transform));
             }
             let queue = Arc::new(queue);
-            let sink = Arc::new(QueueSink {
-                queue: Arc::clone(&queue),
-                progress: Arc::clone(&shared.progress),
-            });
+            let sink = Arc::new(QueueSink::new(Arc::clone(&queue), Arc::clone(&shared.progress)));
             let processor = Arc::downgrade(&shared.processor);
             let mut config = settings.reflector.clone();
             config.resync_period = settings.resync_check_period;
@@ -497,73 +494,16 @@ impl<K: Resource> SharedIndexInformer<K> {
             (queue, reflector)
         };
         shared.processor.run(&tokio::runtime::Handle::current());
-        controller::run(
-            &*queue,
-            &reflector,
-            stop,
-            |deltas, initial| self.handle_deltas(deltas, initial),
-            || shared.progress.notify_waiters(),
-        )
-        .await;
+        let sinks = Sinks {
+            indexer: &shared.indexer,
+            processor: &shared.processor,
+            block_deltas: &shared.block_deltas,
+            progress: &shared.progress,
+        };
+        process_loop::run(&queue, &reflector, stop, sinks).await;
         shared.settings.lock().stopped = true;
         shared.processor.stop().await;
         shared.progress.notify_waiters();
-    }
-
-    fn handle_deltas(&self, deltas: Vec<Delta<K>>, is_in_initial_list: bool) {
-        let _block = self.shared.block_deltas.lock();
-        controller::process_deltas(self, &self.shared.indexer, deltas, is_in_initial_list);
-    }
-}
-
-impl<K: Resource> DeltaHandler<K> for SharedIndexInformer<K> {
-    fn on_add(&self, obj: Arc<K>, is_in_initial_list: bool) {
-        self.shared.processor.distribute(&Notification::Add { obj, is_in_initial_list }, false);
-    }
-
-    fn on_update(&self, old: Arc<K>, new: Arc<K>) {
-        // Same version: a resync or a relist that found nothing new. Only handlers due for a
-        // resync want it.
-        let sync = resource_version(&*old) == resource_version(&*new);
-        self.shared.processor.distribute(&Notification::Update { old, new }, sync);
-    }
-
-    fn on_delete(&self, obj: DeletedObject<K>) {
-        self.shared.processor.distribute(&Notification::Delete(obj), false);
-    }
-}
-
-/// The queue as the reflector sees it: also wakes sync waiters after a replace, since an empty
-/// first list syncs without any pop.
-struct QueueSink<K> {
-    queue: Arc<DeltaFifo<K>>,
-    progress: Arc<Notify>,
-}
-
-impl<K: Resource> ReflectorStore<K> for QueueSink<K> {
-    fn add(&self, obj: Arc<K>) {
-        self.queue.add(obj);
-    }
-
-    fn update(&self, obj: Arc<K>) {
-        self.queue.update(obj);
-    }
-
-    fn delete(&self, obj: Arc<K>) {
-        self.queue.delete(obj);
-    }
-
-    fn replace(&self, list: Vec<Arc<K>>, resource_version: &str) {
-        self.queue.replace(list, resource_version);
-        self.progress.notify_waiters();
-    }
-
-    fn resync(&self) {
-        self.queue.resync();
-    }
-
-    fn unchanged(&self, listed: &K) -> Option<Arc<K>> {
-        self.queue.unchanged(listed)
     }
 }
 

@@ -1,4 +1,4 @@
-//! Helpers shared by the unit tests of this crate.
+//! Objects for the unit tests of this crate (pods, namespaces, labels), built in one line each.
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,379 @@
+//! [`Client`]: one API server, its connection pool and credentials, and the typed requests a
+//! controller makes (get, create, replace, merge patch, delete). Lists and watches go through
+//! its lister-watcher (`http_lister_watcher`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::Method;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use url::Url;
+
+use super::auth::Authenticator;
+use super::config::Config;
+use super::error::{ClientError, Result, decode_error, status_from_response, transport_error};
+use super::request::{JSON, collection_url, object_accept, object_url, resource_name};
+use super::tls::{self, PinnedHost, TlsOptions};
+use crate::listwatch::Error;
+use crate::resource::{Resource, is_namespaced};
+
+/// Sent as `User-Agent`.
+const USER_AGENT: &str = concat!("informer-runtime/", env!("CARGO_PKG_VERSION"));
+
+/// Interval of HTTP/2 pings on an API server connection (client-go's `ReadIdleTimeout`).
+const HTTP2_PING_INTERVAL: Duration = Duration::from_secs(30);
+
+/// How long a ping may go unanswered before the connection is dropped (client-go's
+/// `PingTimeout`).
+const HTTP2_PING_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// TCP keep-alive of API server connections (client-go's dialer uses 30 s).
+const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
+
+/// A client for one Kubernetes API server.
+///
+/// Cheap to clone: clones share one connection pool (HTTP/2 when the server offers it, so all
+/// watches share one connection) and one set of credentials. `Debug` shows the server's URL
+/// and default namespace, never credentials.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    http: reqwest::Client,
+    /// The URL requests go to: the cluster URL without credentials, with the TLS server name
+    /// as host when that is how `tls_server_name` is honoured.
+    base: Url,
+    /// The cluster URL as configured, without credentials (for `Debug`).
+    cluster_url: Url,
+    default_namespace: String,
+    auth: Authenticator,
+}
+
+/// A request body and its content type.
+type Body = (&'static str, Vec<u8>);
+
+impl Client {
+    /// A client for the server and credentials `config` describes.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::Config`] when the credentials cannot be set up (for example an exec
+    /// plugin that fails), [`ClientError::Tls`] for unusable certificates or keys, or no trust
+    /// roots for an `https` URL, and [`ClientError::Http`] for an unusable proxy URL.
+    ///
+    /// With an exec credential plugin, this runs the plugin once (blocking) to learn whether it
+    /// provides a client certificate; such a certificate is used for the life of the client,
+    /// while tokens are refreshed per request.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use informer_runtime::client::{Client, Config};
+    ///
+    /// let client = Client::new(Config::new("http://127.0.0.1:8080".parse().unwrap()))?;
+    /// assert_eq!(client.default_namespace(), "default");
+    /// # Ok::<(), informer_runtime::client::ClientError>(())
+    /// ```
+    pub fn new(config: Config) -> Result<Self> {
+        let auth = Authenticator::new(&config)?;
+        let identity = auth.exec_identity()?.or_else(|| config.identity.clone());
+        let mut cluster_url = config.cluster_url.clone();
+        // Credentials go in headers, never in URLs (nor in logs and errors that quote them).
+        let _ = cluster_url.set_username("");
+        let _ = cluster_url.set_password(None);
+        let mut base = cluster_url.clone();
+        let https = base.scheme() == "https";
+        let (pinned, verify_name) = server_name_plan(&config, &base);
+        let tls = tls::client_config(&TlsOptions {
+            root_certs_pem: config.root_certs_pem.as_deref(),
+            identity: identity.as_ref(),
+            accept_invalid_certs: config.accept_invalid_certs,
+            verify_name,
+            https,
+        })?;
+        let mut builder = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls)
+            .connect_timeout(config.connect_timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(USER_AGENT)
+            .tcp_keepalive(TCP_KEEPALIVE)
+            // client-go's HTTP/2 health check: a half-open connection is found within ~45 s
+            // instead of hanging lists and watches until TCP gives up.
+            .http2_keep_alive_interval(HTTP2_PING_INTERVAL)
+            .http2_keep_alive_timeout(HTTP2_PING_TIMEOUT)
+            .http2_keep_alive_while_idle(true);
+        builder = match &config.proxy_url {
+            Some(proxy) => {
+                builder.proxy(reqwest::Proxy::all(proxy.as_str()).map_err(ClientError::Http)?)
+            }
+            // Unlike client-go, HTTPS_PROXY/NO_PROXY are not read: set `proxy_url` to use a proxy.
+            None => builder.no_proxy(),
+        };
+        if let Some(pinned) = pinned {
+            base.set_host(Some(&pinned.name))
+                .map_err(|e| ClientError::Tls(format!("tls_server_name {:?}: {e}", pinned.name)))?;
+            builder = builder.dns_resolver(Arc::new(pinned));
+        }
+        let http = builder.build().map_err(ClientError::Http)?;
+        tracing::debug!(url = %cluster_url, "client ready");
+        Ok(Self {
+            inner: Arc::new(Inner {
+                http,
+                base,
+                cluster_url,
+                default_namespace: config.default_namespace,
+                auth,
+            }),
+        })
+    }
+
+    /// A client for the configuration kubectl would use: the kubeconfig files (`KUBECONFIG`, or
+    /// `~/.kube/config`) with their current context, else the in-cluster service account (see
+    /// [`Config::infer`]).
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::Config`] when no configuration can be found or loaded, and the errors of
+    /// [`Client::new`].
+    ///
+    /// ```no_run
+    /// let client = informer_runtime::client::Client::try_default()?;
+    /// # Ok::<(), informer_runtime::client::ClientError>(())
+    /// ```
+    pub fn try_default() -> Result<Self> {
+        Self::new(Config::infer()?)
+    }
+
+    /// The namespace of the configuration's context (`default` when it names none).
+    #[must_use]
+    pub fn default_namespace(&self) -> &str {
+        &self.inner.default_namespace
+    }
+
+    /// Reads one object.
+    ///
+    /// `namespace` is required for namespaced kinds and ignored for cluster-scoped ones.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::Api`] with the server's status (`404 NotFound`: see
+    /// [`ClientError::is_not_found`]), [`ClientError::Request`] for transport and decode
+    /// failures, [`ClientError::NamespaceRequired`].
+    ///
+    /// ```no_run
+    /// # async fn run(client: informer_runtime::client::Client) -> informer_runtime::client::Result<()> {
+    /// use k8s_openapi::api::core::v1::Namespace;
+    /// let ns: Namespace = client.get(None, "kube-system").await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn get<K: Resource>(&self, namespace: Option<&str>, name: &str) -> Result<K> {
+        let url = self.object_url::<K>(namespace, name)?;
+        self.request_object(Method::GET, url, None).await
+    }
+
+    /// Creates an object; returns it as the server stored it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::get`]; `409 Conflict` ([`ClientError::is_conflict`]) when it exists.
+    pub async fn create<K: Resource>(&self, namespace: Option<&str>, object: &K) -> Result<K> {
+        let url = self.collection_url::<K>(namespace)?;
+        let body = encode(&url, object)?;
+        self.request_object(Method::POST, url, Some(("application/json", body))).await
+    }
+
+    /// Replaces an object (an update); the object's `metadata.resourceVersion`, when set, makes
+    /// it conditional.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::get`]; `409 Conflict` when the resource version is stale.
+    pub async fn replace<K: Resource>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        object: &K,
+    ) -> Result<K> {
+        let url = self.object_url::<K>(namespace, name)?;
+        let body = encode(&url, object)?;
+        self.request_object(Method::PUT, url, Some(("application/json", body))).await
+    }
+
+    /// Applies a JSON merge patch (RFC 7386) to an object; returns the result.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::get`].
+    ///
+    /// ```no_run
+    /// # async fn run(client: informer_runtime::client::Client) -> informer_runtime::client::Result<()> {
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// let patch = serde_json::json!({"metadata": {"labels": {"tier": "edge"}}});
+    /// let pod: Pod = client.patch_merge(Some("default"), "web-0", &patch).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn patch_merge<K: Resource>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        patch: &serde_json::Value,
+    ) -> Result<K> {
+        let url = self.object_url::<K>(namespace, name)?;
+        let body = encode(&url, patch)?;
+        self.request_object(Method::PATCH, url, Some(("application/merge-patch+json", body))).await
+    }
+
+    /// Deletes an object. The server may keep it for a while (finalizers, graceful deletion).
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::get`].
+    pub async fn delete<K: Resource>(&self, namespace: Option<&str>, name: &str) -> Result<()> {
+        let url = self.object_url::<K>(namespace, name)?;
+        let path = url.path().to_owned();
+        let response = self.send(Method::DELETE, url, None).await;
+        // The body (the object or a Status) is not needed; reading it frees the connection.
+        let drained = match response {
+            Ok(response) => response.bytes().await.map(drop).map_err(|e| transport_error(&e)),
+            Err(e) => Err(e),
+        };
+        drained.map_err(|e| ClientError::request("DELETE", path, e))
+    }
+
+    fn collection_url<K: Resource>(&self, namespace: Option<&str>) -> Result<Url> {
+        if is_namespaced::<K>() && namespace.is_none() {
+            return Err(ClientError::NamespaceRequired { resource: resource_name::<K>() });
+        }
+        Ok(collection_url::<K>(&self.inner.base, namespace))
+    }
+
+    fn object_url<K: Resource>(&self, namespace: Option<&str>, name: &str) -> Result<Url> {
+        self.collection_url::<K>(namespace)?;
+        Ok(object_url::<K>(&self.inner.base, namespace, name))
+    }
+
+    async fn request_object<K: Resource>(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<Body>,
+    ) -> Result<K> {
+        let verb = verb(&method);
+        let path = url.path().to_owned();
+        let result = async {
+            let response = self.send_accepting(method, url, body, object_accept::<K>()).await?;
+            let bytes = response.bytes().await.map_err(|e| transport_error(&e))?;
+            serde_json::from_slice::<K>(&bytes)
+                .map_err(|e| decode_error(&resource_name::<K>(), K::KIND, &bytes, &e))
+        };
+        result.await.map_err(|e| ClientError::request(verb, path, e))
+    }
+
+    /// The URL requests are built on.
+    pub(crate) fn base_url(&self) -> &Url {
+        &self.inner.base
+    }
+
+    /// Sends one request with credentials that accepts JSON; any non-2xx answer becomes
+    /// [`Error::Api`].
+    ///
+    /// A 401 makes the credentials be refreshed for the next request.
+    pub(crate) async fn send(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<Body>,
+    ) -> Result<reqwest::Response, Error> {
+        self.send_accepting(method, url, body, JSON).await
+    }
+
+    /// [`send`](Self::send) with the `Accept` header `accept`.
+    pub(crate) async fn send_accepting(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<Body>,
+        accept: &'static str,
+    ) -> Result<reqwest::Response, Error> {
+        let authorization = self
+            .inner
+            .auth
+            .authorization()
+            .await
+            .map_err(|e| Error::Transport(format!("obtaining credentials: {e}")))?;
+        tracing::trace!(%method, path = url.path(), "request");
+        let mut request = self.inner.http.request(method, url).header(ACCEPT, accept);
+        if let Some(authorization) = &authorization {
+            request = request.header(AUTHORIZATION, authorization.clone());
+        }
+        if let Some((content_type, bytes)) = body {
+            request = request.header(CONTENT_TYPE, content_type).body(bytes);
+        }
+        let response = request.send().await.map_err(|e| transport_error(&e))?;
+        let code = response.status();
+        if code.is_success() {
+            return Ok(response);
+        }
+        if code == reqwest::StatusCode::UNAUTHORIZED {
+            self.inner.auth.invalidate_if_used(authorization.as_ref());
+        }
+        let path = response.url().path().to_owned();
+        let headers = response.headers().clone();
+        let body = response.bytes().await.unwrap_or_default();
+        let status = status_from_response(code, &headers, &body);
+        tracing::debug!(path, %status, "request failed");
+        Err(Error::Api(status))
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("cluster_url", &self.inner.cluster_url.as_str())
+            .field("default_namespace", &self.inner.default_namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How `tls_server_name` is honoured: by addressing the server by that name (SNI and
+/// verification both use it; a resolver maps it to the real host), or, through a proxy or for
+/// an IP address, by verifying the certificate against it.
+fn server_name_plan<'a>(config: &'a Config, base: &Url) -> (Option<PinnedHost>, Option<&'a str>) {
+    let Some(name) = config.tls_server_name.as_deref().filter(|n| !n.is_empty()) else {
+        return (None, None);
+    };
+    let Some(host) = base.host() else {
+        return (None, Some(name));
+    };
+    if host.to_string().eq_ignore_ascii_case(name) || base.scheme() != "https" {
+        return (None, None);
+    }
+    if config.proxy_url.is_none() && name.parse::<std::net::IpAddr>().is_err() {
+        (Some(PinnedHost { name: name.to_owned(), host: host.to_owned() }), None)
+    } else {
+        (None, Some(name))
+    }
+}
+
+fn encode<T: serde::Serialize>(url: &Url, value: &T) -> Result<Vec<u8>> {
+    serde_json::to_vec(value).map_err(|e| ClientError::Request {
+        method: "ENCODE",
+        path: url.path().to_owned(),
+        source: Box::new(Error::Decode(format!("encoding the request body: {e}"))),
+    })
+}
+
+fn verb(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        _ => "REQUEST",
+    }
+}

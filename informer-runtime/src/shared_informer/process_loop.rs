@@ -1,0 +1,125 @@
+//! The informer's process loop: runs the reflector into the [`DeltaFifo`], pops each key's
+//! deltas into the cache, then hands every change to the processor.
+//!
+//! This is the step between the queue and the handlers. [`QueueSink`] is what the reflector
+//! writes to; [`run`] pops; [`Sinks::apply`] is client-go's `processDeltas`: deltas oldest to
+//! newest, each applied to the store first, then reported as an add (the key was not cached),
+//! an update (it was), or a delete. The pop runs it under the queue's lock, so a relist or
+//! resync never interleaves with a half-applied pop.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::handler::Notification;
+use super::processor::Processor;
+use crate::delta_fifo::{Delta, DeltaFifo};
+use crate::reflector::{Reflector, ReflectorStore};
+use crate::resource::{Resource, resource_version};
+use crate::store::{Indexer, ObjectKey};
+
+/// The queue as the reflector sees it: also wakes sync waiters after a replace, since an empty
+/// first list syncs without any pop.
+pub(super) struct QueueSink<K> {
+    queue: Arc<DeltaFifo<K>>,
+    progress: Arc<Notify>,
+}
+
+impl<K> QueueSink<K> {
+    pub(super) fn new(queue: Arc<DeltaFifo<K>>, progress: Arc<Notify>) -> Self {
+        Self { queue, progress }
+    }
+}
+
+impl<K: Resource> ReflectorStore<K> for QueueSink<K> {
+    fn add(&self, obj: Arc<K>) {
+        self.queue.add(obj);
+    }
+
+    fn update(&self, obj: Arc<K>) {
+        self.queue.update(obj);
+    }
+
+    fn delete(&self, obj: Arc<K>) {
+        self.queue.delete(obj);
+    }
+
+    fn replace(&self, list: Vec<Arc<K>>, _resource_version: &str) {
+        self.queue.replace(list);
+        self.progress.notify_waiters();
+    }
+
+    fn resync(&self) {
+        self.queue.resync();
+    }
+
+    fn unchanged(&self, listed: &K) -> Option<Arc<K>> {
+        self.queue.unchanged(listed)
+    }
+}
+
+/// Where popped deltas go: the cache first, then the handlers.
+pub(super) struct Sinks<'a, K> {
+    pub(super) indexer: &'a Indexer<K>,
+    pub(super) processor: &'a Processor<K>,
+    /// Held while deltas are applied (and, by the informer, while a late handler is given the
+    /// cache), so that a late handler sees every change exactly once.
+    pub(super) block_deltas: &'a Mutex<()>,
+    /// Woken after each pop: the sync state may have changed.
+    pub(super) progress: &'a Notify,
+}
+
+impl<K: Resource> Sinks<'_, K> {
+    /// Applies `deltas` to the cache, oldest first, and hands each change to the processor.
+    fn apply(&self, deltas: Vec<Delta<K>>, is_in_initial_list: bool) {
+        let _block = self.block_deltas.lock();
+        for delta in deltas {
+            match delta {
+                Delta::Deleted(deleted) => {
+                    self.indexer.delete_key(deleted.key().as_str());
+                    self.processor.distribute(&Notification::Delete(deleted), false);
+                }
+                Delta::Added(obj)
+                | Delta::Updated(obj)
+                | Delta::Replaced(obj)
+                | Delta::Sync(obj) => {
+                    let key = ObjectKey::of(&*obj);
+                    match self.indexer.insert(key, Arc::clone(&obj)) {
+                        Some(old) => {
+                            // Same version: a resync or a relist that found nothing new. Only
+                            // handlers due for a resync want it.
+                            let sync = resource_version(&*old) == resource_version(&*obj);
+                            self.processor
+                                .distribute(&Notification::Update { old, new: obj }, sync);
+                        }
+                        None => self
+                            .processor
+                            .distribute(&Notification::Add { obj, is_in_initial_list }, false),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Runs `reflector` and pops `queue` into `sinks` until `stop` fires; then closes the queue,
+/// lets the pop loop drain what is queued, and returns.
+pub(super) async fn run<K: Resource>(
+    queue: &DeltaFifo<K>,
+    reflector: &Reflector<K>,
+    stop: CancellationToken,
+    sinks: Sinks<'_, K>,
+) {
+    let reflect = async {
+        reflector.run(stop).await;
+        queue.close();
+    };
+    let pop_loop = async {
+        while queue.pop(|deltas, initial| sinks.apply(deltas, initial)).await.is_ok() {
+            sinks.progress.notify_waiters();
+        }
+    };
+    tokio::join!(reflect, pop_loop);
+}

@@ -1,3 +1,0 @@
-//! Watch streams off the wire.
-
-pub(crate) mod decode;
