@@ -21,11 +21,11 @@ use axum::response::{IntoResponse, Response};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
 
-use super::catalog::ApiResource;
-use super::query::Query;
-use super::status::ApiError;
-use super::store::Object;
-use super::table;
+use crate::catalog::ApiResource;
+use crate::query::Query;
+use crate::status::ApiError;
+use crate::storage::Object;
+use crate::table;
 
 /// What a table row carries as its `object` (`includeObject`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,7 +167,7 @@ pub(crate) fn object(
         Output::Json => served(obj, resource).into_owned(),
         Output::Metadata { api_version, .. } => partial_metadata(obj, api_version),
         Output::Table { api_version, include } => {
-            let rv = super::store::meta_str(obj, "resourceVersion").to_owned();
+            let rv = crate::storage::meta_str(obj, "resourceVersion").to_owned();
             let meta = ListMeta { resource_version: rv, ..ListMeta::default() };
             table::table(resource, &[obj], api_version, include, true, &meta)
         }
@@ -412,7 +412,7 @@ pub(crate) fn json_response(code: StatusCode, body: Vec<u8>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::apiserver::catalog::Catalog;
+    use crate::catalog::Catalog;
     use std::sync::Arc;
 
     #[test]

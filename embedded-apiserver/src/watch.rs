@@ -26,13 +26,13 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::catalog::ApiResource;
-use super::query::{Filter, ListParams, parse_version};
-use super::render::{ListMeta, Output, partial_metadata, served};
-use super::state::Shared;
-use super::status::{ApiError, GroupResource};
-use super::store::{Change, ChangeKind, Object, meta_str, stamp};
-use super::table;
+use crate::catalog::ApiResource;
+use crate::query::{Filter, ListParams, parse_version};
+use crate::render::{ListMeta, Output, partial_metadata, served};
+use crate::state::Shared;
+use crate::status::{ApiError, GroupResource};
+use crate::storage::{Change, ChangeKind, Object, meta_str, stamp};
+use crate::table;
 
 /// The annotation that marks the bookmark ending a streaming list's initial events.
 const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
@@ -392,8 +392,8 @@ impl Encoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::apiserver::catalog::Catalog;
-    use crate::testing::apiserver::query::{ListParams, Query};
+    use crate::catalog::Catalog;
+    use crate::query::{ListParams, Query};
 
     fn change(kind: ChangeKind, prev: Option<Value>, obj: Value) -> Change {
         Change {
