@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::catalog::{ApiResource, ResourceType};
 use crate::faults::Failure;
 use crate::registry::{self, Deleted, Part, Scope};
-use crate::render::served;
+use crate::served::served;
 use crate::state::{Settings, Shared, State};
 use crate::status::ApiError;
 use crate::storage::{meta_str, object_key};

@@ -114,6 +114,7 @@ mod query;
 mod registry;
 mod render;
 mod router;
+mod served;
 mod server;
 mod state;
 mod status;
@@ -121,6 +122,7 @@ mod storage;
 mod table;
 mod util;
 mod watch;
+mod watch_hub;
 
 pub use catalog::ResourceType;
 pub use faults::Failure;

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use crate::catalog::ApiResource;
 use crate::query::{Filter, ListParams, RvMatch};
-use crate::render::ListMeta;
+use crate::served::ListMeta;
 use crate::state::State;
 use crate::status::ApiError;
 use crate::storage::Object;

@@ -606,7 +606,7 @@ mod tests {
     use crate::catalog::Catalog;
     use crate::faults::Faults;
     use crate::storage::Store;
-    use crate::watch::WatchHub;
+    use crate::watch_hub::WatchHub;
 
     fn state() -> State {
         State {

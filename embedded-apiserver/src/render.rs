@@ -23,17 +23,10 @@ use serde_json::{Map, Value, json};
 
 use crate::catalog::ApiResource;
 use crate::query::Query;
+use crate::served::{ListMeta, partial_metadata, served};
 use crate::status::ApiError;
 use crate::storage::Object;
-use crate::table;
-
-/// What a table row carries as its `object` (`includeObject`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Include {
-    None,
-    Metadata,
-    Object,
-}
+use crate::table::{self, Include};
 
 /// The representation a response is rendered in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,25 +93,6 @@ pub(crate) fn negotiate(accept: Option<&str>, query: &Query) -> Result<Output, A
     ))
 }
 
-/// `obj` as served at `resource`'s version.
-pub(crate) fn served<'a>(obj: &'a Value, resource: &ApiResource) -> Cow<'a, Value> {
-    let api_version = resource.api_version();
-    if obj.get("apiVersion").and_then(Value::as_str) == Some(api_version.as_str()) {
-        return Cow::Borrowed(obj);
-    }
-    let mut owned = obj.clone();
-    if let Value::Object(map) = &mut owned {
-        map.insert("apiVersion".into(), Value::String(api_version));
-    }
-    Cow::Owned(owned)
-}
-
-/// `PartialObjectMetadata` of an object.
-pub(crate) fn partial_metadata(obj: &Value, api_version: &str) -> Value {
-    let metadata = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
-    json!({"kind": "PartialObjectMetadata", "apiVersion": api_version, "metadata": metadata})
-}
-
 /// The 406 of kube-apiserver's `asPartialObjectMetadata(List)` when the `as=` kind does not fit
 /// the answer: a list asked for as `PartialObjectMetadata`, or an object as
 /// `PartialObjectMetadataList`. `Ok` otherwise.
@@ -172,28 +146,6 @@ pub(crate) fn object(
             table::table(resource, &[obj], api_version, include, true, &meta)
         }
     })
-}
-
-/// The `metadata` of a list.
-#[derive(Debug, Default)]
-pub(crate) struct ListMeta {
-    pub(crate) resource_version: String,
-    pub(crate) continue_token: Option<String>,
-    pub(crate) remaining: Option<u64>,
-}
-
-impl ListMeta {
-    pub(crate) fn to_json(&self) -> Value {
-        let mut meta = Map::new();
-        meta.insert("resourceVersion".into(), json!(self.resource_version));
-        if let Some(token) = &self.continue_token {
-            meta.insert("continue".into(), json!(token));
-        }
-        if let Some(remaining) = self.remaining {
-            meta.insert("remainingItemCount".into(), json!(remaining));
-        }
-        Value::Object(meta)
-    }
 }
 
 /// A list in the negotiated representation, serialized.

@@ -32,6 +32,7 @@ use crate::patch::PatchKind;
 use crate::query::{FieldRequirement, ListParams, Query};
 use crate::registry::{self, Deleted, Part, Scope};
 use crate::render::{self, Output, json_response};
+use crate::served::ListMeta;
 use crate::state::Shared;
 use crate::status::ApiError;
 use crate::watch;
@@ -352,9 +353,9 @@ impl Call<'_> {
                 let mut state = shared.state.lock();
                 let deleted =
                     registry::delete_collection(&mut state, scope, &params, &options, dry_run)?;
-                let meta = render::ListMeta {
+                let meta = ListMeta {
                     resource_version: state.store.resource_version().to_string(),
-                    ..render::ListMeta::default()
+                    ..ListMeta::default()
                 };
                 let body = render::list(resource, &deleted, &meta, self.output)?;
                 Ok(json_response(StatusCode::OK, body))

@@ -19,7 +19,7 @@ use crate::registry::{self, Scope};
 use crate::router::router;
 use crate::state::{Settings, Shared, State};
 use crate::storage::Store;
-use crate::watch::WatchHub;
+use crate::watch_hub::WatchHub;
 
 /// Why the server could not start, or stopped.
 #[derive(Debug, thiserror::Error)]

@@ -16,7 +16,7 @@ use crate::catalog::Catalog;
 use crate::faults::Faults;
 use crate::status::GroupResource;
 use crate::storage::{Change, ChangeKind, Store};
-use crate::watch::WatchHub;
+use crate::watch_hub::WatchHub;
 
 /// Settings fixed when the server starts.
 #[derive(Clone, Debug)]

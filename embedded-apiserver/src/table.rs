@@ -9,8 +9,16 @@ use serde_json::{Map, Value, json};
 
 use crate::catalog::{ApiResource, PrinterColumn};
 use crate::printers::{CREATED_DESCRIPTION, NAME_DESCRIPTION, printer};
-use crate::render::{Include, ListMeta, partial_metadata, served};
+use crate::served::{ListMeta, partial_metadata, served};
 use crate::util::{human_duration, parse_rfc3339, unix_now};
+
+/// What a table row carries as its `object` (`includeObject`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Include {
+    None,
+    Metadata,
+    Object,
+}
 
 /// A `Table` of `rows`; `headers: false` leaves `columnDefinitions` null (the later events of
 /// a table watch).
