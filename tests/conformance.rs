@@ -1,4 +1,4 @@
-//! Differential conformance: the embedded API server (`informer_runtime::testing::apiserver`)
+//! Differential conformance: the embedded API server (`embedded_apiserver`)
 //! against a real kube-apiserver and etcd (`tests/kube-apiserver/`).
 //!
 //! Every scenario runs the same requests against both servers and turns what a client can
@@ -27,9 +27,9 @@ use std::fmt::Write as _;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use embedded_apiserver::{ApiServer, Config};
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use informer_runtime::testing::apiserver::{ApiServer, Config};
 use informer_tests::kube_apiserver::KubeApiServer;
 use serde_json::{Value, json};
 

@@ -7,12 +7,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use embedded_apiserver::{ApiServer, Failure, ServerHandle};
 use futures::StreamExt;
 use informer_runtime::client::{Client, Config};
 use informer_runtime::factory::SharedInformerFactory;
 use informer_runtime::reflector::{BackoffConfig, ReflectorConfig};
 use informer_runtime::selector::LabelSelector;
-use informer_runtime::testing::apiserver::{ApiServer, Failure, ServerHandle};
 use informer_runtime::{GroupVersionResource, ObjectKey, Resource};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

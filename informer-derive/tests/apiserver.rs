@@ -6,9 +6,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use embedded_apiserver::ApiServer;
 use informer_derive::Informer;
 use informer_runtime::client::{Client, Config};
-use informer_runtime::testing::apiserver::ApiServer;
 use informer_runtime::{HandlerFuncs, LabelSelector, SharedInformerFactory};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use schemars::JsonSchema;

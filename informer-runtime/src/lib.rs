@@ -38,9 +38,10 @@
 //!
 //! # Testing your controllers
 //!
-//! With the `testing` feature, `testing::apiserver` is an embedded, protocol-faithful API
-//! server (real HTTP, kubectl works against it, faults to inject), [`testing::FakeSource`] an
-//! in-process API source, and [`testing::FakeClock`] a clock you step by hand.
+//! With the `testing` feature, [`testing::FakeSource`] is an in-process API source and
+//! [`testing::FakeClock`] a clock you step by hand. For tests over real HTTP, the
+//! `embedded-apiserver` crate is an embedded, protocol-faithful API server (kubectl works
+//! against it, faults to inject).
 //!
 //! # Talking to a cluster
 //!
@@ -73,9 +74,9 @@ pub mod testing;
 pub use client::Client;
 pub use factory::SharedInformerFactory;
 pub use lister::{Lister, NamespaceLister, NotFound};
-pub use listwatch::{ListWatchSource, ListerWatcher};
+pub use listwatch::{ListWatchSource, ListerWatcher, Status};
 pub use metadata::PartialObjectMetadata;
-pub use resource::{GroupVersionResource, Resource};
+pub use resource::{GroupVersionResource, Resource, is_namespaced};
 pub use selector::LabelSelector;
 pub use shared_informer::{
     DeletedObject, HandlerFuncs, ResourceEventHandler, ResourceEventHandlerRegistration,

@@ -12,10 +12,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use embedded_apiserver::ApiServer;
 use futures::StreamExt;
 use informer_runtime::client::{Client, Config};
 use informer_runtime::listwatch::{ListOptions, ResourceVersionMatch, WatchEvent, WatchOptions};
-use informer_runtime::testing::apiserver::ApiServer;
 use informer_runtime::{GroupVersionResource, HandlerFuncs, LabelSelector, SharedInformerFactory};
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

@@ -11,12 +11,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use embedded_apiserver::{ApiServer, Failure, ServerHandle};
 use futures::StreamExt;
 use informer_runtime::client::{Client, Config, KubeconfigOptions};
 use informer_runtime::factory::SharedInformerFactory;
 use informer_runtime::selector::LabelSelector;
 use informer_runtime::shared_informer::{DeletedObject, ResourceEventHandler};
-use informer_runtime::testing::apiserver::{ApiServer, Failure, ServerHandle};
 use informer_runtime::{GroupVersionResource, ObjectKey, Resource};
 use k8s_openapi::api::core::v1::{Namespace, Pod, PodSpec};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

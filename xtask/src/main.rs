@@ -61,12 +61,10 @@ fn serve(args: &[String]) -> Result<(), String> {
         .map_err(|e| format!("could not start the tokio runtime: {e}"))?;
     println!("serving the embedded API server on http://{addr}");
     println!("  kubectl --server http://{addr} get namespaces");
-    runtime
-        .block_on(informer_runtime::testing::apiserver::serve(addr))
-        .map_err(|e| format!("serve {addr}: {e}"))
+    runtime.block_on(embedded_apiserver::serve(addr)).map_err(|e| format!("serve {addr}: {e}"))
 }
 
-/// The Kubernetes versions k8s-openapi 0.29 offers; the library must build under each.
+/// The Kubernetes versions k8s-openapi 0.29 offers; the libraries must build under each.
 const K8S_VERSIONS: [&str; 5] = ["v1_33", "v1_34", "v1_35", "v1_36", "v1_37"];
 
 fn ci() -> Result<(), String> {
@@ -75,7 +73,8 @@ fn ci() -> Result<(), String> {
     cargo(&["doc", "--workspace", "--no-deps"], &[("RUSTDOCFLAGS", "-D warnings")])?;
     for version in K8S_VERSIONS {
         let feature = format!("k8s-openapi/{version}");
-        cargo(&["check", "--package", "informer-runtime", "--features", &feature], &[])?;
+        let packages = ["--package", "informer-runtime", "--package", "embedded-apiserver"];
+        cargo(&[&["check"][..], &packages, &["--features", &feature]].concat(), &[])?;
     }
     cargo(&["xtask", "codegen", "--check"], &[])?;
     // Before the tests: `cargo test --workspace` may relink this very binary.

@@ -27,9 +27,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use embedded_apiserver::{ApiServer, ServerHandle};
 use informer_bench::pods::{Templates, namespace};
 use informer_runtime::GroupVersionResource;
-use informer_runtime::testing::apiserver::{ApiServer, ServerHandle};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 

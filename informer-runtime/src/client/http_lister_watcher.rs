@@ -618,7 +618,7 @@ mod read_ahead_tests {
             pulled.fetch_add(1, Ordering::SeqCst);
             Ok::<_, std::io::Error>(part)
         });
-        reqwest::Response::from(axum::http::Response::new(reqwest::Body::wrap_stream(body)))
+        reqwest::Response::from(http::Response::new(reqwest::Body::wrap_stream(body)))
     }
 
     /// A decoder that stops, inside its first chunk, until `gate` opens: the continue token is

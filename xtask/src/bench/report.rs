@@ -78,7 +78,7 @@ fn method(out: &mut String, cx: &Context<'_>) {
     let _ = writeln!(out, "## How it is measured\n");
     let _ = writeln!(
         out,
-        "- **Server.** The embedded API server (`informer_runtime::testing::apiserver`) in its \
+        "- **Server.** The embedded API server (`embedded_apiserver`) in its \
          own process (`bench-server`), over loopback HTTP; periodic bookmarks off. Pods are \
          copies of the 7 kind-cluster pods and the every-field pod of `../shared/objects` \
          (7–10 KB of JSON each, one in eight 32 KB; managedFields, owner references, status), \

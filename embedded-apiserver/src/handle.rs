@@ -6,19 +6,18 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use informer_runtime::{GroupVersionResource, Status};
 use serde_json::Value;
 
-use super::catalog::{ApiResource, ResourceType};
-use super::faults::Failure;
-use super::registry::{self, Deleted, Part, Scope};
-use super::render::served;
-use super::state::{Settings, Shared, State};
-use super::status::ApiError;
-use super::store::{meta_str, object_key};
-use crate::listwatch::Status;
-use crate::resource::GroupVersionResource;
+use crate::catalog::{ApiResource, ResourceType};
+use crate::faults::Failure;
+use crate::registry::{self, Deleted, Part, Scope};
+use crate::served::served;
+use crate::state::{Settings, Shared, State};
+use crate::status::ApiError;
+use crate::storage::{meta_str, object_key};
 
-/// A cloneable, thread-safe handle on a running [`ApiServer`](super::ApiServer): faults,
+/// A cloneable, thread-safe handle on a running [`ApiServer`](crate::ApiServer): faults,
 /// inspection and direct writes.
 ///
 /// Direct writes go through the same code as HTTP requests (validation, resourceVersion,
@@ -26,7 +25,7 @@ use crate::resource::GroupVersionResource;
 ///
 /// ```
 /// use informer_runtime::GroupVersionResource;
-/// use informer_runtime::testing::apiserver::{ApiServer, Failure};
+/// use embedded_apiserver::{ApiServer, Failure};
 /// use serde_json::json;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
@@ -34,7 +33,7 @@ use crate::resource::GroupVersionResource;
 /// let server = ApiServer::start().await?;
 /// let pods = GroupVersionResource::new("", "v1", "pods");
 /// let pod = json!({"metadata": {"name": "web-0", "namespace": "default"}});
-/// let pod = server.create(&pods, pod).map_err(informer_runtime::listwatch::Error::Api)?;
+/// let pod = server.create(&pods, pod).map_err(|status| status.to_string())?;
 /// assert_eq!(pod["metadata"]["resourceVersion"], server.resource_version().to_string());
 ///
 /// server.fail_next(2, Failure::too_many_requests(std::time::Duration::from_secs(1)).verb("list"));
@@ -63,7 +62,7 @@ impl ServerHandle {
     }
 
     /// A kubeconfig for this server (plain HTTP, no credentials, namespace `default`), for
-    /// kubectl, kube-rs or this crate's client.
+    /// kubectl, kube-rs or informer-runtime's `Client`.
     #[must_use]
     pub fn kubeconfig_yaml(&self) -> String {
         format!(

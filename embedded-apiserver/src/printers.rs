@@ -8,8 +8,8 @@
 
 use serde_json::{Value, json};
 
-use super::catalog::ApiResource;
-use super::util::{human_duration, parse_rfc3339, unix_now};
+use crate::catalog::ApiResource;
+use crate::util::{human_duration, parse_rfc3339, unix_now};
 
 /// `ObjectMeta.name`'s description, as the printers copy it from the API's documentation.
 pub(crate) const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required \
@@ -264,7 +264,7 @@ fn pod(obj: &Value) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::apiserver::catalog::Catalog;
+    use crate::catalog::Catalog;
 
     #[test]
     fn built_in_printers_fill_their_columns() {

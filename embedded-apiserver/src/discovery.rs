@@ -14,7 +14,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::catalog::{ApiResource, Catalog};
+use crate::catalog::{ApiResource, Catalog};
 
 /// The Kubernetes version the server claims to be.
 pub(crate) const MAJOR: &str = "1";

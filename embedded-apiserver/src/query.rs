@@ -1,12 +1,12 @@
 //! Query parameters of list, watch and write requests, validated as the API server does, and
 //! the [`Filter`] a list or watch applies (namespace, label and field selectors).
 
+use informer_runtime::LabelSelector;
 use serde_json::Value;
 
-use super::catalog::ApiResource;
-use super::status::ApiError;
-use super::store::meta_str;
-use crate::selector::LabelSelector;
+use crate::catalog::ApiResource;
+use crate::status::ApiError;
+use crate::storage::meta_str;
 
 /// The decoded query string of a request.
 #[derive(Debug, Default)]
@@ -387,7 +387,7 @@ fn field_value(obj: &Value, field: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::apiserver::catalog::Catalog;
+    use crate::catalog::Catalog;
     use serde_json::json;
 
     fn pods() -> std::sync::Arc<ApiResource> {

@@ -7,18 +7,20 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::field_labels::FieldLabels;
-use super::status::GroupResource;
+use informer_runtime::Resource;
+
+use crate::field_labels::FieldLabels;
+use crate::status::GroupResource;
 
 /// A resource type the server serves: one group/version/resource with its kind and names, as
 /// discovery describes it (`APIResource`).
 ///
 /// The built-in types and those of CRDs created through the API are served without being
 /// declared; declare other types with
-/// [`Config::resource`](super::Config::resource) or [`ServerHandle::register`](super::ServerHandle::register).
+/// [`Config::resource`](crate::Config::resource) or [`ServerHandle::register`](crate::ServerHandle::register).
 ///
 /// ```
-/// use informer_runtime::testing::apiserver::ResourceType;
+/// use embedded_apiserver::ResourceType;
 ///
 /// let crontabs = ResourceType::new("stable.example.com", "v1", "CronTab", "crontabs", true)
 ///     .short_names(&["ct"])
@@ -69,14 +71,14 @@ impl ResourceType {
     /// `Resource` trait).
     ///
     /// ```
-    /// # use informer_runtime::testing::apiserver::ResourceType;
+    /// # use embedded_apiserver::ResourceType;
     /// use k8s_openapi::api::apps::v1::Deployment;
     /// let deployments = ResourceType::of::<Deployment>();
     /// assert_eq!((deployments.group.as_str(), deployments.plural.as_str()), ("apps", "deployments"));
     /// ```
     #[must_use]
-    pub fn of<K: crate::Resource>() -> Self {
-        let namespaced = crate::resource::is_namespaced::<K>();
+    pub fn of<K: Resource>() -> Self {
+        let namespaced = informer_runtime::is_namespaced::<K>();
         Self::new(K::GROUP, K::VERSION, K::KIND, K::PLURAL, namespaced)
     }
 

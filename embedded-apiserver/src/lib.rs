@@ -1,15 +1,31 @@
 //! An embedded, protocol-faithful Kubernetes API server for tests and demos.
 //!
-//! It stands where a cluster's API server stands in the data flow (left of the
-//! [`ListerWatcher`](crate::ListerWatcher)), and speaks the same HTTP protocol closely enough
-//! that real clients (kubectl, kube-rs, client-go, this crate's client) cannot tell the
-//! difference for discovery, get, list, watch and writes. Start one per test with
-//! [`ApiServer::start`], point a client at [`url`](ServerHandle::url) or
-//! [`kubeconfig_yaml`](ServerHandle::kubeconfig_yaml), and inject faults through the
-//! [`ServerHandle`].
+//! It stands where a cluster's API server stands in an informer's data flow (left of
+//! informer-runtime's [`ListerWatcher`](informer_runtime::ListerWatcher)), and speaks the same
+//! HTTP protocol closely enough that real clients (kubectl, kube-rs, client-go,
+//! informer-runtime's `Client`) cannot tell the difference for discovery, get, list, watch and
+//! writes. Start one per test with [`ApiServer::start`], point a client at
+//! [`url`](ServerHandle::url) or [`kubeconfig_yaml`](ServerHandle::kubeconfig_yaml), and inject
+//! faults through the [`ServerHandle`].
+//!
+//! # In your tests
+//!
+//! Add it as a dev-dependency, with a tokio runtime for the tests (the server runs on the
+//! runtime that starts it):
+//!
+//! ```toml
+//! [dev-dependencies]
+//! embedded-apiserver = "0.1"
+//! tokio = { version = "1", features = ["macros", "rt"] }
+//! # Libraries pick no Kubernetes version, tests do (unless your crate already picks one).
+//! k8s-openapi = { version = "0.29", features = ["latest"] }
+//! ```
+//!
+//! Then start a server in a `#[tokio::test] async fn`, one per test, so that tests share no
+//! state and run in parallel (each server listens on its own loopback port):
 //!
 //! ```
-//! use informer_runtime::testing::apiserver::ApiServer;
+//! use embedded_apiserver::ApiServer;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -23,6 +39,14 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! Informers reach it through an informer-runtime `Client` configured with the server's
+//! [`url`](ServerHandle::url) (informer-runtime's `client` feature); kube-rs and kubectl through
+//! [`kubeconfig_yaml`](ServerHandle::kubeconfig_yaml). Its API speaks informer-runtime's types
+//! ([`GroupVersionResource`](informer_runtime::GroupVersionResource), a failed direct write's
+//! [`Status`](informer_runtime::Status), [`ResourceType::of`] for any
+//! [`Resource`](informer_runtime::Resource)), so a test should use the informer-runtime version
+//! this crate depends on.
 //!
 //! # What is faithful
 //!
@@ -90,15 +114,22 @@ mod query;
 mod registry;
 mod render;
 mod router;
+mod served;
 mod server;
 mod state;
 mod status;
-mod store;
+mod storage;
 mod table;
 mod util;
 mod watch;
+mod watch_hub;
 
 pub use catalog::ResourceType;
 pub use faults::Failure;
 pub use handle::ServerHandle;
 pub use server::{ApiServer, Config, Error, Result, serve};
+
+// The README's example must compile and run.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -7,10 +7,18 @@
 
 use serde_json::{Map, Value, json};
 
-use super::catalog::{ApiResource, PrinterColumn};
-use super::printers::{CREATED_DESCRIPTION, NAME_DESCRIPTION, printer};
-use super::render::{Include, ListMeta, partial_metadata, served};
-use super::util::{human_duration, parse_rfc3339, unix_now};
+use crate::catalog::{ApiResource, PrinterColumn};
+use crate::printers::{CREATED_DESCRIPTION, NAME_DESCRIPTION, printer};
+use crate::served::{ListMeta, partial_metadata, served};
+use crate::util::{human_duration, parse_rfc3339, unix_now};
+
+/// What a table row carries as its `object` (`includeObject`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Include {
+    None,
+    Metadata,
+    Object,
+}
 
 /// A `Table` of `rows`; `headers: false` leaves `columnDefinitions` null (the later events of
 /// a table watch).
@@ -212,7 +220,7 @@ pub(crate) fn printer_columns(version: &Value) -> Vec<PrinterColumn> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::apiserver::catalog::{Catalog, ResourceType};
+    use crate::catalog::{Catalog, ResourceType};
 
     #[test]
     fn json_paths_of_printer_columns() {

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use embedded_apiserver::{ApiServer, Config};
 use informer_runtime::GroupVersionResource;
-use informer_runtime::testing::apiserver::{ApiServer, Config};
 use serde_json::{Value, json};
 
 /// How long one kubectl command or one line of `get -w` may take.

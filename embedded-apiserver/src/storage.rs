@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::status::GroupResource;
+use crate::status::GroupResource;
 
 /// A stored object. Lists, watch events and history share one allocation.
 pub(crate) type Object = Arc<Value>;

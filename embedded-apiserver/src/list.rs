@@ -20,13 +20,13 @@
 
 use serde_json::{Value, json};
 
-use super::catalog::ApiResource;
-use super::query::{Filter, ListParams, RvMatch};
-use super::render::ListMeta;
-use super::state::State;
-use super::status::ApiError;
-use super::store::Object;
-use super::util::{base64_decode, base64_encode};
+use crate::catalog::ApiResource;
+use crate::query::{Filter, ListParams, RvMatch};
+use crate::served::ListMeta;
+use crate::state::State;
+use crate::status::ApiError;
+use crate::storage::Object;
+use crate::util::{base64_decode, base64_encode};
 
 /// What the list read and where the next page starts.
 pub(crate) struct Page {

@@ -1,9 +1,10 @@
 //! The watch verb: open watches, their events, bookmarks, and the HTTP stream that carries them.
 //!
-//! Each watch is a [`Watcher`] in the [`WatchHub`] with its own unbounded channel; a write
-//! reaches it under the state lock, filtered as the watch cache filters (an object that stops
-//! matching a selector arrives as `DELETED` with its last matching state, one that starts
-//! matching as `ADDED`). The HTTP response is a chunked stream of newline-terminated
+//! Each watch is a [`Watcher`](crate::watch_hub::Watcher) in the state's
+//! [`WatchHub`](crate::watch_hub::WatchHub) with its own unbounded channel; a write reaches it
+//! under the state lock, filtered as the watch cache filters (see `watch_hub.rs`). This module
+//! starts watches (replaying what they ask for) and streams their frames over HTTP. The HTTP
+//! response is a chunked stream of newline-terminated
 //! `{"type": ..., "object": ...}` events, as the API server writes them. A watch that allows
 //! bookmarks gets one two seconds before its timeout if the server has moved past where the
 //! watch started, as the watch cache does, so that its client resumes from close to now.
@@ -26,119 +27,18 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::catalog::ApiResource;
-use super::query::{Filter, ListParams, parse_version};
-use super::render::{ListMeta, Output, partial_metadata, served};
-use super::state::Shared;
-use super::status::{ApiError, GroupResource};
-use super::store::{Change, ChangeKind, Object, meta_str, stamp};
-use super::table;
+use crate::catalog::ApiResource;
+use crate::query::{Filter, ListParams, parse_version};
+use crate::render::Output;
+use crate::served::{ListMeta, partial_metadata, served};
+use crate::state::Shared;
+use crate::status::ApiError;
+use crate::storage::{ChangeKind, meta_str};
+use crate::table;
+use crate::watch_hub::{Frame, Watcher, event_for};
 
 /// The annotation that marks the bookmark ending a streaming list's initial events.
 const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
-
-/// One thing a watch sends.
-#[derive(Debug)]
-pub(crate) enum Frame {
-    /// `ADDED`, `MODIFIED` or `DELETED`.
-    Event(ChangeKind, Object),
-    /// `BOOKMARK` at a version.
-    Bookmark { rv: u64, initial_events_end: bool },
-    /// `ERROR`; the watch ends after it.
-    Error(ApiError),
-}
-
-/// One open watch.
-#[derive(Debug)]
-struct Watcher {
-    storage: GroupResource,
-    filter: Filter,
-    bookmarks: bool,
-    /// Only changes after this version are sent: a watch from a version the server has not
-    /// reached yet waits for it.
-    after: u64,
-    tx: mpsc::UnboundedSender<Frame>,
-    /// Set when the watch is stalled: its stream then ignores its timeout.
-    stalled: Arc<AtomicBool>,
-}
-
-/// The open watches of every resource.
-#[derive(Debug, Default)]
-pub(crate) struct WatchHub {
-    watchers: Vec<Watcher>,
-    /// Stalled watches: kept open, sent nothing.
-    stalled: Vec<Watcher>,
-}
-
-impl WatchHub {
-    /// Sends a committed change to the watches of its resource that it concerns.
-    pub(crate) fn broadcast(&mut self, change: &Change) {
-        self.watchers.retain(|w| !w.tx.is_closed());
-        let concerned = |w: &&Watcher| w.storage == change.storage && change.rv > w.after;
-        for watcher in self.watchers.iter().filter(concerned) {
-            if let Some(frame) = event_for(change, &watcher.filter) {
-                // A receiver dropped since the retain above is pruned next time.
-                let _ = watcher.tx.send(frame);
-            }
-        }
-    }
-
-    /// Sends a bookmark at `rv` to every watch that asked for bookmarks.
-    pub(crate) fn bookmark(&mut self, rv: u64) {
-        self.watchers.retain(|w| !w.tx.is_closed());
-        // A bookmark never takes a watch back before where it started.
-        for watcher in self.watchers.iter().filter(|w| w.bookmarks && rv >= w.after) {
-            let _ = watcher.tx.send(Frame::Bookmark { rv, initial_events_end: false });
-        }
-    }
-
-    /// Ends every open watch (stalled ones too) cleanly; returns how many there were.
-    pub(crate) fn drop_all(&mut self) -> usize {
-        let n = self.open();
-        self.watchers.clear();
-        self.stalled.clear();
-        n
-    }
-
-    /// Stalls every open watch: it stays open and receives nothing more until it is dropped.
-    /// Returns how many were stalled.
-    pub(crate) fn stall_all(&mut self) -> usize {
-        self.watchers.retain(|w| !w.tx.is_closed());
-        for watcher in &self.watchers {
-            watcher.stalled.store(true, Ordering::SeqCst);
-        }
-        let n = self.watchers.len();
-        self.stalled.append(&mut self.watchers);
-        n
-    }
-
-    /// The number of open watches, stalled ones included.
-    pub(crate) fn open(&mut self) -> usize {
-        self.watchers.retain(|w| !w.tx.is_closed());
-        self.stalled.retain(|w| !w.tx.is_closed());
-        self.watchers.len() + self.stalled.len()
-    }
-}
-
-/// The event a watch with `filter` gets for `change` (`cacheWatcher.convertToWatchEvent`).
-fn event_for(change: &Change, filter: &Filter) -> Option<Frame> {
-    let now = change.kind != ChangeKind::Deleted && filter.matches(&change.obj);
-    let before = change.prev.as_deref().is_some_and(|prev| filter.matches(prev));
-    match (now, before) {
-        (false, false) => None,
-        (true, false) => Some(Frame::Event(ChangeKind::Added, Arc::clone(&change.obj))),
-        (true, true) => Some(Frame::Event(ChangeKind::Modified, Arc::clone(&change.obj))),
-        (false, true) if change.kind == ChangeKind::Deleted => {
-            Some(Frame::Event(ChangeKind::Deleted, Arc::clone(&change.obj)))
-        }
-        (false, true) => {
-            // The last state that matched, at the version where it stopped matching.
-            let mut last = change.prev.as_deref().cloned().unwrap_or(Value::Null);
-            stamp(&mut last, change.rv);
-            Some(Frame::Event(ChangeKind::Deleted, Arc::new(last)))
-        }
-    }
-}
 
 /// Opens a watch of `resource` (in `namespace`, if given) and returns the streaming response.
 ///
@@ -217,7 +117,7 @@ pub(crate) fn watch(
         let after = future.unwrap_or(0);
         let stalled_flag = Arc::clone(&stalled);
         let watcher = Watcher { storage, filter, bookmarks, after, tx, stalled: stalled_flag };
-        state.hub.watchers.push(watcher);
+        state.hub.add(watcher);
         start
     };
     shared.watch_opened.notify_waiters();
@@ -386,60 +286,5 @@ impl Encoder {
                 table::table(&self.resource, &[obj], api_version, include, headers, &meta)
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::testing::apiserver::catalog::Catalog;
-    use crate::testing::apiserver::query::{ListParams, Query};
-
-    fn change(kind: ChangeKind, prev: Option<Value>, obj: Value) -> Change {
-        Change {
-            rv: 9,
-            storage: GroupResource::new("", "pods"),
-            key: "ns/a".into(),
-            kind,
-            obj: Arc::new(obj),
-            prev: prev.map(Arc::new),
-        }
-    }
-
-    #[test]
-    fn events_are_filtered_as_the_watch_cache_filters() {
-        let pods = Catalog::builtin().find("", "v1", "pods").unwrap();
-        let params =
-            ListParams::parse(&Query::parse(Some("labelSelector=app%3Dweb")), &pods, true).unwrap();
-        let filter = Filter::new(None, &params);
-        let web =
-            json!({"metadata": {"name": "a", "labels": {"app": "web"}, "resourceVersion": "8"}});
-        let db = json!({"metadata": {"name": "a", "labels": {"app": "db"}}});
-        let kind = |f: Option<Frame>| match f {
-            Some(Frame::Event(k, o)) => {
-                format!("{}@{}", k.as_str(), meta_str(&o, "resourceVersion"))
-            }
-            _ => "none".into(),
-        };
-        assert_eq!(
-            kind(event_for(&change(ChangeKind::Modified, Some(web.clone()), db.clone()), &filter)),
-            "DELETED@9"
-        );
-        assert_eq!(
-            kind(event_for(&change(ChangeKind::Modified, Some(db.clone()), web.clone()), &filter)),
-            "ADDED@8"
-        );
-        assert_eq!(
-            kind(event_for(&change(ChangeKind::Modified, Some(db.clone()), db.clone()), &filter)),
-            "none"
-        );
-        assert_eq!(
-            kind(event_for(&change(ChangeKind::Deleted, Some(web.clone()), web), &filter)),
-            "DELETED@8"
-        );
-        assert_eq!(
-            kind(event_for(&change(ChangeKind::Deleted, Some(db.clone()), db), &filter)),
-            "none"
-        );
     }
 }

@@ -25,16 +25,17 @@ use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::catalog::ApiResource;
-use super::discovery;
-use super::list;
-use super::patch::PatchKind;
-use super::query::{FieldRequirement, ListParams, Query};
-use super::registry::{self, Deleted, Part, Scope};
-use super::render::{self, Output, json_response};
-use super::state::Shared;
-use super::status::ApiError;
-use super::watch;
+use crate::catalog::ApiResource;
+use crate::discovery;
+use crate::list;
+use crate::patch::PatchKind;
+use crate::query::{FieldRequirement, ListParams, Query};
+use crate::registry::{self, Deleted, Part, Scope};
+use crate::render::{self, Output, json_response};
+use crate::served::ListMeta;
+use crate::state::Shared;
+use crate::status::ApiError;
+use crate::watch;
 
 /// The largest request body the API server takes (3 MiB).
 const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -352,9 +353,9 @@ impl Call<'_> {
                 let mut state = shared.state.lock();
                 let deleted =
                     registry::delete_collection(&mut state, scope, &params, &options, dry_run)?;
-                let meta = render::ListMeta {
+                let meta = ListMeta {
                     resource_version: state.store.resource_version().to_string(),
-                    ..render::ListMeta::default()
+                    ..ListMeta::default()
                 };
                 let body = render::list(resource, &deleted, &meta, self.output)?;
                 Ok(json_response(StatusCode::OK, body))

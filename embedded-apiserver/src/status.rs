@@ -9,9 +9,8 @@ use std::time::Duration;
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use informer_runtime::Status;
 use serde_json::{Map, Value, json};
-
-use crate::listwatch::Status;
 
 /// A group and a resource, printed as apimachinery's `schema.GroupResource` (`pods`,
 /// `deployments.apps`), the way messages name a resource.

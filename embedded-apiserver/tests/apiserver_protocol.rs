@@ -10,10 +10,10 @@
 
 use std::time::{Duration, Instant};
 
+use embedded_apiserver::{ApiServer, Config, Failure};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use informer_runtime::GroupVersionResource;
-use informer_runtime::testing::apiserver::{ApiServer, Config, Failure};
 use serde_json::{Value, json};
 
 /// How long any single wait may take before the test fails.

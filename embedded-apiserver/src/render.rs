@@ -21,19 +21,12 @@ use axum::response::{IntoResponse, Response};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
 
-use super::catalog::ApiResource;
-use super::query::Query;
-use super::status::ApiError;
-use super::store::Object;
-use super::table;
-
-/// What a table row carries as its `object` (`includeObject`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Include {
-    None,
-    Metadata,
-    Object,
-}
+use crate::catalog::ApiResource;
+use crate::query::Query;
+use crate::served::{ListMeta, partial_metadata, served};
+use crate::status::ApiError;
+use crate::storage::Object;
+use crate::table::{self, Include};
 
 /// The representation a response is rendered in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,25 +93,6 @@ pub(crate) fn negotiate(accept: Option<&str>, query: &Query) -> Result<Output, A
     ))
 }
 
-/// `obj` as served at `resource`'s version.
-pub(crate) fn served<'a>(obj: &'a Value, resource: &ApiResource) -> Cow<'a, Value> {
-    let api_version = resource.api_version();
-    if obj.get("apiVersion").and_then(Value::as_str) == Some(api_version.as_str()) {
-        return Cow::Borrowed(obj);
-    }
-    let mut owned = obj.clone();
-    if let Value::Object(map) = &mut owned {
-        map.insert("apiVersion".into(), Value::String(api_version));
-    }
-    Cow::Owned(owned)
-}
-
-/// `PartialObjectMetadata` of an object.
-pub(crate) fn partial_metadata(obj: &Value, api_version: &str) -> Value {
-    let metadata = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
-    json!({"kind": "PartialObjectMetadata", "apiVersion": api_version, "metadata": metadata})
-}
-
 /// The 406 of kube-apiserver's `asPartialObjectMetadata(List)` when the `as=` kind does not fit
 /// the answer: a list asked for as `PartialObjectMetadata`, or an object as
 /// `PartialObjectMetadataList`. `Ok` otherwise.
@@ -167,33 +141,11 @@ pub(crate) fn object(
         Output::Json => served(obj, resource).into_owned(),
         Output::Metadata { api_version, .. } => partial_metadata(obj, api_version),
         Output::Table { api_version, include } => {
-            let rv = super::store::meta_str(obj, "resourceVersion").to_owned();
+            let rv = crate::storage::meta_str(obj, "resourceVersion").to_owned();
             let meta = ListMeta { resource_version: rv, ..ListMeta::default() };
             table::table(resource, &[obj], api_version, include, true, &meta)
         }
     })
-}
-
-/// The `metadata` of a list.
-#[derive(Debug, Default)]
-pub(crate) struct ListMeta {
-    pub(crate) resource_version: String,
-    pub(crate) continue_token: Option<String>,
-    pub(crate) remaining: Option<u64>,
-}
-
-impl ListMeta {
-    pub(crate) fn to_json(&self) -> Value {
-        let mut meta = Map::new();
-        meta.insert("resourceVersion".into(), json!(self.resource_version));
-        if let Some(token) = &self.continue_token {
-            meta.insert("continue".into(), json!(token));
-        }
-        if let Some(remaining) = self.remaining {
-            meta.insert("remainingItemCount".into(), json!(remaining));
-        }
-        Value::Object(meta)
-    }
 }
 
 /// A list in the negotiated representation, serialized.
@@ -412,7 +364,7 @@ pub(crate) fn json_response(code: StatusCode, body: Vec<u8>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::apiserver::catalog::Catalog;
+    use crate::catalog::Catalog;
     use std::sync::Arc;
 
     #[test]

@@ -12,11 +12,11 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::catalog::Catalog;
-use super::faults::Faults;
-use super::status::GroupResource;
-use super::store::{Change, ChangeKind, Store};
-use super::watch::WatchHub;
+use crate::catalog::Catalog;
+use crate::faults::Faults;
+use crate::status::GroupResource;
+use crate::storage::{Change, ChangeKind, Store};
+use crate::watch_hub::WatchHub;
 
 /// Settings fixed when the server starts.
 #[derive(Clone, Debug)]

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use super::status::ApiError;
+use crate::status::ApiError;
 
 /// A failure to inject: the `Status` the next matching requests get instead of being served.
 ///
@@ -15,7 +15,7 @@ use super::status::ApiError;
 ///
 /// ```
 /// use std::time::Duration;
-/// use informer_runtime::testing::apiserver::Failure;
+/// use embedded_apiserver::Failure;
 ///
 /// let throttled = Failure::too_many_requests(Duration::from_secs(2)).verb("list").resource("pods");
 /// assert_eq!((throttled.code, throttled.reason.as_str()), (429, "TooManyRequests"));

@@ -9,9 +9,9 @@
 
 use std::time::Duration;
 
+use embedded_apiserver::{ApiServer, Config};
 use futures::{Stream, StreamExt};
 use informer_runtime::GroupVersionResource;
-use informer_runtime::testing::apiserver::{ApiServer, Config};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::Api;
 use kube::api::{

@@ -6,11 +6,11 @@
 
 use serde_json::{Value, json};
 
-use super::catalog::{ApiResource, ResourceType};
-use super::status::ApiError;
-use super::store::meta_str;
-use super::table::printer_columns;
-use super::util::now_rfc3339;
+use crate::catalog::{ApiResource, ResourceType};
+use crate::status::ApiError;
+use crate::storage::meta_str;
+use crate::table::printer_columns;
+use crate::util::now_rfc3339;
 
 /// Checks a CRD as apiextensions validation would for the fields this server relies on.
 pub(crate) fn validate(crd: &Value) -> Result<(), ApiError> {

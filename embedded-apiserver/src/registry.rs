@@ -16,15 +16,15 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::catalog::ApiResource;
-use super::crd;
-use super::list;
-use super::patch::{PatchKind, json_patch, merge_patch, strategic_merge_patch};
-use super::query::ListParams;
-use super::state::{Settings, State};
-use super::status::{ApiError, GroupResource};
-use super::store::{ChangeKind, Object, meta_str, metadata_mut, object_key};
-use super::util::{is_dns_label, is_dns_subdomain, new_uid, now_rfc3339, random_suffix};
+use crate::catalog::ApiResource;
+use crate::crd;
+use crate::list;
+use crate::patch::{PatchKind, json_patch, merge_patch, strategic_merge_patch};
+use crate::query::ListParams;
+use crate::state::{Settings, State};
+use crate::status::{ApiError, GroupResource};
+use crate::storage::{ChangeKind, Object, meta_str, metadata_mut, object_key};
+use crate::util::{is_dns_label, is_dns_subdomain, new_uid, now_rfc3339, random_suffix};
 
 /// Where an object verb acts: a resource, and the namespace for a namespaced one.
 #[derive(Clone, Copy)]
@@ -61,7 +61,7 @@ pub(crate) fn get(
     rv: &str,
 ) -> Result<Object, ApiError> {
     let current = state.store.resource_version();
-    let requested = super::query::parse_version(rv).map_err(ApiError::internal)?;
+    let requested = crate::query::parse_version(rv).map_err(ApiError::internal)?;
     if let Some(n) = requested.filter(|&n| n > current) {
         return Err(ApiError::too_large_resource_version(n, current));
     }
@@ -505,7 +505,7 @@ fn prepare(
                     obj.get("data").and_then(Value::as_object).cloned().unwrap_or_default();
                 for (key, value) in string_data {
                     let text = value.as_str().unwrap_or_default();
-                    data.insert(key, json!(super::util::base64_encode(text.as_bytes(), false)));
+                    data.insert(key, json!(crate::util::base64_encode(text.as_bytes(), false)));
                 }
                 set_field(obj, "data", Some(Value::Object(data)));
                 set_field(obj, "stringData", None);
@@ -603,10 +603,10 @@ fn after_delete(state: &mut State, resource: &ApiResource, obj: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::apiserver::catalog::Catalog;
-    use crate::testing::apiserver::faults::Faults;
-    use crate::testing::apiserver::store::Store;
-    use crate::testing::apiserver::watch::WatchHub;
+    use crate::catalog::Catalog;
+    use crate::faults::Faults;
+    use crate::storage::Store;
+    use crate::watch_hub::WatchHub;
 
     fn state() -> State {
         State {

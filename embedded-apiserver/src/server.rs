@@ -12,14 +12,14 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::catalog::{ApiResource, Catalog, ResourceType};
-use super::faults::Faults;
-use super::handle::ServerHandle;
-use super::registry::{self, Scope};
-use super::router::router;
-use super::state::{Settings, Shared, State};
-use super::store::Store;
-use super::watch::WatchHub;
+use crate::catalog::{ApiResource, Catalog, ResourceType};
+use crate::faults::Faults;
+use crate::handle::ServerHandle;
+use crate::registry::{self, Scope};
+use crate::router::router;
+use crate::state::{Settings, Shared, State};
+use crate::storage::Store;
+use crate::watch_hub::WatchHub;
 
 /// Why the server could not start, or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -42,17 +42,17 @@ pub enum Error {
     Task(#[source] tokio::task::JoinError),
 }
 
-/// `Result` with this module's [`Error`].
+/// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// How to start an [`ApiServer`]: public fields, or the chained setters.
 ///
 /// ```
 /// use std::time::Duration;
-/// use informer_runtime::testing::apiserver::{Config, ResourceType};
+/// use embedded_apiserver::{Config, ResourceType};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), informer_runtime::testing::apiserver::Error> {
+/// # async fn main() -> Result<(), embedded_apiserver::Error> {
 /// let server = Config::default()
 ///     .history_limit(100)
 ///     .bookmark_interval(None)
@@ -223,10 +223,10 @@ impl Config {
 /// also waits until it has stopped.
 ///
 /// ```
-/// use informer_runtime::testing::apiserver::ApiServer;
+/// use embedded_apiserver::ApiServer;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), informer_runtime::testing::apiserver::Error> {
+/// # async fn main() -> Result<(), embedded_apiserver::Error> {
 /// let server = ApiServer::start().await?;
 /// std::fs::write(std::env::temp_dir().join("embedded.kubeconfig"), server.kubeconfig_yaml())
 ///     .expect("a writable temp dir");
@@ -317,9 +317,9 @@ impl Drop for ApiServer {
 ///
 /// ```no_run
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), informer_runtime::testing::apiserver::Error> {
+/// # async fn main() -> Result<(), embedded_apiserver::Error> {
 /// let addr = "127.0.0.1:8080".parse().expect("an address");
-/// informer_runtime::testing::apiserver::serve(addr).await
+/// embedded_apiserver::serve(addr).await
 /// # }
 /// ```
 ///
