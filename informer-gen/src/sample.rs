@@ -662,14 +662,11 @@ mod tests {
     use crate::schema::openapi::{AdditionalProperties, Items, Schema};
     use crate::schema::{load, parse_str};
 
-    fn corpus() -> Option<Vec<crate::schema::Loaded>> {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/crds");
-        if dir.is_dir() {
-            Some(load(&[dir]).unwrap())
-        } else {
-            println!("skipped: no CRD corpus at {}", dir.display());
-            None
-        }
+    /// The repository's CRD corpus, loaded: a missing directory fails the test, naming the path.
+    fn corpus() -> Vec<crate::schema::Loaded> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/crd-corpus");
+        assert!(dir.is_dir(), "the CRD corpus {} is absent", dir.display());
+        load(&[dir]).unwrap()
     }
 
     /// A one-version CRD whose root schema is `schema` (YAML, indented for `openAPIV3Schema`).
@@ -911,7 +908,7 @@ spec:
 
     #[test]
     fn every_corpus_version_has_valid_samples_covering_every_enum_value() {
-        let Some(loaded) = corpus() else { return };
+        let loaded = corpus();
         let mut count = 0;
         for loaded in &loaded {
             for version in &loaded.crd.spec.versions {
@@ -924,7 +921,7 @@ spec:
 
     #[test]
     fn all_fields_samples_of_the_whole_corpus_are_quick_and_deterministic() {
-        let Some(loaded) = corpus() else { return };
+        let loaded = corpus();
         let mut versions = Vec::new();
         for loaded in &loaded {
             for version in &loaded.crd.spec.versions {

@@ -31,8 +31,9 @@ use serde_json::Value;
 const USAGE: &str =
     "usage: cargo xtask compare-kopium [--crds DIR] [--out FILE] [--work DIR] [--only NAME]";
 
-/// The corpus the issue names.
-const DEFAULT_CRDS: &str = "/work/shared/crds";
+/// The corpus the issue names, relative to the workspace root: copied into the repository so that
+/// a plain clone can run the comparison.
+const DEFAULT_CRDS: &str = "tests/fixtures/crd-corpus";
 /// Where the table goes, relative to the workspace root.
 const DEFAULT_OUT: &str = "informer-gen/KOPIUM.md";
 /// The scratch directory, relative to the workspace root.
@@ -88,6 +89,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         inputs: &inputs,
         columns: &columns,
         crds: &options.crds,
+        root: &root,
         seconds: started.elapsed().as_secs_f64(),
     };
     let markdown = report.markdown(args);
@@ -106,7 +108,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
 
 fn parse_args(args: &[String], root: &Path) -> Result<Options, String> {
     let mut options = Options {
-        crds: PathBuf::from(DEFAULT_CRDS),
+        crds: root.join(DEFAULT_CRDS),
         out: root.join(DEFAULT_OUT),
         work: root.join(DEFAULT_WORK),
         only: Vec::new(),
@@ -841,6 +843,9 @@ struct Report<'a> {
     inputs: &'a [Input],
     columns: &'a [(&'a dyn Tool, Vec<ToolRow>)],
     crds: &'a Path,
+    /// The workspace root: the table names a corpus inside the repository relative to it, so
+    /// that no machine's absolute path ends up in a committed file.
+    root: &'a Path,
     seconds: f64,
 }
 
@@ -859,7 +864,7 @@ impl Report<'_> {
             std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
             self.seconds,
             self.inputs.len(),
-            self.crds.display(),
+            self.crds.strip_prefix(self.root).unwrap_or(self.crds).display(),
         );
         let _ = writeln!(
             md,

@@ -610,14 +610,11 @@ spec:
         }
     }
 
-    fn corpus() -> Option<PathBuf> {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/crds");
-        if dir.is_dir() {
-            Some(dir)
-        } else {
-            println!("skipped: no CRD corpus at {}", dir.display());
-            None
-        }
+    /// The repository's CRD corpus: a missing directory fails the test, naming the path.
+    fn corpus() -> PathBuf {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/crd-corpus");
+        assert!(dir.is_dir(), "the CRD corpus {} is absent", dir.display());
+        dir
     }
 
     /// A fresh empty directory under the system's temporary directory.
@@ -631,7 +628,7 @@ spec:
 
     #[test]
     fn every_corpus_file_loads() {
-        let Some(dir) = corpus() else { return };
+        let dir = corpus();
         let loaded = load(&[&dir]).unwrap();
         let yaml_files = std::fs::read_dir(&dir)
             .unwrap()
@@ -677,7 +674,7 @@ spec:
 
     #[test]
     fn the_corpus_equals_sign_enum_loads_as_a_string() {
-        let Some(dir) = corpus() else { return };
+        let dir = corpus();
         let text = std::fs::read_to_string(dir.join("prometheus-operator-alertmanagerconfig.yaml"))
             .unwrap();
         assert!(

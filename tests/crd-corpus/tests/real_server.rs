@@ -1,8 +1,9 @@
-//! The generator against real validation (issue 6): every CRD of `../shared/crds` is installed on
-//! a private kube-apiserver, and the objects `informer_gen::sample` synthesises from each served
-//! version's schema (required-only, all-fields, one per enum value) are created there. The server
-//! validates, prunes and defaults them; what it answers, and what a GET reads back, must decode
-//! into the generated Rust type and encode back to the same JSON, defaults and metadata included.
+//! The generator against real validation (issue 6): every CRD of `tests/fixtures/crd-corpus` is
+//! installed on a private kube-apiserver, and the objects `informer_gen::sample` synthesises from
+//! each served version's schema (required-only, all-fields, one per enum value) are created
+//! there. The server validates, prunes and defaults them; what it answers, and what a GET reads
+//! back, must decode into the generated Rust type and encode back to the same JSON, defaults and
+//! metadata included.
 //!
 //! A sample the server rejects (422) is repaired where taking something out is enough: the fields
 //! and list items the server names are dropped, objects and lists with too many entries trimmed,
@@ -19,8 +20,8 @@
 //! runs an informer for every served version of every CRD; each syncs, and each lister holds
 //! exactly the objects created for its resource, each equal to what a GET at its version reads.
 //!
-//! Skipped with one line where `../shared` is absent (a plain clone) or Go is (see
-//! `informer_tests::kube_apiserver`).
+//! Skipped with one line where Go is absent (see `informer_tests::kube_apiserver`); a missing
+//! corpus fails the build of the crate instead.
 
 #![allow(
     clippy::expect_used,
@@ -28,13 +29,6 @@
     reason = "in a test, a failed expect is a failed assertion"
 )]
 
-#[cfg(not(corpus))]
-#[test]
-fn generated_types_against_a_real_server() {
-    println!("skipped: ../shared/crds is absent (a plain clone)");
-}
-
-#[cfg(corpus)]
 mod real {
     use std::collections::{BTreeMap, BTreeSet};
     use std::fmt::{self, Write as _};
@@ -286,14 +280,11 @@ mod real {
         }
     }
 
-    fn corpus() -> Option<PathBuf> {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/crds");
-        if dir.is_dir() {
-            Some(dir)
-        } else {
-            println!("skipped: {} is absent (a plain clone)", dir.display());
-            None
-        }
+    /// The corpus, part of the repository: a missing directory fails the test, naming the path.
+    fn corpus() -> PathBuf {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/crd-corpus");
+        assert!(dir.is_dir(), "the CRD corpus {} is absent", dir.display());
+        dir
     }
 
     fn load(dir: &Path) -> Vec<Crd> {
@@ -976,7 +967,7 @@ mod real {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn generated_types_against_a_real_server() {
-        let Some(dir) = corpus() else { return };
+        let dir = corpus();
         let Some(server) = private_server().await else { return };
         let started = Instant::now();
         let client = server.client("cert");

@@ -3,10 +3,10 @@
 //! loopback HTTP; medians, ratios from the same run, `BENCHMARKS.md` and a plot.
 //!
 //! The peers and the server are the binaries of the `informer-bench` crate (`bench/`), built
-//! `--release`; the peer protocol is in that crate's docs. The server holds pods made from
-//! `../shared/objects`, loaded in increasing counts: at each count the scenarios that need it run
-//! (sync, the stripping and metadata-only syncs, relist, lister, then churn, which modifies
-//! pods), every peer in turn, `--runs` times.
+//! `--release`; the peer protocol is in that crate's docs. The server holds pods made from the
+//! templates in `tests/fixtures/objects`, loaded in increasing counts: at each count the
+//! scenarios that need it run (sync, the stripping and metadata-only syncs, relist, lister, then
+//! churn, which modifies pods), every peer in turn, `--runs` times.
 
 // Counts, sizes and durations of a benchmark are far below 2^52: `as f64` is exact here.
 #![allow(clippy::cast_precision_loss)]
@@ -28,6 +28,8 @@ use self::options::Options;
 use self::process::{Outcome, PeerCommand, Server, prime_memory, run_peer};
 use self::results::{Case, Results, Sample};
 
+/// The pod templates, relative to the workspace root.
+const OBJECTS: &str = "tests/fixtures/objects";
 /// A template the benchmark cannot do without.
 const TEMPLATE: &str = "kind-v1-36-pod-coredns.json";
 
@@ -38,11 +40,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         .parent()
         .ok_or("xtask has no parent directory")?
         .to_path_buf();
-    let objects = root.join("../shared/objects");
+    let objects = root.join(OBJECTS);
     if !objects.join(TEMPLATE).exists() {
         return Err(format!(
-            "{} is absent (a plain clone without ../shared): the benchmark makes its pods from \
-             the real pod templates there; nothing was run",
+            "{} is absent (the repository's fixtures are incomplete): the benchmark makes its \
+             pods from the real pod templates there; nothing was run",
             objects.join(TEMPLATE).display()
         ));
     }
