@@ -291,7 +291,7 @@ impl<K: Resource> DeltaFifo<K> {
         self.state.lock().items.get(key).cloned()
     }
 
-    /// Whether [`close`](Queue::close) was called.
+    /// Whether [`close`](Self::close) was called.
     #[must_use]
     pub fn is_closed(&self) -> bool {
         self.state.lock().closed

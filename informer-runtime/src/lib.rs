@@ -38,8 +38,9 @@
 //!
 //! # Testing your controllers
 //!
-//! With the `testing` feature, [`testing::FakeSource`] is an in-process API source and
-//! [`testing::FakeClock`] a clock you step by hand. For tests over real HTTP, the
+// Plain names, not links: the links would break in documentation built without the feature.
+//! With the `testing` feature, `testing::FakeSource` is an in-process API source and
+//! `testing::FakeClock` a clock you step by hand. For tests over real HTTP, the
 //! `embedded-apiserver` crate is an embedded, protocol-faithful API server (kubectl works
 //! against it, faults to inject).
 //!

@@ -1,6 +1,6 @@
 //! The HTTP client for real API servers: list, get, watch and writes over reqwest and rustls.
 //!
-//! Where it sits in the data flow: a [`Client`] is a [`ListWatchSource`], the seam between the
+//! Where it sits in the data flow: a [`Client`] is a [`ListWatchSource`](crate::ListWatchSource), the seam between the
 //! API server and the [reflector](crate::reflector). Give it to a
 //! [`SharedInformerFactory`](crate::SharedInformerFactory) and every informer lists and watches
 //! over HTTP. It also has the few typed requests a controller needs ([`Client::get`],

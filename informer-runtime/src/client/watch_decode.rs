@@ -526,17 +526,12 @@ mod tests {
     }
 
     #[test]
-    fn recorded_pod_watch_from_shared_objects() {
+    fn recorded_pod_watch_from_a_kind_cluster() {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../shared/objects/kind-v1-36-watch-pods.events.jsonl"
+            "/../tests/fixtures/objects/kind-v1-36-watch-pods.events.jsonl"
         );
-        let Ok(body) = std::fs::read(path) else {
-            eprintln!(
-                "skipping: {path} is absent (../shared is not checked out beside the repository)"
-            );
-            return;
-        };
+        let body = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
         let events = decode_all::<Pod>(&body);
         assert_eq!(events.len(), 5);
         for event in &events {
