@@ -27,9 +27,8 @@ use std::fmt::Write as _;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use embedded_apiserver::testing::{WatchLines, crontab_crd};
 use embedded_apiserver::{ApiServer, Config};
-use futures::StreamExt;
-use futures::stream::BoxStream;
 use informer_tests::kube_apiserver::KubeApiServer;
 use serde_json::{Value, json};
 
@@ -206,9 +205,7 @@ impl Target {
                 .unwrap_or_else(|_| panic!("{}: no answer to {path} in time", self.name()))
                 .unwrap_or_else(|e| panic!("{}: {path}: {e}", self.name()));
         let status = response.status().as_u16();
-        let stream =
-            response.bytes_stream().map(|c| c.map(|c| c.to_vec()).map_err(|e| e.to_string()));
-        Watch { status, stream: stream.boxed(), buf: Vec::new() }
+        Watch { status, lines: WatchLines::new(response.bytes_stream()) }
     }
 
     /// Creates a namespace; every scenario works in one of its own.
@@ -239,35 +236,15 @@ impl Target {
 /// An open watch: newline-delimited JSON events.
 struct Watch {
     status: u16,
-    stream: BoxStream<'static, Result<Vec<u8>, String>>,
-    buf: Vec<u8>,
+    lines: WatchLines,
 }
 
 impl Watch {
     /// The next event, or `None` when the server ended the watch; fails after the deadline.
     async fn next(&mut self) -> Option<Value> {
-        tokio::time::timeout(DEADLINE, self.next_event())
+        tokio::time::timeout(DEADLINE, self.lines.next_event())
             .await
             .expect("a watch event (or the end) in time")
-    }
-
-    async fn next_event(&mut self) -> Option<Value> {
-        loop {
-            if let Some(end) = self.buf.iter().position(|&b| b == b'\n') {
-                let line: Vec<u8> = self.buf.drain(..=end).collect();
-                return Some(
-                    serde_json::from_slice(&line[..end]).expect("each line is one JSON event"),
-                );
-            }
-            match self.stream.next().await {
-                Some(Ok(chunk)) => self.buf.extend(chunk),
-                Some(Err(error)) => panic!("the watch broke: {error}"),
-                None => {
-                    assert!(self.buf.is_empty(), "a partial event at the end");
-                    return None;
-                }
-            }
-        }
     }
 
     /// The next event that is not a plain periodic bookmark (the real server sends those on
@@ -1410,25 +1387,6 @@ async fn tables(t: &Target, ns: &str) -> Transcript {
     out
 }
 
-/// A CRD unique to this run (the real server is shared; CRDs are cluster-scoped).
-fn crd(group: &str) -> Value {
-    let schema = json!({"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}});
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("crontabs.{group}")},
-        "spec": {
-            "group": group, "scope": "Namespaced",
-            "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab", "shortNames": ["ct"]},
-            "versions": [
-                {"name": "v1", "served": true, "storage": true, "subresources": {"status": {}}, "schema": schema,
-                 "additionalPrinterColumns": [{"name": "Spec", "type": "string", "jsonPath": ".spec.cronSpec"},
-                                              {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"}]},
-                {"name": "v1beta1", "served": true, "storage": false, "schema": schema}
-            ]
-        }
-    })
-}
-
 /// Protects clients that install CRDs and then use them (operators, `kubectl apply` of a CRD
 /// and its objects): creation, becoming served, the CRD's status, discovery, objects at every
 /// served version, the status subresource, deletion.
@@ -1438,7 +1396,7 @@ async fn custom_resources(t: &Target, ns: &str) -> Transcript {
     let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
     let crontabs = format!("/apis/{group}/v1/namespaces/{ns}/crontabs");
     out.step("before", status(&t.get(&crontabs).await, false));
-    let created = t.post(crds, &crd(&group)).await;
+    let created = t.post(crds, &crontab_crd(&group, "Namespaced")).await;
     out.step("create", json!({"http": created.status, "kind": created.body["kind"]}));
     t.wait_for_status(&crontabs, 200).await;
     let name = format!("crontabs.{group}");
@@ -1505,7 +1463,7 @@ async fn custom_resources(t: &Target, ns: &str) -> Transcript {
 
     custom_objects(&mut out, t, &group, ns).await;
 
-    let mut misnamed = self::crd(&group);
+    let mut misnamed = crontab_crd(&group, "Namespaced");
     misnamed["metadata"]["name"] = json!("wrong");
     let invalid = t.post(crds, &misnamed).await;
     out.step("a misnamed CRD", json!({"http": invalid.status, "reason": invalid.body["reason"],

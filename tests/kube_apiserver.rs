@@ -20,6 +20,7 @@ use informer_runtime::client::{Auth, Client, ClientError, Config, Identity};
 use informer_runtime::listwatch::ListOptions;
 use informer_runtime::shared_informer::{DeletedObject, ResourceEventHandler};
 use informer_runtime::{LabelSelector, SharedInformerFactory};
+use informer_tests::eventually;
 use informer_tests::kube_apiserver::KubeApiServer;
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Namespace, Pod, PodSpec};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -85,20 +86,6 @@ fn pod(namespace: &str, name: &str, node: &str) -> Pod {
             ..PodSpec::default()
         }),
         ..Pod::default()
-    }
-}
-
-/// Polls `check` until it holds, failing after the deadline with `what` and the last state.
-async fn eventually<T: std::fmt::Debug>(what: &str, check: impl Fn() -> Result<(), T>) {
-    let start = tokio::time::Instant::now();
-    loop {
-        match check() {
-            Ok(()) => return,
-            Err(state) => {
-                assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}: {state:?}");
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -234,7 +221,7 @@ async fn builtin_informers_sync_and_follow_churn() {
 
     let want = server_state::<ConfigMap>(&client, &namespace).await;
     let lister = configmaps.lister();
-    eventually("the cache and the handler to equal the server", || {
+    eventually("the cache and the handler to equal the server", DEADLINE, || {
         let (cached, handled) = (lister_state(&lister), seen.state());
         if cached == want && handled == want {
             Ok(())
@@ -304,7 +291,7 @@ async fn informers_recover_from_a_restarted_api_server_and_compaction() {
 
     let want = server_state::<ConfigMap>(&client, &namespace).await;
     let lister = configmaps.lister();
-    eventually("the cache and the handler to equal the server after the restart", || {
+    eventually("the cache and the handler to equal the server after the restart", DEADLINE, || {
         let (cached, handled) = (lister_state(&lister), seen.state());
         if cached == want && handled == want {
             Ok(())
@@ -376,7 +363,7 @@ async fn generated_crd_informers_sync_from_kube_apiserver() {
     let want = server_state::<Certificate>(&client, &namespace).await;
     assert_eq!(want.len(), 4);
     let lister = certificates.lister();
-    eventually("the Certificate cache and handler to equal the server", || {
+    eventually("the Certificate cache and handler to equal the server", DEADLINE, || {
         let (cached, handled) = (lister_state(&lister), seen.state());
         if cached == want && handled == want { Ok(()) } else { Err((cached, handled)) }
     })

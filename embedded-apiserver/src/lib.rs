@@ -120,6 +120,7 @@ mod state;
 mod status;
 mod storage;
 mod table;
+pub mod testing;
 mod util;
 mod watch;
 mod watch_hub;

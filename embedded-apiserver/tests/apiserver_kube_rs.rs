@@ -7,9 +7,11 @@
 // Helpers outside the `#[test]` functions fail the test on a broken expectation, too.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod support;
+
 use std::time::Duration;
 
-use embedded_apiserver::{ApiServer, Config};
+use embedded_apiserver::ApiServer;
 use futures::{Stream, StreamExt};
 use informer_runtime::GroupVersionResource;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
@@ -20,20 +22,10 @@ use kube::api::{
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::watcher;
 use serde_json::json;
+use support::{open_watches, start};
 
 /// How long any single wait may take before the test fails.
 const DEADLINE: Duration = Duration::from_secs(10);
-
-/// Waits until `n` watches are open on the server, within the deadline.
-async fn open_watches(server: &ApiServer, n: usize) {
-    tokio::time::timeout(DEADLINE, server.wait_for_watches(n))
-        .await
-        .expect("the watches open in time");
-}
-
-async fn start() -> ApiServer {
-    Config::default().bookmark_interval(None).start().await.expect("the server starts")
-}
 
 /// A kube client configured from the server's kubeconfig, as a user's program would be.
 async fn client(server: &ApiServer) -> kube::Client {

@@ -8,14 +8,17 @@
 // Helpers outside the `#[test]` functions fail the test on a broken expectation, too.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod support;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use embedded_apiserver::{ApiServer, Config};
+use embedded_apiserver::ApiServer;
 use informer_runtime::GroupVersionResource;
 use serde_json::{Value, json};
+use support::{open_watches, start};
 
 /// How long one kubectl command or one line of `get -w` may take.
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -114,17 +117,6 @@ impl Drop for Kubectl {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-/// Waits until `n` watches are open on the server, within the deadline.
-async fn open_watches(server: &ApiServer, n: usize) {
-    tokio::time::timeout(DEADLINE, server.wait_for_watches(n))
-        .await
-        .expect("the watches open in time");
-}
-
-async fn start() -> ApiServer {
-    Config::default().bookmark_interval(None).start().await.expect("the server starts")
 }
 
 fn pods() -> GroupVersionResource {

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use embedded_apiserver::ApiServer;
+use embedded_apiserver::testing::pod;
 use futures::StreamExt;
 use informer_runtime::GroupVersionResource;
 use k8s_openapi::api::core::v1::Pod;
@@ -15,19 +16,6 @@ const DEADLINE: Duration = Duration::from_secs(20);
 const LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
 const OBJECT: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 const PODS: &str = "/api/v1/namespaces/default/pods";
-
-/// A pod with labels and `managedFields`, as a body to create.
-fn pod(namespace: &str, name: &str, app: &str) -> Value {
-    json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {
-            "name": name, "namespace": namespace, "labels": {"app": app},
-            "managedFields": [{"manager": "kubectl", "operation": "Update", "apiVersion": "v1",
-                               "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]
-        },
-        "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
-    })
-}
 
 fn pods() -> GroupVersionResource {
     GroupVersionResource::of::<Pod>()

@@ -8,31 +8,21 @@
 // Helpers outside the `#[test]` functions fail the test on a broken expectation, too.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod support;
+
 use std::time::{Duration, Instant};
 
+use embedded_apiserver::testing::{WatchLines, crontab_crd};
 use embedded_apiserver::{ApiServer, Config, Failure};
-use futures::StreamExt;
-use futures::stream::BoxStream;
 use informer_runtime::GroupVersionResource;
 use serde_json::{Value, json};
+use support::{open_watches, start};
 
 /// How long any single wait may take before the test fails.
 const DEADLINE: Duration = Duration::from_secs(10);
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
 const PODS: &str = "/api/v1/namespaces/default/pods";
 const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
-
-/// A server without periodic bookmarks, so that watches see only what a test causes.
-/// Waits until `n` watches are open on the server, within the deadline.
-async fn open_watches(server: &ApiServer, n: usize) {
-    tokio::time::timeout(DEADLINE, server.wait_for_watches(n))
-        .await
-        .expect("the watches open in time");
-}
-
-async fn start() -> ApiServer {
-    Config::default().bookmark_interval(None).start().await.expect("the server starts")
-}
 
 struct Client {
     http: reqwest::Client,
@@ -114,18 +104,14 @@ impl Client {
             .expect("a timely answer")
             .expect("an answer");
         let status = response.status().as_u16();
-        let stream = response
-            .bytes_stream()
-            .map(|chunk| chunk.map(|c| c.to_vec()).map_err(|e| e.to_string()));
-        Watch { status, stream: stream.boxed(), buf: Vec::new() }
+        Watch { status, lines: WatchLines::new(response.bytes_stream()) }
     }
 }
 
 /// An open watch: newline-delimited events.
 struct Watch {
     status: u16,
-    stream: BoxStream<'static, Result<Vec<u8>, String>>,
-    buf: Vec<u8>,
+    lines: WatchLines,
 }
 
 impl Watch {
@@ -137,28 +123,14 @@ impl Watch {
     }
 
     async fn next_event(&mut self) -> Option<Value> {
-        loop {
-            if let Some(end) = self.buf.iter().position(|&b| b == b'\n') {
-                let line: Vec<u8> = self.buf.drain(..=end).collect();
-                // Clients may read kube-apiserver's layout fastest (this crate's does).
-                assert!(
-                    line.starts_with(br#"{"type":""#),
-                    "an event starts with its type, as kube-apiserver writes it: {}",
-                    String::from_utf8_lossy(&line)
-                );
-                return Some(
-                    serde_json::from_slice(&line[..end]).expect("each line is one JSON event"),
-                );
-            }
-            match self.stream.next().await {
-                Some(Ok(chunk)) => self.buf.extend(chunk),
-                Some(Err(error)) => panic!("the watch broke: {error}"),
-                None => {
-                    assert!(self.buf.is_empty(), "a partial event at the end");
-                    return None;
-                }
-            }
-        }
+        let line = self.lines.next_line().await?;
+        // Clients may read kube-apiserver's layout fastest (this crate's does).
+        assert!(
+            line.starts_with(br#"{"type":""#),
+            "an event starts with its type, as kube-apiserver writes it: {}",
+            String::from_utf8_lossy(&line)
+        );
+        Some(serde_json::from_slice(&line).expect("each line is one JSON event"))
     }
 
     /// `TYPE name@rv` of the next event.
@@ -933,25 +905,6 @@ async fn tables_for_get_list_and_watch() {
     server.shutdown().await.unwrap();
 }
 
-fn crontab_crd(scope: &str) -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "crontabs.stable.example.com"},
-        "spec": {
-            "group": "stable.example.com", "scope": scope,
-            "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab", "shortNames": ["ct"]},
-            "versions": [
-                {"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
-                 "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
-                 "additionalPrinterColumns": [{"name": "Spec", "type": "string", "jsonPath": ".spec.cronSpec"},
-                                              {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"}]},
-                {"name": "v1beta1", "served": true, "storage": false,
-                 "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}
-            ]
-        }
-    })
-}
-
 #[tokio::test]
 async fn a_crd_created_through_the_api_is_served() {
     let server = start().await;
@@ -959,7 +912,10 @@ async fn a_crd_created_through_the_api_is_served() {
     let crontabs = "/apis/stable.example.com/v1/namespaces/default/crontabs";
     assert_eq!(api.get(crontabs).await.status, 404);
     let crd = api
-        .post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &crontab_crd("Namespaced"))
+        .post(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &crontab_crd("stable.example.com", "Namespaced"),
+        )
         .await;
     assert_eq!(crd.status, 201);
     let established = crd.body["status"]["conditions"]
@@ -1027,7 +983,7 @@ async fn a_crd_created_through_the_api_is_served() {
             .is_empty()
     );
 
-    let mut misnamed = crontab_crd("Cluster");
+    let mut misnamed = crontab_crd("stable.example.com", "Cluster");
     misnamed["metadata"]["name"] = json!("wrong");
     let invalid =
         api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &misnamed).await;

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use embedded_apiserver::ApiServer;
+use embedded_apiserver::testing::eventually;
 use informer_derive::Informer;
 use informer_runtime::client::{Client, Config};
 use informer_runtime::{HandlerFuncs, LabelSelector, SharedInformerFactory};
@@ -73,15 +74,6 @@ fn foo(name: &str, replicas: i32) -> Foo {
     }
 }
 
-/// Polls `check` until it holds, failing after the deadline.
-async fn eventually(what: &str, check: impl Fn() -> bool) {
-    let start = tokio::time::Instant::now();
-    while !check() {
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn derived_informers_sync_from_the_embedded_api_server() {
     let server = ApiServer::start().await.unwrap();
@@ -135,8 +127,8 @@ async fn derived_informers_sync_from_the_embedded_api_server() {
     assert!(response.starts_with("HTTP/1.1 201"), "{response}");
 
     let demo = LabelSelector::parse("app=demo").unwrap();
-    eventually("three foos in the lister", || lister.list(&demo).len() == 3).await;
-    eventually("the handler to see the adds and the update", || {
+    eventually("three foos in the lister", DEADLINE, || lister.list(&demo).len() == 3).await;
+    eventually("the handler to see the adds and the update", DEADLINE, || {
         let seen = seen.lock().unwrap();
         ["add a", "add b", "add c", "update 5"].iter().all(|e| seen.contains(&(*e).to_owned()))
     })
@@ -175,7 +167,10 @@ async fn grouped_accessors_of_derived_types_sync() {
     assert_eq!(limits.lister().get("l").unwrap().spec.replicas, 7);
     client.create(Some("default"), &foo("b", 2)).await.unwrap();
     let lister: FooLister = foos.lister();
-    eventually("the new foo in the lister", || lister.namespace("default").get("b").is_ok()).await;
+    eventually("the new foo in the lister", DEADLINE, || {
+        lister.namespace("default").get("b").is_ok()
+    })
+    .await;
 
     // register_custom_resources makes them known by group, version and resource.
     let fresh = SharedInformerFactory::new(client.clone());

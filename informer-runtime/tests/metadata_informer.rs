@@ -9,30 +9,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use embedded_apiserver::ApiServer;
+use embedded_apiserver::testing::pod;
 use informer_runtime::client::{Client, Config};
 use informer_runtime::metadata::PartialObjectMetadata;
 use informer_runtime::reflector::ReflectorConfig;
 use informer_runtime::{GroupVersionResource, HandlerFuncs, LabelSelector, SharedInformerFactory};
 use k8s_openapi::api::core::v1::Pod;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::mpsc;
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
 type PodMeta = PartialObjectMetadata<Pod>;
-
-/// A pod with labels and `managedFields`, as a body to create.
-fn pod(namespace: &str, name: &str, app: &str) -> Value {
-    json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {
-            "name": name, "namespace": namespace, "labels": {"app": app},
-            "managedFields": [{"manager": "kubectl", "operation": "Update", "apiVersion": "v1",
-                               "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]
-        },
-        "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
-    })
-}
 
 fn pods() -> GroupVersionResource {
     GroupVersionResource::of::<Pod>()

@@ -1,7 +1,6 @@
 //! What the workspace's integration tests share: the real kube-apiserver harness, and waiting
-//! on a condition with a deadline.
+//! on a condition with a deadline (embedded-apiserver's, which the crates' own tests use too).
 
 pub mod kube_apiserver;
-mod wait;
 
-pub use wait::eventually;
+pub use embedded_apiserver::testing::eventually;
