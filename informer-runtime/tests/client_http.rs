@@ -208,6 +208,86 @@ async fn an_informer_syncs_every_page_over_http() {
     within(factory.shutdown()).await;
 }
 
+/// issue 17: a relist answered 200 with a body that is not a pod list (`{}`, a `Status`, an
+/// object of another kind) used to decode as an empty list, and the reflector replaced the
+/// cache with nothing: every handler got a delete for every pod. Now the list is an error, the
+/// reflector backs off and lists again, and the cache and the handlers never see the gap.
+#[tokio::test]
+async fn a_relist_answered_with_something_else_than_a_list_leaves_the_cache_alone() {
+    let bad_bodies = [
+        "{}".to_owned(),
+        r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"etcd is down","reason":"InternalError","code":500}"#.to_owned(),
+        r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x","resourceVersion":"4"}}"#.to_owned(),
+    ];
+    let lists = Arc::new(AtomicUsize::new(0));
+    let watches = Arc::new(AtomicUsize::new(0));
+    let server = Server::start({
+        let (lists, watches) = (Arc::clone(&lists), Arc::clone(&watches));
+        move |request| {
+            if request.param("watch").is_some() {
+                if watches.fetch_add(1, Ordering::SeqCst) == 0 {
+                    // History compacted: the reflector must relist.
+                    let expired = r#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 100 (200)","reason":"Expired","code":410}}"#;
+                    return Reply::Chunked {
+                        status: 200,
+                        chunks: vec![format!("{expired}\n").into_bytes()],
+                        end: End::Clean,
+                    };
+                }
+                return Reply::Chunked { status: 200, chunks: vec![], end: End::Stall };
+            }
+            // The first list and every one after the three refused ones are good.
+            match lists.fetch_add(1, Ordering::SeqCst) {
+                n @ 1..=3 => Reply::json(200, bad_bodies[n - 1].clone()),
+                _ => Reply::json(200, page(&names("a", 2), None)),
+            }
+        }
+    })
+    .await;
+    let fast = informer_runtime::reflector::BackoffConfig {
+        initial: Duration::from_millis(10),
+        max: Duration::from_millis(50),
+        ..informer_runtime::reflector::BackoffConfig::default()
+    };
+    let factory = SharedInformerFactory::builder(client(&server))
+        .reflector_config(informer_runtime::reflector::ReflectorConfig::default().backoff(fast))
+        .build();
+    let informer = factory.informer::<Pod>();
+    let errors = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    informer
+        .set_watch_error_handler({
+            let errors = Arc::clone(&errors);
+            move |error| errors.lock().push(error.to_string())
+        })
+        .unwrap();
+    let deletes = Arc::new(AtomicUsize::new(0));
+    informer
+        .add_event_handler(informer_runtime::HandlerFuncs::new().on_delete({
+            let deletes = Arc::clone(&deletes);
+            move |_| {
+                deletes.fetch_add(1, Ordering::SeqCst);
+            }
+        }))
+        .unwrap();
+    factory.start();
+    assert!(within(factory.wait_for_cache_sync(Duration::from_secs(10))).await.all_synced());
+    // The first list, the three refused ones, and the good one after them; or, as before the
+    // fix, a delete reported for a pod the server still has.
+    within(async {
+        while lists.load(Ordering::SeqCst) < 5 && deletes.load(Ordering::SeqCst) == 0 {
+            server.wait_for_requests(server.requests().len() + 1).await;
+        }
+    })
+    .await;
+    assert_eq!(deletes.load(Ordering::SeqCst), 0, "no handler may hear of a delete");
+    let errors = errors.lock().clone();
+    for expected in ["has no `kind`", "a Status instead of a PodList", "a ConfigMap instead"] {
+        assert!(errors.iter().any(|e| e.contains(expected)), "{expected:?} in {errors:#?}");
+    }
+    assert_eq!(factory.lister::<Pod>().list(&LabelSelector::everything()).len(), 2);
+    within(factory.shutdown()).await;
+}
+
 fn event(kind: &str, name: &str, rv: u32) -> String {
     format!(
         r#"{{"type":"{kind}","object":{{"kind":"Pod","apiVersion":"v1",{}}}"#,

@@ -43,6 +43,13 @@ pub(crate) fn decode_list_page<K: Resource>(
     decoder.finish()
 }
 
+/// What a `Status` body says, kept in case a 200 answer is one instead of a list.
+#[derive(Default)]
+struct StatusParts {
+    reason: Option<String>,
+    message: Option<String>,
+}
+
 /// The list's metadata: the part of `ListMeta` the reflector needs.
 #[derive(Default, Deserialize)]
 struct ListMeta {
@@ -64,6 +71,11 @@ pub(crate) struct PageDecoder<K, F> {
     on_continue: Option<F>,
     reuse: Option<ReuseFn<K>>,
     meta: ListMeta,
+    /// The body's `kind`, if it had one.
+    kind: Option<String>,
+    /// Whether `items` was `null` (an array is the splitter's to see).
+    null_items: bool,
+    status: StatusParts,
     items: Vec<Arc<K>>,
     _kind: PhantomData<fn() -> K>,
 }
@@ -77,6 +89,9 @@ impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
             on_continue: Some(on_continue),
             reuse: None,
             meta: ListMeta::default(),
+            kind: None,
+            null_items: false,
+            status: StatusParts::default(),
             items: Vec::new(),
             _kind: PhantomData,
         }
@@ -115,6 +130,16 @@ impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
                     // Arrays were split into items; what is left may only be `null`.
                     serde_json::from_slice::<Option<[IgnoredAny; 0]>>(value)
                         .map_err(|e| part_error(&self.resource, "items", value, offset, &e))?;
+                    self.null_items = true;
+                }
+                Piece::Member { key: key @ ("kind" | "reason" | "message"), value, offset } => {
+                    let text: Option<String> = serde_json::from_slice(value)
+                        .map_err(|e| part_error(&self.resource, key, value, offset, &e))?;
+                    match key {
+                        "kind" => self.kind = text,
+                        "reason" => self.status.reason = text,
+                        _ => self.status.message = text,
+                    }
                 }
                 Piece::Member { key, value, offset } => {
                     serde_json::from_slice::<IgnoredAny>(value)
@@ -134,16 +159,69 @@ impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
 
     /// The page, once the whole body has been pushed.
     ///
+    /// A body that is not a list of `K` is refused here, not read as an empty list: taken as
+    /// one, it would make the reflector replace the cache with nothing, and every handler would
+    /// get a delete for every object. So the body must say it is `K`'s list (`kind`), hold
+    /// `items` (an array, or `null`), and carry the `resourceVersion` the reflector watches from.
+    ///
     /// # Errors
     ///
-    /// [`Error::Decode`] if the body ended before the list did.
+    /// [`Error::Decode`] if the body ended before the list did, or is not a list of `K` with a
+    /// resource version.
     pub(crate) fn finish(mut self) -> Result<ObjectList<K>, Error> {
         self.splitter.finish().map_err(|e| split_error(&self.resource, &e))?;
+        let expected = list_kind::<K>();
+        let resource = &self.resource;
+        match self.kind.as_deref() {
+            Some(kind) if kind == expected => {}
+            Some("Status") => {
+                let reason = self.status.reason.as_deref().unwrap_or("no reason");
+                let message = self.status.message.as_deref().unwrap_or("no message");
+                return Err(Error::Decode(format!(
+                    "{resource} list: the server answered 200 with a Status instead of a \
+                     {expected} ({reason}: {message}); the list is retried"
+                )));
+            }
+            Some(kind) => {
+                return Err(Error::Decode(format!(
+                    "{resource} list: the server answered 200 with a {kind} instead of a \
+                     {expected}; the list is retried (is the URL served by the right API?)"
+                )));
+            }
+            None => {
+                return Err(Error::Decode(format!(
+                    "{resource} list: the response has no `kind`, so it is not a {expected}; \
+                     the list is retried"
+                )));
+            }
+        }
+        if !(self.null_items || self.splitter.saw_items_array()) {
+            return Err(Error::Decode(format!(
+                "{resource} list: the {expected} has no `items`; the list is retried"
+            )));
+        }
+        if self.meta.resource_version.as_deref().is_none_or(str::is_empty) {
+            return Err(Error::Decode(format!(
+                "{resource} list: the {expected} has no `metadata.resourceVersion` to watch \
+                 from; the list is retried"
+            )));
+        }
         Ok(ObjectList {
             items: self.items,
             resource_version: self.meta.resource_version.unwrap_or_default(),
             continue_token: self.meta.continue_token.filter(|t| !t.is_empty()),
         })
+    }
+}
+
+/// The `kind` of a list of `K`: `PodList`, or `PartialObjectMetadataList` for metadata only
+/// (a CRD's `listKind` is `KindList` unless it says otherwise, which API servers accept but
+/// no published CRD we know of does).
+fn list_kind<K: Resource>() -> String {
+    if K::METADATA_ONLY {
+        format!("{}List", crate::metadata::KIND)
+    } else {
+        format!("{}List", K::KIND)
     }
 }
 
@@ -185,18 +263,70 @@ mod tests {
 
     #[test]
     fn last_page_has_no_token_and_no_callback() {
-        let body = br#"{"metadata":{"resourceVersion":"9","continue":""},"items":null}"#;
+        let body =
+            br#"{"kind":"PodList","metadata":{"resourceVersion":"9","continue":""},"items":null}"#;
         let page =
             decode_list_page::<Pod>(body, "pods", false, |_| panic!("no continue token")).unwrap();
         assert!(page.items.is_empty());
         assert_eq!(page.continue_token, None);
-        let page = decode_list_page::<Pod>(br#"{"items":[]}"#, "pods", false, |_| {}).unwrap();
-        assert_eq!(page.resource_version, "");
+        let body = br#"{"kind":"PodList","metadata":{"resourceVersion":"9"},"items":[]}"#;
+        let page = decode_list_page::<Pod>(body, "pods", false, |_| {}).unwrap();
+        assert_eq!((page.items.len(), page.resource_version.as_str()), (0, "9"));
+    }
+
+    /// A 200 answer that is not a list must never read as an empty one: the reflector would
+    /// replace the cache with nothing and tell every handler every object was deleted.
+    #[test]
+    fn a_body_that_is_not_a_list_of_the_kind_is_an_error_not_an_empty_list() {
+        let cases: [(&[u8], &str); 7] = [
+            (b"{}", "has no `kind`"),
+            (
+                br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"etcd is down","reason":"InternalError","code":500}"#,
+                "a Status instead of a PodList (InternalError: etcd is down)",
+            ),
+            (
+                br#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x","resourceVersion":"4"},"data":{}}"#,
+                "a ConfigMap instead of a PodList",
+            ),
+            (
+                br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"4"},"items":[]}"#,
+                "a ConfigMapList instead of a PodList",
+            ),
+            (br#"{"kind":"PodList","metadata":{"resourceVersion":"4"}}"#, "has no `items`"),
+            (br#"{"kind":"PodList","items":[]}"#, "no `metadata.resourceVersion`"),
+            (
+                br#"{"kind":"PodList","metadata":{"resourceVersion":""},"items":[]}"#,
+                "no `metadata.resourceVersion`",
+            ),
+        ];
+        for (body, expected) in cases {
+            let shown = String::from_utf8_lossy(body);
+            match decode_list_page::<Pod>(body, "pods", false, |_| {}) {
+                Err(Error::Decode(message)) => {
+                    assert!(message.starts_with("pods list: "), "{shown}: {message}");
+                    assert!(message.contains(expected), "{shown}: {message}");
+                }
+                other => panic!("{shown}: expected a decode error, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_metadata_only_list_is_a_partial_object_metadata_list() {
+        use crate::metadata::PartialObjectMetadata;
+        let body = br#"{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"a","namespace":"n"}}]}"#;
+        let page =
+            decode_list_page::<PartialObjectMetadata<Pod>>(body, "pods", false, |_| {}).unwrap();
+        assert_eq!(page.items.len(), 1);
+        let body = br#"{"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[]}"#;
+        assert!(
+            decode_list_page::<PartialObjectMetadata<Pod>>(body, "pods", false, |_| {}).is_err()
+        );
     }
 
     #[test]
     fn metadata_after_items_still_works() {
-        let body = br#"{"items":[{"metadata":{"name":"a"}}],"metadata":{"resourceVersion":"3","continue":"c"}}"#;
+        let body = br#"{"items":[{"metadata":{"name":"a"}}],"metadata":{"resourceVersion":"3","continue":"c"},"kind":"PodList"}"#;
         let mut calls = 0;
         let page = decode_list_page::<Pod>(body, "pods", false, |_| calls += 1).unwrap();
         assert_eq!((page.items.len(), calls), (1, 1));

@@ -100,6 +100,8 @@ pub(crate) struct ListSplitter {
     token: Option<Token>,
     /// The key of the member being read.
     key: String,
+    /// Whether an `items` array has begun.
+    saw_items_array: bool,
 }
 
 impl ListSplitter {
@@ -111,7 +113,14 @@ impl ListSplitter {
             state: State::Start,
             token: None,
             key: String::new(),
+            saw_items_array: false,
         }
+    }
+
+    /// Whether the body had an `items` array (its elements come out as [`Piece::Item`]s, so an
+    /// empty one would otherwise leave no trace).
+    pub(crate) fn saw_items_array(&self) -> bool {
+        self.saw_items_array
     }
 
     /// Appends the next chunk of the body. Parts already handed out are dropped first.
@@ -168,7 +177,10 @@ impl ListSplitter {
                 (State::FirstKey | State::AfterMember, b'}') => self.state = State::End,
                 (State::FirstKey | State::Key, b'"') => self.start_token(at, TokenKind::String),
                 (State::Colon, b':') => self.state = State::Value,
-                (State::Value, b'[') if self.key == ITEMS => self.state = State::FirstItem,
+                (State::Value, b'[') if self.key == ITEMS => {
+                    self.state = State::FirstItem;
+                    self.saw_items_array = true;
+                }
                 (State::Value | State::FirstItem | State::Item, _)
                     if !matches!(byte, b',' | b':' | b'}' | b']') =>
                 {
