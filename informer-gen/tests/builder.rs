@@ -5,6 +5,8 @@
 // Helpers outside the `#[test]` functions fail the test on a broken expectation, too.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::fs;
 use std::path::Path;
 use std::process::Command;
@@ -12,46 +14,7 @@ use std::time::{Duration, SystemTime};
 
 use informer_gen::{Builder, Error, Generator, Versions};
 
-const WIDGETS: &str = "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
-spec:
-  group: example.com
-  names: {kind: Widget, plural: widgets}
-  scope: Namespaced
-  versions:
-  - name: v1beta1
-    served: true
-    storage: false
-    schema:
-      openAPIV3Schema: {type: object}
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {type: integer, format: int32}
-";
-
-const GADGETS: &str = "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: gadgets.tools.example.org}
-spec:
-  group: tools.example.org
-  names: {kind: Gadget, plural: gadgets}
-  scope: Cluster
-  versions:
-  - name: v1alpha1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema: {type: object}
-";
+use support::{GADGETS, WIDGETS};
 
 /// `crds/widgets.yaml`, `crds/notes.md` (not read) and `extra.yaml` (gadgets) in a temporary
 /// directory.
