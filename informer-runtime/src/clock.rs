@@ -31,6 +31,16 @@ impl Clock for TokioClock {
     }
 }
 
+/// About thirty years: what "later" means when a setting asks for more than an `Instant` can
+/// hold (tokio's timers use the same bound for their far future).
+const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
+
+/// `now + period`, or thirty years from `now` where that overflows: a resync period or a watch
+/// timeout near `Duration::MAX` means "never", not a panic.
+pub(crate) fn later(now: Instant, period: Duration) -> Instant {
+    now.checked_add(period).unwrap_or_else(|| now + FAR_FUTURE)
+}
+
 /// A shared clock handle.
 pub type SharedClock = Arc<dyn Clock>;
 

@@ -316,6 +316,25 @@ async fn collect(server: &Server) -> Vec<Result<WatchEvent<Pod>, Error>> {
     within(watch.collect::<Vec<_>>()).await
 }
 
+/// issue 17: a watch timeout near `Duration::MAX` made the idle deadline overflow (`Instant +
+/// Duration`) at the first chunk, a panic inside the watch. The deadline saturates instead.
+#[tokio::test]
+async fn a_watch_timeout_near_duration_max_saturates_instead_of_panicking() {
+    let events = event("ADDED", "a", 101) + &event("DELETED", "a", 102);
+    let server = Server::start(move |_| Reply::Chunked {
+        status: 200,
+        chunks: cut(&events, 50),
+        end: End::Clean,
+    })
+    .await;
+    let pods = client(&server).lister_watcher::<Pod>(Some("default"));
+    let options = WatchOptions { timeout: Some(Duration::MAX), ..watch_options() };
+    let watch = within(pods.watch(&options)).await.unwrap();
+    let shown: Vec<String> =
+        within(watch.collect::<Vec<_>>()).await.iter().map(|e| format!("{e:?}")).collect();
+    assert_eq!(shown, ["Ok(Added(default/a@101))", "Ok(Deleted(default/a@102))"]);
+}
+
 #[tokio::test]
 async fn watch_events_split_across_chunks() {
     let events = event("ADDED", "a", 101)

@@ -414,7 +414,9 @@ impl<K: Resource, S: Stream<Item = Result<Bytes, ChunkError>>> WatchState<K, S> 
     fn on_chunk(&mut self, chunk: Option<Result<Bytes, ChunkError>>) {
         match chunk {
             Some(Ok(bytes)) => {
-                self.deadline.as_mut().reset(tokio::time::Instant::now() + self.idle);
+                // `idle` may be huge (a watch timeout near `Duration::MAX`): saturate, never panic.
+                let now = tokio::time::Instant::now().into_std();
+                self.deadline.as_mut().reset(crate::clock::later(now, self.idle).into());
                 self.decoder.feed(&bytes, &mut self.ready);
             }
             Some(Err(ChunkError::Eof(message))) => {

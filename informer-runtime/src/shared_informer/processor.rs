@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::handler::{Notification, ResourceEventHandler};
-use crate::clock::SharedClock;
+use crate::clock::{SharedClock, later};
 
 /// client-go's `minimumResyncPeriod`.
 pub(crate) const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
@@ -107,7 +107,7 @@ impl<K> Listener<K> {
         let mut resync = self.resync.lock();
         let due = !resync.period.is_zero() && now >= resync.next;
         if due {
-            resync.next = now + resync.period;
+            resync.next = later(now, resync.period);
         }
         due
     }
@@ -159,7 +159,7 @@ impl<K: Send + Sync + 'static> Processor<K> {
             pending: AtomicUsize::new(0),
             initial_pending: AtomicUsize::new(0),
             syncing: AtomicBool::new(false),
-            resync: Mutex::new(Resync { requested, period, next: self.clock.now() + period }),
+            resync: Mutex::new(Resync { requested, period, next: later(self.clock.now(), period) }),
             stop: CancellationToken::new(),
             panics: AtomicU64::new(0),
             progressed: Notify::new(),

@@ -136,6 +136,29 @@ async fn step_until(
     }
 }
 
+/// issue 17: a resync period near `Duration::MAX` used to panic when the handler was added
+/// (`Instant + Duration` overflowed) and again at each resync check. It means "never".
+#[tokio::test]
+async fn a_resync_period_near_duration_max_means_never_and_never_panics() {
+    let source = FakeSource::new();
+    source.add(p("a"));
+    let clock = FakeClock::new();
+    let informer = informer(&source).with_resync(Duration::MAX).with_clock(Arc::new(clock.clone()));
+    let recorder = Recorder::default();
+    informer.add_event_handler(recorder.clone()).unwrap();
+    let late = Recorder::default();
+    let (stop_token, handle) = start(&informer);
+    recorder.wait_for_names(&["a"]).await;
+    informer.add_event_handler_with_resync_period(late.clone(), Duration::MAX).unwrap();
+    late.wait_for_names(&["a"]).await;
+    // A year later: still no resync, and the informer keeps running.
+    clock.step(Duration::from_secs(365 * 86_400));
+    source.add(p("b"));
+    recorder.wait_for_names(&["a", "b"]).await;
+    assert_eq!(recorder.events(), ["add:a", "add:b"]);
+    stop(stop_token, handle).await;
+}
+
 // TestListenerResyncPeriods: each handler is resynced on its own period.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listener_resync_periods() {

@@ -118,7 +118,7 @@ impl Clock for FakeClock {
         let (wake, fired) = oneshot::channel();
         {
             let mut state = self.state.lock();
-            let deadline = state.now + duration;
+            let deadline = crate::clock::later(state.now, duration);
             if duration.is_zero() {
                 let _ = wake.send(());
             } else {
