@@ -23,6 +23,7 @@ use serde::de::IgnoredAny;
 use super::error::{byte_offset, json_error_message};
 use super::list_split::{ListSplitter, Piece, SplitError};
 use super::object_decoder::ObjectDecoder;
+use super::request::served_type;
 use crate::listwatch::{Error, ObjectList, ReuseFn};
 use crate::resource::Resource;
 
@@ -218,11 +219,7 @@ impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
 /// (a CRD's `listKind` is `KindList` unless it says otherwise, which API servers accept but
 /// no published CRD we know of does).
 fn list_kind<K: Resource>() -> String {
-    if K::METADATA_ONLY {
-        format!("{}List", crate::metadata::KIND)
-    } else {
-        format!("{}List", K::KIND)
-    }
+    format!("{}List", served_type::<K>().1)
 }
 
 fn split_error(resource: &str, error: &SplitError) -> Error {

@@ -37,6 +37,16 @@ pub(crate) fn object_accept<K: Resource>() -> &'static str {
     if K::METADATA_ONLY { METADATA_OBJECT } else { JSON }
 }
 
+/// The `apiVersion` and `kind` of the objects the server sends for `K`: a metadata-only request
+/// gets `meta.k8s.io/v1` `PartialObjectMetadata` objects (in a `PartialObjectMetadataList`).
+pub(crate) fn served_type<K: Resource>() -> (&'static str, &'static str) {
+    if K::METADATA_ONLY {
+        (crate::metadata::API_VERSION, crate::metadata::KIND)
+    } else {
+        (K::API_VERSION, K::KIND)
+    }
+}
+
 pub(crate) const JSON: &str = "application/json";
 // No fallback to plain JSON: a server that cannot send metadata alone answers 406, which says
 // so, instead of whole objects that would defeat the point (kube-rs sends the same).

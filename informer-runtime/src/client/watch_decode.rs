@@ -45,6 +45,7 @@ use serde_json::value::RawValue;
 
 use super::error::{json_error_message, parse_status};
 use super::object_decoder::ObjectDecoder;
+use super::request::served_type;
 use crate::listwatch::{Bookmark, Error, WatchEvent};
 use crate::resource::Resource;
 
@@ -249,7 +250,7 @@ impl<K: Resource> WatchDecoder<K> {
             object = rest;
         }
         let object = object.strip_suffix(b"}")?;
-        let (api_version, kind) = expected_type::<K>();
+        let (api_version, kind) = served_type::<K>();
         if !starts_with_type(object, api_version, kind) {
             return None;
         }
@@ -264,7 +265,7 @@ impl<K: Resource> WatchDecoder<K> {
         let header: TypeHeader<'_> = serde_json::from_str(object).map_err(|e| {
             self.error_at(object_start, &format!("object: {}", json_error_message(&e)), Some(&e))
         })?;
-        let (api_version, kind) = expected_type::<K>();
+        let (api_version, kind) = served_type::<K>();
         let api_version_matches = header.api_version.as_deref().is_none_or(|v| v == api_version);
         let kind_matches = header.kind.as_deref().is_none_or(|k| k == kind);
         if !api_version_matches || !kind_matches {
@@ -302,16 +303,6 @@ impl<K: Resource> WatchDecoder<K> {
 
 /// Makes one of the events that carry an object.
 type ObjectEvent<K> = fn(Arc<K>) -> WatchEvent<K>;
-
-/// The `apiVersion` and `kind` of the objects in a watch of `K`: a metadata-only watch carries
-/// `meta.k8s.io/v1` `PartialObjectMetadata` objects.
-fn expected_type<K: Resource>() -> (&'static str, &'static str) {
-    if K::METADATA_ONLY {
-        (crate::metadata::API_VERSION, crate::metadata::KIND)
-    } else {
-        (K::API_VERSION, K::KIND)
-    }
-}
 
 /// Whether the JSON object `object` starts with its `kind` and `apiVersion` members (in either
 /// order, unescaped, without whitespace), saying `kind` and `api_version`.
