@@ -60,7 +60,7 @@ use crate::listwatch::ListWatchSource;
 use crate::reflector::ReflectorConfig;
 use crate::resource::{GroupVersionResource, Resource, is_namespaced};
 use crate::selector::LabelSelector;
-use crate::shared_informer::SharedIndexInformer;
+use crate::shared_informer::{SharedIndexInformer, ShutdownReport};
 use crate::store::ObjectKey;
 
 /// Why the factory could not answer.
@@ -86,6 +86,8 @@ pub struct FactoryBuilder<S> {
     reflector: ReflectorConfig,
     clock: Option<SharedClock>,
     label_index: bool,
+    shutdown_timeout: Option<Duration>,
+    backlog_warning: Option<usize>,
 }
 
 impl<S: ListWatchSource> FactoryBuilder<S> {
@@ -199,6 +201,22 @@ impl<S: ListWatchSource> FactoryBuilder<S> {
         self
     }
 
+    /// How long [`shutdown`](SharedInformerFactory::shutdown) waits for handlers in a call to
+    /// return (default 30 seconds); see [`SharedIndexInformer::with_shutdown_timeout`].
+    #[must_use]
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = Some(timeout);
+        self
+    }
+
+    /// The backlog at which a handler of any informer logs a warning (default 10,000; zero:
+    /// never); see [`SharedIndexInformer::with_handler_backlog_warning`].
+    #[must_use]
+    pub fn handler_backlog_warning(mut self, mark: usize) -> Self {
+        self.backlog_warning = Some(mark);
+        self
+    }
+
     /// The factory.
     #[must_use]
     pub fn build(self) -> SharedInformerFactory<S> {
@@ -212,6 +230,7 @@ impl<S: ListWatchSource> FactoryBuilder<S> {
                 }),
                 tasks: TaskTracker::new(),
                 stop: CancellationToken::new(),
+                report: Mutex::new(ShutdownReport::default()),
             }),
         }
     }
@@ -223,7 +242,7 @@ trait ErasedInformer: Send + Sync {
     fn metadata_only(&self) -> bool;
     fn has_synced(&self) -> bool;
     fn wait_for_sync(&self) -> BoxFuture<'static, bool>;
-    fn run(&self, stop: CancellationToken) -> BoxFuture<'static, ()>;
+    fn run(&self, stop: CancellationToken) -> BoxFuture<'static, ShutdownReport>;
     fn list(&self, selector: &LabelSelector) -> Vec<Arc<dyn DynResource>>;
     fn get(&self, key: &str) -> Option<Arc<dyn DynResource>>;
     fn as_any(&self) -> &dyn Any;
@@ -247,7 +266,7 @@ impl<K: Resource> ErasedInformer for SharedIndexInformer<K> {
         Box::pin(async move { informer.wait_for_sync().await })
     }
 
-    fn run(&self, stop: CancellationToken) -> BoxFuture<'static, ()> {
+    fn run(&self, stop: CancellationToken) -> BoxFuture<'static, ShutdownReport> {
         let informer = self.clone();
         Box::pin(async move { informer.run(stop).await })
     }
@@ -410,6 +429,8 @@ struct Inner<S> {
     state: Mutex<State<S>>,
     tasks: TaskTracker,
     stop: CancellationToken,
+    /// What the informers' runs reported as they ended.
+    report: Mutex<ShutdownReport>,
 }
 
 /// One informer per resource type, shared by every caller; see the [module documentation](self).
@@ -443,6 +464,8 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
             reflector: ReflectorConfig::default(),
             clock: None,
             label_index: true,
+            shutdown_timeout: None,
+            backlog_warning: None,
         }
     }
 
@@ -491,6 +514,12 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
         }
         if !options.label_index {
             informer = informer.without_label_index();
+        }
+        if let Some(timeout) = options.shutdown_timeout {
+            informer = informer.with_shutdown_timeout(timeout);
+        }
+        if let Some(mark) = options.backlog_warning {
+            informer = informer.with_handler_backlog_warning(mark);
         }
         let typed = options
             .typed_transforms
@@ -570,7 +599,15 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
         }
         for entry in state.informers.values_mut().filter(|e| !e.started) {
             entry.started = true;
-            self.inner.tasks.spawn(entry.erased.run(self.inner.stop.child_token()));
+            let run = entry.erased.run(self.inner.stop.child_token());
+            // Weak: an informer that outlives a dropped factory must not keep it alive.
+            let inner = Arc::downgrade(&self.inner);
+            self.inner.tasks.spawn(async move {
+                let report = run.await;
+                if let Some(inner) = inner.upgrade() {
+                    inner.report.lock().merge(report);
+                }
+            });
         }
     }
 
@@ -600,12 +637,17 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
         report
     }
 
-    /// Stops every informer and waits until all their tasks have ended.
-    pub async fn shutdown(&self) {
+    /// Stops every informer and waits until their watches have ended and their handlers have
+    /// returned, or the [shutdown timeout](FactoryBuilder::shutdown_timeout) ran out (the
+    /// informers stop together, so it is the time the whole shutdown takes at most). The report
+    /// names the handlers still in a call; each is also logged. A second call reports nothing
+    /// new.
+    pub async fn shutdown(&self) -> ShutdownReport {
         self.inner.state.lock().shutting_down = true;
         self.inner.stop.cancel();
         self.inner.tasks.close();
         self.inner.tasks.wait().await;
+        std::mem::take(&mut *self.inner.report.lock())
     }
 }
 

@@ -9,8 +9,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 
 use super::*;
 use crate::listwatch::{Error, Status};
+use crate::shared_informer::UnfinishedHandler;
 use crate::testing::FakeSource;
-use crate::testing::objects::{labeled_pod, namespace, pod};
+use crate::testing::objects::{Gate, OpenOnDrop, labeled_pod, namespace, pod};
 
 #[tokio::test]
 async fn one_informer_per_type_shared_by_every_caller() {
@@ -195,4 +196,44 @@ async fn managed_fields_are_dropped_by_default_and_kept_on_request_from_a_fake_s
     assert!(kept_pods.cache().list().iter().all(|p| p.metadata.managed_fields.is_some()));
     pruned.shutdown().await;
     kept.shutdown().await;
+}
+
+/// `shutdown` is bounded by the factory's shutdown timeout, whatever its handlers do, and says
+/// which handlers it gave up on.
+#[tokio::test]
+async fn shutdown_gives_up_on_a_stuck_handler_after_the_timeout_and_names_it() {
+    let source = FakeSource::new();
+    source.add(pod("ns", "a", ""));
+    let factory =
+        SharedInformerFactory::builder(source).shutdown_timeout(Duration::from_millis(100)).build();
+    let gate = Gate::default();
+    gate.close();
+    let _open = OpenOnDrop(gate.clone());
+    let (entered, entered_rx) = std::sync::mpsc::channel();
+    let stuck = factory
+        .informer::<Pod>()
+        .add_event_handler(crate::shared_informer::HandlerFuncs::new().on_add({
+            let gate = gate.clone();
+            move |_, _| {
+                let _ = entered.send(());
+                gate.pass();
+            }
+        }))
+        .unwrap();
+    let quick = factory
+        .informer::<Namespace>()
+        .add_event_handler(crate::shared_informer::HandlerFuncs::new());
+    factory.start();
+    tokio::task::spawn_blocking(move || entered_rx.recv_timeout(Duration::from_secs(10)))
+        .await
+        .unwrap()
+        .expect("the handler is called");
+
+    let report = tokio::time::timeout(Duration::from_secs(10), factory.shutdown())
+        .await
+        .expect("shutdown is bounded");
+    let ids: Vec<u64> = report.unfinished().iter().map(UnfinishedHandler::id).collect();
+    assert_eq!(ids, [stuck.id()], "{report}");
+    assert!(report.to_string().contains("v1, Resource=pods"), "{report}");
+    assert!(quick.unwrap().is_stopped());
 }

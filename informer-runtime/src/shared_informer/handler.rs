@@ -7,10 +7,18 @@ pub use crate::delta_fifo::{DeletedFinalStateUnknown, DeletedObject};
 
 /// Receives the changes of an informer's cache.
 ///
-/// Each registered handler gets its own unbounded buffer and task: a slow handler never delays
-/// the watch or the other handlers, but its buffer grows (watch
-/// [`pending`](super::ResourceEventHandlerRegistration::pending)). Handlers run on the tokio
-/// runtime, so they must be quick and must not block: hand work to a queue or spawn a task.
+/// Each registered handler gets its own unbounded buffer and thread (as each of client-go's
+/// listeners gets a goroutine): a slow handler never delays the watch, the other handlers or
+/// the tokio runtime, but its buffer grows (watch
+/// [`pending`](super::ResourceEventHandlerRegistration::pending); a warning is logged when it
+/// passes a [mark](super::SharedIndexInformer::with_handler_backlog_warning)).
+///
+/// So a handler may block, on a lock, a channel or a synchronous call: it delays only its own
+/// notifications. It runs inside the informer's tokio runtime context, so it can also
+/// `tokio::spawn` work, or wait for a future with `Handle::current().block_on(...)`. Keep it
+/// quick all the same (hand keys to a work queue): a handler that never returns keeps its
+/// thread, and the informer's shutdown gives up on it after a
+/// [timeout](super::SharedIndexInformer::with_shutdown_timeout) and reports it.
 ///
 /// Objects are shared with the cache: read-only.
 #[doc(alias = "ResourceEventHandlerFuncs")]

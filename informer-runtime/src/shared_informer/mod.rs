@@ -57,6 +57,7 @@ mod handler;
 mod process_loop;
 mod processor;
 mod registration;
+mod shutdown;
 mod stream;
 
 use std::sync::{Arc, OnceLock};
@@ -71,6 +72,7 @@ pub use self::handler::{
     ResourceEventHandler,
 };
 pub use self::registration::ResourceEventHandlerRegistration;
+pub use self::shutdown::{ShutdownReport, UnfinishedHandler};
 pub use self::stream::NotificationStream;
 
 use self::process_loop::{QueueSink, Sinks};
@@ -101,6 +103,7 @@ struct Settings<K> {
     watch_error_handler: Option<WatchErrorHandler>,
     reflector: ReflectorConfig,
     random: Random,
+    shutdown_timeout: Duration,
     started: bool,
     stopped: bool,
 }
@@ -152,6 +155,7 @@ impl<K: Resource> SharedIndexInformer<K> {
                     watch_error_handler: None,
                     reflector: ReflectorConfig::default(),
                     random: Random::default(),
+                    shutdown_timeout: shutdown::DEFAULT_SHUTDOWN_TIMEOUT,
                     started: false,
                     stopped: false,
                 }),
@@ -222,9 +226,32 @@ impl<K: Resource> SharedIndexInformer<K> {
     #[must_use]
     pub fn with_clock(self, clock: SharedClock) -> Self {
         self.configure(|s| {
-            s.processor = Arc::new(Processor::new(Arc::clone(&clock)));
+            let processor = Processor::new(Arc::clone(&clock));
+            processor.set_backlog_mark(s.processor.backlog_mark());
+            s.processor = Arc::new(processor);
             s.clock = clock;
         })
+    }
+
+    /// How long [`run`](Self::run), once stopped, waits for handlers in a call to return
+    /// (default 30 seconds, controller-runtime's graceful shutdown timeout). Those that do not are
+    /// reported in the [`ShutdownReport`] and logged, and their threads are left running.
+    #[must_use]
+    pub fn with_shutdown_timeout(self, timeout: Duration) -> Self {
+        self.configure(|s| s.settings.get_mut().shutdown_timeout = timeout)
+    }
+
+    /// Logs a warning when a handler's backlog (notifications buffered for it beyond the
+    /// initial list) reaches `mark`, once until it drains to half of it; zero turns the warning
+    /// off. Default 10,000. Handlers registered from now on use the new mark.
+    ///
+    /// Buffers stay unbounded, as client-go's are: the informer never drops a change nor waits
+    /// for a handler. Read a handler's backlog with
+    /// [`ResourceEventHandlerRegistration::pending`], for metrics.
+    #[must_use]
+    pub fn with_handler_backlog_warning(self, mark: usize) -> Self {
+        self.shared.processor.set_backlog_mark(mark);
+        self
     }
 
     /// The randomness for jitter and watch timeouts.
@@ -454,19 +481,20 @@ impl<K: Resource> SharedIndexInformer<K> {
         self.shared.settings.lock().stopped
     }
 
-    /// Runs the informer until `stop` fires, then stops every handler task and returns once they
-    /// have all ended. A second call does nothing.
+    /// Runs the informer until `stop` fires, then stops every handler and returns once they
+    /// have all returned, or the [shutdown timeout](Self::with_shutdown_timeout) ran out; the
+    /// report names the handlers still in a call. A second call does nothing.
     ///
     /// # Panics
     ///
     /// Outside a Tokio runtime.
-    pub async fn run(&self, stop: CancellationToken) {
+    pub async fn run(&self, stop: CancellationToken) -> ShutdownReport {
         let shared = &self.shared;
-        let (queue, reflector) = {
+        let (queue, reflector, shutdown_timeout) = {
             let mut settings = shared.settings.lock();
             if settings.started {
                 tracing::warn!("the informer has already been started");
-                return;
+                return ShutdownReport::default();
             }
             settings.started = true;
             let mut queue = DeltaFifo::new().with_known_objects(Arc::new(shared.indexer.cache()));
@@ -491,7 +519,7 @@ impl<K: Resource> SharedIndexInformer<K> {
             // `started` was false and is now true under this lock: nobody set these before.
             let _ = shared.queue.set(Arc::clone(&queue));
             let _ = shared.reflector.set(Arc::clone(&reflector));
-            (queue, reflector)
+            (queue, reflector, settings.shutdown_timeout)
         };
         shared.processor.run(&tokio::runtime::Handle::current());
         let sinks = Sinks {
@@ -502,8 +530,9 @@ impl<K: Resource> SharedIndexInformer<K> {
         };
         process_loop::run(&queue, &reflector, stop, sinks).await;
         shared.settings.lock().stopped = true;
-        shared.processor.stop().await;
+        let unfinished = shared.processor.stop(shutdown_timeout).await;
         shared.progress.notify_waiters();
+        ShutdownReport::new(unfinished)
     }
 }
 

@@ -1,8 +1,14 @@
-//! The fan-out: one listener per registered handler, each with its own unbounded buffer and task.
+//! The fan-out: one listener per registered handler, each with its own unbounded buffer and
+//! thread.
 //!
 //! `distribute` runs on the informer's processing path and never blocks: it appends to every
-//! listener's buffer. Each handler listener drains its buffer on a task of its own, so a slow
-//! handler delays nobody but itself. Per listener, notifications keep their order.
+//! listener's buffer. Each handler listener drains its buffer on a thread of its own (client-go
+//! gives each listener a goroutine), so a slow or blocking handler delays nobody but itself: not
+//! the watch, not the other handlers, not the tokio runtime. Per listener, notifications keep
+//! their order.
+//!
+//! Buffers are unbounded, as client-go's are (the informer must never drop or block on a
+//! change), so each one watches its own backlog and warns once each time it passes a mark.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -15,7 +21,14 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::handler::{Notification, ResourceEventHandler};
+use super::shutdown::UnfinishedHandler;
 use crate::clock::{SharedClock, later};
+use crate::resource::Resource;
+
+/// The backlog at which a handler's buffer warns by default: far above what a healthy handler
+/// keeps waiting between two events, and still small in memory (a notification holds two
+/// `Arc`s), so that the warning comes long before the buffer matters.
+pub(crate) const DEFAULT_BACKLOG_WARNING: usize = 10_000;
 
 /// client-go's `minimumResyncPeriod`.
 pub(crate) const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
@@ -50,6 +63,17 @@ pub(crate) struct Listener<K> {
     panics: AtomicU64,
     /// Woken when `initial_pending` reaches zero.
     pub(crate) progressed: Notify,
+    /// The resource, for messages.
+    resource: Arc<str>,
+    /// A live backlog (initial-list adds aside) this large logs a warning; zero never does.
+    backlog_mark: usize,
+    /// Whether the backlog passed the mark and has not drained to half of it since.
+    over_mark: AtomicBool,
+    /// The notification the handler is in, and since when: what shutdown reports if the
+    /// handler does not return.
+    in_flight: Mutex<Option<(Notification<K>, Instant)>>,
+    /// Whether the handler's thread has ended.
+    finished: AtomicBool,
 }
 
 impl<K> Listener<K> {
@@ -78,21 +102,52 @@ impl<K> Listener<K> {
     }
 
     fn add(&self, notification: Notification<K>) {
-        let sender = self.sender.lock();
-        let Some(sender) = sender.as_ref() else { return };
+        let guard = self.sender.lock();
+        let Some(sender) = guard.as_ref() else { return };
         if matches!(notification, Notification::Add { is_in_initial_list: true, .. }) {
             self.initial_pending.fetch_add(1, Ordering::AcqRel);
         }
-        self.pending.fetch_add(1, Ordering::AcqRel);
+        let pending = self.pending.fetch_add(1, Ordering::AcqRel) + 1;
         // A closed receiver means the listener is going away; the notification is moot.
         let _ = sender.send(notification);
+        drop(guard);
+        self.check_backlog(pending);
+    }
+
+    /// Warns once when the live backlog reaches the mark. The initial list (and a late
+    /// handler's replay) is left out: it is one burst the size of the cache, not a handler
+    /// falling behind the event rate.
+    fn check_backlog(&self, pending: usize) {
+        if self.backlog_mark == 0 {
+            return;
+        }
+        let live = pending.saturating_sub(self.initial_pending());
+        if live >= self.backlog_mark && !self.over_mark.swap(true, Ordering::AcqRel) {
+            tracing::warn!(
+                resource = %self.resource,
+                handler = self.id,
+                backlog = live,
+                mark = self.backlog_mark,
+                "an event handler is falling behind: {live} notifications are waiting for it; \
+                 its buffer grows until it catches up. Make the handler quicker (hand work to \
+                 a work queue), or raise the mark with `handler_backlog_warning`",
+            );
+        }
     }
 
     /// Marks one notification as handled.
     pub(crate) fn done(&self, was_initial: bool) {
-        self.pending.fetch_sub(1, Ordering::AcqRel);
+        let pending = self.pending.fetch_sub(1, Ordering::AcqRel).saturating_sub(1);
         if was_initial && self.initial_pending.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.progressed.notify_waiters();
+        }
+        // Re-armed at half the mark, so that a backlog hovering at the mark warns once, not
+        // at every step across it.
+        if self.over_mark.load(Ordering::Acquire)
+            && pending.saturating_sub(self.initial_pending()) <= self.backlog_mark / 2
+            && self.over_mark.swap(false, Ordering::AcqRel)
+        {
+            tracing::info!(resource = %self.resource, handler = self.id, backlog = pending, "the event handler caught up");
         }
     }
 
@@ -129,21 +184,37 @@ enum RunState<K> {
 /// Every listener of one informer.
 pub(crate) struct Processor<K> {
     listeners: RwLock<Vec<Arc<Listener<K>>>>,
+    /// Handler listeners whose thread may still run, removed or not: what shutdown waits for.
+    threads: Mutex<Vec<Arc<Listener<K>>>>,
     state: Mutex<RunState<K>>,
     tasks: TaskTracker,
     clock: SharedClock,
+    resource: Arc<str>,
+    backlog_mark: AtomicUsize,
 }
 
 static NEXT_LISTENER_ID: AtomicU64 = AtomicU64::new(1);
 
-impl<K: Send + Sync + 'static> Processor<K> {
+impl<K: Resource> Processor<K> {
     pub(crate) fn new(clock: SharedClock) -> Self {
         Self {
             listeners: RwLock::new(Vec::new()),
+            threads: Mutex::new(Vec::new()),
             state: Mutex::new(RunState::NotStarted(Vec::new())),
             tasks: TaskTracker::new(),
             clock,
+            resource: crate::GroupVersionResource::of::<K>().to_string().into(),
+            backlog_mark: AtomicUsize::new(DEFAULT_BACKLOG_WARNING),
         }
+    }
+
+    /// The backlog at which listeners registered from now on warn (zero: never).
+    pub(crate) fn set_backlog_mark(&self, mark: usize) {
+        self.backlog_mark.store(mark, Ordering::Relaxed);
+    }
+
+    pub(crate) fn backlog_mark(&self) -> usize {
+        self.backlog_mark.load(Ordering::Relaxed)
     }
 
     fn new_listener(
@@ -163,8 +234,43 @@ impl<K: Send + Sync + 'static> Processor<K> {
             stop: CancellationToken::new(),
             panics: AtomicU64::new(0),
             progressed: Notify::new(),
+            resource: Arc::clone(&self.resource),
+            backlog_mark: self.backlog_mark(),
+            over_mark: AtomicBool::new(false),
+            in_flight: Mutex::new(None),
+            finished: AtomicBool::new(false),
         });
         (listener, receiver)
+    }
+
+    /// Starts the thread that feeds `handler` from `receiver`.
+    fn spawn(
+        &self,
+        listener: &Arc<Listener<K>>,
+        receiver: Receiver<K>,
+        handler: Arc<dyn ResourceEventHandler<K>>,
+        runtime: &tokio::runtime::Handle,
+    ) {
+        {
+            let mut threads = self.threads.lock();
+            threads.retain(|l| !l.finished.load(Ordering::Acquire));
+            threads.push(Arc::clone(listener));
+        }
+        let token = self.tasks.token();
+        let (clock, runtime) = (Arc::clone(&self.clock), runtime.clone());
+        let feed = Arc::clone(listener);
+        let spawned = std::thread::Builder::new()
+            .name(format!("informer-handler-{}", listener.id))
+            .spawn(move || {
+                let _token = token;
+                run_listener(&feed, receiver, &*handler, &clock, &runtime);
+                feed.finished.store(true, Ordering::Release);
+            });
+        if let Err(error) = spawned {
+            tracing::error!(resource = %self.resource, handler = listener.id, %error, "could not start the thread of an event handler: it receives nothing");
+            listener.finished.store(true, Ordering::Release);
+            listener.close();
+        }
     }
 
     /// Registers a handler; its task starts now if the processor runs, else at `run`.
@@ -186,8 +292,7 @@ impl<K: Send + Sync + 'static> Processor<K> {
                 waiting.push((Arc::clone(&listener), receiver, handler));
             }
             RunState::Running(runtime) => {
-                self.tasks
-                    .spawn_on(run_listener(Arc::clone(&listener), receiver, handler), runtime);
+                self.spawn(&listener, receiver, handler, runtime);
             }
             RunState::Stopped => return None,
         }
@@ -243,27 +348,54 @@ impl<K: Send + Sync + 'static> Processor<K> {
         }
     }
 
-    /// Spawns the tasks of the handlers registered so far on `runtime`.
+    /// Starts the threads of the handlers registered so far; handlers call into `runtime`.
     pub(crate) fn run(&self, runtime: &tokio::runtime::Handle) {
         let mut state = self.state.lock();
         if let RunState::NotStarted(waiting) =
             std::mem::replace(&mut *state, RunState::Running(runtime.clone()))
         {
             for (listener, receiver, handler) in waiting {
-                self.tasks.spawn_on(run_listener(listener, receiver, handler), runtime);
+                self.spawn(&listener, receiver, handler, runtime);
             }
         }
     }
 
-    /// Stops every listener and waits for their tasks to end.
-    pub(crate) async fn stop(&self) {
+    /// Stops every listener and waits up to `timeout` for the handlers in a call to return;
+    /// returns those that did not (their threads are left to finish on their own).
+    pub(crate) async fn stop(&self, timeout: Duration) -> Vec<UnfinishedHandler> {
         *self.state.lock() = RunState::Stopped;
         let listeners = std::mem::take(&mut *self.listeners.write());
         for listener in listeners {
             listener.close();
         }
         self.tasks.close();
-        self.tasks.wait().await;
+        tokio::select! {
+            () = self.tasks.wait() => return Vec::new(),
+            () = self.clock.sleep(timeout) => {}
+        }
+        let now = self.clock.now();
+        let unfinished: Vec<UnfinishedHandler> = self
+            .threads
+            .lock()
+            .iter()
+            .filter(|l| !l.finished.load(Ordering::Acquire))
+            // A thread between two calls ends as soon as it is scheduled: only one in a
+            // call is unfinished work.
+            .filter_map(|l| {
+                let in_flight = l.in_flight.lock();
+                let (notification, since) = in_flight.as_ref()?;
+                Some(UnfinishedHandler::new(
+                    l.resource.to_string(),
+                    l.id,
+                    format!("{notification:?}"),
+                    now.saturating_duration_since(*since),
+                ))
+            })
+            .collect();
+        for handler in &unfinished {
+            tracing::warn!(resource = %handler.resource(), handler = handler.id(), handling = %handler.handling(), busy_for = ?handler.busy_for(), "an event handler did not return within the shutdown timeout; its thread is left running");
+        }
+        unfinished
     }
 }
 
@@ -281,24 +413,30 @@ impl<K> Processor<K> {
     }
 }
 
-/// A handler's task: handle buffered notifications in order until stopped.
-async fn run_listener<K: Send + Sync + 'static>(
-    listener: Arc<Listener<K>>,
-    mut receiver: mpsc::UnboundedReceiver<Notification<K>>,
-    handler: Arc<dyn ResourceEventHandler<K>>,
+/// A handler's thread: handle buffered notifications in order until stopped.
+///
+/// The thread enters `runtime` around each call, so that handlers can `tokio::spawn` and
+/// `Handle::current().block_on(...)` as they would on a goroutine's worth of thread.
+fn run_listener<K: Resource>(
+    listener: &Listener<K>,
+    mut receiver: Receiver<K>,
+    handler: &dyn ResourceEventHandler<K>,
+    clock: &SharedClock,
+    runtime: &tokio::runtime::Handle,
 ) {
-    loop {
-        let notification = tokio::select! {
-            biased;
-            () = listener.stop.cancelled() => break,
-            next = receiver.recv() => match next {
-                Some(n) => n,
-                None => break,
-            },
-        };
+    // `None`: the listener was closed and its buffer drained or dropped.
+    while let Some(notification) = receiver.blocking_recv() {
+        if listener.stop.is_cancelled() {
+            // Removed or stopped: what is still buffered is dropped, not delivered.
+            break;
+        }
         let initial = matches!(notification, Notification::Add { is_in_initial_list: true, .. });
-        let outcome =
-            std::panic::catch_unwind(AssertUnwindSafe(|| notification.dispatch(&*handler)));
+        *listener.in_flight.lock() = Some((notification.clone(), clock.now()));
+        let outcome = {
+            let _runtime = runtime.enter();
+            std::panic::catch_unwind(AssertUnwindSafe(|| notification.dispatch(handler)))
+        };
+        listener.in_flight.lock().take();
         listener.done(initial);
         if let Err(payload) = outcome {
             listener.panics.fetch_add(1, Ordering::Relaxed);
@@ -307,7 +445,7 @@ async fn run_listener<K: Send + Sync + 'static>(
                 .map(ToString::to_string)
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "non-string panic payload".to_owned());
-            tracing::error!(listener = listener.id, panic = %message, "event handler panicked; notification skipped");
+            tracing::error!(resource = %listener.resource, handler = listener.id, panic = %message, "event handler panicked; notification skipped");
         }
     }
 }

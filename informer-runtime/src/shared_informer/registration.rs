@@ -68,6 +68,13 @@ impl<K> ResourceEventHandlerRegistration<K> {
         }
     }
 
+    /// This handler's number, unique in the process: what logs and
+    /// [`UnfinishedHandler::id`](super::UnfinishedHandler::id) call it.
+    #[must_use]
+    pub fn id(&self) -> u64 {
+        self.listener.id()
+    }
+
     /// Notifications buffered for this handler and not yet handled. A number that keeps growing
     /// means the handler is too slow for the event rate.
     #[must_use]

@@ -1,6 +1,7 @@
 //! Objects for the unit tests of this crate (pods, namespaces, labels), built in one line each.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -44,4 +45,39 @@ pub(crate) async fn settle_alive_tasks(baseline: usize) -> usize {
         tokio::task::yield_now().await;
     }
     metrics.num_alive_tasks()
+}
+
+/// A gate that handlers block on while a test holds it closed: a handler that blocks, on
+/// purpose, for as long as the test says.
+#[derive(Clone, Default)]
+pub(crate) struct Gate(Arc<(parking_lot::Mutex<bool>, parking_lot::Condvar)>);
+
+impl Gate {
+    /// Makes `pass` block from now on.
+    pub(crate) fn close(&self) {
+        *self.0.0.lock() = true;
+    }
+
+    /// Lets every blocked `pass` return.
+    pub(crate) fn open(&self) {
+        *self.0.0.lock() = false;
+        self.0.1.notify_all();
+    }
+
+    /// Returns once the gate is open.
+    pub(crate) fn pass(&self) {
+        let mut closed = self.0.0.lock();
+        while *closed {
+            self.0.1.wait(&mut closed);
+        }
+    }
+}
+
+/// Opens the gate when dropped, so that a failing test releases its blocked threads.
+pub(crate) struct OpenOnDrop(pub(crate) Gate);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.open();
+    }
 }
