@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use client_support::{End, Reply, Server, within};
 use futures::StreamExt;
-use informer_runtime::client::{Auth, Client, ClientError, Config};
+use informer_runtime::client::{Auth, Client, ClientError, Config, ExecConfig};
 use informer_runtime::listwatch::{Error, ListOptions, ListWatchSource, WatchEvent, WatchOptions};
 use informer_runtime::{LabelSelector, SharedInformerFactory};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
@@ -621,5 +621,62 @@ async fn after_a_401_the_next_request_uses_the_rotated_token() {
     let sent: Vec<_> =
         server.requests().iter().map(|r| r.header("authorization").map(str::to_owned)).collect();
     assert_eq!(sent, [Some("Bearer old-token".to_owned()), Some("Bearer new-token".to_owned())]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A token from an exec plugin that is due for a refresh (inside the refresh margin) but has
+/// not expired is sent at once, while the one refresh that hangs runs beside the requests.
+#[tokio::test]
+async fn requests_with_a_valid_token_do_not_wait_for_a_hung_exec_plugin() {
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::time::SystemTime;
+
+    let dir = std::env::temp_dir().join(format!("client-http-exec-hang-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plugin = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/kubeconfig/exec-plugin.sh");
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let server = Server::start(|request| match request.header("authorization") {
+        Some("Bearer exec-token-1") => Reply::json(200, CONFIG_MAP),
+        _ => Reply::json(
+            401,
+            r#"{"kind":"Status","code":401,"reason":"Unauthorized","message":"Unauthorized"}"#,
+        ),
+    })
+    .await;
+
+    // The first run's token is valid for 8 s; every later run hangs.
+    let expiry = SystemTime::now() + Duration::from_secs(8);
+    let exec = ExecConfig::new("client.authentication.k8s.io/v1", plugin.to_string_lossy())
+        .env("COUNTER_FILE", dir.join("runs").to_string_lossy())
+        .env("EXPIRY", jiff::Timestamp::try_from(expiry).unwrap().to_string())
+        .env("MODE_AFTER_FIRST", "hang")
+        .env("PID_FILE", dir.join("pid").to_string_lossy());
+    // Far beyond the test's deadline: a request that waited for the plugin fails the test.
+    let mut config = Config::new(server.url("http")).exec_timeout(Duration::from_secs(300));
+    config.auth = Auth::Exec(exec);
+    let client = Client::new(config).unwrap(); // runs the plugin once
+    let cached_at = SystemTime::now();
+
+    // The token is refreshed once half its lifetime has passed: wait for that instant (the
+    // behaviour under test starts there; nothing else is waited for).
+    let due = cached_at + expiry.duration_since(cached_at).unwrap() / 2;
+    tokio::time::sleep(due.duration_since(SystemTime::now()).unwrap_or_default()).await;
+    within(client.get::<ConfigMap>(Some("apps"), "settings")).await.unwrap();
+    within(async {
+        while !dir.join("pid").exists() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await; // the refresh has started, and hangs
+    for _ in 0..3 {
+        within(client.get::<ConfigMap>(Some("apps"), "settings")).await.unwrap();
+    }
+    assert!(SystemTime::now() < expiry, "the test ran too slowly to check anything");
+    let sent: Vec<_> =
+        server.requests().iter().map(|r| r.header("authorization").map(str::to_owned)).collect();
+    assert_eq!(sent, vec![Some("Bearer exec-token-1".to_owned()); 4]);
+    let runs = std::fs::read_to_string(dir.join("runs")).unwrap().lines().count();
+    assert_eq!(runs, 2, "one refresh at a time");
     std::fs::remove_dir_all(&dir).unwrap();
 }

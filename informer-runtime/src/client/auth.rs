@@ -7,15 +7,17 @@
 //! credential.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
+use futures::future::{BoxFuture, FutureExt as _, Shared};
 use parking_lot::Mutex;
 use reqwest::header::HeaderValue;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
+use tokio::io::AsyncReadExt as _;
 
 use super::config::{Auth, Config, ConfigError, ExecConfig, Identity};
 use super::kubeconfig::EXEC_API_VERSIONS;
@@ -28,6 +30,18 @@ const TOKEN_FILE_REREAD: Duration = Duration::from_secs(60);
 const EXEC_REFRESH_MARGIN: Duration = Duration::from_secs(30);
 /// How many characters of a failed plugin's stderr go into the error.
 const STDERR_LIMIT: usize = 1024;
+/// The most of a plugin's stderr that is kept while the rest is read and dropped: room for
+/// [`STDERR_LIMIT`] characters of any width.
+const STDERR_KEPT: usize = 4 * STDERR_LIMIT;
+/// The most of a plugin's stdout that is read: an `ExecCredential` with a token is a few
+/// hundred bytes, one with a client certificate chain a few KiB. More is an error.
+const STDOUT_LIMIT: usize = 1024 * 1024;
+/// After a refresh failed while the cached credential is still valid, the next one starts no
+/// sooner than this, so that a failing plugin is not run for every request until the
+/// credential expires.
+const EXEC_RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
+/// How long a killed plugin may take to exit before it is left to be reaped in the background.
+const REAP_GRACE: Duration = Duration::from_secs(5);
 
 /// Wall-clock time, injectable for tests (exec credentials expire at wall-clock instants).
 type WallClock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
@@ -48,7 +62,7 @@ enum Method {
     /// A bearer token read from a file.
     TokenFile(TokenFile),
     /// A credential plugin.
-    Exec(Box<ExecPlugin>),
+    Exec(Arc<ExecPlugin>),
 }
 
 impl Authenticator {
@@ -68,7 +82,7 @@ impl Authenticator {
             Auth::TokenFile(path) => {
                 Method::TokenFile(TokenFile { path: path.clone(), cached: Mutex::new(None) })
             }
-            Auth::Exec(exec) => Method::Exec(Box::new(ExecPlugin::new(exec, config)?)),
+            Auth::Exec(exec) => Method::Exec(Arc::new(ExecPlugin::new(exec, config)?)),
         };
         Ok(Self { method, clock })
     }
@@ -82,8 +96,10 @@ impl Authenticator {
     /// A token file is read again when its modification time changes, at least every minute,
     /// and after [`invalidate_if_used`](Self::invalidate_if_used); if it cannot be read again, the previous
     /// token is used (with a warning). An exec plugin runs when there is no cached credential,
-    /// a little before the cached one expires, and after `invalidate`; concurrent callers wait
-    /// for one run.
+    /// a little before the cached one expires, and after `invalidate`, one run at a time, for at
+    /// most `Config::exec_timeout`. Callers whose cached credential has not expired get it at
+    /// once, even while a run refreshes it (a failed refresh keeps it, with a warning); the
+    /// others wait for the run.
     pub(crate) async fn authorization(&self) -> Result<Option<HeaderValue>, ConfigError> {
         match &self.method {
             Method::None => Ok(None),
@@ -114,9 +130,9 @@ impl Authenticator {
                 }
             }
             Method::Exec(plugin) => {
-                let mut cached = plugin.cached.lock();
-                if stale(cached.as_ref().and_then(|c| c.token.as_ref())) {
-                    *cached = None;
+                let mut state = plugin.state.lock();
+                if stale(state.cached.as_ref().and_then(|c| c.token.as_ref())) {
+                    state.cached = None;
                 }
             }
         }
@@ -124,8 +140,9 @@ impl Authenticator {
 
     /// A client certificate obtained from an exec plugin, to use instead of `config.identity`.
     ///
-    /// Runs the plugin (blocking the calling thread) when no fresh credential is cached. `None`
-    /// for other authentication methods and for plugins that return only a token.
+    /// Runs the plugin (blocking the calling thread, for at most `Config::exec_timeout`) when no
+    /// fresh credential is cached. `None` for other authentication methods and for plugins that
+    /// return only a token.
     pub(crate) fn exec_identity(&self) -> Result<Option<Identity>, ConfigError> {
         match &self.method {
             Method::Exec(plugin) => Ok(plugin.credentials_blocking(&self.clock)?.identity),
@@ -224,22 +241,48 @@ fn read_token(path: &Path) -> Result<HeaderValue, ConfigError> {
 }
 
 /// A credential plugin and its cached credential.
+///
+/// The plugin runs once at a time (single flight), as a task of its own that every request
+/// needing its result awaits; requests whose cached credential has not expired never wait for
+/// it, even while it refreshes that credential.
 struct ExecPlugin {
     config: ExecConfig,
     /// The `KUBERNETES_EXEC_INFO` value (no secrets: the cluster's public settings only).
     exec_info: String,
-    cached: Mutex<Option<ExecCredentials>>,
-    /// Held while the plugin runs, so concurrent requests wait for one run.
-    refreshing: tokio::sync::Mutex<()>,
+    /// How long one run may take ([`Config::exec_timeout`]).
+    timeout: Duration,
+    state: Mutex<ExecState>,
 }
+
+#[derive(Default)]
+struct ExecState {
+    cached: Option<ExecCredentials>,
+    /// The run under way, if any.
+    refresh: Option<Refresh>,
+}
+
+/// A run's outcome, shared by every request that waits for it.
+type Refresh = Shared<BoxFuture<'static, Result<ExecCredentials, Arc<ConfigError>>>>;
 
 /// What a plugin returned, ready for requests.
 #[derive(Clone)]
 struct ExecCredentials {
     token: Option<HeaderValue>,
     identity: Option<Identity>,
-    /// When to run the plugin again; `None`: never (until invalidated).
+    /// When it expires; `None`: never (until invalidated).
+    expires: Option<SystemTime>,
+    /// When to run the plugin again (a little before `expires`); `None`: never.
     refresh_at: Option<SystemTime>,
+}
+
+impl ExecCredentials {
+    fn valid_at(&self, now: SystemTime) -> bool {
+        self.expires.is_none_or(|at| now < at)
+    }
+
+    fn due_at(&self, now: SystemTime) -> bool {
+        self.refresh_at.is_some_and(|at| now >= at)
+    }
 }
 
 impl ExecPlugin {
@@ -258,52 +301,113 @@ impl ExecPlugin {
         Ok(Self {
             config: exec.clone(),
             exec_info: exec_info(exec, config),
-            cached: Mutex::new(None),
-            refreshing: tokio::sync::Mutex::new(()),
+            timeout: config.exec_timeout,
+            state: Mutex::new(ExecState::default()),
         })
     }
 
-    /// The cached credentials, unless they are due for a refresh.
-    fn fresh(&self, now: SystemTime) -> Option<ExecCredentials> {
-        self.cached
-            .lock()
-            .as_ref()
-            .filter(|cached| cached.refresh_at.is_none_or(|at| now < at))
-            .cloned()
-    }
-
-    async fn credentials(&self, clock: &WallClock) -> Result<ExecCredentials, ConfigError> {
-        if let Some(cached) = self.fresh(clock()) {
-            return Ok(cached);
-        }
-        let _refreshing = self.refreshing.lock().await;
-        if let Some(cached) = self.fresh(clock()) {
-            return Ok(cached);
-        }
-        let credential = match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                let (config, exec_info) = (self.config.clone(), self.exec_info.clone());
-                runtime.spawn_blocking(move || run_plugin(&config, &exec_info)).await.map_err(
-                    |err| ConfigError::Exec {
-                        command: self.config.command.clone(),
-                        reason: format!("the task running it failed: {err}"),
-                    },
-                )??
-            }
-            Err(_) => run_plugin(&self.config, &self.exec_info)?,
+    /// The credential for a request: the cached one while it is valid (starting a refresh in
+    /// the background once it is due), else the outcome of the run under way, which is bounded
+    /// by the plugin's timeout.
+    async fn credentials(
+        self: &Arc<Self>,
+        clock: &WallClock,
+    ) -> Result<ExecCredentials, ConfigError> {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            // Polled by another executor: no task can run the plugin beside this request.
+            return self.credentials_blocking(clock);
         };
-        self.store(credential, clock())
+        let refresh = {
+            let now = clock();
+            let mut state = self.state.lock();
+            let valid = state.cached.clone().filter(|cached| cached.valid_at(now));
+            if let Some(cached) = valid.as_ref().filter(|cached| !cached.due_at(now)) {
+                return Ok(cached.clone());
+            }
+            // A finished run that is still recorded was cancelled (its runtime shut down).
+            let running = state.refresh.clone().filter(|run| run.peek().is_none());
+            let refresh = running.unwrap_or_else(|| {
+                let run = self.start_refresh(&runtime, Arc::clone(clock));
+                state.refresh = Some(run.clone());
+                run
+            });
+            if let Some(cached) = valid {
+                return Ok(cached);
+            }
+            refresh
+        };
+        refresh.await.map_err(|err| self.duplicate(&err))
     }
 
+    /// Run the plugin in a task of its own, which records the outcome whether or not any
+    /// request awaits it.
+    fn start_refresh(
+        self: &Arc<Self>,
+        runtime: &tokio::runtime::Handle,
+        clock: WallClock,
+    ) -> Refresh {
+        let plugin = Arc::clone(self);
+        let task = runtime.spawn(async move {
+            let result = run_plugin(&plugin.config, &plugin.exec_info, plugin.timeout).await;
+            let outcome = plugin.finish(result, clock());
+            plugin.state.lock().refresh = None;
+            outcome.map_err(Arc::new)
+        });
+        let command = self.config.command.clone();
+        async move {
+            task.await.unwrap_or_else(|err| {
+                Err(Arc::new(ConfigError::Exec {
+                    command,
+                    reason: format!("the task running it ended early: {err}"),
+                }))
+            })
+        }
+        .boxed()
+        .shared()
+    }
+
+    /// [`credentials`](Self::credentials) for callers that cannot await: the plugin runs on
+    /// this thread's behalf, bounded by the same timeout.
     fn credentials_blocking(&self, clock: &WallClock) -> Result<ExecCredentials, ConfigError> {
-        if let Some(cached) = self.fresh(clock()) {
+        let now = clock();
+        let cached = self.state.lock().cached.clone();
+        if let Some(cached) = cached.filter(|cached| cached.valid_at(now) && !cached.due_at(now)) {
             return Ok(cached);
         }
-        let credential = run_plugin(&self.config, &self.exec_info)?;
-        self.store(credential, clock())
+        let result = run_plugin_blocking(&self.config, &self.exec_info, self.timeout);
+        self.finish(result, clock())
     }
 
-    fn store(
+    /// Record a run's outcome. A new credential is cached. After a failure, a cached credential
+    /// that has not expired is kept and returned (with a warning), and the next run waits
+    /// [`EXEC_RETRY_AFTER_FAILURE`].
+    fn finish(
+        &self,
+        result: Result<PluginCredential, ConfigError>,
+        now: SystemTime,
+    ) -> Result<ExecCredentials, ConfigError> {
+        let credentials = result.and_then(|credential| self.credentials_from(credential, now));
+        let mut state = self.state.lock();
+        match credentials {
+            Ok(credentials) => {
+                state.cached = Some(credentials.clone());
+                Ok(credentials)
+            }
+            Err(err) => {
+                let Some(cached) = state.cached.as_mut().filter(|cached| cached.valid_at(now))
+                else {
+                    return Err(err);
+                };
+                tracing::warn!(command = %self.config.command, error = %err, "cannot refresh the exec credential; using the cached one until it expires");
+                let retry = now.checked_add(EXEC_RETRY_AFTER_FAILURE).unwrap_or(now);
+                cached.refresh_at =
+                    Some(cached.expires.map_or(retry, |expires| expires.min(retry)));
+                Ok(cached.clone())
+            }
+        }
+    }
+
+    fn credentials_from(
         &self,
         credential: PluginCredential,
         now: SystemTime,
@@ -325,9 +429,31 @@ impl ExecPlugin {
                 tracing::debug!(command = %self.config.command, "cached exec credential without expiry");
             }
         }
-        let credentials = ExecCredentials { token, identity: credential.identity, refresh_at };
-        *self.cached.lock() = Some(credentials.clone());
-        Ok(credentials)
+        Ok(ExecCredentials {
+            token,
+            identity: credential.identity,
+            expires: credential.expires,
+            refresh_at,
+        })
+    }
+
+    /// A run's error for one of the requests that waited for it (`ConfigError` is not `Clone`:
+    /// it can hold an `io::Error`, which a run never returns).
+    fn duplicate(&self, err: &ConfigError) -> ConfigError {
+        match err {
+            ConfigError::ExecNotFound { command, install_hint } => ConfigError::ExecNotFound {
+                command: command.clone(),
+                install_hint: install_hint.clone(),
+            },
+            ConfigError::Exec { command, reason } => {
+                ConfigError::Exec { command: command.clone(), reason: reason.clone() }
+            }
+            ConfigError::InvalidHeader { what } => ConfigError::InvalidHeader { what },
+            other => ConfigError::Exec {
+                command: self.config.command.clone(),
+                reason: other.to_string(),
+            },
+        }
     }
 }
 
@@ -412,17 +538,34 @@ struct PluginCredential {
     expires: Option<SystemTime>,
 }
 
-/// Run the plugin once and validate what it prints.
-fn run_plugin(config: &ExecConfig, exec_info: &str) -> Result<PluginCredential, ConfigError> {
+/// Why reading a plugin's output stopped short.
+enum Failure {
+    /// More than [`STDOUT_LIMIT`] on stdout.
+    TooMuchOutput,
+    Io(std::io::Error),
+}
+
+/// Run the plugin once, for at most `timeout`, and validate what it prints.
+///
+/// stdout (up to [`STDOUT_LIMIT`]) and stderr (drained, keeping its start) are read while
+/// the plugin runs, so it never blocks on a full pipe. A plugin that runs too long or prints
+/// too much is killed and reaped.
+async fn run_plugin(
+    config: &ExecConfig,
+    exec_info: &str,
+    timeout: Duration,
+) -> Result<PluginCredential, ConfigError> {
     let error = |reason: String| ConfigError::Exec { command: config.command.clone(), reason };
-    let mut command = Command::new(&config.command);
+    let mut command = tokio::process::Command::new(&config.command);
     command
         .args(&config.args)
         .envs(config.env.iter().map(|(name, value)| (name, value)))
         .env("KUBERNETES_EXEC_INFO", exec_info)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .stderr(Stdio::piped())
+        // A run that is abandoned (its task dropped when the runtime shuts down) kills it.
+        .kill_on_drop(true);
     if let Some(dir) = &config.working_dir {
         if !dir.is_dir() {
             return Err(error(format!("working directory {} does not exist", dir.display())));
@@ -430,7 +573,7 @@ fn run_plugin(config: &ExecConfig, exec_info: &str) -> Result<PluginCredential, 
         command.current_dir(dir);
     }
     tracing::debug!(command = %config.command, "running exec credential plugin");
-    let output = command.output().map_err(|err| {
+    let mut child = command.spawn().map_err(|err| {
         if err.kind() == std::io::ErrorKind::NotFound {
             ConfigError::ExecNotFound {
                 command: config.command.clone(),
@@ -440,14 +583,105 @@ fn run_plugin(config: &ExecConfig, exec_info: &str) -> Result<PluginCredential, 
             error(format!("cannot run it: {err}"))
         }
     })?;
-    if !output.status.success() {
-        return Err(error(format!(
-            "failed ({}); stderr: {}",
-            output.status,
-            stderr_excerpt(&output.stderr)
-        )));
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        kill(&mut child, &config.command).await;
+        return Err(error("its output pipes could not be opened".to_owned()));
+    };
+    let mut kept_stderr = Vec::new();
+    let run = async {
+        let wait = async { child.wait().await.map_err(Failure::Io) };
+        let (stdout, (), status) =
+            tokio::try_join!(read_stdout(stdout), drain_stderr(stderr, &mut kept_stderr), wait)?;
+        Ok::<_, Failure>((stdout, status))
+    };
+    let outcome = tokio::time::timeout(timeout, run).await;
+    let reason = match outcome {
+        Ok(Ok((stdout, status))) if status.success() => return parse_credential(config, &stdout),
+        Ok(Ok((_, status))) => {
+            return Err(error(format!(
+                "failed ({status}); stderr: {}",
+                stderr_excerpt(&kept_stderr)
+            )));
+        }
+        Ok(Err(Failure::TooMuchOutput)) => format!(
+            "it printed more than {STDOUT_LIMIT} bytes (1 MiB) to stdout, more than any credential, and was killed"
+        ),
+        Ok(Err(Failure::Io(err))) => format!("cannot read its output ({err}); it was killed"),
+        Err(_) => format!(
+            "it did not finish within {timeout:?} and was killed (Config::exec_timeout sets the limit); stderr so far: {}",
+            stderr_excerpt(&kept_stderr)
+        ),
+    };
+    kill(&mut child, &config.command).await;
+    Err(error(reason))
+}
+
+/// [`run_plugin`] for callers that cannot await, on a thread and a runtime of its own: that
+/// works inside a runtime too, where `block_on` would panic.
+fn run_plugin_blocking(
+    config: &ExecConfig,
+    exec_info: &str,
+    timeout: Duration,
+) -> Result<PluginCredential, ConfigError> {
+    let error = |reason: String| ConfigError::Exec { command: config.command.clone(), reason };
+    std::thread::scope(|scope| {
+        let thread = std::thread::Builder::new()
+            .name("exec-credential-plugin".to_owned())
+            .spawn_scoped(scope, || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|err| error(format!("cannot start a runtime to run it: {err}")))?;
+                runtime.block_on(run_plugin(config, exec_info, timeout))
+            })
+            .map_err(|err| error(format!("cannot start a thread to run it: {err}")))?;
+        thread.join().unwrap_or_else(|_| Err(error("the thread running it panicked".to_owned())))
+    })
+}
+
+/// stdout, up to [`STDOUT_LIMIT`].
+async fn read_stdout(stdout: tokio::process::ChildStdout) -> Result<Vec<u8>, Failure> {
+    let mut output = Vec::new();
+    // One byte past the limit tells a full credential from too much output.
+    stdout.take(STDOUT_LIMIT as u64 + 1).read_to_end(&mut output).await.map_err(Failure::Io)?;
+    if output.len() > STDOUT_LIMIT {
+        return Err(Failure::TooMuchOutput);
     }
-    parse_credential(config, &output.stdout)
+    Ok(output)
+}
+
+/// Read stderr to its end, keeping the first [`STDERR_KEPT`] bytes in `kept`.
+async fn drain_stderr(
+    mut stderr: tokio::process::ChildStderr,
+    kept: &mut Vec<u8>,
+) -> Result<(), Failure> {
+    let mut chunk = vec![0; 8192];
+    loop {
+        let read = stderr.read(&mut chunk).await.map_err(Failure::Io)?;
+        if read == 0 {
+            return Ok(());
+        }
+        let room = STDERR_KEPT.saturating_sub(kept.len());
+        kept.extend_from_slice(&chunk[..read.min(room)]);
+    }
+}
+
+/// Kill the plugin and reap it, so that no zombie is left behind. The wait is bounded: a
+/// process stuck in the kernel outlives even SIGKILL for a while, and is then left to tokio,
+/// which reaps it later.
+async fn kill(child: &mut tokio::process::Child, command: &str) {
+    if let Err(err) = child.start_kill() {
+        tracing::debug!(command, error = %err, "cannot kill the exec credential plugin");
+    }
+    match tokio::time::timeout(REAP_GRACE, child.wait()).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(err)) => {
+            tracing::warn!(command, error = %err, "cannot reap the killed exec credential plugin");
+        }
+        Err(_) => {
+            tracing::warn!(command, grace = ?REAP_GRACE, "the killed exec credential plugin has not exited yet");
+        }
+    }
 }
 
 /// The start of a plugin's stderr, for an error message.
@@ -581,6 +815,43 @@ mod tests {
             .env("EXPIRY", "2030-01-01T00:00:00Z")
     }
 
+    /// How long a test waits for anything that should happen.
+    const DEADLINE: Duration = Duration::from_secs(10);
+
+    /// `future`, or a failed test if it does not finish within [`DEADLINE`].
+    async fn within<F: std::future::Future>(what: &str, future: F) -> F::Output {
+        tokio::time::timeout(DEADLINE, future)
+            .await
+            .unwrap_or_else(|_| panic!("{what}: not done within {DEADLINE:?}"))
+    }
+
+    /// The process id a hanging plugin wrote to `path`, once it is there.
+    async fn pid_from(path: &Path) -> u32 {
+        within("the plugin writing its process id", async {
+            loop {
+                if let Ok(pid) = std::fs::read_to_string(path) {
+                    return pid.trim().parse().unwrap();
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+    }
+
+    /// Waits for the plugin run under way, if any.
+    async fn refreshed(auth: &Authenticator) {
+        let Method::Exec(plugin) = &auth.method else { return };
+        let run = plugin.state.lock().refresh.clone();
+        if let Some(run) = run {
+            let _ = within("the refresh", run).await;
+        }
+    }
+
+    /// Whether process `pid` is gone: neither running nor a zombie waiting to be reaped.
+    fn process_is_gone(pid: u32) -> bool {
+        !Path::new(&format!("/proc/{pid}")).exists()
+    }
+
     #[tokio::test]
     async fn bearer_and_basic_headers_are_sensitive() {
         let auth =
@@ -710,10 +981,13 @@ mod tests {
         assert_eq!(header(&auth).await, "Bearer exec-token-2");
         assert_eq!(runs(&counter), 2);
 
-        // Shortly before the expiry (inside the refresh margin) the plugin runs again.
+        // Shortly before the expiry (inside the refresh margin) the plugin runs again, while
+        // requests go on with the cached token.
         clock.set("2029-12-31T23:59:29Z");
         assert_eq!(header(&auth).await, "Bearer exec-token-2");
         clock.set("2029-12-31T23:59:31Z");
+        assert_eq!(header(&auth).await, "Bearer exec-token-2");
+        refreshed(&auth).await;
         assert_eq!(header(&auth).await, "Bearer exec-token-3");
         assert_eq!(runs(&counter), 3);
     }
@@ -861,6 +1135,151 @@ mod tests {
         let message = err.to_string();
         assert!(message.starts_with("exec credential plugin `informer-runtime-fixture-plugin-that-is-not-installed` not found"), "{message}");
         assert!(message.contains("Install it with: cargo install fixture-plugin"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn a_hung_plugin_is_killed_and_reaped_at_the_timeout() {
+        let dir = TempDir::new("exec-hang");
+        let pid_file = dir.path().join("pid");
+        let exec = exec_config(&dir, EXEC_API_VERSIONS[0])
+            .env("MODE", "hang")
+            .env("PID_FILE", pid_file.to_string_lossy());
+        let command = exec.command.clone();
+        let config = config_with(Auth::Exec(exec)).exec_timeout(Duration::from_secs(1));
+        let auth = Authenticator::new(&config).unwrap();
+
+        let err = within("a request for a credential", auth.authorization()).await.unwrap_err();
+        let message = err.to_string();
+        assert!(matches!(err, ConfigError::Exec { .. }), "{err:?}");
+        assert!(message.starts_with(&format!("exec credential plugin `{command}`")), "{message}");
+        assert!(message.contains("did not finish within 1s"), "{message}");
+        // What it said before it hung helps to find out why.
+        assert!(message.contains("waiting for the identity provider"), "{message}");
+        let pid = pid_from(&pid_file).await;
+        assert!(process_is_gone(pid), "plugin process {pid} is still there");
+    }
+
+    #[test]
+    fn a_hung_plugin_is_killed_on_the_blocking_path_too() {
+        let dir = TempDir::new("exec-hang-blocking");
+        let pid_file = dir.path().join("pid");
+        let exec = exec_config(&dir, EXEC_API_VERSIONS[0])
+            .env("MODE", "hang")
+            .env("PID_FILE", pid_file.to_string_lossy());
+        let config = config_with(Auth::Exec(exec)).exec_timeout(Duration::from_secs(1));
+        let auth = Authenticator::new(&config).unwrap();
+
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || sender.send(auth.exec_identity().map(|_| ())));
+        let err = receiver
+            .recv_timeout(DEADLINE)
+            .expect("exec_identity did not return within the deadline")
+            .unwrap_err();
+        assert!(err.to_string().contains("did not finish within 1s"), "{err}");
+        let pid: u32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+        assert!(process_is_gone(pid), "plugin process {pid} is still there");
+    }
+
+    #[tokio::test]
+    async fn a_plugin_that_prints_megabytes_is_an_error_at_the_output_limit() {
+        let dir = TempDir::new("exec-flood");
+        for mode in ["flood", "endless"] {
+            let config =
+                config_with(Auth::Exec(exec_config(&dir, EXEC_API_VERSIONS[0]).env("MODE", mode)));
+            let auth = Authenticator::new(&config).unwrap();
+            let message = within(mode, auth.authorization()).await.unwrap_err().to_string();
+            assert!(
+                message.contains("printed more than 1048576 bytes (1 MiB) to stdout"),
+                "{mode}: {message}"
+            );
+            assert!(!message.contains("exec-plugin-output"), "{mode}: {message}");
+        }
+        // Megabytes on stderr are read and dropped while stdout is read: no deadlock.
+        let config =
+            config_with(Auth::Exec(exec_config(&dir, EXEC_API_VERSIONS[0]).env("MODE", "noisy")));
+        let auth = Authenticator::new(&config).unwrap();
+        assert_eq!(within("noisy", header(&auth)).await, "Bearer exec-token-3");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_valid_credential_is_used_while_a_hung_refresh_runs() {
+        let dir = TempDir::new("exec-refresh-hang");
+        let counter = dir.path().join("runs");
+        let pid_file = dir.path().join("pid");
+        let clock = ManualClock::at("2029-12-31T23:00:00Z");
+        let exec = exec_config(&dir, EXEC_API_VERSIONS[0])
+            .env("MODE_AFTER_FIRST", "hang")
+            .env("PID_FILE", pid_file.to_string_lossy());
+        // Long enough that a request that waited for the plugin would miss the deadline.
+        let config = config_with(Auth::Exec(exec)).exec_timeout(Duration::from_secs(300));
+        let auth = Arc::new(Authenticator::with_clock(&config, clock.wall_clock()).unwrap());
+        assert_eq!(header(&auth).await, "Bearer exec-token-1");
+
+        // Due for a refresh (inside the 30 s margin), but valid until midnight.
+        clock.set("2029-12-31T23:59:45Z");
+        assert_eq!(within("a request", header(&auth)).await, "Bearer exec-token-1");
+        let pid = pid_from(&pid_file).await; // the refresh runs, and hangs
+        let requests: Vec<_> = (0..4)
+            .map(|_| {
+                let auth = Arc::clone(&auth);
+                tokio::spawn(async move { header(&auth).await })
+            })
+            .collect();
+        for request in requests {
+            assert_eq!(within("a request", request).await.unwrap(), "Bearer exec-token-1");
+        }
+        assert_eq!(runs(&counter), 2, "one refresh at a time");
+        assert!(!process_is_gone(pid), "the refresh was not abandoned");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn without_a_valid_credential_requests_wait_for_one_refresh_and_its_timeout() {
+        let dir = TempDir::new("exec-expired-hang");
+        let counter = dir.path().join("runs");
+        let clock = ManualClock::at("2029-12-31T23:00:00Z");
+        let exec = exec_config(&dir, EXEC_API_VERSIONS[0]).env("MODE_AFTER_FIRST", "hang");
+        let config = config_with(Auth::Exec(exec)).exec_timeout(Duration::from_secs(1));
+        let auth = Arc::new(Authenticator::with_clock(&config, clock.wall_clock()).unwrap());
+        assert_eq!(header(&auth).await, "Bearer exec-token-1");
+
+        clock.set("2030-01-01T00:00:01Z"); // expired
+        let requests: Vec<_> = (0..3)
+            .map(|_| {
+                let auth = Arc::clone(&auth);
+                tokio::spawn(async move { auth.authorization().await.map(|_| ()) })
+            })
+            .collect();
+        for request in requests {
+            let err = within("a request", request).await.unwrap().unwrap_err();
+            assert!(err.to_string().contains("did not finish within 1s"), "{err}");
+        }
+        assert_eq!(runs(&counter), 2, "the waiting requests shared one run");
+    }
+
+    #[tokio::test]
+    async fn a_failed_refresh_keeps_the_valid_credential_until_it_expires() {
+        let dir = TempDir::new("exec-refresh-fail");
+        let counter = dir.path().join("runs");
+        let clock = ManualClock::at("2029-12-31T23:00:00Z");
+        let exec = exec_config(&dir, EXEC_API_VERSIONS[0]).env("MODE_AFTER_FIRST", "fail");
+        let auth =
+            Authenticator::with_clock(&config_with(Auth::Exec(exec)), clock.wall_clock()).unwrap();
+        assert_eq!(header(&auth).await, "Bearer exec-token-1");
+
+        clock.set("2029-12-31T23:59:45Z"); // due for a refresh, which fails
+        for _ in 0..3 {
+            assert_eq!(within("a request", header(&auth)).await, "Bearer exec-token-1");
+        }
+        refreshed(&auth).await;
+        assert_eq!(header(&auth).await, "Bearer exec-token-1");
+        assert_eq!(runs(&counter), 2, "no second try at once");
+        clock.advance(EXEC_RETRY_AFTER_FAILURE);
+        assert_eq!(header(&auth).await, "Bearer exec-token-1");
+        refreshed(&auth).await;
+        assert_eq!(runs(&counter), 3, "tried again a little later");
+        clock.set("2030-01-01T00:00:00Z"); // expired: the failure reaches the request
+        let err = within("a request", auth.authorization()).await.unwrap_err();
+        assert!(err.to_string().contains("the identity provider refused"), "{err}");
     }
 
     #[test]

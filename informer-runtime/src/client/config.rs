@@ -41,6 +41,10 @@ pub struct Config {
     pub auth: Auth,
     /// Timeout for establishing connections.
     pub connect_timeout: Duration,
+    /// How long an exec credential plugin ([`Auth::Exec`]) may run before it is killed and the
+    /// requests waiting for its credential fail (default one minute; see
+    /// [`Config::exec_timeout`](Config::exec_timeout())).
+    pub exec_timeout: Duration,
 }
 
 impl Config {
@@ -58,7 +62,22 @@ impl Config {
             proxy_url: None,
             auth: Auth::None,
             connect_timeout: Duration::from_secs(30),
+            // client-go sets no limit (kubernetes/kubernetes#108849: it must not kill a slow
+            // interactive login). Plugins run here are never interactive, and a minute is far
+            // more than a non-interactive token exchange takes.
+            exec_timeout: Duration::from_secs(60),
         }
+    }
+
+    /// Kill an exec credential plugin that has not finished after `timeout`.
+    ///
+    /// The requests that wait for its credential fail with [`ConfigError::Exec`]; requests
+    /// whose cached credential has not expired yet never wait for a plugin. The default, one
+    /// minute, suits non-interactive plugins; raise it for a plugin that is slow to log in.
+    #[must_use]
+    pub fn exec_timeout(mut self, timeout: Duration) -> Self {
+        self.exec_timeout = timeout;
+        self
     }
 
     /// The configuration of the pod this process runs in: its service account's token and CA,
@@ -160,6 +179,7 @@ impl fmt::Debug for Config {
             .field("proxy_url", &self.proxy_url.as_ref().map(redact_url))
             .field("auth", &self.auth)
             .field("connect_timeout", &self.connect_timeout)
+            .field("exec_timeout", &self.exec_timeout)
             .finish()
     }
 }
