@@ -680,3 +680,187 @@ async fn requests_with_a_valid_token_do_not_wait_for_a_hung_exec_plugin() {
     assert_eq!(runs, 2, "one refresh at a time");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+// issue 17: lists have an idle deadline, and what a response may make the client buffer is
+// bounded (one object, an error body).
+
+/// The error of `result`, which must be one (without printing a huge success).
+fn failed<T, E>(result: Result<T, E>, what: &str) -> E {
+    match result {
+        Ok(_) => panic!("{what}: succeeded"),
+        Err(error) => error,
+    }
+}
+
+fn bounded_client(server: &Server, idle: Duration, max_object: usize) -> Client {
+    let config =
+        Config::new(server.url("http")).read_idle_timeout(idle).max_object_size(max_object);
+    Client::new(config).unwrap()
+}
+
+/// A list whose answer stops coming, at any point, used to hang the reflector forever.
+#[tokio::test]
+async fn a_list_that_stops_answering_fails_at_the_read_idle_timeout() {
+    let idle = Duration::from_millis(300);
+    let big = page(&names("stalled", 1000), None);
+    let small = page(&names("stalled", 2), None);
+    let cases = [
+        ("no answer at all", Reply::Hang),
+        ("a streamed body that stops", chunked_list(&big[..big.len() / 2], 4096, End::Stall)),
+        (
+            "a small body shorter than its length",
+            Reply::Stalled {
+                status: 200,
+                length: small.len(),
+                body: small.as_bytes()[..small.len() / 2].to_vec(),
+            },
+        ),
+    ];
+    for (what, reply) in cases {
+        let server = Server::start(move |_| reply.clone()).await;
+        let pods = bounded_client(&server, idle, 1 << 20).lister_watcher::<Pod>(None);
+        let started = std::time::Instant::now();
+        let error = failed(within(pods.list(&ListOptions::default())).await, what);
+        let Error::Transport(message) = &error else { panic!("{what}: {error:?}") };
+        // The headers' wait names the request, the body's the list.
+        assert!(
+            message.starts_with("pods list: ") || message.starts_with("GET /api/v1/pods: "),
+            "{what}: {message}"
+        );
+        assert!(
+            message.contains("300ms") && message.contains("read_idle_timeout"),
+            "{what}: {message}"
+        );
+        assert!(started.elapsed() >= idle, "{what}: failed before the deadline");
+    }
+}
+
+#[tokio::test]
+async fn a_prefetched_page_that_stops_answering_fails_at_the_read_idle_timeout() {
+    let server = Server::start(|request| match request.param("continue").as_deref() {
+        None => Reply::json(200, page(&names("a", 2), Some("p2"))),
+        _ => Reply::Hang,
+    })
+    .await;
+    let pods =
+        bounded_client(&server, Duration::from_millis(300), 1 << 20).lister_watcher::<Pod>(None);
+    within(pods.list(&first_page_options())).await.unwrap();
+    let error = failed(within(pods.list(&next_page_options("p2"))).await, "a failed page");
+    assert!(matches!(&error, Error::Transport(m) if m.contains("read_idle_timeout")), "{error:?}");
+}
+
+/// A pod of about `size` bytes of JSON, named `name`.
+fn pod_of_size(name: &str, size: usize) -> String {
+    let padding = "x".repeat(size);
+    format!(
+        r#"{{"metadata":{{"name":"{name}","namespace":"default","resourceVersion":"5","annotations":{{"pad":"{padding}"}}}}}}"#
+    )
+}
+
+#[tokio::test]
+async fn a_list_item_over_max_object_size_fails_the_list_naming_the_limit() {
+    let items = [pod_of_size("small", 100), pod_of_size("huge", 10_000)].join(",");
+    let body = format!(
+        r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"9"}},"items":[{items}]}}"#
+    );
+    for reply in [Reply::json(200, body.clone()), chunked_list(&body, 512, End::Clean)] {
+        let server = Server::start(move |_| reply.clone()).await;
+        let pods =
+            bounded_client(&server, Duration::from_secs(10), 4096).lister_watcher::<Pod>(None);
+        let error = failed(within(pods.list(&ListOptions::default())).await, "a failed list");
+        let Error::Decode(message) = &error else { panic!("{error:?}") };
+        assert!(message.starts_with("pods list: item 1"), "{message}");
+        assert!(message.contains("4096 bytes") && message.contains("max_object_size"), "{message}");
+    }
+}
+
+#[tokio::test]
+async fn a_watch_event_over_max_object_size_is_an_error_naming_the_limit() {
+    let huge = pod_of_size("huge", 10_000);
+    let events = event("ADDED", "a", 101)
+        + r#"{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","#
+        + &huge[1..]
+        + "}\n";
+    for size in [100, 1 << 20] {
+        let chunks = cut(&events, size);
+        let server = Server::start(move |_| Reply::Chunked {
+            status: 200,
+            chunks: chunks.clone(),
+            end: End::Clean,
+        })
+        .await;
+        let pods = bounded_client(&server, Duration::from_secs(10), 4096)
+            .lister_watcher::<Pod>(Some("default"));
+        let watch = within(pods.watch(&watch_options())).await.unwrap();
+        let events: Vec<_> = within(watch.collect::<Vec<_>>()).await;
+        assert!(events[0].is_ok(), "{:?}", events[0]);
+        let Some(Err(Error::Decode(message))) = events.get(1) else { panic!("{events:?}") };
+        assert!(message.contains("line 2"), "{message}");
+        assert!(message.contains("4096 bytes") && message.contains("max_object_size"), "{message}");
+    }
+}
+
+#[tokio::test]
+async fn a_typed_response_over_max_object_size_is_an_error_naming_the_limit() {
+    let server = Server::start(|_| Reply::json(200, pod_of_size("huge", 10_000))).await;
+    let client = bounded_client(&server, Duration::from_secs(10), 4096);
+    let error = failed(within(client.get::<Pod>(Some("default"), "huge")).await, "a failed get");
+    let message = error.to_string();
+    assert!(message.starts_with("GET /api/v1/namespaces/default/pods/huge: "), "{message}");
+    assert!(message.contains("4096 bytes") && message.contains("max_object_size"), "{message}");
+}
+
+/// An error answer's body is read for its `Status` only up to a bound: a proxy's endless (or
+/// stalled) error page used to be read whole, or forever.
+#[tokio::test]
+async fn a_huge_error_body_is_read_only_in_part() {
+    // 1 MiB of text and then nothing: only the bound ends the read before the idle deadline.
+    let chunks = vec![vec![b'x'; 16 * 1024]; 64];
+    let reply = Reply::Chunked { status: 503, chunks, end: End::Stall };
+    let error = list_error(reply).await;
+    let status = error.status().unwrap();
+    assert_eq!((status.code, status.reason.as_str()), (503, "ServiceUnavailable"));
+    assert!(
+        status.message.starts_with("xxxx") && status.message.len() < 2048,
+        "{}",
+        status.message
+    );
+
+    // A real Status at the start of an oversized body still classifies the answer.
+    let mut body = r#"{"kind":"Status","code":429,"reason":"TooManyRequests","message":"slow down"}"#
+        .as_bytes()
+        .to_vec();
+    body.resize(4 * 1024 * 1024, b' ');
+    let error = list_error(Reply::json(429, body).with_header("Retry-After", "2")).await;
+    assert!(error.is_too_many_requests(), "{error}");
+    assert_eq!(error.retry_after(), Some(Duration::from_secs(2)));
+}
+
+/// A prefetched page is held whole only up to 8 MiB: a larger one is dropped, fetched again
+/// when asked for (and streamed), and the rest of its list is not prefetched.
+#[tokio::test]
+async fn a_page_too_large_to_prefetch_is_fetched_again_when_asked_for() {
+    // Nine pods of 1 MiB each: 9 MiB.
+    let big: Vec<String> = (0..9).map(|i| pod_of_size(&format!("big-{i}"), 1 << 20)).collect();
+    let second = format!(
+        r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"100","continue":"p3"}},"items":[{}]}}"#,
+        big.join(",")
+    );
+    let server = Server::start(move |request| match request.param("continue").as_deref() {
+        None => Reply::json(200, page(&names("a", 2), Some("p2"))),
+        Some("p2") => Reply::json(200, second.clone()),
+        _ => Reply::json(200, page(&names("c", 1), None)),
+    })
+    .await;
+    let pods = client(&server).lister_watcher::<Pod>(None);
+    within(pods.list(&first_page_options())).await.unwrap();
+    server.wait_for_requests(2).await;
+    let listed = within(pods.list(&next_page_options("p2"))).await.unwrap();
+    assert_eq!(listed.items.len(), 9);
+    assert_eq!(listed.continue_token.as_deref(), Some("p3"));
+    let asked: Vec<Option<String>> =
+        server.requests().iter().map(|r| r.param("continue")).collect();
+    assert_eq!(asked, [None, Some("p2".to_owned()), Some("p2".to_owned())], "no prefetch of p3");
+    within(pods.list(&next_page_options("p3"))).await.unwrap();
+    assert_eq!(server.requests().len(), 4);
+}

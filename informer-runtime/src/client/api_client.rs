@@ -10,8 +10,11 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use url::Url;
 
 use super::auth::Authenticator;
+use super::body::{BodyReader, Limits, ReadError, within_idle};
 use super::config::Config;
-use super::error::{ClientError, Result, decode_error, status_from_response, transport_error};
+use super::error::{
+    ClientError, MAX_ERROR_BODY, Result, decode_error, status_from_response, transport_error,
+};
 use super::request::{JSON, collection_url, object_accept, object_url, resource_name};
 use super::tls::{self, PinnedHost, TlsOptions};
 use crate::listwatch::Error;
@@ -49,6 +52,7 @@ struct Inner {
     cluster_url: Url,
     default_namespace: String,
     auth: Authenticator,
+    limits: Limits,
 }
 
 /// A request body and its content type.
@@ -125,6 +129,10 @@ impl Client {
                 cluster_url,
                 default_namespace: config.default_namespace,
                 auth,
+                limits: Limits {
+                    read_idle_timeout: config.read_idle_timeout,
+                    max_object_size: config.max_object_size,
+                },
             }),
         })
     }
@@ -236,12 +244,15 @@ impl Client {
         let url = self.object_url::<K>(namespace, name)?;
         let path = url.path().to_owned();
         let response = self.send(Method::DELETE, url, None).await;
-        // The body (the object or a Status) is not needed; reading it frees the connection.
-        let drained = match response {
-            Ok(response) => response.bytes().await.map(drop).map_err(|e| transport_error(&e)),
-            Err(e) => Err(e),
-        };
-        drained.map_err(|e| ClientError::request("DELETE", path, e))
+        // The body (the object or a Status) is not needed; reading it frees the connection for
+        // reuse. One too large is dropped unread instead, which closes the connection.
+        if let Ok(response) = response {
+            let limits = self.inner.limits;
+            let mut body = BodyReader::new(response, limits.read_idle_timeout);
+            let _ = body.read_prefix(limits.max_object_size).await;
+            return Ok(());
+        }
+        response.map(drop).map_err(|e| ClientError::request("DELETE", path, e))
     }
 
     fn collection_url<K: Resource>(&self, namespace: Option<&str>) -> Result<Url> {
@@ -266,16 +277,41 @@ impl Client {
         let path = url.path().to_owned();
         let result = async {
             let response = self.send_accepting(method, url, body, object_accept::<K>()).await?;
-            let bytes = response.bytes().await.map_err(|e| transport_error(&e))?;
+            let bytes = self.read_object(response).await?;
             serde_json::from_slice::<K>(&bytes)
                 .map_err(|e| decode_error(&resource_name::<K>(), K::KIND, &bytes, &e))
         };
         result.await.map_err(|e| ClientError::request(verb, path, e))
     }
 
+    /// The body of a response that is one object: at most
+    /// [`max_object_size`](Config::max_object_size) bytes.
+    async fn read_object(&self, response: reqwest::Response) -> Result<bytes::Bytes, Error> {
+        let Limits { read_idle_timeout: idle, max_object_size: max } = self.inner.limits;
+        let mut body = BodyReader::new(response, idle);
+        let (bytes, read) = body.read_prefix(max.saturating_add(1)).await;
+        match read {
+            Ok(_) if bytes.len() > max => Err(Error::Decode(format!(
+                "the response is larger than the maximum object size, {max} bytes \
+                 (Config::max_object_size); raise max_object_size if the API server serves \
+                 objects this large"
+            ))),
+            Ok(_) => Ok(bytes),
+            Err(ReadError::Idle(idle)) => Err(Error::Transport(format!(
+                "the response body stopped for {idle:?} (Config::read_idle_timeout)"
+            ))),
+            Err(ReadError::Failed(e)) => Err(transport_error(&e)),
+        }
+    }
+
     /// The URL requests are built on.
     pub(crate) fn base_url(&self) -> &Url {
         &self.inner.base
+    }
+
+    /// The bounds of this client's reads.
+    pub(crate) fn limits(&self) -> Limits {
+        self.inner.limits
     }
 
     /// Sends one request with credentials that accepts JSON; any non-2xx answer becomes
@@ -292,6 +328,10 @@ impl Client {
     }
 
     /// [`send`](Self::send) with the `Accept` header `accept`.
+    ///
+    /// The response's headers must arrive within the
+    /// [`read_idle_timeout`](Config::read_idle_timeout); of an error answer's body, at most
+    /// [`MAX_ERROR_BODY`] bytes are read, under the same deadline.
     pub(crate) async fn send_accepting(
         &self,
         method: Method,
@@ -306,6 +346,8 @@ impl Client {
             .await
             .map_err(|e| Error::Transport(format!("obtaining credentials: {e}")))?;
         tracing::trace!(%method, path = url.path(), "request");
+        // For the error when no answer comes.
+        let target = format!("{method} {}", url.path());
         let mut request = self.inner.http.request(method, url).header(ACCEPT, accept);
         if let Some(authorization) = &authorization {
             request = request.header(AUTHORIZATION, authorization.clone());
@@ -313,7 +355,15 @@ impl Client {
         if let Some((content_type, bytes)) = body {
             request = request.header(CONTENT_TYPE, content_type).body(bytes);
         }
-        let response = request.send().await.map_err(|e| transport_error(&e))?;
+        let idle = self.inner.limits.read_idle_timeout;
+        let response = within_idle(idle, request.send())
+            .await
+            .ok_or_else(|| {
+                Error::Transport(format!(
+                    "{target}: no response within {idle:?} (Config::read_idle_timeout)"
+                ))
+            })?
+            .map_err(|e| transport_error(&e))?;
         let code = response.status();
         if code.is_success() {
             return Ok(response);
@@ -323,7 +373,12 @@ impl Client {
         }
         let path = response.url().path().to_owned();
         let headers = response.headers().clone();
-        let body = response.bytes().await.unwrap_or_default();
+        // A `Status` is a few hundred bytes: the rest of a larger body (a proxy's error page, or
+        // worse) is not read, and a body that stops coming is taken as far as it came.
+        let (body, read) = BodyReader::new(response, idle).read_prefix(MAX_ERROR_BODY).await;
+        if !matches!(read, Ok(true)) {
+            tracing::debug!(path, read = body.len(), "error body read in part");
+        }
         let status = status_from_response(code, &headers, &body);
         tracing::debug!(path, %status, "request failed");
         Err(Error::Api(status))

@@ -13,6 +13,14 @@ use std::time::Duration;
 
 use secrecy::SecretString;
 
+/// The default [`Config::read_idle_timeout`]: kube-apiserver's one-minute request timeout plus
+/// the 30 seconds of margin a watch gets past its own timeout.
+pub(crate) const DEFAULT_READ_IDLE_TIMEOUT: Duration = Duration::from_secs(60 + 30);
+
+/// The default [`Config::max_object_size`]: a few times the 3 MiB kube-apiserver accepts in a
+/// request body.
+pub(crate) const DEFAULT_MAX_OBJECT_SIZE: usize = 16 * 1024 * 1024;
+
 /// Where a pod's service account credentials are mounted.
 const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
@@ -45,6 +53,24 @@ pub struct Config {
     /// requests waiting for its credential fail (default one minute; see
     /// [`Config::exec_timeout`](Config::exec_timeout())).
     pub exec_timeout: Duration,
+    /// How long a response may send nothing before the request fails: the time to its headers,
+    /// then each wait for the next bytes of its body. It covers lists (each page, prefetched
+    /// or not), typed requests and error bodies; a failed list is retried by the reflector.
+    /// Watches are silent by design between events and have their own idle deadline: their
+    /// server-side timeout plus 30 seconds.
+    ///
+    /// Default: 90 seconds, kube-apiserver's own limit for a request (its `--request-timeout`,
+    /// one minute) plus the same 30 second margin watches get. Raise it for an API server that
+    /// takes longer to start answering very large lists.
+    pub read_idle_timeout: Duration,
+    /// The largest single object a response may carry, in bytes of JSON: a list item, a watch
+    /// event's line, the body of a typed request. A larger one fails the request with an error
+    /// naming this limit, instead of being buffered whole.
+    ///
+    /// Default: 16 MiB. kube-apiserver refuses request bodies over 3 MiB and etcd stores at
+    /// most 1.5 MiB per object, so real objects stay well below it; raise it only for an API
+    /// server (an aggregated one, say) that serves larger objects.
+    pub max_object_size: usize,
 }
 
 impl Config {
@@ -66,6 +92,8 @@ impl Config {
             // interactive login). Plugins run here are never interactive, and a minute is far
             // more than a non-interactive token exchange takes.
             exec_timeout: Duration::from_secs(60),
+            read_idle_timeout: DEFAULT_READ_IDLE_TIMEOUT,
+            max_object_size: DEFAULT_MAX_OBJECT_SIZE,
         }
     }
 
@@ -77,6 +105,37 @@ impl Config {
     #[must_use]
     pub fn exec_timeout(mut self, timeout: Duration) -> Self {
         self.exec_timeout = timeout;
+        self
+    }
+
+    /// Sets [`read_idle_timeout`](Self::read_idle_timeout).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use informer_runtime::client::Config;
+    ///
+    /// let config = Config::new("https://127.0.0.1:6443".parse().unwrap())
+    ///     .read_idle_timeout(Duration::from_secs(300));
+    /// assert_eq!(config.read_idle_timeout, Duration::from_secs(300));
+    /// ```
+    #[must_use]
+    pub fn read_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.read_idle_timeout = timeout;
+        self
+    }
+
+    /// Sets [`max_object_size`](Self::max_object_size), in bytes.
+    ///
+    /// ```
+    /// use informer_runtime::client::Config;
+    ///
+    /// let config = Config::new("https://127.0.0.1:6443".parse().unwrap())
+    ///     .max_object_size(64 * 1024 * 1024);
+    /// assert_eq!(config.max_object_size, 64 * 1024 * 1024);
+    /// ```
+    #[must_use]
+    pub fn max_object_size(mut self, bytes: usize) -> Self {
+        self.max_object_size = bytes;
         self
     }
 
@@ -180,6 +239,8 @@ impl fmt::Debug for Config {
             .field("auth", &self.auth)
             .field("connect_timeout", &self.connect_timeout)
             .field("exec_timeout", &self.exec_timeout)
+            .field("read_idle_timeout", &self.read_idle_timeout)
+            .field("max_object_size", &self.max_object_size)
             .finish()
     }
 }

@@ -4,7 +4,8 @@
 //! server's `metav1.Status` (or, when the body is not one, the HTTP status and the body's text),
 //! so the [reflector](crate::reflector) can tell 410 from 429 from the rest; a refused connection
 //! becomes [`Error::ConnectionRefused`] (retried in place); other transport failures become
-//! [`Error::Transport`] with their cause chain. [`ClientError`] wraps these for construction and
+//! [`Error::Transport`] with their cause chain. Of an error answer's body, at most
+//! [`MAX_ERROR_BODY`] bytes are read. [`ClientError`] wraps these for construction and
 //! typed requests, naming the request.
 
 use std::error::Error as StdError;
@@ -153,6 +154,12 @@ pub(crate) fn parse_status(json: &[u8]) -> Option<Status> {
         retry_after,
     })
 }
+
+/// The most of a non-2xx body that is read, for its `Status`. A `Status` is a few hundred bytes
+/// (a few KiB with many causes); the rest of a larger body is left unread, so an error page of
+/// any size, or one that never ends, costs at most this much. A constant, not a setting: no
+/// server needs more to say why it failed.
+pub(crate) const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// The longest body text quoted in an error built from a non-`Status` body.
 const MAX_BODY_IN_MESSAGE: usize = 1024;

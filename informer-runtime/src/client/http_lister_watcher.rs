@@ -15,6 +15,14 @@
 //! servers answer it from their watch cache in one response, whatever the limit. Bodies known to
 //! be at most [`INLINE_DECODE_MAX`] bytes are read whole and decoded on the calling task.
 //!
+//! A list answer must keep coming: its headers, then each next chunk of its body, within the
+//! client's [`read_idle_timeout`](super::Config::read_idle_timeout) (90 seconds by default),
+//! or the list fails and the reflector lists again after a backoff. No item (nor any other part
+//! of the list) may be larger than the client's
+//! [`max_object_size`](super::Config::max_object_size): the decoder refuses it as soon as it
+//! grows past that, so a list never makes the client hold more than one object, the read-ahead
+//! and a prefetched page.
+//!
 //! The reflector asks for one page at a time and asks for the next one with the continue token
 //! of the previous (and its selectors and limit, with no resource version). The list's metadata
 //! comes before its items in the body, so the decoder reports the continue token before it
@@ -24,16 +32,26 @@
 //! or fails, or when the lister-watcher is dropped; at most one page is held. A caller that
 //! reads only the first page of a paginated list therefore causes one unused request.
 //!
+//! A prefetched page is held whole, so it may be at most [`PREFETCH_MAX_BYTES`] (8 MiB). One
+//! that turns out larger is dropped as soon as it does (its request cancelled) and fetched
+//! again, streamed, when it is asked for; the rest of that list is not prefetched. Pausing its
+//! transfer until it is asked for would hold memory no longer, but on HTTP/2 a stream that is
+//! not read keeps the connection's flow-control window, which every other list and watch of
+//! the client shares: a few paused pages would stall them all.
+//!
 //! # Watches: an idle deadline
 //!
 //! A watch that receives no bytes for longer than its `timeoutSeconds` plus
 //! [`WATCH_IDLE_MARGIN`] ends, as if the server's timeout had ended it: the connection has gone
 //! silent (a dead peer, a stalled proxy), and the reflector watches again from its last version.
 //! A connection reset or an HTTP/2 GOAWAY also ends a watch quietly (client-go's
-//! `IsProbableEOF`). The deadline runs on tokio's clock, so tests can pause time.
+//! `IsProbableEOF`). The deadline runs on tokio's clock, so tests can pause time. A watch's
+//! headers, like every response's, must arrive within the client's `read_idle_timeout`; its
+//! events are bounded by the same `max_object_size` as list items.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -45,6 +63,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 
 use super::api_client::Client;
+use super::body::{BodyReader, ReadError};
 use super::error::{cause_chain, io_kind_in_chain, transport_error};
 use super::list_page::PageDecoder;
 use super::request::{
@@ -74,6 +93,8 @@ pub(crate) struct HttpListerWatcher<K> {
     namespace: Option<String>,
     resource: Arc<str>,
     prefetch: Arc<Mutex<Option<Prefetch>>>,
+    /// A page of the current list was too large to prefetch: prefetch no more of it.
+    pages_too_large: Arc<AtomicBool>,
     _kind: PhantomData<fn() -> K>,
 }
 
@@ -83,8 +104,9 @@ struct Prefetch {
     task: AbortOnDrop,
 }
 
-/// A fetch task that is cancelled when no one wants its result any more.
-struct AbortOnDrop(JoinHandle<Result<Bytes, Error>>);
+/// A fetch task that is cancelled when no one wants its result any more. It ends with the
+/// page's body, or `None` when the page was larger than [`PREFETCH_MAX_BYTES`].
+struct AbortOnDrop(JoinHandle<Result<Option<Bytes>, Error>>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
@@ -99,6 +121,7 @@ impl<K: Resource> HttpListerWatcher<K> {
             namespace: namespace.map(ToOwned::to_owned),
             resource: resource_name::<K>().into(),
             prefetch: Arc::default(),
+            pages_too_large: Arc::default(),
             _kind: PhantomData,
         }
     }
@@ -113,24 +136,39 @@ impl<K: Resource> HttpListerWatcher<K> {
             // A prefetch for other options is dropped here, which cancels it.
             slot.take().filter(|p| p.options == options)
         };
+        if options.continue_token.is_none() {
+            // A new list: its pages may be small enough to prefetch.
+            self.pages_too_large.store(false, Ordering::Relaxed);
+        }
         let url = self.url(&options);
         let keep = options.keep_managed_fields;
+        let limits = self.client.limits();
         let decoder = PageDecoder::new(Arc::clone(&self.resource), keep, self.prefetcher(options))
+            .max_object_size(limits.max_object_size)
             .reusing(reuse);
-        let decoded = match prefetched {
-            Some(mut prefetch) => {
+        let fetched = match prefetched {
+            Some(mut prefetch) => match (&mut prefetch.task.0).await {
+                Ok(fetched) => fetched,
+                Err(join) => Err(Error::Transport(format!("page prefetch: {join}"))),
+            },
+            None => Ok(None),
+        };
+        let decoded = match fetched {
+            Ok(Some(body)) => {
                 tracing::trace!(resource = %self.resource, "using the prefetched page");
-                match (&mut prefetch.task.0).await {
-                    Ok(fetched) => decode_body(fetched?, decoder).await,
-                    Err(join) => Err(Error::Transport(format!("page prefetch: {join}"))),
-                }
+                decode_body(body, decoder).await
             }
-            None => {
-                match self.client.send_accepting(Method::GET, url, None, list_accept::<K>()).await {
-                    Ok(response) => decode_response(response, decoder).await,
+            Ok(None) => {
+                let accept = list_accept::<K>();
+                match self.client.send_accepting(Method::GET, url, None, accept).await {
+                    Ok(response) => {
+                        let body = BodyReader::new(response, limits.read_idle_timeout);
+                        decode_response(body, &self.resource, decoder).await
+                    }
                     Err(e) => Err(e),
                 }
             }
+            Err(e) => Err(e),
         };
         if decoded.is_err() {
             // The list failed: the page prefetched for it will not be asked for.
@@ -149,11 +187,16 @@ impl<K: Resource> HttpListerWatcher<K> {
     fn prefetcher(&self, options: ListOptions) -> impl FnOnce(&str) + Send + 'static {
         let client = self.client.clone();
         let namespace = self.namespace.clone();
+        let resource = Arc::clone(&self.resource);
         let slot = Arc::clone(&self.prefetch);
+        let too_large = Arc::clone(&self.pages_too_large);
         // Polled outside tokio (reqwest would fail anyway): no prefetch rather than a panic.
         let runtime = tokio::runtime::Handle::try_current().ok();
         move |token: &str| {
             let Some(runtime) = runtime else { return };
+            if too_large.load(Ordering::Relaxed) {
+                return;
+            }
             // What the reflector sends for the next page.
             let next = ListOptions {
                 continue_token: Some(token.to_owned()),
@@ -164,7 +207,14 @@ impl<K: Resource> HttpListerWatcher<K> {
             let mut url = collection_url::<K>(client.base_url(), namespace.as_deref());
             set_list_query(&mut url, &next);
             let accept = list_accept::<K>();
-            let task = runtime.spawn(async move { fetch_page(&client, url, accept).await });
+            let task = runtime.spawn(async move {
+                let page = fetch_page(&client, url, accept, &resource).await;
+                if matches!(page, Ok(None)) {
+                    tracing::debug!(%resource, "a page too large to prefetch; no more prefetching in this list");
+                    too_large.store(true, Ordering::Relaxed);
+                }
+                page
+            });
             *slot.lock() = Some(Prefetch { options: next, task: AbortOnDrop(task) });
         }
     }
@@ -180,7 +230,8 @@ impl<K: Resource> HttpListerWatcher<K> {
             .saturating_add(WATCH_IDLE_MARGIN);
         let body =
             response.bytes_stream().map(|chunk| chunk.map_err(|e| ChunkError::from_reqwest(&e)));
-        let decoder = WatchDecoder::new(Arc::clone(&self.resource), options.keep_managed_fields);
+        let decoder = WatchDecoder::new(Arc::clone(&self.resource), options.keep_managed_fields)
+            .max_object_size(self.client.limits().max_object_size);
         Ok(watch_stream(body, decoder, idle))
     }
 }
@@ -212,10 +263,39 @@ impl<K> std::fmt::Debug for HttpListerWatcher<K> {
     }
 }
 
-/// GETs a list page and reads its whole body (a prefetch: at most one page of a paginated list).
-async fn fetch_page(client: &Client, url: url::Url, accept: &'static str) -> Result<Bytes, Error> {
+/// The largest page held by a prefetch. A page of 500 objects of a typical size fits; a larger
+/// one is fetched again when asked for (see the [module documentation](self)). A constant, not a
+/// setting: it bounds memory and costs at worst one request.
+const PREFETCH_MAX_BYTES: usize = 8 * 1024 * 1024;
+
+/// GETs a list page and reads its whole body (a prefetch: at most one page of a paginated list);
+/// `None` when the body is larger than [`PREFETCH_MAX_BYTES`], whose request is then dropped.
+async fn fetch_page(
+    client: &Client,
+    url: url::Url,
+    accept: &'static str,
+    resource: &str,
+) -> Result<Option<Bytes>, Error> {
     let response = client.send_accepting(Method::GET, url, None, accept).await?;
-    response.bytes().await.map_err(|e| transport_error(&e))
+    let mut body = BodyReader::new(response, client.limits().read_idle_timeout);
+    let (read, outcome) = body.read_prefix(PREFETCH_MAX_BYTES + 1).await;
+    match outcome {
+        Ok(_) if read.len() > PREFETCH_MAX_BYTES => Ok(None),
+        Ok(_) => Ok(Some(read)),
+        Err(e) => Err(list_read_error(resource, e)),
+    }
+}
+
+/// The error for a list body that could not be read.
+fn list_read_error(resource: &str, error: ReadError) -> Error {
+    match error {
+        ReadError::Idle(idle) => Error::Transport(format!(
+            "{resource} list: the server sent nothing for {idle:?} (Config::read_idle_timeout); \
+             the list is retried: raise read_idle_timeout for an API server slow to send large \
+             lists"
+        )),
+        ReadError::Failed(e) => transport_error(&e),
+    }
 }
 
 /// How far reading may run ahead of decoding, in bytes of body waiting for the decoder. A few
@@ -245,20 +325,22 @@ where
     .map_err(|join| Error::Decode(format!("list: decoding task: {join}")))?
 }
 
-/// Decodes a page from a response while its body arrives: a task on the blocking pool decodes
+/// Decodes a page from a response body while it arrives: a task on the blocking pool decodes
 /// the chunks this one reads, so decoding overlaps the transfer and the body is never held whole.
 async fn decode_response<K, F>(
-    response: reqwest::Response,
+    mut body: BodyReader,
+    resource: &str,
     mut decoder: PageDecoder<K, F>,
 ) -> Result<ObjectList<K>, Error>
 where
     K: Resource,
     F: FnOnce(&str) + Send + 'static,
 {
-    let small = response.content_length().is_some_and(|len| len <= INLINE_DECODE_MAX as u64);
-    if small {
-        let body = response.bytes().await.map_err(|e| transport_error(&e))?;
-        return decode_body(body, decoder).await;
+    if body.content_length().is_some_and(|len| len <= INLINE_DECODE_MAX as u64) {
+        // The length is the body's: the transfer fails rather than send more.
+        let (whole, outcome) = body.read_prefix(INLINE_DECODE_MAX).await;
+        outcome.map_err(|e| list_read_error(resource, e))?;
+        return decode_body(whole, decoder).await;
     }
     // Each chunk travels with its share of the read-ahead budget, given back once decoded.
     let ahead = Arc::new(Semaphore::new(READ_AHEAD_BYTES as usize));
@@ -270,7 +352,6 @@ where
         }
         decoder.finish()
     });
-    let mut body = response.bytes_stream();
     let mut read = Ok(());
     loop {
         // A closed queue: the decoder stopped at an error, which it returns below; reading on
@@ -280,14 +361,12 @@ where
             chunk = body.next() => chunk,
         };
         let chunk = match chunk {
-            None => break,
-            Some(Err(e)) => {
-                read = Err(transport_error(&e));
+            Ok(None) => break,
+            Err(e) => {
+                read = Err(list_read_error(resource, e));
                 break;
             }
-            // Nothing to decode, and no budget to account it against.
-            Some(Ok(chunk)) if chunk.is_empty() => continue,
-            Some(Ok(chunk)) => chunk,
+            Ok(Some(chunk)) => chunk,
         };
         // A chunk larger than the whole budget waits for all of it.
         let size =
@@ -621,6 +700,15 @@ mod read_ahead_tests {
             Ok::<_, std::io::Error>(part)
         });
         reqwest::Response::from(http::Response::new(reqwest::Body::wrap_stream(body)))
+    }
+
+    /// A list body decoded as the lister-watcher decodes a response it did not prefetch.
+    async fn decode_response(
+        response: reqwest::Response,
+        decoder: PageDecoder<Pod, impl FnOnce(&str) + Send + 'static>,
+    ) -> Result<ObjectList<Pod>, Error> {
+        let body = BodyReader::new(response, Duration::from_secs(60));
+        super::decode_response(body, "pods", decoder).await
     }
 
     /// A decoder that stops, inside its first chunk, until `gate` opens: the continue token is

@@ -20,8 +20,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
+use super::config::DEFAULT_MAX_OBJECT_SIZE;
 use super::error::{byte_offset, json_error_message};
-use super::list_split::{ListSplitter, Piece, SplitError};
+use super::list_split::{ListSplitter, Part, Piece, SplitError};
 use super::object_decoder::ObjectDecoder;
 use super::request::served_type;
 use crate::listwatch::{Error, ObjectList, ReuseFn};
@@ -84,7 +85,7 @@ pub(crate) struct PageDecoder<K, F> {
 impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
     pub(crate) fn new(resource: Arc<str>, keep_managed_fields: bool, on_continue: F) -> Self {
         Self {
-            splitter: ListSplitter::new(),
+            splitter: ListSplitter::new(DEFAULT_MAX_OBJECT_SIZE),
             resource,
             objects: ObjectDecoder::new(keep_managed_fields),
             on_continue: Some(on_continue),
@@ -96,6 +97,14 @@ impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
             items: Vec::new(),
             _kind: PhantomData,
         }
+    }
+
+    /// Refuses any item or member of the list larger than `bytes` (the client's
+    /// [`max_object_size`](super::Config::max_object_size)) as soon as it grows past it. Call
+    /// it before the first [`push`](Self::push).
+    pub(crate) fn max_object_size(mut self, bytes: usize) -> Self {
+        self.splitter = ListSplitter::new(bytes);
+        self
     }
 
     /// Holds `reuse`'s object in place of each item it finds one for.
@@ -115,7 +124,7 @@ impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
             let piece = match self.splitter.next_piece() {
                 Ok(Some(piece)) => piece,
                 Ok(None) => return Ok(()),
-                Err(e) => return Err(split_error(&self.resource, &e)),
+                Err(e) => return Err(split_error(&self.resource, self.items.len(), &e)),
             };
             match piece {
                 Piece::Member { key: "metadata", value, offset } => {
@@ -170,7 +179,8 @@ impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
     /// [`Error::Decode`] if the body ended before the list did, or is not a list of `K` with a
     /// resource version.
     pub(crate) fn finish(mut self) -> Result<ObjectList<K>, Error> {
-        self.splitter.finish().map_err(|e| split_error(&self.resource, &e))?;
+        let items = self.items.len();
+        self.splitter.finish().map_err(|e| split_error(&self.resource, items, &e))?;
         let expected = list_kind::<K>();
         let resource = &self.resource;
         match self.kind.as_deref() {
@@ -222,8 +232,23 @@ fn list_kind<K: Resource>() -> String {
     format!("{}List", served_type::<K>().1)
 }
 
-fn split_error(resource: &str, error: &SplitError) -> Error {
-    Error::Decode(format!("{resource} list: {error}"))
+/// The error for a body the splitter refused; `items` is the number of items decoded so far
+/// (the index of the one being read).
+fn split_error(resource: &str, items: usize, error: &SplitError) -> Error {
+    let Some(part) = &error.too_large else {
+        return Error::Decode(format!("{resource} list: {error}"));
+    };
+    let what = match part {
+        Part::Item => format!("item {items}"),
+        Part::Member(key) if key.is_empty() => "a key".to_owned(),
+        Part::Member(key) => format!("the `{key}` member"),
+    };
+    Error::Decode(format!(
+        "{resource} list: {what} (byte {}) is larger than the maximum object size, {} bytes \
+         (Config::max_object_size); the list is retried: raise max_object_size if the API \
+         server serves objects this large",
+        error.offset, error.limit
+    ))
 }
 
 /// A decode error in one part of a list body, placed in the whole body.

@@ -10,6 +10,10 @@
 //! valid JSON is for the decoder of that part to say, with `serde_json`'s own errors. Structure
 //! between parts (the colons, commas and braces of the list object and of `items`) is checked
 //! here, so a body the splitter accepts is one whose parts, once valid, make a valid list.
+//!
+//! No part may be larger than the splitter's maximum part size (the client's maximum object
+//! size): a part that grows past it is an error as soon as it does, so a hostile or broken body
+//! cannot make the splitter hold more than that, whatever its length.
 
 use std::fmt;
 
@@ -32,6 +36,19 @@ pub(crate) struct SplitError {
     pub(crate) offset: u64,
     /// What was expected there.
     pub(crate) message: String,
+    /// Set when a part is larger than the maximum part size: which part it is.
+    pub(crate) too_large: Option<Part>,
+    /// The maximum part size.
+    pub(crate) limit: usize,
+}
+
+/// Which part of a list body an error is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// An element of `items`.
+    Item,
+    /// A member of the list object, with its key (empty while the key itself is read).
+    Member(String),
 }
 
 impl fmt::Display for SplitError {
@@ -102,10 +119,13 @@ pub(crate) struct ListSplitter {
     key: String,
     /// Whether an `items` array has begun.
     saw_items_array: bool,
+    /// The largest part handed out, in bytes.
+    max_part: usize,
 }
 
 impl ListSplitter {
-    pub(crate) fn new() -> Self {
+    /// A splitter whose parts may be at most `max_part` bytes long.
+    pub(crate) fn new(max_part: usize) -> Self {
         Self {
             buf: Vec::new(),
             base: 0,
@@ -114,6 +134,7 @@ impl ListSplitter {
             token: None,
             key: String::new(),
             saw_items_array: false,
+            max_part,
         }
     }
 
@@ -141,7 +162,14 @@ impl ListSplitter {
     pub(crate) fn next_piece(&mut self) -> Result<Option<Piece<'_>>, SplitError> {
         loop {
             if let Some(token) = self.token {
-                let Some(end) = self.scan(token) else { return Ok(None) };
+                let end = self.scan(token);
+                // Checked whether the part is complete or not, so that the limit does not
+                // depend on how the body was chunked.
+                let len = end.unwrap_or(self.buf.len()) - token.start;
+                if len > self.max_part {
+                    return Err(self.too_large(token.start));
+                }
+                let Some(end) = end else { return Ok(None) };
                 self.token = None;
                 match self.state {
                     State::Key | State::FirstKey => {
@@ -283,7 +311,32 @@ impl ListSplitter {
     }
 
     fn error_at(&self, at: usize, message: &str) -> SplitError {
-        SplitError { offset: self.base + at as u64, message: message.to_owned() }
+        SplitError {
+            offset: self.base + at as u64,
+            message: message.to_owned(),
+            too_large: None,
+            limit: self.max_part,
+        }
+    }
+
+    /// The error for the part starting at `at`, which has grown past the maximum part size.
+    fn too_large(&self, at: usize) -> SplitError {
+        let part = match self.state {
+            State::Key | State::FirstKey => Part::Member(String::new()),
+            State::Value => Part::Member(self.key.clone()),
+            _ => Part::Item,
+        };
+        let what = match &part {
+            Part::Item => "an item".to_owned(),
+            Part::Member(key) if key.is_empty() => "a key".to_owned(),
+            Part::Member(key) => format!("the `{key}` member"),
+        };
+        SplitError {
+            offset: self.base + at as u64,
+            message: format!("{what} is larger than {} bytes", self.max_part),
+            too_large: Some(part),
+            limit: self.max_part,
+        }
     }
 }
 
@@ -314,7 +367,7 @@ mod tests {
     /// Everything the splitter hands out for `body` pushed in chunks of `size`, as owned
     /// `(key or "", value, offset)` triples.
     fn split(body: &[u8], size: usize) -> Result<Vec<(String, String, u64)>, SplitError> {
-        let mut splitter = ListSplitter::new();
+        let mut splitter = ListSplitter::new(usize::MAX);
         let mut out = Vec::new();
         for chunk in body.chunks(size.max(1)) {
             splitter.push(chunk);
@@ -419,7 +472,7 @@ mod tests {
             body.extend_from_slice(item);
         }
         body.extend_from_slice(b"]}");
-        let mut splitter = ListSplitter::new();
+        let mut splitter = ListSplitter::new(usize::MAX);
         let mut items = 0;
         for chunk in body.chunks(100) {
             splitter.push(chunk);
@@ -430,5 +483,53 @@ mod tests {
         }
         splitter.finish().unwrap();
         assert_eq!(items, 1000);
+    }
+
+    #[test]
+    fn a_part_over_the_limit_is_an_error_at_every_chunk_size() {
+        let item = format!(r#"{{"metadata":{{"name":"{}"}}}}"#, "x".repeat(100));
+        let body = format!(r#"{{"metadata":{{}},"items":[{{"a":1}},{item},{{"b":2}}]}}"#);
+        let at = body.find(&item).unwrap() as u64;
+        for size in [1, 7, 64, body.len()] {
+            let mut splitter = ListSplitter::new(item.len() - 1);
+            let mut seen = 0;
+            let error = 'split: {
+                for chunk in body.as_bytes().chunks(size) {
+                    splitter.push(chunk);
+                    loop {
+                        match splitter.next_piece() {
+                            Ok(Some(_)) => seen += 1,
+                            Ok(None) => break,
+                            Err(error) => break 'split error,
+                        }
+                    }
+                }
+                panic!("chunks of {size}: no error");
+            };
+            assert_eq!(error.too_large, Some(Part::Item), "chunks of {size}");
+            assert_eq!(error.offset, at, "chunks of {size}");
+            assert_eq!(error.message, format!("an item is larger than {} bytes", item.len() - 1));
+            // The metadata and the first item came out; nothing of the big one was kept past
+            // the limit plus one chunk.
+            assert_eq!(seen, 2, "chunks of {size}");
+            assert!(splitter.buf.len() <= item.len() + size, "chunks of {size}");
+        }
+        // Exactly at the limit is fine; members and keys are bounded too.
+        assert!(split_limited(&body, item.len()).is_ok());
+        let long_member = format!(r#"{{"metadata":{{"x":"{}"}},"items":[]}}"#, "y".repeat(50));
+        let error = split_limited(&long_member, 20).unwrap_err();
+        assert_eq!(error.too_large, Some(Part::Member("metadata".to_owned())));
+        let long_key = format!(r#"{{"{}":1}}"#, "k".repeat(50));
+        let error = split_limited(&long_key, 20).unwrap_err();
+        assert_eq!(error.too_large, Some(Part::Member(String::new())));
+    }
+
+    fn split_limited(body: &str, max_part: usize) -> Result<(), SplitError> {
+        let mut splitter = ListSplitter::new(max_part);
+        for chunk in body.as_bytes().chunks(3) {
+            splitter.push(chunk);
+            while splitter.next_piece()?.is_some() {}
+        }
+        splitter.finish()
     }
 }

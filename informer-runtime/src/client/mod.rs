@@ -8,7 +8,8 @@
 //!
 //! - Requests: `api_client` holds the [`Client`] and its typed requests, `request` builds URLs,
 //!   `error` keeps the server's `Status` typed, `tls` builds the rustls configuration.
-//! - Reads, in the order bytes travel: `http_lister_watcher` implements the lister-watcher
+//! - Reads, in the order bytes travel: `body` bounds every response but watches (an idle
+//!   deadline, a cap on what is kept); `http_lister_watcher` implements the lister-watcher
 //!   (list pages with prefetch, watch streams with an idle deadline); `list_page` and
 //!   `list_split` decode list bodies, `watch_decode` watch streams, both through
 //!   `object_decoder` (and `prune`, which skips `managedFields`).
@@ -35,6 +36,7 @@
 
 mod api_client;
 mod auth;
+mod body;
 mod config;
 mod error;
 mod http_lister_watcher;

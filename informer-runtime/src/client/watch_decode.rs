@@ -34,6 +34,14 @@
 //!   the server wrote in place of an event still arrives typed, as [`Error::Api`].
 //!
 //! Errors name the resource, the line number and the byte offset in the stream.
+//!
+//! # Bounds
+//!
+//! No line is held, or decoded, beyond the maximum object size (the client's
+//! [`max_object_size`](super::Config::max_object_size), plus a little for the event around the
+//! object): a line that grows past it is an error as soon as it does, and its remaining bytes are
+//! skipped up to its newline, never kept. (The API server's objects are at most a few MiB:
+//! etcd's request limit is 1.5 MiB.)
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
@@ -43,6 +51,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::config::DEFAULT_MAX_OBJECT_SIZE;
 use super::error::{json_error_message, parse_status};
 use super::object_decoder::ObjectDecoder;
 use super::request::served_type;
@@ -52,10 +61,10 @@ use crate::resource::Resource;
 /// The annotation on the bookmark that ends the initial events of a streaming list.
 const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 
-/// The longest event line kept while waiting for its newline. The API server's objects are at
-/// most a few MiB (etcd's request limit is 1.5 MiB); a line beyond this is a broken or hostile
-/// stream, not an event to buffer forever.
-const MAX_LINE: usize = 64 * 1024 * 1024;
+/// What a watch event's line may hold beyond its object: `{"type":"MODIFIED","object":…}` and
+/// some whitespace. A line may be this much longer than the maximum object size, so an object
+/// a list accepts is accepted in a watch too.
+const EVENT_ENVELOPE: usize = 1024;
 
 /// Decoded events (or per-line errors), in stream order.
 pub(crate) type Decoded<K> = VecDeque<Result<WatchEvent<K>, Error>>;
@@ -67,6 +76,12 @@ pub(crate) struct WatchDecoder<K> {
     resource: Arc<str>,
     /// The unfinished line carried over from earlier chunks.
     partial: Vec<u8>,
+    /// The longest line decoded: the maximum object size plus [`EVENT_ENVELOPE`].
+    max_line: usize,
+    /// The maximum object size, for error messages.
+    max_object_size: usize,
+    /// Bytes of an over-long line dropped so far: the rest of it is skipped up to its newline.
+    skipping: Option<u64>,
     /// The number of the next line, from 1.
     line: u64,
     /// The stream offset of the next line's first byte.
@@ -83,6 +98,9 @@ impl<K: Resource> WatchDecoder<K> {
         Self {
             resource,
             partial: Vec::new(),
+            max_line: DEFAULT_MAX_OBJECT_SIZE + EVENT_ENVELOPE,
+            max_object_size: DEFAULT_MAX_OBJECT_SIZE,
+            skipping: None,
             line: 1,
             offset: 0,
             objects: ObjectDecoder::new(keep_managed_fields),
@@ -90,11 +108,30 @@ impl<K: Resource> WatchDecoder<K> {
         }
     }
 
+    /// Refuses events whose object is larger than `bytes` (the client's
+    /// [`max_object_size`](super::Config::max_object_size)).
+    pub(crate) fn max_object_size(mut self, bytes: usize) -> Self {
+        self.max_object_size = bytes;
+        self.max_line = bytes.saturating_add(EVENT_ENVELOPE);
+        self
+    }
+
     /// Feeds the next chunk of the body; the events of every line it completes go to `out`.
     pub(crate) fn feed(&mut self, chunk: &[u8], out: &mut Decoded<K>) {
         let mut rest = chunk;
+        if let Some(skipped) = self.skipping {
+            let Some(end) = memchr::memchr(b'\n', rest) else {
+                self.skipping = Some(skipped + rest.len() as u64);
+                return;
+            };
+            // The over-long line ends here; the next one starts after its newline.
+            self.skipping = None;
+            self.line += 1;
+            self.offset += skipped + end as u64 + 1;
+            rest = &rest[end + 1..];
+        }
         if !self.partial.is_empty() {
-            let Some(end) = rest.iter().position(|&b| b == b'\n') else {
+            let Some(end) = memchr::memchr(b'\n', rest) else {
                 self.partial.extend_from_slice(rest);
                 self.check_line_length(out);
                 return;
@@ -107,7 +144,7 @@ impl<K: Resource> WatchDecoder<K> {
             self.partial = line;
             self.partial.clear();
         }
-        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+        while let Some(end) = memchr::memchr(b'\n', rest) {
             self.complete_line(&rest[..end], out);
             rest = &rest[end + 1..];
         }
@@ -115,15 +152,25 @@ impl<K: Resource> WatchDecoder<K> {
         self.check_line_length(out);
     }
 
-    /// Gives up on a line that grew past [`MAX_LINE`] without a newline.
+    /// Gives up on a line that grew past the maximum without a newline: an error now, and the
+    /// rest of the line is skipped instead of kept.
     fn check_line_length(&mut self, out: &mut Decoded<K>) {
-        if self.partial.len() > MAX_LINE {
-            out.push_back(Err(Error::Decode(format!(
-                "{} watch: line {} at byte {} exceeds {MAX_LINE} bytes without a newline",
-                self.resource, self.line, self.offset
-            ))));
+        if self.partial.len() > self.max_line {
+            out.push_back(Err(self.too_large()));
+            self.skipping = Some(self.partial.len() as u64);
+            // Not kept: the allocation is as large as the limit.
             self.partial = Vec::new();
         }
+    }
+
+    /// The error for the current line, which is longer than the maximum.
+    fn too_large(&self) -> Error {
+        Error::Decode(format!(
+            "{} watch, line {} (byte {}): the event is larger than the maximum object size, {} \
+             bytes (Config::max_object_size); the watch ends: raise max_object_size if the API \
+             server serves objects this large",
+            self.resource, self.line, self.offset, self.max_object_size
+        ))
     }
 
     /// The resource this decoder decodes, as named in errors.
@@ -131,9 +178,9 @@ impl<K: Resource> WatchDecoder<K> {
         &self.resource
     }
 
-    /// Whether bytes of an unfinished line are buffered.
+    /// Whether bytes of an unfinished line are buffered (or being skipped).
     pub(crate) fn has_partial_line(&self) -> bool {
-        self.partial.iter().any(|b| !b.is_ascii_whitespace())
+        self.skipping.is_some() || self.partial.iter().any(|b| !b.is_ascii_whitespace())
     }
 
     /// The body ended.
@@ -142,7 +189,8 @@ impl<K: Resource> WatchDecoder<K> {
     ///
     /// [`Error::Decode`] when it ended inside a line: the last event was cut off.
     pub(crate) fn finish(&mut self) -> Result<(), Error> {
-        if !self.has_partial_line() {
+        // An over-long line was reported when it grew too long.
+        if self.skipping.take().is_some() || !self.has_partial_line() {
             return Ok(());
         }
         let len = self.partial.len();
@@ -156,7 +204,10 @@ impl<K: Resource> WatchDecoder<K> {
     /// Decodes one complete line (without its `\n`) and advances the position past it.
     fn complete_line(&mut self, line: &[u8], out: &mut Decoded<K>) {
         let content = line.strip_suffix(b"\r").unwrap_or(line);
-        if !content.iter().all(u8::is_ascii_whitespace) {
+        if content.len() > self.max_line {
+            // Whole in one chunk, but still too large to decode.
+            out.push_back(Err(self.too_large()));
+        } else if !content.iter().all(u8::is_ascii_whitespace) {
             out.push_back(self.decode_line(content));
         }
         self.line += 1;
@@ -775,5 +826,47 @@ mod tests {
 "#;
         let shown: Vec<String> = decode_all::<Pod>(body).iter().map(describe).collect();
         assert_eq!(shown, ["BOOKMARK 5 false", "BOOKMARK 6 false"]);
+    }
+
+    #[test]
+    fn a_line_over_the_limit_is_an_error_and_skipped_and_the_next_line_decodes() {
+        let bookmark = |rv: u32| {
+            format!(r#"{{"type":"BOOKMARK","object":{{"metadata":{{"resourceVersion":"{rv}"}}}}}}"#)
+        };
+        let huge = format!(
+            r#"{{"type":"ADDED","object":{{"kind":"Pod","apiVersion":"v1","metadata":{{"name":"{}"}}}}}}"#,
+            "x".repeat(3000)
+        );
+        let body = format!("{}\n{huge}\n{}\n", bookmark(1), bookmark(2));
+        let huge_at = bookmark(1).len() + 1;
+        for size in [1, 100, 1000, body.len()] {
+            let mut decoder = WatchDecoder::<Pod>::new("pods".into(), false).max_object_size(1000);
+            let mut out = Decoded::new();
+            for chunk in body.as_bytes().chunks(size) {
+                decoder.feed(chunk, &mut out);
+                // Never more than the limit and one chunk held.
+                assert!(decoder.partial.len() <= 1000 + EVENT_ENVELOPE + size, "chunks of {size}");
+            }
+            decoder.finish().unwrap();
+            let shown: Vec<String> = out.iter().map(describe).collect();
+            assert_eq!(shown.len(), 3, "chunks of {size}: {shown:#?}");
+            assert_eq!(shown[0], "BOOKMARK 1 false");
+            assert!(
+                shown[1].starts_with(&format!(
+                    "error: decode error: pods watch, line 2 (byte {huge_at}): the event is larger \
+                     than the maximum object size, 1000 bytes (Config::max_object_size)"
+                )),
+                "chunks of {size}: {}",
+                shown[1]
+            );
+            assert_eq!(shown[2], "BOOKMARK 2 false", "chunks of {size}");
+        }
+        // Cut off while skipping: reported once, when it grew too long.
+        let mut decoder = WatchDecoder::<Pod>::new("pods".into(), false).max_object_size(1000);
+        let mut out = Decoded::new();
+        decoder.feed(&huge.as_bytes()[..2500], &mut out);
+        assert_eq!(out.len(), 1);
+        assert!(decoder.has_partial_line());
+        decoder.finish().unwrap();
     }
 }

@@ -15,6 +15,12 @@
 //!    after a backoff on 429 or connection refused) or **back off and relist** (410, errors,
 //!    a watch that closed within a second with no events).
 //!
+//! List failures, and watch failures other than the normal ends (a timeout, a close, 410,
+//! throttling), go to the [watch-error handler](Reflector::with_watch_error_handler): whatever
+//! a server sends, broken or hostile, is reported there and followed by that recovery, and the
+//! store keeps its last good state meanwhile. A list whose continue tokens come round again
+//! fails instead of paging forever.
+//!
 //! While watching, it replays the cache as `Sync` deltas every resync period (never calling the
 //! server). With [`ReflectorConfig::streaming_list`] it replaces step 1 by a streaming list
 //! (`sendInitialEvents`), with a bounded wait and a fallback to a plain list.
@@ -26,6 +32,7 @@ mod backoff;
 mod reflector_store;
 mod state;
 
+use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -59,7 +66,13 @@ pub enum ReflectorError {
         #[source]
         source: Error,
     },
-    /// Opening a watch failed with a non-retriable error; the reflector backs off and relists.
+    /// A watch failed: opening it failed with a non-retriable error, or its stream broke or
+    /// carried what the protocol does not allow (a line that is not an event, an object too
+    /// large, an error status); the reflector backs off and relists. Also an event the
+    /// reflector skipped (an object of another kind), after which the watch goes on.
+    ///
+    /// Not reported: a watch's normal ends (its timeout, a closed connection between events,
+    /// `410 Expired` when history was compacted) and throttling (429, retried in place).
     #[error("failed to watch {resource}: {source}")]
     Watch {
         /// The resource, as `plural.group`.
@@ -344,7 +357,9 @@ impl<K: Resource> Reflector<K> {
     ///
     /// # Errors
     ///
-    /// The list failed, or opening a watch failed with an error that is not retried in place.
+    /// The list failed, or opening a watch failed with an error that is not retried in place,
+    /// or a watch stream failed with an error other than `410 Expired` (see
+    /// [`ReflectorError::Watch`]).
     #[doc(alias = "ListAndWatch")]
     pub async fn list_and_watch(&self, cancel: &CancellationToken) -> Result<(), ReflectorError> {
         if cancel.is_cancelled() {
@@ -468,6 +483,11 @@ impl<K: Resource> Reflector<K> {
         let mut items = Vec::new();
         let mut list_rv = None;
         let mut paginated = false;
+        // The continue tokens of this list, hashed: a server that hands one out again would be
+        // paged through forever (client-go does not check; a token is a position in one
+        // snapshot, so it can never come back in a list that moves on).
+        let tokens = std::collections::hash_map::RandomState::new();
+        let mut seen = std::collections::HashSet::new();
         loop {
             match self.lister_watcher.list_reusing(&options, Arc::clone(&reuse)).await {
                 Err(e) if e.is_expired() && options.continue_token.is_some() => {
@@ -494,6 +514,15 @@ impl<K: Resource> Reflector<K> {
                     }
                     match page.continue_token {
                         Some(token) if !token.is_empty() => {
+                            if !seen.insert(tokens.hash_one(&token)) {
+                                return Err(Error::Decode(format!(
+                                    "{} list: the server handed out the continue token {:?} a \
+                                     second time in one list, so paging would never end; the \
+                                     list is retried from the start",
+                                    self.resource,
+                                    shorten(&token)
+                                )));
+                            }
                             options.continue_token = Some(token);
                             // A version with a continue token is an error on the server.
                             options.resource_version.clear();
@@ -579,11 +608,18 @@ impl<K: Resource> Reflector<K> {
                     }
                 }
                 Next::Relist => {
-                    match &end {
+                    match end {
                         WatchEnd::Failed(e) if e.is_expired() => {
                             tracing::debug!(resource = %self.resource, error = %e, "watch expired; relisting");
                         }
-                        _ => {
+                        // Hostile or broken input: the watch-error handler hears of it.
+                        WatchEnd::Failed(source) => {
+                            return Err(ReflectorError::Watch {
+                                resource: self.resource.clone(),
+                                source,
+                            });
+                        }
+                        end => {
                             tracing::warn!(resource = %self.resource, ?end, "watch ended; relisting");
                         }
                     }
@@ -634,8 +670,10 @@ impl<K: Resource> Reflector<K> {
                     let lasted = self.clock.now().saturating_duration_since(start);
                     return WatchEnd::Closed { events, lasted };
                 }
-                Some(Err(e @ Error::UnexpectedKind { .. })) => {
-                    tracing::warn!(resource = %self.resource, error = %e, "skipping event");
+                Some(Err(source @ Error::UnexpectedKind { .. })) => {
+                    // Skipped, and the watch goes on; the watch-error handler (or the log)
+                    // hears of it.
+                    self.report(&ReflectorError::Watch { resource: self.resource.clone(), source });
                     continue;
                 }
                 Some(Err(e)) => return WatchEnd::Failed(e),
@@ -749,6 +787,14 @@ impl<K: Resource> Reflector<K> {
                 }
             }
         }
+    }
+}
+
+/// At most the first 64 characters of `token`, for a message.
+fn shorten(token: &str) -> String {
+    match token.char_indices().nth(64) {
+        Some((end, _)) => format!("{}…", &token[..end]),
+        None => token.to_owned(),
     }
 }
 

@@ -971,3 +971,81 @@ async fn connection_refused_rewatches_without_relist() {
     assert_eq!(lw.list_rvs(), ["0"]);
     assert_eq!(lw.watch_rvs(), ["4", "4", "4", "4"]);
 }
+
+// issue 17: a server whose continue tokens come round again (the same token, or a cycle) was
+// paged through forever, the list never done. Now the list fails, the store is left alone,
+// and the error names the token.
+#[tokio::test(start_paused = true)]
+async fn a_continue_token_that_comes_round_again_fails_the_list() {
+    let cycles: [&'static [&'static str]; 2] = [&["same"], &["one", "two", "three"]];
+    for cycle in cycles {
+        let lw = ScriptedLw::new(
+            move |options| {
+                let at = options
+                    .continue_token
+                    .as_deref()
+                    .and_then(|token| cycle.iter().position(|known| *known == token));
+                let next = cycle[at.map_or(0, |i| (i + 1) % cycle.len())];
+                Ok(ObjectList {
+                    items: vec![Arc::new(p("a", 1))],
+                    resource_version: "5".to_owned(),
+                    continue_token: Some(next.to_owned()),
+                })
+            },
+            |_| Ok(open_stream_of(vec![])),
+        );
+        let store = Indexer::<Pod>::default();
+        let r = reflector(Arc::clone(&lw), Arc::new(store.clone()), ReflectorConfig::default());
+        let Err(ReflectorError::List { source, .. }) =
+            r.list_and_watch(&CancellationToken::new()).await
+        else {
+            panic!("{cycle:?}: the list must fail")
+        };
+        let message = source.to_string();
+        assert!(
+            message.contains(&format!("continue token {:?} a second time", cycle[0])),
+            "{message}"
+        );
+        assert_eq!(lw.lists.lock().len(), cycle.len() + 1, "{cycle:?}");
+        assert!(store.is_empty(), "{cycle:?}");
+    }
+}
+
+// issue 17: an object of another kind in a watch is skipped, and the watch-error handler hears
+// of it; a stream that fails with a decode error is reported too, then relisted.
+#[tokio::test(start_paused = true)]
+async fn skipped_events_and_failed_streams_reach_the_watch_error_handler() {
+    let lw = ScriptedLw::new(
+        |_| list_of("1", &[p("a", 1)]),
+        |_| {
+            let skipped = Err(Error::UnexpectedKind {
+                expected: "v1/Pod".to_owned(),
+                got: "v1/ConfigMap".to_owned(),
+            });
+            let broken = Err(Error::Decode("pods watch, line 3: not a watch event".to_owned()));
+            let events = vec![skipped, Ok(added(p("b", 2))), broken];
+            Ok(Box::pin(futures::stream::iter(events)) as WatchStream<Pod>)
+        },
+    );
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let store = Indexer::<Pod>::default();
+    let r = reflector(Arc::clone(&lw), Arc::new(store.clone()), ReflectorConfig::default())
+        .with_watch_error_handler({
+            let errors = Arc::clone(&errors);
+            Arc::new(move |e: &ReflectorError| errors.lock().push(e.to_string()))
+        });
+    let Err(error) = r.list_and_watch(&CancellationToken::new()).await else {
+        panic!("the broken stream ends the round with its error")
+    };
+    assert_eq!(
+        error.to_string(),
+        "failed to watch pods: decode error: pods watch, line 3: not a watch event"
+    );
+    assert_eq!(
+        *errors.lock(),
+        ["failed to watch pods: unexpected object kind in watch: expected v1/Pod, got \
+             v1/ConfigMap"]
+    );
+    // The event after the skipped one was applied.
+    assert_eq!(names_and_rvs(&store), ["a@1", "b@2"]);
+}

@@ -2,7 +2,8 @@
 //!
 //! Each connection serves requests one after the other until the script closes it; a script
 //! maps a request to a [`Reply`]: a whole body, or chunks sent with chunked encoding and ended
-//! cleanly, cut off, or never (stalled). Every request is recorded, and tests wait for requests
+//! cleanly, cut off, or never (stalled); a body shorter than its length that stalls; or no
+//! answer at all. Every request is recorded, and tests wait for requests
 //! with [`Server::wait_for_requests`] (under a deadline) rather than sleeping.
 
 #![allow(dead_code, reason = "each test file uses a different part")]
@@ -78,8 +79,24 @@ pub enum End {
 /// What the server answers.
 #[derive(Clone, Debug)]
 pub enum Reply {
-    Full { status: u16, headers: Vec<(String, String)>, body: Vec<u8> },
-    Chunked { status: u16, chunks: Vec<Vec<u8>>, end: End },
+    Full {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    },
+    Chunked {
+        status: u16,
+        chunks: Vec<Vec<u8>>,
+        end: End,
+    },
+    /// A `content-length` of `length`, then `body` (shorter), then nothing more, ever.
+    Stalled {
+        status: u16,
+        length: usize,
+        body: Vec<u8>,
+    },
+    /// Nothing at all, not even a status line: a server that accepted the connection and hung.
+    Hang,
 }
 
 impl Reply {
@@ -286,5 +303,18 @@ async fn write_reply<S: AsyncWrite + Unpin>(stream: &mut S, reply: Reply) -> boo
                 End::Stall => std::future::pending().await,
             }
         }
+        Reply::Stalled { status, length, body } => {
+            let head = format!(
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {length}\r\n\r\n"
+            );
+            if stream.write_all(head.as_bytes()).await.is_err()
+                || stream.write_all(&body).await.is_err()
+                || stream.flush().await.is_err()
+            {
+                return false;
+            }
+            std::future::pending().await
+        }
+        Reply::Hang => std::future::pending().await,
     }
 }

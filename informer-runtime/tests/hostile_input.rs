@@ -1,0 +1,524 @@
+//! Hostile input over HTTP (issue 17): a real informer (`SharedIndexInformer` over `Client`)
+//! against a scripted server that answers a watch or a relist with something broken, huge,
+//! malformed or endless. For every case, the error must reach the watch-error handler, the cache
+//! must keep its last good state meanwhile, nothing may panic, and once the server answers well
+//! again the informer must recover on its own (rewatch or relist with backoff) and apply it.
+//!
+//! Everything runs on one thread with a 2 MiB stack (and so does tokio's blocking pool, where
+//! large list pages are decoded), so input nested 100,000 deep proves that no decoder recurses
+//! once per level.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
+mod client_support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use client_support::{DEADLINE, End, Reply, Request, Server};
+use informer_runtime::client::{Client, Config};
+use informer_runtime::reflector::{BackoffConfig, ReflectorConfig};
+use informer_runtime::{HandlerFuncs, LabelSelector, SharedInformerFactory};
+use k8s_openapi::api::core::v1::Pod;
+use parking_lot::Mutex;
+
+/// The stack of every thread the cases run on: a normal thread's.
+const STACK: usize = 2 * 1024 * 1024;
+
+/// How deep the nested cases nest.
+const DEPTH: usize = 100_000;
+
+/// The client's limits in these tests: small enough for the cases to cross quickly.
+const IDLE: Duration = Duration::from_secs(1);
+const MAX_OBJECT: usize = 1024 * 1024;
+
+/// Where the hostile answer goes.
+#[derive(Clone, Copy, Debug)]
+enum Phase {
+    /// Every watch until recovery: the informer lists (well), then watches into it.
+    Watch,
+    /// Every relist until recovery: the first list is good, its watch ends with a 410, and the
+    /// relists that follow get it.
+    List,
+}
+
+struct Case {
+    name: &'static str,
+    phase: Phase,
+    /// What the server answers, given the request (continue tokens matter to some).
+    reply: fn(&Request) -> Reply,
+    /// What the error at the watch-error handler says.
+    expect: &'static str,
+}
+
+fn pod(name: &str, rv: u32) -> String {
+    format!(
+        r#"{{"metadata":{{"name":"{name}","namespace":"default","resourceVersion":"{rv}"}},"spec":{{"containers":[{{"name":"c","image":"nginx"}}]}}}}"#
+    )
+}
+
+/// A pod list at `rv` of `items` (raw JSON), with `next` as its continue token.
+fn list(rv: u32, items: &[String], next: Option<&str>) -> String {
+    let token = next.map(|t| format!(r#","continue":"{t}""#)).unwrap_or_default();
+    format!(
+        r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"{rv}"{token}}},"items":[{}]}}"#,
+        items.join(",")
+    )
+}
+
+fn good_list() -> String {
+    list(100, &[pod("a", 50), pod("b", 60)], None)
+}
+
+fn recovered_list() -> String {
+    list(200, &[pod("a", 50), pod("b", 60), pod("c", 150)], None)
+}
+
+/// A watch body of `lines` (each given its newline), ended by `end`.
+fn watch_of(lines: &[&[u8]], end: End) -> Reply {
+    let chunks = lines.iter().map(|line| [*line, b"\n"].concat()).collect();
+    Reply::Chunked { status: 200, chunks, end }
+}
+
+fn stalled() -> Reply {
+    Reply::Chunked { status: 200, chunks: vec![], end: End::Stall }
+}
+
+fn event(kind: &str, object: &str) -> Vec<u8> {
+    format!(r#"{{"type":"{kind}","object":{object}}}"#).into_bytes()
+}
+
+fn pod_object(name: &str, rv: u32) -> String {
+    format!(r#"{{"kind":"Pod","apiVersion":"v1",{}"#, &pod(name, rv)[1..])
+}
+
+fn nested(depth: usize) -> String {
+    format!("{}{}", "[".repeat(depth), "]".repeat(depth))
+}
+
+/// 1 MiB of text in an error answer, then nothing, ever.
+fn endless_error(status: u16) -> Reply {
+    Reply::Chunked { status, chunks: vec![vec![b'x'; 64 * 1024]; 16], end: End::Stall }
+}
+
+const STATUS_500: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"etcd leader changed","reason":"InternalError","code":500}"#;
+
+#[allow(clippy::too_many_lines, reason = "a table, one entry per case")]
+fn cases() -> Vec<Case> {
+    vec![
+        // Watches.
+        Case {
+            name: "a watch line cut off by the connection",
+            phase: Phase::Watch,
+            reply: |_| Reply::Chunked {
+                status: 200,
+                chunks: vec![event("ADDED", &pod_object("x", 101))[..40].to_vec()],
+                end: End::Cut,
+            },
+            expect: "cut off",
+        },
+        Case {
+            name: "a watch body ending inside a line",
+            phase: Phase::Watch,
+            reply: |_| Reply::Chunked {
+                status: 200,
+                chunks: vec![event("ADDED", &pod_object("x", 101))[..40].to_vec()],
+                end: End::Clean,
+            },
+            expect: "stream ended inside line 1",
+        },
+        Case {
+            name: "a watch line that is not JSON",
+            phase: Phase::Watch,
+            reply: |_| watch_of(&[b"{\"type\":\"ADDED\",\"object\":{nope}}"], End::Clean),
+            expect: "line 1 (byte 26): not a watch event: key must be a string",
+        },
+        Case {
+            name: "an unknown event type",
+            phase: Phase::Watch,
+            reply: |_| watch_of(&[&event("SURPRISE", &pod_object("x", 101))], End::Clean),
+            expect: "unknown watch event type \"SURPRISE\"",
+        },
+        Case {
+            name: "an object of another kind",
+            phase: Phase::Watch,
+            reply: |_| {
+                let config_map = r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x","namespace":"default","resourceVersion":"101"}}"#;
+                watch_of(&[&event("ADDED", config_map)], End::Clean)
+            },
+            expect: "expected v1/Pod, got v1/ConfigMap",
+        },
+        Case {
+            name: "an object of another version",
+            phase: Phase::Watch,
+            reply: |_| {
+                let object =
+                    pod_object("x", 101).replace(r#""apiVersion":"v1""#, r#""apiVersion":"v2""#);
+                watch_of(&[&event("MODIFIED", &object)], End::Clean)
+            },
+            expect: "expected v1/Pod, got v2/Pod",
+        },
+        Case {
+            name: "a Status as an event's object",
+            phase: Phase::Watch,
+            reply: |_| watch_of(&[&event("ADDED", STATUS_500)], End::Clean),
+            expect: "expected v1/Pod, got v1/Status",
+        },
+        Case {
+            name: "a Status where an event was expected",
+            phase: Phase::Watch,
+            reply: |_| watch_of(&[STATUS_500.as_bytes()], End::Clean),
+            expect: "500 InternalError: etcd leader changed",
+        },
+        Case {
+            name: "an ERROR event whose object is not a Status",
+            phase: Phase::Watch,
+            reply: |_| watch_of(&[&event("ERROR", &pod_object("x", 101))], End::Clean),
+            expect: "ERROR event whose object is not a Status",
+        },
+        Case {
+            name: "a huge watch event",
+            phase: Phase::Watch,
+            reply: |_| {
+                let huge = pod_object("x", 101).replace(
+                    r#""name":"x""#,
+                    &format!(
+                        r#""name":"x","annotations":{{"pad":"{}"}}"#,
+                        "p".repeat(2 * MAX_OBJECT)
+                    ),
+                );
+                watch_of(&[&event("ADDED", &huge)], End::Clean)
+            },
+            expect: "larger than the maximum object size, 1048576 bytes",
+        },
+        Case {
+            name: "a watch event nested 100,000 deep",
+            phase: Phase::Watch,
+            reply: |_| {
+                let deep = pod_object("x", 101).replace(
+                    r#""name":"x""#,
+                    &format!(r#""name":"x","labels":{{"l":{}}}"#, nested(DEPTH)),
+                );
+                watch_of(&[&event("ADDED", &deep)], End::Clean)
+            },
+            expect: "invalid type: sequence, expected a string",
+        },
+        Case {
+            name: "an event that is an array nested 100,000 deep",
+            phase: Phase::Watch,
+            reply: |_| watch_of(&[&event("ADDED", &nested(DEPTH))], End::Clean),
+            expect: "object: invalid type: sequence",
+        },
+        Case {
+            name: "invalid UTF-8 in a watch event",
+            phase: Phase::Watch,
+            reply: |_| {
+                let line = event("ADDED", &pod_object("x\u{1}", 101));
+                let line: Vec<u8> = line.iter().map(|&b| if b == 1 { 0xff } else { b }).collect();
+                watch_of(&[&line], End::Clean)
+            },
+            expect: "not a watch event",
+        },
+        Case {
+            name: "a watch that never answers",
+            phase: Phase::Watch,
+            reply: |_| Reply::Hang,
+            expect: "no response within 1s (Config::read_idle_timeout)",
+        },
+        Case {
+            name: "an endless error answer to a watch",
+            phase: Phase::Watch,
+            reply: |_| endless_error(503),
+            expect: "503 ServiceUnavailable: xxxx",
+        },
+        // Relists.
+        Case {
+            name: "invalid JSON in a list page",
+            phase: Phase::List,
+            reply: |_| Reply::json(200, list(300, &[pod("a", 50), "nope".to_owned()], None)),
+            expect: "pods list: item 1: expected ident",
+        },
+        Case {
+            name: "invalid UTF-8 in a list page",
+            phase: Phase::List,
+            reply: |_| {
+                let body = list(300, &[pod("a\u{1}", 50)], None);
+                Reply::json(
+                    200,
+                    body.bytes().map(|b| if b == 1 { 0xff } else { b }).collect::<Vec<_>>(),
+                )
+            },
+            expect: "pods list: item 0",
+        },
+        Case {
+            name: "a list item nested 100,000 deep",
+            phase: Phase::List,
+            reply: |_| {
+                let deep = pod("d", 70).replace(
+                    r#""name":"d""#,
+                    &format!(r#""name":"d","labels":{{"l":{}}}"#, nested(DEPTH)),
+                );
+                Reply::json(200, list(300, &[pod("a", 50), deep], None))
+            },
+            expect: "pods list: item 1: invalid type: sequence",
+        },
+        Case {
+            name: "a list page cut off",
+            phase: Phase::List,
+            reply: |_| {
+                let body = list(300, &vec![pod("p", 1); 100], None);
+                Reply::Chunked {
+                    status: 200,
+                    chunks: vec![body.as_bytes()[..body.len() / 2].to_vec()],
+                    end: End::Cut,
+                }
+            },
+            expect: "failed to list pods: transport error",
+        },
+        Case {
+            name: "a list page that stalls",
+            phase: Phase::List,
+            reply: |_| {
+                let body = list(300, &vec![pod("p", 1); 100], None);
+                Reply::Chunked {
+                    status: 200,
+                    chunks: vec![body.as_bytes()[..body.len() / 2].to_vec()],
+                    end: End::Stall,
+                }
+            },
+            expect: "pods list: the server sent nothing for 1s (Config::read_idle_timeout)",
+        },
+        Case {
+            name: "a list that never answers",
+            phase: Phase::List,
+            reply: |_| Reply::Hang,
+            expect: "no response within 1s",
+        },
+        Case {
+            name: "a huge list item",
+            phase: Phase::List,
+            reply: |_| {
+                let huge = pod("h", 70).replace(
+                    r#""name":"h""#,
+                    &format!(
+                        r#""name":"h","annotations":{{"pad":"{}"}}"#,
+                        "p".repeat(2 * MAX_OBJECT)
+                    ),
+                );
+                Reply::json(200, list(300, &[pod("a", 50), huge], None))
+            },
+            expect: "is larger than the maximum object size, 1048576 bytes (Config::max_object_size)",
+        },
+        Case {
+            name: "a Status answered with 200",
+            phase: Phase::List,
+            reply: |_| Reply::json(200, STATUS_500),
+            expect: "a Status instead of a PodList (InternalError: etcd leader changed)",
+        },
+        Case {
+            name: "a list of another kind",
+            phase: Phase::List,
+            reply: |_| {
+                Reply::json(
+                    200,
+                    r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"300"},"items":[]}"#,
+                )
+            },
+            expect: "a ConfigMapList instead of a PodList",
+        },
+        Case {
+            name: "an endless error answer to a list",
+            phase: Phase::List,
+            reply: |_| endless_error(502),
+            expect: "failed to list pods: api error: 502 Unknown: xxxx",
+        },
+        Case {
+            name: "a continue token handed back unchanged",
+            phase: Phase::List,
+            reply: |_| Reply::json(200, list(300, &[pod("a", 50)], Some("again"))),
+            expect: "continue token",
+        },
+        Case {
+            name: "continue tokens in a cycle",
+            phase: Phase::List,
+            reply: |request| {
+                let next = match request.param("continue").as_deref() {
+                    None | Some("three") => "one",
+                    Some("one") => "two",
+                    Some(_) => "three",
+                };
+                Reply::json(200, list(300, &[pod("a", 50)], Some(next)))
+            },
+            expect: "continue token",
+        },
+    ]
+}
+
+/// What the server of one case has done and is told.
+#[derive(Default)]
+struct Script {
+    /// Answer well from now on.
+    recovered: AtomicBool,
+    lists: AtomicUsize,
+}
+
+impl Script {
+    fn answer(&self, case: &Case, request: &Request) -> Reply {
+        let recovered = self.recovered.load(Ordering::SeqCst);
+        if request.param("watch").is_some() {
+            return match (recovered, case.phase) {
+                (true, _) => stalled(),
+                (false, Phase::Watch) => (case.reply)(request),
+                // History compacted: the informer must relist, into the hostile answer.
+                (false, Phase::List) => {
+                    let expired = r#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 100 (200)","reason":"Expired","code":410}}"#;
+                    watch_of(&[expired.as_bytes()], End::Clean)
+                }
+            };
+        }
+        let first = self.lists.fetch_add(1, Ordering::SeqCst) == 0;
+        match (recovered, case.phase) {
+            (true, _) => Reply::json(200, recovered_list()),
+            (false, Phase::Watch) => Reply::json(200, good_list()),
+            (false, Phase::List) if first => Reply::json(200, good_list()),
+            (false, Phase::List) => (case.reply)(request),
+        }
+    }
+}
+
+/// The cached pods as `name@rv`, sorted.
+fn cached(factory: &SharedInformerFactory<Client>) -> Vec<String> {
+    let mut pods: Vec<String> = factory
+        .lister::<Pod>()
+        .list(&LabelSelector::everything())
+        .iter()
+        .map(|p| {
+            let meta = &p.metadata;
+            format!(
+                "{}@{}",
+                meta.name.as_deref().unwrap_or(""),
+                meta.resource_version.as_deref().unwrap_or("")
+            )
+        })
+        .collect();
+    pods.sort();
+    pods
+}
+
+/// Polls `cond` until it holds, under the test deadline; `what` says what was awaited.
+async fn until(what: &str, mut cond: impl FnMut() -> bool) -> Result<(), String> {
+    let waited = tokio::time::timeout(DEADLINE, async {
+        while !cond() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    waited.map_err(|_| format!("{what}: not within {DEADLINE:?}"))
+}
+
+/// Runs one case; what went wrong, if anything.
+async fn run_case(case: Case) -> Result<(), String> {
+    let name = case.name;
+    let script = Arc::new(Script::default());
+    let case = Arc::new(case);
+    let server = Server::start({
+        let (script, case) = (Arc::clone(&script), Arc::clone(&case));
+        move |request| script.answer(&case, request)
+    })
+    .await;
+    let config =
+        Config::new(server.url("http")).read_idle_timeout(IDLE).max_object_size(MAX_OBJECT);
+    let fast = BackoffConfig {
+        initial: Duration::from_millis(10),
+        max: Duration::from_millis(100),
+        ..BackoffConfig::default()
+    };
+    let factory = SharedInformerFactory::builder(Client::new(config).unwrap())
+        .reflector_config(ReflectorConfig::default().backoff(fast))
+        .build();
+    let informer = factory.informer::<Pod>();
+    let errors = Arc::new(Mutex::new(Vec::<String>::new()));
+    informer
+        .set_watch_error_handler({
+            let errors = Arc::clone(&errors);
+            move |error| errors.lock().push(error.to_string())
+        })
+        .unwrap();
+    let deletes = Arc::new(AtomicUsize::new(0));
+    informer
+        .add_event_handler(HandlerFuncs::new().on_delete({
+            let deletes = Arc::clone(&deletes);
+            move |_| {
+                deletes.fetch_add(1, Ordering::SeqCst);
+            }
+        }))
+        .unwrap();
+    factory.start();
+    let outcome = async {
+        if !factory.wait_for_cache_sync(DEADLINE).await.all_synced() {
+            return Err("no sync".to_owned());
+        }
+        let reported = until(&format!("an error saying {:?} at the handler", case.expect), || {
+            errors.lock().iter().any(|e| e.contains(case.expect))
+        })
+        .await;
+        if let Err(missing) = reported {
+            let seen: Vec<String> =
+                errors.lock().iter().take(3).map(|e| e.chars().take(300).collect()).collect();
+            return Err(format!("{missing}; the handler got {seen:#?}"));
+        }
+        // Meanwhile, the cache kept what the last good answer said, and no handler heard
+        // otherwise.
+        let held = cached(&factory);
+        if held != ["a@50", "b@60"] {
+            return Err(format!("the cache did not hold its last good state: {held:?}"));
+        }
+        // The server answers well again: the informer finds out by itself.
+        script.recovered.store(true, Ordering::SeqCst);
+        until("recovery", || cached(&factory) == ["a@50", "b@60", "c@150"]).await?;
+        match deletes.load(Ordering::SeqCst) {
+            0 => Ok(()),
+            n => Err(format!("handlers heard of {n} deletes")),
+        }
+    }
+    .await;
+    // Shut down whatever happened: a stuck informer fails here.
+    if tokio::time::timeout(DEADLINE, factory.shutdown()).await.is_err() {
+        return Err(format!("{name}: the factory did not shut down"));
+    }
+    outcome.map_err(|e| format!("{name}: {e}"))
+}
+
+#[test]
+fn hostile_input_reaches_the_error_handler_and_the_informer_recovers() {
+    static PANICS: AtomicUsize = AtomicUsize::new(0);
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        PANICS.fetch_add(1, Ordering::SeqCst);
+        previous(info);
+    }));
+    let cases = std::thread::Builder::new()
+        .name("hostile-input".to_owned())
+        .stack_size(STACK)
+        .spawn(|| {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .thread_stack_size(STACK)
+                .build()
+                .unwrap();
+            // Concurrently: each case waits on backoffs and deadlines far more than it works.
+            let outcomes =
+                runtime.block_on(futures::future::join_all(cases().into_iter().map(run_case)));
+            outcomes.into_iter().filter_map(Result::err).collect::<Vec<String>>()
+        })
+        .unwrap()
+        .join();
+    let failed = cases.expect("the cases' thread ran to its end");
+    assert!(failed.is_empty(), "{} cases failed:\n{}", failed.len(), failed.join("\n"));
+    assert_eq!(PANICS.load(Ordering::SeqCst), 0, "something panicked (see above)");
+}
