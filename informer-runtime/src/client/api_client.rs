@@ -49,6 +49,8 @@ struct Inner {
     cluster_url: Url,
     default_namespace: String,
     auth: Authenticator,
+    /// [`Config::watch_idle_timeout`].
+    watch_idle_timeout: Option<Duration>,
 }
 
 /// A request body and its content type.
@@ -125,6 +127,7 @@ impl Client {
                 cluster_url,
                 default_namespace: config.default_namespace,
                 auth,
+                watch_idle_timeout: config.watch_idle_timeout,
             }),
         })
     }
@@ -144,6 +147,11 @@ impl Client {
     /// ```
     pub fn try_default() -> Result<Self> {
         Self::new(Config::infer()?)
+    }
+
+    /// [`Config::watch_idle_timeout`], for the lister-watchers.
+    pub(crate) fn watch_idle_timeout(&self) -> Option<Duration> {
+        self.inner.watch_idle_timeout
     }
 
     /// The namespace of the configuration's context (`default` when it names none).

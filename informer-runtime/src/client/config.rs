@@ -41,6 +41,14 @@ pub struct Config {
     pub auth: Auth,
     /// Timeout for establishing connections.
     pub connect_timeout: Duration,
+    /// How long a watch may receive no bytes before the client ends it and the reflector
+    /// watches again from its last version. `None`: the watch's server-side timeout plus 30 s,
+    /// so that only a connection gone silent (a dead peer, a stalled proxy) is cut.
+    ///
+    /// A shorter deadline finds a stalled watch sooner, but it must stay above the server's
+    /// bookmark interval (about a minute on kube-apiserver), or quiet watches are cut and
+    /// reopened for nothing.
+    pub watch_idle_timeout: Option<Duration>,
 }
 
 impl Config {
@@ -58,7 +66,25 @@ impl Config {
             proxy_url: None,
             auth: Auth::None,
             connect_timeout: Duration::from_secs(30),
+            // Derived from each watch's own timeout; see the field.
+            watch_idle_timeout: None,
         }
+    }
+
+    /// Sets [`watch_idle_timeout`](Self::watch_idle_timeout).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use informer_runtime::client::Config;
+    ///
+    /// let config = Config::new("http://127.0.0.1:8080".parse().unwrap())
+    ///     .watch_idle_timeout(Duration::from_secs(90));
+    /// assert_eq!(config.watch_idle_timeout, Some(Duration::from_secs(90)));
+    /// ```
+    #[must_use]
+    pub fn watch_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.watch_idle_timeout = Some(timeout);
+        self
     }
 
     /// The configuration of the pod this process runs in: its service account's token and CA,
@@ -160,6 +186,7 @@ impl fmt::Debug for Config {
             .field("proxy_url", &self.proxy_url.as_ref().map(redact_url))
             .field("auth", &self.auth)
             .field("connect_timeout", &self.connect_timeout)
+            .field("watch_idle_timeout", &self.watch_idle_timeout)
             .finish()
     }
 }
