@@ -21,8 +21,4 @@ async fn informers_over_http_lose_nothing_under_churn_and_faults() {
         "every kind of fault was injected: {:?} (seed {seed})",
         report.faults
     );
-    assert!(
-        report.informer_errors.values().sum::<u64>() > 0,
-        "the faults reached the informers (seed {seed})"
-    );
 }

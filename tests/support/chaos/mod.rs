@@ -63,7 +63,7 @@ const PACE: Duration = Duration::from_millis(15);
 /// At most this many writes in a burst.
 const BURST: usize = 16;
 /// One burst in this many is followed by a fault.
-const FAULT_EVERY: u32 = 8;
+const FAULT_EVERY: u32 = 30;
 /// How long an epoch lasts in a timed run.
 const EPOCH: Duration = Duration::from_secs(60);
 /// The most problems a report describes in full; the rest are counted.
