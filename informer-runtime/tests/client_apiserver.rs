@@ -264,3 +264,32 @@ async fn a_relist_keeps_the_cached_copy_of_every_unchanged_object() {
     }
     within(factory.shutdown()).await;
 }
+
+#[tokio::test]
+async fn a_stalled_watch_ends_at_the_configured_idle_deadline() {
+    // No bookmarks: nothing but the stall's silence on the wire.
+    let server = ApiServer::builder().bookmark_interval(None).start().await.unwrap();
+    let idle = Duration::from_millis(300);
+    let config = Config::new(server.url().parse().unwrap()).watch_idle_timeout(idle);
+    let pods = Client::new(config).unwrap().lister_watcher::<Pod>(None);
+    // The server would end it in ten minutes, the default idle deadline half a minute later.
+    let options =
+        WatchOptions { timeout: Some(Duration::from_secs(600)), ..WatchOptions::default() };
+    let mut watch = within(pods.watch(&options)).await.unwrap();
+    server.wait_for_watches(1).await;
+    assert_eq!(server.stall_watches(), 1);
+    server
+        .create(
+            &GroupVersionResource::of::<Pod>(),
+            embedded_apiserver::testing::pod("default", "unseen", "web"),
+        )
+        .unwrap();
+
+    let started = tokio::time::Instant::now();
+    assert!(within(watch.next()).await.is_none(), "the stalled watch ends quietly");
+    assert!(
+        started.elapsed() < idle * 10,
+        "ended after {:?}, not at its idle deadline",
+        started.elapsed()
+    );
+}

@@ -1,6 +1,8 @@
-//! What the workspace's integration tests share: the real kube-apiserver harness, and waiting
-//! on a condition with a deadline (embedded-apiserver's, which the crates' own tests use too).
+//! What the workspace's integration tests share: the real kube-apiserver harness, the chaos
+//! scenario (run by `tests/chaos.rs` and `cargo xtask soak`), and waiting on a condition with a
+//! deadline (embedded-apiserver's, which the crates' own tests use too).
 
+pub mod chaos;
 pub mod kube_apiserver;
 
 pub use embedded_apiserver::testing::eventually;

@@ -53,6 +53,8 @@ struct Inner {
     default_namespace: String,
     auth: Authenticator,
     limits: Limits,
+    /// [`Config::watch_idle_timeout`].
+    watch_idle_timeout: Option<Duration>,
 }
 
 /// A request body and its content type.
@@ -133,6 +135,7 @@ impl Client {
                     read_idle_timeout: config.read_idle_timeout,
                     max_object_size: config.max_object_size,
                 },
+                watch_idle_timeout: config.watch_idle_timeout,
             }),
         })
     }
@@ -152,6 +155,11 @@ impl Client {
     /// ```
     pub fn try_default() -> Result<Self> {
         Self::new(Config::infer()?)
+    }
+
+    /// [`Config::watch_idle_timeout`], for the lister-watchers.
+    pub(crate) fn watch_idle_timeout(&self) -> Option<Duration> {
+        self.inner.watch_idle_timeout
     }
 
     /// The namespace of the configuration's context (`default` when it names none).

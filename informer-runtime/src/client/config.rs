@@ -71,6 +71,14 @@ pub struct Config {
     /// most 1.5 MiB per object, so real objects stay well below it; raise it only for an API
     /// server (an aggregated one, say) that serves larger objects.
     pub max_object_size: usize,
+    /// How long a watch may receive no bytes before the client ends it and the reflector
+    /// watches again from its last version. `None`: the watch's server-side timeout plus 30 s,
+    /// so that only a connection gone silent (a dead peer, a stalled proxy) is cut.
+    ///
+    /// A shorter deadline finds a stalled watch sooner, but it must stay above the server's
+    /// bookmark interval (about a minute on kube-apiserver), or quiet watches are cut and
+    /// reopened for nothing.
+    pub watch_idle_timeout: Option<Duration>,
 }
 
 impl Config {
@@ -94,6 +102,8 @@ impl Config {
             exec_timeout: Duration::from_secs(60),
             read_idle_timeout: DEFAULT_READ_IDLE_TIMEOUT,
             max_object_size: DEFAULT_MAX_OBJECT_SIZE,
+            // Derived from each watch's own timeout; see the field.
+            watch_idle_timeout: None,
         }
     }
 
@@ -136,6 +146,22 @@ impl Config {
     #[must_use]
     pub fn max_object_size(mut self, bytes: usize) -> Self {
         self.max_object_size = bytes;
+        self
+    }
+
+    /// Sets [`watch_idle_timeout`](Self::watch_idle_timeout).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use informer_runtime::client::Config;
+    ///
+    /// let config = Config::new("http://127.0.0.1:8080".parse().unwrap())
+    ///     .watch_idle_timeout(Duration::from_secs(90));
+    /// assert_eq!(config.watch_idle_timeout, Some(Duration::from_secs(90)));
+    /// ```
+    #[must_use]
+    pub fn watch_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.watch_idle_timeout = Some(timeout);
         self
     }
 
@@ -241,6 +267,7 @@ impl fmt::Debug for Config {
             .field("exec_timeout", &self.exec_timeout)
             .field("read_idle_timeout", &self.read_idle_timeout)
             .field("max_object_size", &self.max_object_size)
+            .field("watch_idle_timeout", &self.watch_idle_timeout)
             .finish()
     }
 }

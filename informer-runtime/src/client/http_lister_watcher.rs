@@ -42,8 +42,10 @@
 //! # Watches: an idle deadline
 //!
 //! A watch that receives no bytes for longer than its `timeoutSeconds` plus
-//! [`WATCH_IDLE_MARGIN`] ends, as if the server's timeout had ended it: the connection has gone
-//! silent (a dead peer, a stalled proxy), and the reflector watches again from its last version.
+//! [`WATCH_IDLE_MARGIN`] (or the client's
+//! [`watch_idle_timeout`](super::Config::watch_idle_timeout), when set) ends, as if the
+//! server's timeout had ended it: the connection has gone silent (a dead peer, a stalled
+//! proxy), and the reflector watches again from its last version.
 //! A connection reset or an HTTP/2 GOAWAY also ends a watch quietly (client-go's
 //! `IsProbableEOF`). The deadline runs on tokio's clock, so tests can pause time. A watch's
 //! headers, like every response's, must arrive within the client's `read_idle_timeout`; its
@@ -224,10 +226,12 @@ impl<K: Resource> HttpListerWatcher<K> {
         set_watch_query(&mut url, &options);
         let response =
             self.client.send_accepting(Method::GET, url, None, object_accept::<K>()).await?;
-        let idle = options
-            .timeout
-            .unwrap_or(DEFAULT_SERVER_WATCH_TIMEOUT)
-            .saturating_add(WATCH_IDLE_MARGIN);
+        let idle = self.client.watch_idle_timeout().unwrap_or_else(|| {
+            options
+                .timeout
+                .unwrap_or(DEFAULT_SERVER_WATCH_TIMEOUT)
+                .saturating_add(WATCH_IDLE_MARGIN)
+        });
         let body =
             response.bytes_stream().map(|chunk| chunk.map_err(|e| ChunkError::from_reqwest(&e)));
         let decoder = WatchDecoder::new(Arc::clone(&self.resource), options.keep_managed_fields)

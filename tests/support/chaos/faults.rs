@@ -1,0 +1,151 @@
+//! The fault injector: a table of fault kinds, each a name, a weight and what it does to the
+//! server. A new kind of fault is one more row.
+//!
+//! Faults that last (slow responses, a short history) stay in force until the next injection
+//! or until [`Injector::quiesce`], which the scenario calls before it waits for quiescence.
+//! Failures are aimed at lists and watches, the informers' requests, never at the churn's
+//! writes (which go through [`ServerHandle`] directly anyway).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use embedded_apiserver::{Failure, ServerHandle};
+
+/// The server's history while no fault shortens it: enough that a dropped watch resumes.
+pub(crate) const HISTORY_LIMIT: usize = 10_000;
+
+/// The `Retry-After` of throttled requests (whole seconds on the wire).
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// The name of the stall, which [`Injector::quiesce`] injects too.
+const STALL: &str = "stalled watches";
+
+/// One kind of fault.
+struct Fault {
+    /// The report's name for it.
+    name: &'static str,
+    /// How often it is drawn, relative to the others.
+    weight: u32,
+    inject: fn(&ServerHandle, &mut fastrand::Rng),
+}
+
+/// Every fault kind. The server's truncated bodies, stalled lists and restart slot in here as
+/// they land.
+const FAULTS: &[Fault] = &[
+    Fault { name: "dropped watches", weight: 3, inject: drop_watches },
+    Fault { name: STALL, weight: 2, inject: stall_watches },
+    Fault { name: "compaction (410)", weight: 2, inject: compact },
+    Fault { name: "short history (410)", weight: 1, inject: short_history },
+    Fault { name: "429 burst", weight: 2, inject: too_many_requests },
+    Fault { name: "500 burst", weight: 2, inject: internal_errors },
+    Fault { name: "slow responses", weight: 2, inject: slow_responses },
+];
+
+fn drop_watches(server: &ServerHandle, _: &mut fastrand::Rng) {
+    server.drop_watches();
+}
+
+/// Only the client's idle deadline ends these watches.
+fn stall_watches(server: &ServerHandle, _: &mut fastrand::Rng) {
+    server.stall_watches();
+}
+
+/// Open watches go on; the next watch from an older version, or an exact list at one, gets 410.
+fn compact(server: &ServerHandle, _: &mut fastrand::Rng) {
+    server.compact();
+}
+
+/// A watch cache that keeps only a few changes: watches that fall behind get 410 and relist.
+fn short_history(server: &ServerHandle, rng: &mut fastrand::Rng) {
+    server.set_history_limit(rng.usize(5..50));
+    server.drop_watches();
+}
+
+fn too_many_requests(server: &ServerHandle, rng: &mut fastrand::Rng) {
+    let failure = aim(Failure::too_many_requests(RETRY_AFTER), rng);
+    server.fail_next(rng.usize(1..4), failure);
+    server.drop_watches();
+}
+
+fn internal_errors(server: &ServerHandle, rng: &mut fastrand::Rng) {
+    let failure = Failure::internal_error("etcdserver: leader changed").retry_after(RETRY_AFTER);
+    server.fail_next(rng.usize(1..4), aim(failure, rng));
+    server.drop_watches();
+}
+
+/// Every response waits a little (a watch before it opens).
+fn slow_responses(server: &ServerHandle, rng: &mut fastrand::Rng) {
+    server.set_delay(Some(Duration::from_millis(rng.u64(5..150))));
+}
+
+/// Aims `failure` at lists or watches, of one resource or of all.
+fn aim(failure: Failure, rng: &mut fastrand::Rng) -> Failure {
+    let failure = failure.verb(if rng.bool() { "list" } else { "watch" });
+    match rng.u32(0..4) {
+        0 => failure.resource("pods"),
+        1 => failure.resource("configmaps"),
+        2 => failure.resource("crontabs.stable.example.com"),
+        _ => failure,
+    }
+}
+
+/// Draws and injects faults, and counts them by kind.
+pub(crate) struct Injector {
+    rng: fastrand::Rng,
+    /// Kinds not injected yet, in a random order: each run injects every kind at least once
+    /// before drawing by weight.
+    first_round: Vec<usize>,
+    counts: BTreeMap<&'static str, u64>,
+}
+
+impl Injector {
+    pub(crate) fn new(seed: u64) -> Self {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let mut first_round: Vec<usize> = (0..FAULTS.len()).collect();
+        rng.shuffle(&mut first_round);
+        Self { rng, first_round, counts: BTreeMap::new() }
+    }
+
+    /// Ends the lasting faults, then injects one more.
+    pub(crate) fn inject(&mut self, server: &ServerHandle) {
+        calm(server);
+        let fault = &FAULTS[self.first_round.pop().unwrap_or_else(|| self.draw())];
+        (fault.inject)(server, &mut self.rng);
+        *self.counts.entry(fault.name).or_default() += 1;
+    }
+
+    fn draw(&mut self) -> usize {
+        let total: u32 = FAULTS.iter().map(|f| f.weight).sum();
+        let mut roll = self.rng.u32(0..total);
+        FAULTS
+            .iter()
+            .position(|f| {
+                let hit = roll < f.weight;
+                roll = roll.saturating_sub(f.weight);
+                hit
+            })
+            .unwrap_or(0)
+    }
+
+    /// Ends every fault (lasting ones, and failures not yet consumed), then stalls every open
+    /// watch: the changes written after this reach the informers only once the client's idle
+    /// deadline has ended the stalled watches, so every quiescence tests it. The stall counts
+    /// as one.
+    pub(crate) fn quiesce(&mut self, server: &ServerHandle) {
+        calm(server);
+        server.clear_failures();
+        stall_watches(server, &mut self.rng);
+        *self.counts.entry(STALL).or_default() += 1;
+    }
+
+    /// Faults injected, by kind (every kind listed, zero included).
+    pub(crate) fn counts(&self) -> BTreeMap<&'static str, u64> {
+        FAULTS.iter().map(|f| (f.name, self.counts.get(f.name).copied().unwrap_or(0))).collect()
+    }
+}
+
+/// Ends the faults that last.
+fn calm(server: &ServerHandle) {
+    server.set_delay(None);
+    server.set_history_limit(HISTORY_LIMIT);
+}
