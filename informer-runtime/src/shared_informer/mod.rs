@@ -401,7 +401,9 @@ impl<K: Resource> SharedIndexInformer<K> {
     }
 
     /// Unregisters a handler. Idempotent; a registration of another informer is ignored.
-    /// Notifications still buffered for it are dropped.
+    /// Notifications still buffered for it are dropped. A call the handler's thread has already
+    /// begun is not interrupted (it may still be running when this returns, as in client-go);
+    /// no other call begins.
     pub fn remove_event_handler(&self, registration: &ResourceEventHandlerRegistration<K>) {
         self.shared.processor.remove(registration.listener.id());
     }
