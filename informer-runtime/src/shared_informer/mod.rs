@@ -401,9 +401,9 @@ impl<K: Resource> SharedIndexInformer<K> {
     }
 
     /// Unregisters a handler. Idempotent; a registration of another informer is ignored.
-    /// Notifications still buffered for it are dropped. A call the handler's thread has already
-    /// begun is not interrupted (it may still be running when this returns, as in client-go);
-    /// no other call begins.
+    /// Notifications still buffered for it are dropped. The one notification its thread may
+    /// already have taken is still delivered, and a call under way is not interrupted: either
+    /// may end after this returns (as in client-go). Nothing later is delivered.
     pub fn remove_event_handler(&self, registration: &ResourceEventHandlerRegistration<K>) {
         self.shared.processor.remove(registration.listener.id());
     }
