@@ -144,6 +144,15 @@ impl ServerHandle {
         self.shared.state.lock().hub.open()
     }
 
+    /// How many events wait in the buffers of the open watches, all together: what clients
+    /// that read slowly (or not at all) cost the server. Each watch buffers at most
+    /// [`Config::watch_buffer`](crate::Config::watch_buffer) events, and is closed when it
+    /// would need more.
+    #[must_use]
+    pub fn buffered_watch_events(&self) -> usize {
+        self.shared.state.lock().hub.buffered()
+    }
+
     /// Completes once at least `n` watches are open.
     pub async fn wait_for_watches(&self, n: usize) {
         loop {

@@ -98,8 +98,27 @@
 //! [`stall_watches`](ServerHandle::stall_watches), [`compact`](ServerHandle::compact),
 //! [`set_history_limit`](ServerHandle::set_history_limit),
 //! [`fail_next`](ServerHandle::fail_next) with a [`Failure`] (status, reason, message,
-//! `Retry-After`, optionally only for one verb or resource),
+//! `Retry-After`, optionally only for one verb or resource: lists and watches apart),
 //! [`set_delay`](ServerHandle::set_delay) and [`send_bookmarks`](ServerHandle::send_bookmarks).
+//!
+//! # Hostile clients
+//!
+//! What a client sends cannot make the server panic, buffer without bound, or burn its CPU,
+//! and it answers every request over HTTP, as kube-apiserver does:
+//!
+//! - a watch whose client stops reading is closed once
+//!   [`Config::watch_buffer`] events wait for it ("Forcing watcher close due to
+//!   unresponsiveness", with a `tracing` warning); [`ServerHandle::buffered_watch_events`]
+//!   shows what waiting events cost;
+//! - request bodies over 3 MiB get `413 RequestEntityTooLarge` (kube-apiserver's
+//!   `MaxRequestBodyBytes`); JSON patches take at most 10 000 operations (413), copy at most
+//!   3 MiB (422), and cannot nest an object deeper than a body can (422);
+//! - more than [`Config::max_watches`] open watches get `429` with `Retry-After`;
+//! - label and field selectors longer than 16 KiB or with more than 100 requirements get
+//!   `400`; `limit` must be an integer (anything not positive lists everything, as in
+//!   kube-apiserver);
+//! - a panic while serving a request (a bug) is answered with a `500 InternalError`, as
+//!   kube-apiserver's panic recovery answers, and the server goes on.
 
 mod catalog;
 mod crd;

@@ -80,6 +80,14 @@ pub struct Config {
     pub namespaces: Vec<String>,
     /// Resource types served besides the built-ins (CRDs need not be declared: create them).
     pub resources: Vec<ResourceType>,
+    /// How many events each watch may have waiting to be sent; a watch whose client reads
+    /// too slowly for that is closed, as kube-apiserver closes unresponsive watchers (its
+    /// client resumes from the last event it read). Events are shared with storage, so a
+    /// full buffer costs a pointer per event, plus the old versions it keeps alive.
+    pub watch_buffer: usize,
+    /// How many watches may be open at once; one more gets `429 TooManyRequests` with
+    /// `Retry-After: 1`.
+    pub max_watches: usize,
 }
 
 impl Default for Config {
@@ -98,6 +106,13 @@ impl Default for Config {
                 .map(str::to_owned)
                 .to_vec(),
             resources: Vec::new(),
+            // As many events as the default history holds: a client this far behind can still
+            // resume from history. kube-apiserver's buffers are smaller (10 to 1000 events),
+            // but it can make a writer wait a little for a slow watcher, and this server
+            // cannot (a write holds the state lock).
+            watch_buffer: 10_000,
+            // Generous for any test; the bound is what matters to a hostile client.
+            max_watches: 10_000,
         }
     }
 }
@@ -145,6 +160,21 @@ impl Config {
         self
     }
 
+    /// Closes a watch once `events` events wait to be sent to it (10 000 by default; at
+    /// least 1).
+    #[must_use]
+    pub fn watch_buffer(mut self, events: usize) -> Self {
+        self.watch_buffer = events;
+        self
+    }
+
+    /// Serves at most `watches` open watches at once (10 000 by default).
+    #[must_use]
+    pub fn max_watches(mut self, watches: usize) -> Self {
+        self.max_watches = watches;
+        self
+    }
+
     /// Binds the address and starts serving, on the current tokio runtime.
     ///
     /// # Errors
@@ -163,6 +193,8 @@ impl Config {
         let settings = Settings {
             require_namespaces: self.require_namespaces,
             bookmark_interval: self.bookmark_interval,
+            watch_buffer: self.watch_buffer.max(1),
+            max_watches: self.max_watches,
         };
         let mut state = State {
             store: Store::new(0, self.history_limit),

@@ -25,6 +25,10 @@ pub(crate) struct Settings {
     pub(crate) require_namespaces: bool,
     /// How often watches that asked for bookmarks get one; `None` for never.
     pub(crate) bookmark_interval: Option<Duration>,
+    /// How many frames each watch buffers before it is closed as unresponsive.
+    pub(crate) watch_buffer: usize,
+    /// How many watches may be open at once.
+    pub(crate) max_watches: usize,
 }
 
 /// Everything behind the lock.
