@@ -99,7 +99,13 @@
 //! [`set_history_limit`](ServerHandle::set_history_limit),
 //! [`fail_next`](ServerHandle::fail_next) with a [`Failure`] (status, reason, message,
 //! `Retry-After`, optionally only for one verb or resource: lists and watches apart),
-//! [`set_delay`](ServerHandle::set_delay) and [`send_bookmarks`](ServerHandle::send_bookmarks).
+//! [`set_delay`](ServerHandle::set_delay), [`send_bookmarks`](ServerHandle::send_bookmarks),
+//! [`disrupt_next`](ServerHandle::disrupt_next) with a [`Disruption`] (a response cut short
+//! mid-body without its chunked terminator, stalled after its headers or part of its body
+//! until [`clear_disruptions`](ServerHandle::clear_disruptions), or slowed chunk by chunk), and
+//! [`restart`](ServerHandle::restart): every connection closed at once, new ones refused for a
+//! while, then the same objects and resourceVersions on the same address (watches from before
+//! the restart get `410`, as from a restarted kube-apiserver's watch cache).
 //!
 //! # Hostile clients
 //!
@@ -123,6 +129,7 @@
 mod catalog;
 mod crd;
 mod discovery;
+mod disrupt;
 mod faults;
 mod field_labels;
 mod handle;
@@ -135,6 +142,7 @@ mod render;
 mod router;
 mod served;
 mod server;
+mod serving;
 mod state;
 mod status;
 mod storage;
@@ -145,7 +153,7 @@ mod watch;
 mod watch_hub;
 
 pub use catalog::ResourceType;
-pub use faults::Failure;
+pub use faults::{Disruption, DisruptionKind, Failure};
 pub use handle::ServerHandle;
 pub use server::{ApiServer, Config, Error, Result, serve};
 

@@ -30,6 +30,7 @@ use serde_json::{Value, json};
 
 use crate::catalog::ApiResource;
 use crate::discovery;
+use crate::disrupt::disrupt;
 use crate::list;
 use crate::patch::PatchKind;
 use crate::query::{FieldRequirement, ListParams, Query};
@@ -315,19 +316,28 @@ fn resource_request(
         }
         _ => return Err(ApiError::method_not_allowed()),
     };
-    if let Some(error) =
-        shared.state.lock().faults.take(verb, &resource.ty.group, &resource.ty.plural)
-    {
-        return Err(error);
-    }
-    let accept = parts.headers.get(header::ACCEPT).and_then(|a| a.to_str().ok());
-    let output = render::negotiate(accept, query)?;
-    let request =
-        Call { shared, parts, query, body, target: &target, output, dry_run: query.dry_run()? };
-    match verb {
-        "watch" | "list" | "get" => request.read(verb),
-        _ => request.write(verb),
-    }
+    let (group, plural) = (&resource.ty.group, &resource.ty.plural);
+    let disruption = {
+        let mut state = shared.state.lock();
+        if let Some(error) = state.faults.take(verb, group, plural) {
+            return Err(error);
+        }
+        state.faults.take_disruption(verb, group, plural)
+    };
+    let served = (|| {
+        let accept = parts.headers.get(header::ACCEPT).and_then(|a| a.to_str().ok());
+        let output = render::negotiate(accept, query)?;
+        let dry_run = query.dry_run()?;
+        let request = Call { shared, parts, query, body, target: &target, output, dry_run };
+        match verb {
+            "watch" | "list" | "get" => request.read(verb),
+            _ => request.write(verb),
+        }
+    })();
+    let Some((kind, release)) = disruption else { return served };
+    // Whatever the answer, its body is what the disruption acts on.
+    let response = served.unwrap_or_else(IntoResponse::into_response);
+    Ok(disrupt(response, kind, release, shared.shutdown.clone()))
 }
 
 /// One resource request, its verb decided.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::json;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -17,6 +17,7 @@ use crate::faults::Faults;
 use crate::handle::ServerHandle;
 use crate::registry::{self, Scope};
 use crate::router::router;
+use crate::serving;
 use crate::state::{Settings, Shared, State};
 use crate::storage::Store;
 use crate::watch_hub::WatchHub;
@@ -34,12 +35,29 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
-    /// Serving failed after the server started.
+    /// Serving failed after the server started. (Not returned by this version: a failed
+    /// restart is [`Error::Bind`].)
     #[error("the server failed: {0}")]
     Serve(#[source] io::Error),
     /// The server task panicked or was aborted.
     #[error("the server task ended abnormally: {0}")]
     Task(#[source] tokio::task::JoinError),
+    /// The server was shut down (or had failed) before a restart could finish: start a new
+    /// one.
+    #[error("the embedded API server has stopped")]
+    Stopped,
+}
+
+impl Error {
+    /// The same error again, for a second party to report (an `io::Error` does not clone).
+    pub(crate) fn duplicate(&self) -> Self {
+        let copy = |e: &io::Error| io::Error::new(e.kind(), e.to_string());
+        match self {
+            Self::Bind { addr, source } => Self::Bind { addr: *addr, source: copy(source) },
+            Self::Serve(source) => Self::Serve(copy(source)),
+            Self::Task(_) | Self::Stopped => Self::Stopped,
+        }
+    }
 }
 
 /// `Result` with this crate's [`Error`].
@@ -212,18 +230,18 @@ impl Config {
                 }
             }
         }
+        // One restart at a time; a second waits for the first.
+        let (restarts, restart_requests) = mpsc::channel(1);
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
             settings,
             shutdown: CancellationToken::new(),
             watch_opened: Notify::new(),
+            restarts,
         });
-        let shutdown = shared.shutdown.clone();
         let app = router(Arc::clone(&shared));
-        let task = tokio::spawn(async move {
-            let signal = async move { shutdown.cancelled().await };
-            axum::serve(listener, app).with_graceful_shutdown(signal).await
-        });
+        let task =
+            tokio::spawn(serving::run(listener, addr, app, Arc::clone(&shared), restart_requests));
         // A zero interval would make tokio's interval panic: it means "no periodic bookmarks".
         let bookmarks = shared.settings.bookmark_interval.filter(|d| !d.is_zero()).map(|every| {
             let shared = Arc::clone(&shared);
@@ -270,7 +288,7 @@ impl Config {
 #[derive(Debug)]
 pub struct ApiServer {
     handle: ServerHandle,
-    task: Option<JoinHandle<io::Result<()>>>,
+    task: Option<JoinHandle<Result<()>>>,
     bookmarks: Option<JoinHandle<()>>,
 }
 
@@ -300,14 +318,15 @@ impl ApiServer {
     ///
     /// # Errors
     ///
-    /// [`Error::Serve`] or [`Error::Task`] if the server had failed.
+    /// [`Error::Bind`] if a [restart](ServerHandle::restart) could not listen again, and
+    /// [`Error::Task`] if the server task panicked.
     pub async fn shutdown(mut self) -> Result<()> {
         self.stop();
         if let Some(bookmarks) = self.bookmarks.take() {
             bookmarks.await.map_err(Error::Task)?;
         }
         match self.task.take() {
-            Some(task) => task.await.map_err(Error::Task)?.map_err(Error::Serve),
+            Some(task) => task.await.map_err(Error::Task)?,
             None => Ok(()),
         }
     }
@@ -316,10 +335,11 @@ impl ApiServer {
     ///
     /// # Errors
     ///
-    /// [`Error::Serve`] or [`Error::Task`] if the server fails.
+    /// [`Error::Bind`] if a [restart](ServerHandle::restart) cannot listen again, and
+    /// [`Error::Task`] if the server task panics.
     pub async fn run(mut self) -> Result<()> {
         match self.task.take() {
-            Some(task) => task.await.map_err(Error::Task)?.map_err(Error::Serve),
+            Some(task) => task.await.map_err(Error::Task)?,
             None => Ok(()),
         }
     }
@@ -357,7 +377,7 @@ impl Drop for ApiServer {
 ///
 /// # Errors
 ///
-/// [`Error::Bind`] if `addr` cannot be bound, [`Error::Serve`] if serving fails.
+/// [`Error::Bind`] if `addr` cannot be bound.
 pub async fn serve(addr: SocketAddr) -> Result<()> {
     Config::default().addr(addr).start().await?.run().await
 }

@@ -9,11 +9,12 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::Value;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::Catalog;
 use crate::faults::Faults;
+use crate::serving::Restart;
 use crate::status::GroupResource;
 use crate::storage::{Change, ChangeKind, Store};
 use crate::watch_hub::WatchHub;
@@ -64,4 +65,6 @@ pub(crate) struct Shared {
     pub(crate) shutdown: CancellationToken,
     /// Signalled whenever a watch opens.
     pub(crate) watch_opened: Notify,
+    /// Asks the accept loop to restart (`serving.rs`).
+    pub(crate) restarts: mpsc::Sender<Restart>,
 }

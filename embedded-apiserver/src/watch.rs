@@ -50,9 +50,10 @@ const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 ///   watch cache first waits about 3 s for the version to arrive; this server does not);
 /// - resourceVersion `""` or `"0"`: an `ADDED` per current object, then changes (nothing
 ///   before the changes with `sendInitialEvents=false`);
-/// - resourceVersion `N`: the kept changes after `N`, then new ones; if `N` is compacted, one
-///   `ERROR` event (`410 Expired`) and the end; if `N` is in the future, nothing until changes
-///   after `N` (the watch cache opens the watch and waits, it does not fail it).
+/// - resourceVersion `N`: the kept changes after `N`, then new ones; if `N` is compacted, or
+///   older than the last [restart](crate::ServerHandle::restart), one `ERROR` event
+///   (`410 Expired`) and the end; if `N` is in the future, nothing until changes after `N`
+///   (the watch cache opens the watch and waits, it does not fail it).
 ///
 /// The events it starts with are a snapshot the stream walks (as the cacher's watchers walk
 /// their initial interval); only the changes that follow go through the watch's bounded
@@ -106,9 +107,11 @@ pub(crate) fn watch(
             }
             (Some(false), None | Some(0)) => current,
             (_, Some(n)) => {
-                let compacted = state.store.compacted();
-                if n < compacted {
-                    let message = format!("too old resource version: {n} ({compacted})");
+                // The watch cache's window starts at its last initialization (a restart), and
+                // nothing older than etcd's compaction can be replayed.
+                let oldest = state.store.compacted().max(state.hub.since());
+                if n < oldest {
+                    let message = format!("too old resource version: {n} ({oldest})");
                     initial.push_back(Frame::Error(Box::new(ApiError::expired(message))));
                     drop(state);
                     return Ok(response(

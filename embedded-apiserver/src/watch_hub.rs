@@ -69,6 +69,9 @@ pub(crate) struct WatchHub {
     watchers: Vec<Watcher>,
     /// Stalled watches: kept open, sent nothing.
     stalled: Vec<Watcher>,
+    /// The oldest version a watch can start from, as the watch cache's window starts where it
+    /// was initialized: 0 until the server restarts (see [`restart`](Self::restart)).
+    since: u64,
 }
 
 impl WatchHub {
@@ -121,6 +124,20 @@ impl WatchHub {
         self.watchers.clear();
         self.stalled.clear();
         n
+    }
+
+    /// Forgets every watch and starts the window of versions watches can start from at `rv`,
+    /// as a restarted API server's watch cache does: it is initialized from a list at the
+    /// current version and holds no older history (KEP-1904, "Efficient watch resumption
+    /// after kube-apiserver reboot", which shows the 410 that a watch from before gets).
+    pub(crate) fn restart(&mut self, rv: u64) {
+        self.drop_all();
+        self.since = self.since.max(rv);
+    }
+
+    /// The oldest version a watch can start from (see [`restart`](Self::restart)).
+    pub(crate) fn since(&self) -> u64 {
+        self.since
     }
 
     /// Stalls every open watch: it stays open and receives nothing more until it is dropped.
