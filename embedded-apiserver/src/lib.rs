@@ -119,6 +119,8 @@
 //! - request bodies over 3 MiB get `413 RequestEntityTooLarge` (kube-apiserver's
 //!   `MaxRequestBodyBytes`); JSON patches take at most 10 000 operations (413), copy at most
 //!   3 MiB (422), and cannot nest an object deeper than a body can (422);
+//! - a request head must arrive within 90 s of the connection's last answer (kube-apiserver's
+//!   idle and header timeouts), its body within a minute (its request timeout: `504`);
 //! - more than [`Config::max_watches`] open watches get `429` with `Retry-After`;
 //! - label and field selectors longer than 16 KiB or with more than 100 requirements get
 //!   `400`; `limit` must be an integer (anything not positive lists everything, as in

@@ -54,6 +54,10 @@ const MAX_BODY: usize = 3 * 1024 * 1024;
 const DISCARD_MAX: usize = 64 * 1024 * 1024;
 const DISCARD_FOR: Duration = Duration::from_secs(10);
 
+/// How long a request body may take to arrive: kube-apiserver's default request timeout
+/// (`--request-timeout`, one minute), which its timeout filter answers with a `504 Timeout`.
+const BODY_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// The router of the embedded server: every path goes to [`handle`].
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
     Router::new().fallback(handle).with_state(shared)
@@ -88,9 +92,19 @@ async fn serve_request(shared: Arc<Shared>, request: Request) -> Response {
     if let Some(delay) = delay {
         tokio::time::sleep(delay).await;
     }
-    let body = match read_body(&parts, body).await {
-        Ok(body) => body,
-        Err(response) => return response,
+    let body = match tokio::time::timeout(BODY_TIMEOUT, read_body(&parts, body)).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(response)) => return response,
+        Err(_) => {
+            let message = "Timeout: request did not complete within requested timeout - the \
+                           request body took longer than a minute to arrive";
+            let mut timeout = ApiError::new(504, "Timeout", message);
+            timeout.details = Some(Box::default());
+            let mut response = timeout.into_response();
+            // The rest of the body may still come: this connection carries no other request.
+            response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return response;
+        }
     };
     let response = match serve(&shared, &parts, &body) {
         Ok(response) => response,

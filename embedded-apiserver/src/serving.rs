@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, oneshot};
@@ -34,6 +34,12 @@ pub(crate) struct Restart {
 /// How long shutdown lets open connections finish their responses before it closes them (a
 /// client that never reads would hold shutdown up forever otherwise).
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// How long a connection may wait for a request's head: kube-apiserver closes idle
+/// keep-alive connections after 90 s (`IdleTimeout`) and connections whose head takes over
+/// 32 s to arrive (`ReadHeaderTimeout`, against slowloris clients). hyper has one timer for
+/// both, from the moment it waits for a head, so this is the longer of the two.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// How long a restart keeps trying to listen on its address again.
 const REBIND_FOR: Duration = Duration::from_secs(10);
@@ -149,8 +155,10 @@ async fn serve_connection(
     // Watch events go out as they happen, not when a segment fills up.
     let _ = stream.set_nodelay(true);
     let service = TowerToHyperService::new(app);
-    let connection =
-        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT)
+        .serve_connection(TokioIo::new(stream), service);
     tokio::pin!(connection);
     tokio::select! {
         biased;
