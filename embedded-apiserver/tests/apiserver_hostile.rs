@@ -92,6 +92,30 @@ async fn a_generation_at_the_largest_integer_saturates_instead_of_overflowing() 
     server.shutdown().await.unwrap();
 }
 
+#[tokio::test]
+async fn a_pod_table_with_restart_counts_that_overflow_renders() {
+    let server = start().await;
+    let (http, base) = (http(), server.url());
+    let pods = GroupVersionResource::new("", "v1", "pods");
+    server.create(&pods, pod("default", "web-0", "web")).unwrap();
+    // A client may write any status: two containers restarted i64::MAX times each.
+    let mut web = send(http.get(format!("{base}{PODS}/web-0"))).await.body;
+    let status = json!({"restartCount": i64::MAX, "ready": true, "name": "c"});
+    web["status"] = json!({"phase": "Running", "containerStatuses": [status, status]});
+    let put = http
+        .put(format!("{base}{PODS}/web-0/status"))
+        .header("content-type", "application/json")
+        .body(web.to_string());
+    assert_eq!(send(put).await.status, 200);
+    let table = http
+        .get(format!("{base}{PODS}"))
+        .header("accept", "application/json;as=Table;v=v1;g=meta.k8s.io");
+    let table = send(table).await;
+    assert_eq!(table.status, 200, "{table:?}");
+    assert_eq!(table.body["rows"][0]["cells"][3], i64::MAX.to_string(), "restarts saturate");
+    server.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watcher_that_stops_reading_is_closed_and_its_buffer_stays_bounded() {
     const BUFFER: usize = 16;
@@ -468,8 +492,15 @@ fn hostile_body(rng: &mut fastrand::Rng) -> Option<Vec<u8>> {
     let generated = json!({"apiVersion": "v1", "kind": "Pod",
                            "metadata": {"generateName": "x".repeat(300)},
                            "spec": {"containers": [{"name": "c"}]}});
+    // Numbers at the edges, where a server adding them up would overflow.
+    let huge = json!([{"restartCount": i64::MAX}, {"restartCount": i64::MAX},
+                      {"restartCount": u64::MAX}, {"restartCount": 1e308}]);
+    let numbers = json!({"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {"name": "web-0", "namespace": "default", "generation": -1},
+                         "spec": {"containers": [{"name": "c"}]},
+                         "status": {"phase": "Running", "containerStatuses": huge}});
     let json = |value: Value| value.to_string().into_bytes();
-    Some(match rng.u8(..18) {
+    Some(match rng.u8(..19) {
         0 => return None,
         1 => Vec::new(),
         2 => json(object("cm-0")),
@@ -491,6 +522,7 @@ fn hostile_body(rng: &mut fastrand::Rng) -> Option<Vec<u8>> {
             json(crontab_crd(&group, scope))
         }
         16 => json(options),
+        17 => json(numbers),
         _ => json(generated),
     })
 }
@@ -520,6 +552,29 @@ fn hostile_request(rng: &mut fastrand::Rng) -> Hostile {
         "application/vnd.kubernetes.protobuf",
         "garbage;;=",
     ];
+    // Writes aimed at objects that exist, a third of the time, so that hostile bodies get
+    // stored (and then rendered) rather than only refused.
+    const WRITES: &[(&str, &str, &str)] = &[
+        ("PUT", "/api/v1/namespaces/default/pods/web-0/status", "application/json"),
+        ("PUT", "/api/v1/namespaces/default/pods/web-0", "application/json"),
+        ("PATCH", "/api/v1/namespaces/default/pods/web-0/status", "application/merge-patch+json"),
+        ("PATCH", "/api/v1/namespaces/default/configmaps/cm-0", "application/json-patch+json"),
+        (
+            "PATCH",
+            "/api/v1/namespaces/default/configmaps/cm-0",
+            "application/strategic-merge-patch+json",
+        ),
+        ("POST", "/api/v1/namespaces/default/configmaps", "application/json"),
+        ("PUT", "/api/v1/namespaces/default/configmaps/cm-0", "application/json"),
+        ("POST", "/api/v1/namespaces/default/pods", "application/json"),
+        ("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json"),
+    ];
+    if rng.u8(..3) == 0 {
+        let (method, path, content_type) = *pick(rng, WRITES);
+        let headers = vec![("content-type", content_type.to_owned())];
+        let body = hostile_body(rng);
+        return Hostile { method: method.to_owned(), path: path.to_owned(), headers, body };
+    }
     let method = (*pick(rng, METHODS)).to_owned();
     let mut path = hostile_path(rng);
     let query = hostile_query(rng);
@@ -547,6 +602,35 @@ fn deliberate(status: u16, body: &Value) -> bool {
         500 => body["reason"].is_null() && message.contains("resourceVersion: Invalid value"),
         504 => body["reason"] == "Timeout",
         _ => false,
+    }
+}
+
+/// Lists what the hostile requests may have written, as JSON, tables and metadata: each must
+/// be served whole.
+async fn read_back(http: &reqwest::Client, base: &str, replay: &str) {
+    const COLLECTIONS: &[&str] =
+        &[PODS, CONFIGMAPS, "/apis/stable.example.com/v1/namespaces/default/crontabs"];
+    const ACCEPT: &[&str] = &[
+        "application/json",
+        "application/json;as=Table;v=v1;g=meta.k8s.io",
+        "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
+    ];
+    for collection in COLLECTIONS {
+        for accept in ACCEPT {
+            let request = http.get(format!("{base}{collection}")).header("accept", *accept);
+            let reply = match tokio::time::timeout(DEADLINE, request.send()).await {
+                Ok(Ok(response)) => response,
+                failed => {
+                    panic!("no answer to {collection} as {accept} ({failed:?}) after {replay}")
+                }
+            };
+            let status = reply.status().as_u16();
+            let body = tokio::time::timeout(DEADLINE, reply.bytes()).await;
+            assert!(
+                matches!(body, Ok(Ok(_))) && (status < 500 || status == 404),
+                "{status} for {collection} as {accept} after {replay}"
+            );
+        }
     }
 }
 
@@ -605,6 +689,10 @@ async fn hostile_requests_all_get_answers_and_the_server_keeps_serving() {
             "{status} {}: {replay}",
             String::from_utf8_lossy(&body[..body.len().min(500)])
         );
+        if hostile.method != "GET" && (200..300).contains(&status) {
+            // Whatever the server stored, it can serve, in every representation.
+            read_back(&http, &base, &replay).await;
+        }
     }
     // Still serving: a normal list, a write and a watch.
     let list = send(http.get(format!("{base}{PODS}"))).await;
