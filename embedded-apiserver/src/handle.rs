@@ -8,11 +8,13 @@ use std::time::Duration;
 
 use informer_runtime::{GroupVersionResource, Status};
 use serde_json::Value;
+use tokio::sync::oneshot;
 
 use crate::catalog::{ApiResource, ResourceType};
-use crate::faults::Failure;
+use crate::faults::{Disruption, Failure};
 use crate::registry::{self, Deleted, Part, Scope};
 use crate::served::served;
+use crate::serving::Restart;
 use crate::state::{Settings, Shared, State};
 use crate::status::ApiError;
 use crate::storage::{meta_str, object_key};
@@ -128,8 +130,68 @@ impl ServerHandle {
     }
 
     /// Delays every response by `delay` (`None`: no delay). A watch is delayed before it opens.
+    /// To slow the body of a response instead (each watch event, each part of a list), see
+    /// [`Disruption::slow`].
     pub fn set_delay(&self, delay: Option<Duration>) {
         self.shared.state.lock().faults.delay = delay;
+    }
+
+    /// Makes the next `n` resource responses that `disruption` matches suffer it once their
+    /// status and headers are sent: cut short ([`Disruption::truncate`]), stalled
+    /// ([`Disruption::stall`]) or slowed ([`Disruption::slow`]). Rules queue up: each request
+    /// consumes the first pending rule it matches, after the pending [`Failure`]s (a request
+    /// that fails is not also disrupted).
+    ///
+    /// ```
+    /// use embedded_apiserver::{ApiServer, Disruption};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = ApiServer::start().await?;
+    /// // The next two lists of pods end after 100 bytes, the connection closed mid-body.
+    /// server.disrupt_next(2, Disruption::truncate(100).verb("list").resource("pods"));
+    /// // The next watch sends its headers and then nothing, until released.
+    /// server.disrupt_next(1, Disruption::stall(0).verb("watch"));
+    /// server.clear_disruptions(); // forgets both, and lets stalled responses go on
+    /// server.shutdown().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn disrupt_next(&self, n: usize, disruption: Disruption) {
+        self.shared.state.lock().faults.add_disruption(n, disruption);
+    }
+
+    /// Forgets the disruptions not yet consumed, and lets every response stalled by one go on
+    /// (a stalled watch resumes with what it buffered meanwhile, or ends if it was closed for
+    /// falling too far behind).
+    pub fn clear_disruptions(&self) {
+        self.shared.state.lock().faults.clear_disruptions();
+    }
+
+    /// Restarts the server as an API server process restarts with etcd intact: every open
+    /// connection is closed at once (watches end without their terminating chunk, responses
+    /// in flight are cut off, requests waiting for an answer get none), new connections are
+    /// refused for `down_for`, and then the server serves again on the same address, with the
+    /// same objects and resourceVersions. Completes once it serves again.
+    ///
+    /// What survives is etcd's part: objects, versions, the history that lists and continue
+    /// tokens read, and the faults still pending. What does not is the watch cache's: a
+    /// restarted kube-apiserver fills its watch cache from a list at the current version, so
+    /// a watch from any older version gets `410 Expired` (`too old resource version`) and its
+    /// client relists (KEP-1904, "Efficient watch resumption after kube-apiserver reboot").
+    /// This server answers the same, so that a restart exercises the relist a real one
+    /// causes; watches from the current version on, or from `""`/`"0"`, are served as usual.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Stopped`](crate::Error::Stopped) if the server shuts down first, and
+    /// [`Error::Bind`](crate::Error::Bind) if it cannot listen on its address again within
+    /// ten seconds (another process took the port): it has stopped then.
+    pub async fn restart(&self, down_for: Duration) -> Result<(), crate::Error> {
+        let (done, restarted) = oneshot::channel();
+        let request = Restart { down_for, done };
+        self.shared.restarts.send(request).await.map_err(|_| crate::Error::Stopped)?;
+        restarted.await.map_err(|_| crate::Error::Stopped)?
     }
 
     /// The current resourceVersion: the number of writes so far, across all types.
@@ -142,6 +204,15 @@ impl ServerHandle {
     #[must_use]
     pub fn open_watches(&self) -> usize {
         self.shared.state.lock().hub.open()
+    }
+
+    /// How many events wait in the buffers of the open watches, all together: what clients
+    /// that read slowly (or not at all) cost the server. Each watch buffers at most
+    /// [`Config::watch_buffer`](crate::Config::watch_buffer) events, and is closed when it
+    /// would need more.
+    #[must_use]
+    pub fn buffered_watch_events(&self) -> usize {
+        self.shared.state.lock().hub.buffered()
     }
 
     /// Completes once at least `n` watches are open.

@@ -98,12 +98,40 @@
 //! [`stall_watches`](ServerHandle::stall_watches), [`compact`](ServerHandle::compact),
 //! [`set_history_limit`](ServerHandle::set_history_limit),
 //! [`fail_next`](ServerHandle::fail_next) with a [`Failure`] (status, reason, message,
-//! `Retry-After`, optionally only for one verb or resource),
-//! [`set_delay`](ServerHandle::set_delay) and [`send_bookmarks`](ServerHandle::send_bookmarks).
+//! `Retry-After`, optionally only for one verb or resource: lists and watches apart),
+//! [`set_delay`](ServerHandle::set_delay), [`send_bookmarks`](ServerHandle::send_bookmarks),
+//! [`disrupt_next`](ServerHandle::disrupt_next) with a [`Disruption`] (a response cut short
+//! mid-body without its chunked terminator, stalled after its headers or part of its body
+//! until [`clear_disruptions`](ServerHandle::clear_disruptions), or slowed chunk by chunk), and
+//! [`restart`](ServerHandle::restart): every connection closed at once, new ones refused for a
+//! while, then the same objects and resourceVersions on the same address (watches from before
+//! the restart get `410`, as from a restarted kube-apiserver's watch cache).
+//!
+//! # Hostile clients
+//!
+//! What a client sends cannot make the server panic, buffer without bound, or burn its CPU,
+//! and it answers every request over HTTP, as kube-apiserver does:
+//!
+//! - a watch whose client stops reading is closed once
+//!   [`Config::watch_buffer`] events wait for it ("Forcing watcher close due to
+//!   unresponsiveness", with a `tracing` warning); [`ServerHandle::buffered_watch_events`]
+//!   shows what waiting events cost;
+//! - request bodies over 3 MiB get `413 RequestEntityTooLarge` (kube-apiserver's
+//!   `MaxRequestBodyBytes`); JSON patches take at most 10 000 operations (413), copy at most
+//!   3 MiB (422), and cannot nest an object deeper than a body can (422);
+//! - a request head must arrive within 90 s of the connection's last answer (kube-apiserver's
+//!   idle and header timeouts), its body within a minute (its request timeout: `504`);
+//! - more than [`Config::max_watches`] open watches get `429` with `Retry-After`;
+//! - label and field selectors longer than 16 KiB or with more than 100 requirements get
+//!   `400`; `limit` must be an integer (anything not positive lists everything, as in
+//!   kube-apiserver);
+//! - a panic while serving a request (a bug) is answered with a `500 InternalError`, as
+//!   kube-apiserver's panic recovery answers, and the server goes on.
 
 mod catalog;
 mod crd;
 mod discovery;
+mod disrupt;
 mod faults;
 mod field_labels;
 mod handle;
@@ -116,6 +144,7 @@ mod render;
 mod router;
 mod served;
 mod server;
+mod serving;
 mod state;
 mod status;
 mod storage;
@@ -126,7 +155,7 @@ mod watch;
 mod watch_hub;
 
 pub use catalog::ResourceType;
-pub use faults::Failure;
+pub use faults::{Disruption, DisruptionKind, Failure};
 pub use handle::ServerHandle;
 pub use server::{ApiServer, Config, Error, Result, serve};
 

@@ -153,9 +153,82 @@ fn without_directives(map: &Map<String, Value>) -> Map<String, Value> {
     }
 }
 
+/// The most operations a JSON patch may have (kube-apiserver's `maxJSONPatchOperations`).
+pub(crate) const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
+
+/// How many bytes the `copy` operations of one JSON patch may add together (kube-apiserver's
+/// `JSONPatchMaxCopyBytes`, 3 MiB): without a limit, each copy of the whole document into
+/// itself doubles it, and forty of them ask for a terabyte.
+const MAX_COPY_BYTES: usize = 3 * 1024 * 1024;
+
+/// How deeply a patched object may nest: as deeply as a request body can (`serde_json`'s
+/// recursion limit), so that every stored object can be read back by a JSON decoder, and
+/// dropping or serializing it (both recursive) cannot exhaust a stack. Only JSON patches can
+/// nest deeper than their body, by adding a value at a deep path, a patch at a time.
+const MAX_DEPTH: usize = 128;
+
+/// The number of operations of a JSON patch (0 when it is not an array).
+pub(crate) fn operations(patch: &Value) -> usize {
+    patch.as_array().map_or(0, Vec::len)
+}
+
+/// How many arrays and objects nest in `value` at its deepest (0 for a scalar), counted
+/// without recursion.
+fn depth(value: &Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(value, 1)];
+    while let Some((value, level)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        deepest = deepest.max(level);
+        stack.extend(children.map(|child| (child, level + 1)));
+    }
+    deepest
+}
+
+/// Checks that `value` placed at the JSON pointer `path` nests no deeper than [`MAX_DEPTH`].
+fn check_depth(path: &str, value: &Value) -> Result<(), String> {
+    let tokens = path.matches('/').count();
+    // A value at `tokens` levels below the root adds its own depth to theirs.
+    if tokens.saturating_add(depth(value)) > MAX_DEPTH {
+        return Err(format!(
+            "the patched object would nest deeper than {MAX_DEPTH} levels at {:?}, more than a \
+             request body may: flatten the value",
+            path.chars().take(100).collect::<String>()
+        ));
+    }
+    Ok(())
+}
+
+/// The size of `value` serialized, without writing it anywhere.
+fn serialized_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(bytes.len());
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` into a counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
 /// RFC 6902. The error is the reason the patch does not apply.
+///
+/// Bounded as kube-apiserver bounds it: `copy` operations add at most [`MAX_COPY_BYTES`]
+/// together, and no value may land deeper than [`MAX_DEPTH`] (the caller also refuses more
+/// than [`MAX_JSON_PATCH_OPERATIONS`] operations, with a 413).
 pub(crate) fn json_patch(target: &mut Value, patch: &Value) -> Result<(), String> {
     let ops = patch.as_array().ok_or("a JSON patch must be an array of operations")?;
+    let mut copied = 0_usize;
     for op in ops {
         let name = op.get("op").and_then(Value::as_str).ok_or("operation has no \"op\"")?;
         let path = op.get("path").and_then(Value::as_str).ok_or("operation has no \"path\"")?;
@@ -166,24 +239,43 @@ pub(crate) fn json_patch(target: &mut Value, patch: &Value) -> Result<(), String
                 .ok_or(format!("{name} operation has no \"from\""))
         };
         match name {
-            "add" => add(target, path, value()?)?,
+            "add" => {
+                let value = value()?;
+                check_depth(path, &value)?;
+                add(target, path, value)?;
+            }
             "remove" => {
                 remove(target, path)?;
             }
             "replace" => {
+                let value = value()?;
+                check_depth(path, &value)?;
                 remove(target, path)?;
-                add(target, path, value()?)?;
+                add(target, path, value)?;
             }
             "move" => {
-                let moved = remove(target, from()?)?;
+                let from = from()?;
+                // Deeper than it was: the moved value may now nest too deep.
+                if path.matches('/').count() > from.matches('/').count() {
+                    let moved = target.pointer(from).ok_or(format!("missing value at {from}"))?;
+                    check_depth(path, moved)?;
+                }
+                let moved = remove(target, from)?;
                 add(target, path, moved)?;
             }
             "copy" => {
-                let copied = target
-                    .pointer(from()?)
-                    .cloned()
-                    .ok_or(format!("missing value at {}", from()?))?;
-                add(target, path, copied)?;
+                let from = from()?;
+                let source = target.pointer(from).ok_or(format!("missing value at {from}"))?;
+                copied = copied.saturating_add(serialized_len(source));
+                if copied > MAX_COPY_BYTES {
+                    return Err(format!(
+                        "unable to copy, exceeding the max accumulated copy size of \
+                         {MAX_COPY_BYTES} bytes"
+                    ));
+                }
+                check_depth(path, source)?;
+                let source = source.clone();
+                add(target, path, source)?;
             }
             "test" => {
                 if target.pointer(path) != Some(&value()?) {

@@ -222,8 +222,11 @@ fn pod(obj: &Value) -> Vec<Value> {
     };
     let statuses = list("/status/containerStatuses");
     let ready = statuses.iter().filter(|s| s.get("ready") == Some(&json!(true))).count();
-    let restarts: i64 =
-        statuses.iter().filter_map(|s| s.get("restartCount").and_then(Value::as_i64)).sum();
+    // Saturating: clients write statuses, `restartCount: i64::MAX` included.
+    let restarts = statuses
+        .iter()
+        .filter_map(|s| s.get("restartCount").and_then(Value::as_i64))
+        .fold(0_i64, i64::saturating_add);
     let total = list("/spec/containers").len();
     let reason = obj
         .pointer("/status/reason")

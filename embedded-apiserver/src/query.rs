@@ -70,6 +70,45 @@ impl Query {
     }
 }
 
+/// The longest label or field selector served, in bytes. kube-apiserver sets no limit of its
+/// own besides the URL's; this server does, so that a selector cannot make every list and
+/// every watch event cost what thousands of requirements cost (16 KiB still holds a hundred
+/// requirements on the longest keys and values labels allow).
+const MAX_SELECTOR_BYTES: usize = 16 * 1024;
+
+/// The most requirements a label or field selector may have (the comma-separated terms
+/// outside parentheses). Real selectors have a handful.
+const MAX_SELECTOR_REQUIREMENTS: usize = 100;
+
+/// Refuses a selector too long or with too many requirements, with 400, before it is parsed.
+fn check_selector_size(parameter: &str, selector: &str) -> Result<(), ApiError> {
+    if selector.len() > MAX_SELECTOR_BYTES {
+        return Err(ApiError::bad_request(format!(
+            "{parameter} is {} bytes long: this server takes selectors of at most \
+             {MAX_SELECTOR_BYTES} bytes; select with fewer or shorter requirements",
+            selector.len()
+        )));
+    }
+    let (mut depth, mut escaped, mut requirements) = (0_usize, false, 1_usize);
+    for c in selector.chars() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '(' => depth = depth.saturating_add(1),
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => requirements += 1,
+            _ => {}
+        }
+    }
+    if requirements > MAX_SELECTOR_REQUIREMENTS {
+        return Err(ApiError::bad_request(format!(
+            "{parameter} has {requirements} requirements: this server takes at most \
+             {MAX_SELECTOR_REQUIREMENTS}; select with fewer"
+        )));
+    }
+    Ok(())
+}
+
 /// Percent-decodes one query component.
 fn decode(text: &str) -> String {
     let bytes = text.as_bytes();
@@ -124,15 +163,20 @@ impl ListParams {
         resource: &ApiResource,
         watch: bool,
     ) -> Result<Self, ApiError> {
-        let label_selector =
-            match query.get("labelSelector").filter(|s| !s.trim().is_empty()) {
-                Some(s) => Some(LabelSelector::parse(s).map_err(|e| {
+        let label_selector = match query.get("labelSelector").filter(|s| !s.trim().is_empty()) {
+            Some(s) => {
+                check_selector_size("labelSelector", s)?;
+                Some(LabelSelector::parse(s).map_err(|e| {
                     ApiError::bad_request(format!("unable to parse requirement: {e}"))
-                })?),
-                None => None,
-            };
+                })?)
+            }
+            None => None,
+        };
         let field_selector = match query.get("fieldSelector") {
-            Some(s) => parse_field_selector(s, resource)?,
+            Some(s) => {
+                check_selector_size("fieldSelector", s)?;
+                parse_field_selector(s, resource)?
+            }
             None => Vec::new(),
         };
         let watch = watch || query.bool("watch")?.unwrap_or(false);

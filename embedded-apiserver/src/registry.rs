@@ -19,7 +19,9 @@ use serde_json::{Map, Value, json};
 use crate::catalog::ApiResource;
 use crate::crd;
 use crate::list;
-use crate::patch::{PatchKind, json_patch, merge_patch, strategic_merge_patch};
+use crate::patch::{
+    MAX_JSON_PATCH_OPERATIONS, PatchKind, json_patch, merge_patch, strategic_merge_patch,
+};
 use crate::query::ListParams;
 use crate::state::{Settings, State};
 use crate::status::{ApiError, GroupResource};
@@ -244,6 +246,15 @@ pub(crate) fn patch(
         PatchKind::Merge => merge_patch(&mut patched, &patch),
         PatchKind::StrategicMerge | PatchKind::Apply => strategic_merge_patch(&mut patched, &patch),
         PatchKind::Json => {
+            let operations = crate::patch::operations(&patch);
+            if operations > MAX_JSON_PATCH_OPERATIONS {
+                // kube-apiserver's `errors.NewRequestEntityTooLargeError`.
+                let message = format!(
+                    "Request entity too large: The allowed maximum operations in a JSON patch \
+                     is {MAX_JSON_PATCH_OPERATIONS}, got {operations}"
+                );
+                return Err(ApiError::new(413, "RequestEntityTooLarge", message));
+            }
             json_patch(&mut patched, &patch).map_err(|why| ApiError::new(422, "Invalid", why))?;
         }
     }
@@ -433,7 +444,9 @@ fn keep_server_metadata(new: &mut Value, old: &Value) {
         };
     }
     if let Some(generation) = old_meta.get("generation").and_then(Value::as_i64) {
-        meta.insert("generation".into(), json!(generation + i64::from(changed)));
+        // Saturating: a type without generation tracking keeps whatever a client wrote there,
+        // `i64::MAX` included.
+        meta.insert("generation".into(), json!(generation.saturating_add(i64::from(changed))));
     }
 }
 
@@ -618,7 +631,12 @@ mod tests {
     }
 
     fn settings() -> Settings {
-        Settings { require_namespaces: false, bookmark_interval: None }
+        Settings {
+            require_namespaces: false,
+            bookmark_interval: None,
+            watch_buffer: 1,
+            max_watches: 1,
+        }
     }
 
     #[test]

@@ -15,18 +15,22 @@
 //! `404 page not found`; unknown versions, resources and subresources of served groups get a
 //! `Status` (404 `NotFound`), as kube-apiserver answers.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{Request, State as AxumState};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use futures::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 
 use crate::catalog::ApiResource;
 use crate::discovery;
+use crate::disrupt::disrupt;
 use crate::list;
 use crate::patch::PatchKind;
 use crate::query::{FieldRequirement, ListParams, Query};
@@ -37,23 +41,70 @@ use crate::state::Shared;
 use crate::status::ApiError;
 use crate::watch;
 
-/// The largest request body the API server takes (3 MiB).
+/// The largest request body the API server takes (kube-apiserver's `MaxRequestBodyBytes`,
+/// 3 MiB); a larger one gets `413 RequestEntityTooLarge`.
 const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// How much of a body over [`MAX_BODY`] is read and thrown away before the 413 is sent, and
+/// for how long at most. A client that writes its whole body before it reads (most do) would
+/// otherwise find the connection reset under it and never read the answer. Go's HTTP server,
+/// which kube-apiserver runs on, does the same on a smaller scale (it discards up to 256 KiB,
+/// then closes its side and lingers); past these bounds the connection is closed after the
+/// 413 all the same.
+const DISCARD_MAX: usize = 64 * 1024 * 1024;
+const DISCARD_FOR: Duration = Duration::from_secs(10);
+
+/// How long a request body may take to arrive: kube-apiserver's default request timeout
+/// (`--request-timeout`, one minute), which its timeout filter answers with a `504 Timeout`.
+const BODY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The router of the embedded server: every path goes to [`handle`].
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
     Router::new().fallback(handle).with_state(shared)
 }
 
+/// Serves one request. A panic while serving it is a bug, but it still gets an answer, a
+/// `500 InternalError`, as kube-apiserver's panic recovery filter (`WithPanicRecovery`)
+/// answers, and the server goes on serving.
 async fn handle(AxumState(shared): AxumState<Arc<Shared>>, request: Request) -> Response {
+    let (method, uri) = (request.method().clone(), request.uri().clone());
+    match AssertUnwindSafe(serve_request(shared, request)).catch_unwind().await {
+        Ok(response) => response,
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!(%method, %uri, %why, "the embedded API server panicked serving a request");
+            let message = format!(
+                "Internal error occurred: the embedded API server panicked serving {method} \
+                 {uri}: {why} (a bug: please report it)"
+            );
+            ApiError::new(500, "InternalError", message).into_response()
+        }
+    }
+}
+
+async fn serve_request(shared: Arc<Shared>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let delay = shared.state.lock().faults.delay;
     if let Some(delay) = delay {
         tokio::time::sleep(delay).await;
     }
-    let Ok(body) = axum::body::to_bytes(body, MAX_BODY).await else {
-        let message = format!("Request entity too large: limit is {MAX_BODY}");
-        return ApiError::new(413, "RequestEntityTooLarge", message).into_response();
+    let body = match tokio::time::timeout(BODY_TIMEOUT, read_body(&parts, body)).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(response)) => return response,
+        Err(_) => {
+            let message = "Timeout: request did not complete within requested timeout - the \
+                           request body took longer than a minute to arrive";
+            let mut timeout = ApiError::new(504, "Timeout", message);
+            timeout.details = Some(Box::default());
+            let mut response = timeout.into_response();
+            // The rest of the body may still come: this connection carries no other request.
+            response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return response;
+        }
     };
     let response = match serve(&shared, &parts, &body) {
         Ok(response) => response,
@@ -64,6 +115,54 @@ async fn handle(AxumState(shared): AxumState<Arc<Shared>>, request: Request) -> 
     };
     tracing::debug!(method = %parts.method, uri = %parts.uri, status = response.status().as_u16(), "request");
     response
+}
+
+/// The whole request body, at most [`MAX_BODY`] bytes; else the answer to send instead: 413
+/// for a larger body, 400 for one that broke off.
+async fn read_body(parts: &Parts, body: Body) -> Result<Bytes, Response> {
+    let too_large = |all_read: bool| {
+        let message = format!("Request entity too large: limit is {MAX_BODY}");
+        let mut response = ApiError::new(413, "RequestEntityTooLarge", message).into_response();
+        if !all_read {
+            // The rest of the body is still coming: this connection cannot carry another request.
+            response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        response
+    };
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > (MAX_BODY + DISCARD_MAX) as u64) {
+        return Err(too_large(false));
+    }
+    let mut chunks = body.into_data_stream();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(|error| {
+            let message = format!("error reading the request body: {error}");
+            ApiError::bad_request(message).into_response()
+        })?;
+        if bytes.len() + chunk.len() > MAX_BODY {
+            // Read the rest (bounded) so that the client is still reading when the 413 comes.
+            let mut discarded = bytes.len() + chunk.len();
+            drop(bytes);
+            let discard = async {
+                while let Some(Ok(chunk)) = chunks.next().await {
+                    discarded += chunk.len();
+                    if discarded > MAX_BODY + DISCARD_MAX {
+                        return false;
+                    }
+                }
+                true
+            };
+            let all_read = tokio::time::timeout(DISCARD_FOR, discard).await.unwrap_or(false);
+            return Err(too_large(all_read));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(bytes))
 }
 
 /// A JSON document with 200.
@@ -231,19 +330,28 @@ fn resource_request(
         }
         _ => return Err(ApiError::method_not_allowed()),
     };
-    if let Some(error) =
-        shared.state.lock().faults.take(verb, &resource.ty.group, &resource.ty.plural)
-    {
-        return Err(error);
-    }
-    let accept = parts.headers.get(header::ACCEPT).and_then(|a| a.to_str().ok());
-    let output = render::negotiate(accept, query)?;
-    let request =
-        Call { shared, parts, query, body, target: &target, output, dry_run: query.dry_run()? };
-    match verb {
-        "watch" | "list" | "get" => request.read(verb),
-        _ => request.write(verb),
-    }
+    let (group, plural) = (&resource.ty.group, &resource.ty.plural);
+    let disruption = {
+        let mut state = shared.state.lock();
+        if let Some(error) = state.faults.take(verb, group, plural) {
+            return Err(error);
+        }
+        state.faults.take_disruption(verb, group, plural)
+    };
+    let served = (|| {
+        let accept = parts.headers.get(header::ACCEPT).and_then(|a| a.to_str().ok());
+        let output = render::negotiate(accept, query)?;
+        let dry_run = query.dry_run()?;
+        let request = Call { shared, parts, query, body, target: &target, output, dry_run };
+        match verb {
+            "watch" | "list" | "get" => request.read(verb),
+            _ => request.write(verb),
+        }
+    })();
+    let Some((kind, release)) = disruption else { return served };
+    // Whatever the answer, its body is what the disruption acts on.
+    let response = served.unwrap_or_else(IntoResponse::into_response);
+    Ok(disrupt(response, kind, release, shared.shutdown.clone()))
 }
 
 /// One resource request, its verb decided.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::json;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -17,6 +17,7 @@ use crate::faults::Faults;
 use crate::handle::ServerHandle;
 use crate::registry::{self, Scope};
 use crate::router::router;
+use crate::serving;
 use crate::state::{Settings, Shared, State};
 use crate::storage::Store;
 use crate::watch_hub::WatchHub;
@@ -34,12 +35,29 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
-    /// Serving failed after the server started.
+    /// Serving failed after the server started. (Not returned by this version: a failed
+    /// restart is [`Error::Bind`].)
     #[error("the server failed: {0}")]
     Serve(#[source] io::Error),
     /// The server task panicked or was aborted.
     #[error("the server task ended abnormally: {0}")]
     Task(#[source] tokio::task::JoinError),
+    /// The server was shut down (or had failed) before a restart could finish: start a new
+    /// one.
+    #[error("the embedded API server has stopped")]
+    Stopped,
+}
+
+impl Error {
+    /// The same error again, for a second party to report (an `io::Error` does not clone).
+    pub(crate) fn duplicate(&self) -> Self {
+        let copy = |e: &io::Error| io::Error::new(e.kind(), e.to_string());
+        match self {
+            Self::Bind { addr, source } => Self::Bind { addr: *addr, source: copy(source) },
+            Self::Serve(source) => Self::Serve(copy(source)),
+            Self::Task(_) | Self::Stopped => Self::Stopped,
+        }
+    }
 }
 
 /// `Result` with this crate's [`Error`].
@@ -80,6 +98,14 @@ pub struct Config {
     pub namespaces: Vec<String>,
     /// Resource types served besides the built-ins (CRDs need not be declared: create them).
     pub resources: Vec<ResourceType>,
+    /// How many events each watch may have waiting to be sent; a watch whose client reads
+    /// too slowly for that is closed, as kube-apiserver closes unresponsive watchers (its
+    /// client resumes from the last event it read). Events are shared with storage, so a
+    /// full buffer costs a pointer per event, plus the old versions it keeps alive.
+    pub watch_buffer: usize,
+    /// How many watches may be open at once; one more gets `429 TooManyRequests` with
+    /// `Retry-After: 1`.
+    pub max_watches: usize,
 }
 
 impl Default for Config {
@@ -98,6 +124,13 @@ impl Default for Config {
                 .map(str::to_owned)
                 .to_vec(),
             resources: Vec::new(),
+            // As many events as the default history holds: a client this far behind can still
+            // resume from history. kube-apiserver's buffers are smaller (10 to 1000 events),
+            // but it can make a writer wait a little for a slow watcher, and this server
+            // cannot (a write holds the state lock).
+            watch_buffer: 10_000,
+            // Generous for any test; the bound is what matters to a hostile client.
+            max_watches: 10_000,
         }
     }
 }
@@ -145,6 +178,21 @@ impl Config {
         self
     }
 
+    /// Closes a watch once `events` events wait to be sent to it (10 000 by default; at
+    /// least 1).
+    #[must_use]
+    pub fn watch_buffer(mut self, events: usize) -> Self {
+        self.watch_buffer = events;
+        self
+    }
+
+    /// Serves at most `watches` open watches at once (10 000 by default).
+    #[must_use]
+    pub fn max_watches(mut self, watches: usize) -> Self {
+        self.max_watches = watches;
+        self
+    }
+
     /// Binds the address and starts serving, on the current tokio runtime.
     ///
     /// # Errors
@@ -163,6 +211,8 @@ impl Config {
         let settings = Settings {
             require_namespaces: self.require_namespaces,
             bookmark_interval: self.bookmark_interval,
+            watch_buffer: self.watch_buffer.max(1),
+            max_watches: self.max_watches,
         };
         let mut state = State {
             store: Store::new(0, self.history_limit),
@@ -180,18 +230,18 @@ impl Config {
                 }
             }
         }
+        // One restart at a time; a second waits for the first.
+        let (restarts, restart_requests) = mpsc::channel(1);
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
             settings,
             shutdown: CancellationToken::new(),
             watch_opened: Notify::new(),
+            restarts,
         });
-        let shutdown = shared.shutdown.clone();
         let app = router(Arc::clone(&shared));
-        let task = tokio::spawn(async move {
-            let signal = async move { shutdown.cancelled().await };
-            axum::serve(listener, app).with_graceful_shutdown(signal).await
-        });
+        let task =
+            tokio::spawn(serving::run(listener, addr, app, Arc::clone(&shared), restart_requests));
         // A zero interval would make tokio's interval panic: it means "no periodic bookmarks".
         let bookmarks = shared.settings.bookmark_interval.filter(|d| !d.is_zero()).map(|every| {
             let shared = Arc::clone(&shared);
@@ -238,7 +288,7 @@ impl Config {
 #[derive(Debug)]
 pub struct ApiServer {
     handle: ServerHandle,
-    task: Option<JoinHandle<io::Result<()>>>,
+    task: Option<JoinHandle<Result<()>>>,
     bookmarks: Option<JoinHandle<()>>,
 }
 
@@ -268,14 +318,15 @@ impl ApiServer {
     ///
     /// # Errors
     ///
-    /// [`Error::Serve`] or [`Error::Task`] if the server had failed.
+    /// [`Error::Bind`] if a [restart](ServerHandle::restart) could not listen again, and
+    /// [`Error::Task`] if the server task panicked.
     pub async fn shutdown(mut self) -> Result<()> {
         self.stop();
         if let Some(bookmarks) = self.bookmarks.take() {
             bookmarks.await.map_err(Error::Task)?;
         }
         match self.task.take() {
-            Some(task) => task.await.map_err(Error::Task)?.map_err(Error::Serve),
+            Some(task) => task.await.map_err(Error::Task)?,
             None => Ok(()),
         }
     }
@@ -284,10 +335,11 @@ impl ApiServer {
     ///
     /// # Errors
     ///
-    /// [`Error::Serve`] or [`Error::Task`] if the server fails.
+    /// [`Error::Bind`] if a [restart](ServerHandle::restart) cannot listen again, and
+    /// [`Error::Task`] if the server task panics.
     pub async fn run(mut self) -> Result<()> {
         match self.task.take() {
-            Some(task) => task.await.map_err(Error::Task)?.map_err(Error::Serve),
+            Some(task) => task.await.map_err(Error::Task)?,
             None => Ok(()),
         }
     }
@@ -325,7 +377,7 @@ impl Drop for ApiServer {
 ///
 /// # Errors
 ///
-/// [`Error::Bind`] if `addr` cannot be bound, [`Error::Serve`] if serving fails.
+/// [`Error::Bind`] if `addr` cannot be bound.
 pub async fn serve(addr: SocketAddr) -> Result<()> {
     Config::default().addr(addr).start().await?.run().await
 }

@@ -9,11 +9,12 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::Value;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::Catalog;
 use crate::faults::Faults;
+use crate::serving::Restart;
 use crate::status::GroupResource;
 use crate::storage::{Change, ChangeKind, Store};
 use crate::watch_hub::WatchHub;
@@ -25,6 +26,10 @@ pub(crate) struct Settings {
     pub(crate) require_namespaces: bool,
     /// How often watches that asked for bookmarks get one; `None` for never.
     pub(crate) bookmark_interval: Option<Duration>,
+    /// How many frames each watch buffers before it is closed as unresponsive.
+    pub(crate) watch_buffer: usize,
+    /// How many watches may be open at once.
+    pub(crate) max_watches: usize,
 }
 
 /// Everything behind the lock.
@@ -60,4 +65,6 @@ pub(crate) struct Shared {
     pub(crate) shutdown: CancellationToken,
     /// Signalled whenever a watch opens.
     pub(crate) watch_opened: Notify,
+    /// Asks the accept loop to restart (`serving.rs`).
+    pub(crate) restarts: mpsc::Sender<Restart>,
 }

@@ -1,7 +1,7 @@
 //! The watch verb: open watches, their events, bookmarks, and the HTTP stream that carries them.
 //!
 //! Each watch is a [`Watcher`](crate::watch_hub::Watcher) in the state's
-//! [`WatchHub`](crate::watch_hub::WatchHub) with its own unbounded channel; a write reaches it
+//! [`WatchHub`](crate::watch_hub::WatchHub) with its own bounded buffer; a write reaches it
 //! under the state lock, filtered as the watch cache filters (see `watch_hub.rs`). This module
 //! starts watches (replaying what they ask for) and streams their frames over HTTP. The HTTP
 //! response is a chunked stream of newline-terminated
@@ -16,6 +16,7 @@
 //! object cannot be encoded by the `meta.k8s.io` serializer it negotiated, and the stream ends
 //! (HTTP 200, no event) at the first event that carries an object.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -49,12 +50,19 @@ const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 ///   watch cache first waits about 3 s for the version to arrive; this server does not);
 /// - resourceVersion `""` or `"0"`: an `ADDED` per current object, then changes (nothing
 ///   before the changes with `sendInitialEvents=false`);
-/// - resourceVersion `N`: the kept changes after `N`, then new ones; if `N` is compacted, one
-///   `ERROR` event (`410 Expired`) and the end; if `N` is in the future, nothing until changes
-///   after `N` (the watch cache opens the watch and waits, it does not fail it).
+/// - resourceVersion `N`: the kept changes after `N`, then new ones; if `N` is compacted, or
+///   older than the last [restart](crate::ServerHandle::restart), one `ERROR` event
+///   (`410 Expired`) and the end; if `N` is in the future, nothing until changes after `N`
+///   (the watch cache opens the watch and waits, it does not fail it).
+///
+/// The events it starts with are a snapshot the stream walks (as the cacher's watchers walk
+/// their initial interval); only the changes that follow go through the watch's bounded
+/// buffer (see `watch_hub.rs`).
 ///
 /// A resourceVersion that is not a number fails with a 500 without a reason, as the storage
-/// layer's parse error reaches the client.
+/// layer's parse error reaches the client. More than
+/// [`Config::max_watches`](crate::Config::max_watches) open watches get `429` with a
+/// `Retry-After`.
 pub(crate) fn watch(
     shared: &Arc<Shared>,
     resource: Arc<ApiResource>,
@@ -63,19 +71,23 @@ pub(crate) fn watch(
     output: Output,
 ) -> Result<Response, ApiError> {
     let filter = Filter::new(namespace, params);
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::channel(shared.settings.watch_buffer.max(1));
     let stalled = Arc::new(AtomicBool::new(false));
+    let mut initial = VecDeque::new();
     let start = {
         let mut state = shared.state.lock();
         let current = state.store.resource_version();
         let requested = parse_version(&params.resource_version).map_err(ApiError::internal)?;
+        if state.hub.open() >= shared.settings.max_watches {
+            return Err(too_many_watches(shared.settings.max_watches));
+        }
         let future = requested.filter(|&n| n > current);
         if let Some(n) = future.filter(|_| params.send_initial_events == Some(true)) {
             // As the watch cache answers: HTTP 200 and one ERROR event, then the end.
-            let _ = tx.send(Frame::Error(ApiError::too_large_resource_version(n, current)));
-            drop(tx);
+            let error = ApiError::too_large_resource_version(n, current);
+            initial.push_back(Frame::Error(Box::new(error)));
             drop(state);
-            return Ok(response(shared, resource, rx, output, params, stalled, current));
+            return Ok(response(shared, resource, initial, None, output, params, stalled, current));
         }
         let storage = &resource.storage;
         // Where the watch stands once its first events are queued: the version it starts from,
@@ -85,28 +97,32 @@ pub(crate) fn watch(
             (Some(true), _) | (None, None | Some(0)) => {
                 for (_, obj) in state.store.range(storage, "") {
                     if filter.matches(obj) {
-                        let _ = tx.send(Frame::Event(ChangeKind::Added, Arc::clone(obj)));
+                        initial.push_back(Frame::Event(ChangeKind::Added, Arc::clone(obj)));
                     }
                 }
                 if params.send_initial_events == Some(true) && params.allow_watch_bookmarks {
-                    let _ = tx.send(Frame::Bookmark { rv: current, initial_events_end: true });
+                    initial.push_back(Frame::Bookmark { rv: current, initial_events_end: true });
                 }
                 current
             }
             (Some(false), None | Some(0)) => current,
             (_, Some(n)) => {
-                let compacted = state.store.compacted();
-                if n < compacted {
-                    let message = format!("too old resource version: {n} ({compacted})");
-                    let _ = tx.send(Frame::Error(ApiError::expired(message)));
-                    drop(tx);
-                    return Ok(response(shared, resource, rx, output, params, stalled, current));
+                // The watch cache's window starts at its last initialization (a restart), and
+                // nothing older than etcd's compaction can be replayed.
+                let oldest = state.store.compacted().max(state.hub.since());
+                if n < oldest {
+                    let message = format!("too old resource version: {n} ({oldest})");
+                    initial.push_back(Frame::Error(Box::new(ApiError::expired(message))));
+                    drop(state);
+                    return Ok(response(
+                        shared, resource, initial, None, output, params, stalled, current,
+                    ));
                 }
                 let mut start = n;
                 for change in state.store.changes_after(n).filter(|c| &c.storage == storage) {
                     if let Some(frame) = event_for(change, &filter) {
                         start = change.rv;
-                        let _ = tx.send(frame);
+                        initial.push_back(frame);
                     }
                 }
                 start
@@ -121,19 +137,38 @@ pub(crate) fn watch(
         start
     };
     shared.watch_opened.notify_waiters();
-    Ok(response(shared, resource, rx, output, params, stalled, start))
+    Ok(response(shared, resource, initial, Some(rx), output, params, stalled, start))
+}
+
+/// The answer to a watch beyond [`Config::max_watches`](crate::Config::max_watches): `429`
+/// with `Retry-After: 1`, as kube-apiserver's max-in-flight filter answers a request it has no
+/// seat for (`tooManyRequests` in `k8s.io/apiserver/pkg/server/filters/maxinflight.go`), as a
+/// `Status` so that every client reads it.
+fn too_many_watches(max: usize) -> ApiError {
+    let mut error = ApiError::new(
+        429,
+        "TooManyRequests",
+        format!(
+            "Too many requests, please try again later: {max} watches are open, the most this \
+             server serves (Config::max_watches)"
+        ),
+    );
+    error.retry_after = Some(1);
+    error
 }
 
 /// How long before its timeout a watch that allows bookmarks gets one (the watch cache's
 /// `nextBookmarkTime`), so that its client resumes from as recent a version as possible.
 const PRE_TIMEOUT_BOOKMARK: Duration = Duration::from_secs(2);
 
-/// The chunked response of a watch that starts at version `start`.
+/// The chunked response of a watch that starts at version `start`: its `initial` frames,
+/// then what its buffer `rx` receives (nothing more without one).
 #[allow(clippy::too_many_arguments)] // One parameter per part of a watch's state.
 fn response(
     shared: &Arc<Shared>,
     resource: Arc<ApiResource>,
-    rx: mpsc::UnboundedReceiver<Frame>,
+    initial: VecDeque<Frame>,
+    rx: Option<mpsc::Receiver<Frame>>,
     output: Output,
     params: &ListParams,
     stalled: Arc<AtomicBool>,
@@ -147,6 +182,7 @@ fn response(
     let encoder = Encoder { resource, output, headers_sent: false };
     let bookmark_armed = params.allow_watch_bookmarks && timeout > PRE_TIMEOUT_BOOKMARK;
     let stream = WatchStream {
+        initial,
         rx,
         encoder,
         stalled,
@@ -170,7 +206,10 @@ fn response(
 
 /// The state of one watch response.
 struct WatchStream {
-    rx: mpsc::UnboundedReceiver<Frame>,
+    /// The events the watch starts with, sent first.
+    initial: VecDeque<Frame>,
+    /// The watch's buffer, fed by the hub; `None` for a watch that ends after `initial`.
+    rx: Option<mpsc::Receiver<Frame>>,
     encoder: Encoder,
     stalled: Arc<AtomicBool>,
     /// To read the current version for the pre-timeout bookmark.
@@ -193,19 +232,18 @@ struct WatchStream {
 impl WatchStream {
     /// The next chunk, or `None` when the watch ends (closed, timed out, shut down, errored).
     async fn next(mut self) -> Option<(Result<Bytes, std::convert::Infallible>, Self)> {
-        if self.ended {
+        if self.ended || self.shutdown.is_cancelled() {
             return None;
         }
+        if let Some(frame) = self.initial.pop_front() {
+            return self.send(frame);
+        }
         loop {
+            let rx = self.rx.as_mut()?;
             tokio::select! {
                 biased;
                 () = self.shutdown.cancelled() => return None,
-                frame = self.rx.recv() => {
-                    let frame = frame?;
-                    self.ended = matches!(frame, Frame::Error(_));
-                    let bytes = self.encoder.encode(frame)?;
-                    return Some((Ok(bytes), self));
-                }
+                frame = rx.recv() => return self.send(frame?),
                 () = &mut self.bookmark_at, if self.bookmark_armed => {
                     self.bookmark_armed = false;
                     // Only a bookmark past where the watch started is sent (the watch cache's
@@ -214,7 +252,7 @@ impl WatchStream {
                     let current = self.shared.state.lock().store.resource_version();
                     if current > self.start_rv && !self.stalled.load(Ordering::SeqCst) {
                         let bookmark = Frame::Bookmark { rv: current, initial_events_end: false };
-                        return Some((Ok(self.encoder.encode(bookmark)?), self));
+                        return self.send(bookmark);
                     }
                 }
                 () = &mut self.deadline, if !self.timed_out => {
@@ -226,6 +264,13 @@ impl WatchStream {
                 }
             }
         }
+    }
+
+    /// `frame`'s bytes as the next chunk; after an `ERROR`, the stream ends.
+    fn send(mut self, frame: Frame) -> Option<(Result<Bytes, std::convert::Infallible>, Self)> {
+        self.ended = matches!(frame, Frame::Error(_));
+        let bytes = self.encoder.encode(frame)?;
+        Some((Ok(bytes), self))
     }
 }
 

@@ -1,17 +1,30 @@
 //! The open watches of every resource, and what each is sent: the watch cache's dispatcher.
 //!
 //! A write reaches every [`Watcher`] of its resource under the state lock, through its own
-//! unbounded channel, filtered as the watch cache filters (an object that stops matching a
+//! bounded channel, filtered as the watch cache filters (an object that stops matching a
 //! selector arrives as `DELETED` with its last matching state, one that starts matching as
 //! `ADDED`). The HTTP side of a watch (its start, timeout and encoding) is `watch.rs`, which
 //! reads the state this hub lives in; the hub itself knows nothing of the state, so that the
 //! state can hold it.
+//!
+//! # Watchers that stop reading
+//!
+//! kube-apiserver's cacher gives each watcher a bounded buffer, and when an event does not fit
+//! it waits a little (its `blockTimeout`, from a shared budget) and then closes that watcher:
+//! "Forcing watcher close due to unresponsiveness" (`cacheWatcher.add` in
+//! `k8s.io/apiserver/pkg/storage/cacher/cache_watcher.go`). Here a write cannot wait (it holds
+//! the state lock), so a watcher whose buffer is full is closed at once, with the same
+//! warning. The client reads the events already buffered, then the end of the response, and
+//! resumes from the last version it saw, as after any closed watch. A buffer is what
+//! [`Config::watch_buffer`](crate::Config::watch_buffer) says, so memory stays bounded
+//! however many events a client leaves unread. Bookmarks that do not fit are skipped, as the
+//! cacher skips them, without closing the watch.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::mpsc::{self, error::TrySendError};
 
 use crate::query::Filter;
 use crate::status::{ApiError, GroupResource};
@@ -24,8 +37,8 @@ pub(crate) enum Frame {
     Event(ChangeKind, Object),
     /// `BOOKMARK` at a version.
     Bookmark { rv: u64, initial_events_end: bool },
-    /// `ERROR`; the watch ends after it.
-    Error(ApiError),
+    /// `ERROR`; the watch ends after it. Boxed: buffers hold many frames, few of them errors.
+    Error(Box<ApiError>),
 }
 
 /// One open watch.
@@ -37,9 +50,17 @@ pub(crate) struct Watcher {
     /// Only changes after this version are sent: a watch from a version the server has not
     /// reached yet waits for it.
     pub(crate) after: u64,
-    pub(crate) tx: mpsc::UnboundedSender<Frame>,
+    /// The watch's buffer: bounded, see the [module documentation](self).
+    pub(crate) tx: mpsc::Sender<Frame>,
     /// Set when the watch is stalled: its stream then ignores its timeout.
     pub(crate) stalled: Arc<AtomicBool>,
+}
+
+impl Watcher {
+    /// How many frames wait in its buffer.
+    fn buffered(&self) -> usize {
+        self.tx.max_capacity().saturating_sub(self.tx.capacity())
+    }
 }
 
 /// The open watches of every resource.
@@ -48,6 +69,9 @@ pub(crate) struct WatchHub {
     watchers: Vec<Watcher>,
     /// Stalled watches: kept open, sent nothing.
     stalled: Vec<Watcher>,
+    /// The oldest version a watch can start from, as the watch cache's window starts where it
+    /// was initialized: 0 until the server restarts (see [`restart`](Self::restart)).
+    since: u64,
 }
 
 impl WatchHub {
@@ -56,24 +80,41 @@ impl WatchHub {
         self.watchers.push(watcher);
     }
 
-    /// Sends a committed change to the watches of its resource that it concerns.
+    /// Sends a committed change to the watches of its resource that it concerns; closes those
+    /// whose buffer is full.
     pub(crate) fn broadcast(&mut self, change: &Change) {
-        self.watchers.retain(|w| !w.tx.is_closed());
-        let concerned = |w: &&Watcher| w.storage == change.storage && change.rv > w.after;
-        for watcher in self.watchers.iter().filter(concerned) {
-            if let Some(frame) = event_for(change, &watcher.filter) {
-                // A receiver dropped since the retain above is pruned next time.
-                let _ = watcher.tx.send(frame);
+        self.watchers.retain(|watcher| {
+            if watcher.storage != change.storage || change.rv <= watcher.after {
+                return !watcher.tx.is_closed();
             }
-        }
+            let Some(frame) = event_for(change, &watcher.filter) else {
+                return !watcher.tx.is_closed();
+            };
+            match watcher.tx.try_send(frame) {
+                Ok(()) => true,
+                Err(TrySendError::Closed(_)) => false,
+                Err(TrySendError::Full(_)) => {
+                    // kube-apiserver logs this at V(1); a test wants to know.
+                    tracing::warn!(
+                        resource = %watcher.storage,
+                        namespace = watcher.filter.namespace.as_deref().unwrap_or(""),
+                        buffered = watcher.buffered(),
+                        rv = change.rv,
+                        "forcing watcher close due to unresponsiveness: its buffer is full"
+                    );
+                    false
+                }
+            }
+        });
     }
 
-    /// Sends a bookmark at `rv` to every watch that asked for bookmarks.
+    /// Sends a bookmark at `rv` to every watch that asked for bookmarks and has room for it.
     pub(crate) fn bookmark(&mut self, rv: u64) {
         self.watchers.retain(|w| !w.tx.is_closed());
         // A bookmark never takes a watch back before where it started.
         for watcher in self.watchers.iter().filter(|w| w.bookmarks && rv >= w.after) {
-            let _ = watcher.tx.send(Frame::Bookmark { rv, initial_events_end: false });
+            // A full buffer skips the bookmark: the events in it carry versions anyway.
+            let _ = watcher.tx.try_send(Frame::Bookmark { rv, initial_events_end: false });
         }
     }
 
@@ -83,6 +124,20 @@ impl WatchHub {
         self.watchers.clear();
         self.stalled.clear();
         n
+    }
+
+    /// Forgets every watch and starts the window of versions watches can start from at `rv`,
+    /// as a restarted API server's watch cache does: it is initialized from a list at the
+    /// current version and holds no older history (KEP-1904, "Efficient watch resumption
+    /// after kube-apiserver reboot", which shows the 410 that a watch from before gets).
+    pub(crate) fn restart(&mut self, rv: u64) {
+        self.drop_all();
+        self.since = self.since.max(rv);
+    }
+
+    /// The oldest version a watch can start from (see [`restart`](Self::restart)).
+    pub(crate) fn since(&self) -> u64 {
+        self.since
     }
 
     /// Stalls every open watch: it stays open and receives nothing more until it is dropped.
@@ -102,6 +157,11 @@ impl WatchHub {
         self.watchers.retain(|w| !w.tx.is_closed());
         self.stalled.retain(|w| !w.tx.is_closed());
         self.watchers.len() + self.stalled.len()
+    }
+
+    /// How many frames wait in the buffers of the open watches.
+    pub(crate) fn buffered(&self) -> usize {
+        self.watchers.iter().chain(&self.stalled).map(Watcher::buffered).sum()
     }
 }
 
