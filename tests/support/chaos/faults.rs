@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use embedded_apiserver::{Failure, ServerHandle};
+use embedded_apiserver::{Disruption, Failure, ServerHandle};
 
 /// The server's history while no fault shortens it: enough that a dropped watch resumes.
 pub(crate) const HISTORY_LIMIT: usize = 10_000;
@@ -29,8 +29,7 @@ struct Fault {
     inject: fn(&ServerHandle, &mut fastrand::Rng),
 }
 
-/// Every fault kind. The server's truncated bodies, stalled lists and restart slot in here as
-/// they land.
+/// Every fault kind.
 const FAULTS: &[Fault] = &[
     Fault { name: "dropped watches", weight: 3, inject: drop_watches },
     Fault { name: STALL, weight: 2, inject: stall_watches },
@@ -39,6 +38,9 @@ const FAULTS: &[Fault] = &[
     Fault { name: "429 burst", weight: 2, inject: too_many_requests },
     Fault { name: "500 burst", weight: 2, inject: internal_errors },
     Fault { name: "slow responses", weight: 2, inject: slow_responses },
+    Fault { name: "truncated bodies", weight: 2, inject: truncated_bodies },
+    Fault { name: "stalled lists", weight: 1, inject: stalled_lists },
+    Fault { name: "server restart", weight: 1, inject: restart },
 ];
 
 fn drop_watches(server: &ServerHandle, _: &mut fastrand::Rng) {
@@ -78,6 +80,35 @@ fn slow_responses(server: &ServerHandle, rng: &mut fastrand::Rng) {
     server.set_delay(Some(Duration::from_millis(rng.u64(5..150))));
 }
 
+/// The next responses to lists or watches end mid-body, the connection closed without the
+/// chunked terminator; the watches open now are dropped so that new ones come.
+fn truncated_bodies(server: &ServerHandle, rng: &mut fastrand::Rng) {
+    let verb = if rng.bool() { "list" } else { "watch" };
+    let cut = aim_at(Disruption::truncate(rng.usize(0..4096)).verb(verb), rng);
+    server.disrupt_next(rng.usize(1..4), cut);
+    server.compact();
+    server.drop_watches();
+}
+
+/// The next list sends its headers and part of its body, then nothing: only the client's read
+/// idle deadline ends it. Compaction and dropped watches make the informers relist.
+fn stalled_lists(server: &ServerHandle, rng: &mut fastrand::Rng) {
+    server.disrupt_next(1, aim_at(Disruption::stall(rng.usize(0..2048)).verb("list"), rng));
+    server.compact();
+    server.drop_watches();
+}
+
+/// The server restarts with its data (etcd intact): every connection is cut, connections are
+/// refused for a moment, and watches from before get 410 and relist.
+fn restart(server: &ServerHandle, rng: &mut fastrand::Rng) {
+    let (server, down_for) = (server.clone(), Duration::from_millis(rng.u64(20..300)));
+    tokio::spawn(async move {
+        if let Err(e) = server.restart(down_for).await {
+            panic!("chaos: the server did not come back from a restart: {e}");
+        }
+    });
+}
+
 /// Aims `failure` at lists or watches, of one resource or of all.
 fn aim(failure: Failure, rng: &mut fastrand::Rng) -> Failure {
     let failure = failure.verb(if rng.bool() { "list" } else { "watch" });
@@ -86,6 +117,16 @@ fn aim(failure: Failure, rng: &mut fastrand::Rng) -> Failure {
         1 => failure.resource("configmaps"),
         2 => failure.resource("crontabs.stable.example.com"),
         _ => failure,
+    }
+}
+
+/// Aims `disruption` at one resource, or at all.
+fn aim_at(disruption: Disruption, rng: &mut fastrand::Rng) -> Disruption {
+    match rng.u32(0..4) {
+        0 => disruption.resource("pods"),
+        1 => disruption.resource("configmaps"),
+        2 => disruption.resource("crontabs.stable.example.com"),
+        _ => disruption,
     }
 }
 
@@ -134,6 +175,7 @@ impl Injector {
     pub(crate) fn quiesce(&mut self, server: &ServerHandle) {
         calm(server);
         server.clear_failures();
+        server.clear_disruptions();
         stall_watches(server, &mut self.rng);
         *self.counts.entry(STALL).or_default() += 1;
     }

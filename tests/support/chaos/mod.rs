@@ -54,6 +54,9 @@ pub const MINUTES_ENV: &str = "INFORMER_CHAOS_MINUTES";
 /// The client ends a watch that receives nothing for this long. Above the server's bookmark
 /// interval, so that only stalled watches hit it.
 const WATCH_IDLE: Duration = Duration::from_secs(2);
+/// The client fails a list (or any other request) whose response sends nothing for this long:
+/// what ends a stalled list.
+const READ_IDLE: Duration = Duration::from_secs(2);
 /// How often the server sends every watch a bookmark.
 const BOOKMARK_INTERVAL: Duration = Duration::from_millis(500);
 /// Objects written before the informers start, so that the first list has something in it.
@@ -298,8 +301,8 @@ impl Scenario {
         }
 
         let url = server.url().parse().unwrap_or_else(|e| panic!("chaos: server URL: {e}"));
-        let client = Client::new(Config::new(url).watch_idle_timeout(WATCH_IDLE))
-            .unwrap_or_else(|e| panic!("chaos: client: {e}"));
+        let config = Config::new(url).watch_idle_timeout(WATCH_IDLE).read_idle_timeout(READ_IDLE);
+        let client = Client::new(config).unwrap_or_else(|e| panic!("chaos: client: {e}"));
         // Fast retries, so that a run sees many; a Retry-After of a second is still honoured.
         let backoff = BackoffConfig {
             initial: Duration::from_millis(10),
