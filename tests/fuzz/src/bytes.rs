@@ -27,10 +27,10 @@ pub const INVALID_UTF8: &[&[u8]] = &[
 /// Tokens of JSON that parsers treat specially: escapes (surrogates among them), extreme and
 /// signed numbers, literals, and structure.
 pub const JSON_TOKENS: &[&[u8]] = &[
-    br#"\ud800"#,
-    br#"\udc00"#,
-    br#"\ud83d\ude00"#,
-    br#"\u0000"#,
+    br"\ud800",
+    br"\udc00",
+    br"\ud83d\ude00",
+    br"\u0000",
     br#"\""#,
     br"\\",
     br"\/",

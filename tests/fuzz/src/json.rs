@@ -1,5 +1,5 @@
 //! JSON-aware mutations: a seed document is parsed into a [`Value`], changed node by node
-//! ([`mutate`]), and written back with [`write`], which varies what JSON leaves free (member
+//! ([`mutate`]), and written back with [`write()`], which varies what JSON leaves free (member
 //! order, whitespace, escapes) and can repeat members, which a [`Value`] cannot hold.
 
 use fastrand::Rng;
@@ -29,7 +29,11 @@ pub const KEYS: &[&str] = &[
     "message",
 ];
 
-/// How [`write`] may lay out a document.
+/// The most [`write()`] writes: past it, the document is cut off (still an input, and one that
+/// keeps each run fast).
+const MAX_OUTPUT: usize = 4 * 1024 * 1024;
+
+/// How [`write()`] may lay out a document.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Layout {
     /// Whitespace may include line breaks (not in a watch line, where a line break ends it).
@@ -132,10 +136,15 @@ fn mutate_node(rng: &mut Rng, node: &mut Value, donors: &[Value]) {
             }
         }
         6 => {
+            // Repeated elements; not of a large one, as repeats compound into gigabytes.
             if let Value::Array(items) = node
                 && !items.is_empty()
+                && items.len() < 64
             {
                 let item = items[rng.usize(0..items.len())].clone();
+                if serde_json::to_vec(&item).map_or(true, |json| json.len() > 4096) {
+                    return;
+                }
                 let count = rng.usize(1..=4);
                 items.extend(std::iter::repeat_n(item, count));
             }
@@ -218,12 +227,13 @@ fn mutate_string(rng: &mut Rng, text: &mut String) {
                 text.truncate(cut);
             }
         }
-        _ => *text = text.repeat(rng.usize(2..=64)),
+        _ if text.len() <= 4096 => *text = text.repeat(rng.usize(2..=64)),
+        _ => text.push('\u{fffd}'),
     }
 }
 
 /// Writes `value` as JSON, laid out as `layout` allows: the same document a [`Value`] holds,
-/// unless `layout.duplicates` repeats members.
+/// unless `layout.duplicates` repeats members (or it is cut off past 4 MiB).
 pub fn write(rng: &mut Rng, value: &Value, layout: Layout, out: &mut Vec<u8>) {
     // How often each freedom is used, per document: some are written plainly, some oddly.
     let style = Style {
@@ -256,6 +266,9 @@ fn space(rng: &mut Rng, style: &Style, out: &mut Vec<u8>) {
 }
 
 fn write_value(rng: &mut Rng, style: &Style, value: &Value, out: &mut Vec<u8>) {
+    if out.len() > MAX_OUTPUT {
+        return;
+    }
     match value {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),

@@ -21,6 +21,8 @@
 //! - `ARBTEST_SEED=0x…`: run that one input (the seed a failure printed), then stop. With
 //!   `INFORMER_FUZZ_MINIMIZE=1` as well, look for a smaller input that still fails instead
 //!   (for the budget), and print its seed.
+//! - `INFORMER_FUZZ_DUMP=DIR`: properties save the inputs they make there ([`note`]), to look
+//!   at the input of a replayed seed.
 //! - `INFORMER_FUZZ_KEEP_GOING=1`: do not stop at the first failure; run the whole budget,
 //!   count the failures by where they happened, and fail at the end if there was any. This is
 //!   how `cargo xtask fuzz` runs the targets.
@@ -51,6 +53,8 @@ use std::sync::{Once, mpsc};
 use std::time::{Duration, Instant};
 
 pub use arbtest::arbitrary::{self, Unstructured};
+/// The generator the mutators draw positions from, seeded from an input's bytes.
+pub use fastrand::Rng;
 
 /// A fuzz target's property: it draws an input from the bytes it is given, runs the code under
 /// test, and panics if the code panics or a property does not hold.
@@ -62,9 +66,10 @@ pub type Property = fn(&mut Unstructured<'_>) -> arbitrary::Result<()>;
 /// program's own threads would not survive fails here too.
 const STACK_SIZE: usize = 2 * 1024 * 1024;
 
-/// How long one input may take before it counts as a hang (debug builds are slow; no input of
-/// these targets should take more than a few milliseconds in release).
-const INPUT_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long one input may take before it counts as a hang: far more than any input takes, even
+/// the largest in a debug build on a loaded machine (milliseconds in release, a few seconds in
+/// debug), so that only a loop that does not end trips it.
+const INPUT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The time budget when `INFORMER_FUZZ_SECONDS` is not set: what the test suite spends.
 const DEFAULT_SECONDS: f64 = 2.0;
@@ -124,16 +129,15 @@ impl Target {
         QUIET.store(settings.keep_going, Ordering::Relaxed);
         let report = self.search(&settings);
         println!("{report}");
-        if report.failures > 0 {
-            panic!(
-                "fuzz target {}: {} of {} inputs failed, {} distinct failures (seeds above); replay \
-                 one with ARBTEST_SEED=<seed> and this test",
-                self.name,
-                report.failures,
-                report.inputs,
-                report.distinct.len()
-            );
-        }
+        assert!(
+            report.failures == 0,
+            "fuzz target {}: {} of {} inputs failed, {} distinct failures (seeds above); replay one \
+             with ARBTEST_SEED=<seed> and this test",
+            self.name,
+            report.failures,
+            report.inputs,
+            report.distinct.len()
+        );
     }
 
     fn search(&self, settings: &Settings) -> Report {
@@ -442,6 +446,20 @@ impl fmt::Display for Report {
     }
 }
 
+/// Saves `data` as the file `name` in the directory `INFORMER_FUZZ_DUMP` names, if it is set:
+/// how a property shows the input it made from a seed (the last input's files are kept).
+pub fn note(name: &str, data: &[u8]) {
+    static DIR: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    let dir =
+        DIR.get_or_init(|| std::env::var_os("INFORMER_FUZZ_DUMP").map(std::path::PathBuf::from));
+    if let Some(dir) = dir {
+        let path = dir.join(name);
+        if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, data)) {
+            eprintln!("INFORMER_FUZZ_DUMP: {}: {e}", path.display());
+        }
+    }
+}
+
 /// Cuts `len` bytes into chunks, as a socket might deliver them: one byte at a time, a fixed
 /// size, or sizes drawn from `u`. Returns the end of each chunk.
 ///
@@ -504,7 +522,7 @@ mod tests {
     #[test]
     fn chunks_cover_the_input_in_order() {
         for seed in 0..200u64 {
-            let bytes: Vec<u8> = (0..64).map(|i| (seed * 31 + i) as u8).collect();
+            let bytes: Vec<u8> = (0..64).map(|i| (seed * 31 + i).to_le_bytes()[0]).collect();
             let mut u = Unstructured::new(&bytes);
             let ends = chunk_ends(&mut u, 1000).unwrap();
             assert_eq!(ends.last(), Some(&1000));
