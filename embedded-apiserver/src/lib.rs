@@ -106,6 +106,8 @@ mod crd;
 mod discovery;
 mod faults;
 mod field_labels;
+#[cfg(test)]
+mod fuzz;
 mod handle;
 mod list;
 mod patch;
