@@ -159,10 +159,12 @@ impl Target {
                     if !settings.keep_going {
                         report.seconds = start.elapsed().as_secs_f64();
                         println!("{report}");
+                        // The message may quote whole objects: the panic above printed it all.
+                        let message: String = failure.message.chars().take(2000).collect();
                         panic!(
-                            "fuzz target {}: input {seed} failed at {}: {}\n\
+                            "fuzz target {}: input {seed} failed at {}: {message}\n\
                              replay: ARBTEST_SEED={seed} and this test (cargo test ... {})",
-                            self.name, failure.at, failure.message, self.name
+                            self.name, failure.at, self.name
                         );
                     }
                 }
@@ -423,7 +425,8 @@ impl Report {
     }
 
     fn failure_line(&self, seed: Seed, failure: &Failure) -> String {
-        let message = failure.message.lines().next().unwrap_or_default();
+        let message: String =
+            failure.message.lines().next().unwrap_or_default().chars().take(300).collect();
         format!(
             "fuzz-failure target={} seed={seed} at={} message={message}",
             self.target, failure.at
