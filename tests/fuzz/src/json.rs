@@ -362,6 +362,27 @@ mod tests {
         }
     }
 
+    /// A fuzz run once stalled on its own inputs: repeats of repeats grew strings and arrays to
+    /// hundreds of MiB. What mutations make stays small enough to decode many times a second.
+    #[test]
+    fn mutations_do_not_compound_into_huge_documents() {
+        let seed: Value =
+            serde_json::from_str(r#"{"items":[{"a":"bbbbbbbb"},[1,2]],"s":"x"}"#).unwrap();
+        for s in 0..200 {
+            let mut rng = Rng::with_seed(s);
+            let mut value = seed.clone();
+            mutate(&mut rng, &mut value, std::slice::from_ref(&seed), 40);
+            let mut out = Vec::new();
+            write(
+                &mut rng,
+                &value,
+                Layout { newlines: true, duplicates: true, reorder: true },
+                &mut out,
+            );
+            assert!(out.len() <= MAX_OUTPUT + 512 * 1024, "seed {s}: {} bytes", out.len());
+        }
+    }
+
     #[test]
     fn mutated_values_still_write_as_json() {
         let seed: Value =

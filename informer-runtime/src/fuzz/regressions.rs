@@ -1,1 +1,0 @@
-//! Inputs the fuzz targets found that failed, kept as tests named after what went wrong.
