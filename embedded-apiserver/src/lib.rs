@@ -134,6 +134,8 @@ mod discovery;
 mod disrupt;
 mod faults;
 mod field_labels;
+#[cfg(test)]
+mod fuzz;
 mod handle;
 mod list;
 mod patch;

@@ -304,35 +304,49 @@ pub(crate) struct FieldRequirement {
     pub(crate) value: String,
 }
 
-/// Parses a field selector (`=`, `==`, `!=`, comma-separated, `\` escapes), accepting the
-/// fields every resource has (`metadata.name`, `metadata.namespace`) and those the resource
-/// indexes.
+/// Parses a field selector as apimachinery's `fields.ParseSelector` does, then converts its
+/// labels as kube-apiserver does: accepting the fields every resource has (`metadata.name`,
+/// `metadata.namespace`) and those the resource indexes.
+///
+/// The rules, in apimachinery's order: terms are split on commas not escaped by `\` and sorted;
+/// empty terms are skipped; each term is split at its first `!=`, `==` or `=`, whatever
+/// follows; the value's only escapes are `\\`, `\,` and `\=`, and a bare `,` or `=` in it is
+/// an error. Nothing is trimmed: `metadata.name= a` selects the name ` a`. Syntax errors come
+/// before label errors, as apimachinery parses every term before it converts any.
 fn parse_field_selector(
     selector: &str,
     resource: &ApiResource,
 ) -> Result<Vec<FieldRequirement>, ApiError> {
-    let mut requirements = Vec::new();
-    for term in split_unescaped(selector, ',') {
-        let term = term.trim();
-        if term.is_empty() {
-            continue;
-        }
-        let (field, equals, value) = if let Some((f, v)) = term.split_once("!=") {
-            (f, false, v)
-        } else if let Some((f, v)) = term.split_once("==") {
-            (f, true, v)
-        } else if let Some((f, v)) = term.split_once('=') {
-            (f, true, v)
-        } else {
+    let mut terms = split_unescaped(selector, ',');
+    terms.sort_unstable();
+    let mut parsed = Vec::new();
+    for term in terms.into_iter().filter(|term| !term.is_empty()) {
+        let Some((field, equals, value)) = split_term(term) else {
             return Err(ApiError::bad_request(format!(
                 "invalid selector: '{selector}'; can't understand '{term}'"
             )));
         };
-        let field = resource.field_labels.convert(field.trim()).map_err(ApiError::bad_request)?;
-        let value = unescape(value.trim());
-        requirements.push(FieldRequirement { field: field.to_owned(), equals, value });
+        parsed.push((field, equals, unescape(value).map_err(ApiError::bad_request)?));
     }
-    Ok(requirements)
+    parsed
+        .into_iter()
+        .map(|(field, equals, value)| {
+            let field = resource.field_labels.convert(field).map_err(ApiError::bad_request)?;
+            Ok(FieldRequirement { field: field.to_owned(), equals, value })
+        })
+        .collect()
+}
+
+/// Splits `term` at its first operator, `!=`, `==` or `=` (the longest where they start
+/// alike): the field, whether it is an equality, and the escaped value.
+fn split_term(term: &str) -> Option<(&str, bool, &str)> {
+    term.char_indices().find_map(|(i, _)| {
+        let rest = &term[i..];
+        [("!=", false), ("==", true), ("=", true)]
+            .into_iter()
+            .find(|(op, _)| rest.starts_with(op))
+            .map(|(op, equals)| (&term[..i], equals, &rest[op.len()..]))
+    })
 }
 
 /// Splits on `sep` where it is not escaped by a backslash.
@@ -354,20 +368,35 @@ fn split_unescaped(text: &str, sep: char) -> Vec<&str> {
     parts
 }
 
-/// Removes field selector escapes (`\,`, `\=`, `\\`).
-fn unescape(text: &str) -> String {
+/// Removes a field selector value's escapes (`\,`, `\=`, `\\`), as apimachinery's
+/// `fields.UnescapeValue`, with its error messages.
+fn unescape(text: &str) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars();
     while let Some(c) = chars.next() {
-        if c == '\\' {
-            if let Some(next) = chars.next() {
-                out.push(next);
+        match c {
+            '\\' => match chars.next() {
+                Some(next @ ('\\' | ',' | '=')) => out.push(next),
+                Some(next) => {
+                    return Err(format!(
+                        "invalid field selector: invalid escape sequence: \\{next}"
+                    ));
+                }
+                None => {
+                    return Err("invalid field selector: invalid escape sequence: \\".to_owned());
+                }
+            },
+            // Go formats the rune with `%v`: its code point.
+            ',' | '=' => {
+                return Err(format!(
+                    "invalid field selector: unescaped character in value: {}",
+                    u32::from(c)
+                ));
             }
-        } else {
-            out.push(c);
+            c => out.push(c),
         }
     }
-    out
+    Ok(out)
 }
 
 /// Which objects a list or watch sees: its namespace and selectors.
@@ -483,6 +512,54 @@ mod tests {
             parse("fieldSelector=spec.foo%3Dx", false).unwrap_err().message,
             "field label not supported: spec.foo"
         );
+    }
+
+    /// Found by the `field_selector` fuzz target: the server trimmed spaces, took any escape
+    /// and unescaped `=`, and split a term at its first `!=` wherever it was, where
+    /// kube-apiserver (apimachinery's `fields.ParseSelector`) does none of that.
+    #[test]
+    fn field_selectors_are_read_as_apimachinery_reads_them() {
+        let parse = |selector: &str| {
+            let query =
+                format!("fieldSelector={}", selector.replace('=', "%3D").replace(' ', "%20"));
+            ListParams::parse(&Query::parse(Some(&query)), &pods(), false)
+                .map(|p| p.field_selector)
+                .map_err(|e| (e.code, e.message))
+        };
+        let one = |field: &str, equals, value: &str| {
+            vec![FieldRequirement { field: field.to_owned(), equals, value: value.to_owned() }]
+        };
+        // A value keeps its spaces.
+        assert_eq!(parse("metadata.name!= "), Ok(one("metadata.name", false, " ")));
+        assert_eq!(parse("metadata.name= a b "), Ok(one("metadata.name", true, " a b ")));
+        // The escapes are `\\`, `\,` and `\=`, and no other.
+        assert_eq!(parse(r"metadata.name=a\,b\=c\\d"), Ok(one("metadata.name", true, r"a,b=c\d")));
+        let invalid_escape = parse(r"metadata.name=a\x").unwrap_err();
+        assert_eq!(
+            invalid_escape,
+            (400, r"invalid field selector: invalid escape sequence: \x".to_owned())
+        );
+        assert_eq!(
+            parse(r"metadata.name=a\").unwrap_err().1,
+            r"invalid field selector: invalid escape sequence: \"
+        );
+        // A bare `=` in a value is refused (kube-apiserver prints the character's code).
+        assert_eq!(
+            parse("metadata.name==a=b").unwrap_err().1,
+            "invalid field selector: unescaped character in value: 61"
+        );
+        // A term splits at the first operator: here `=`, which leaves `!=b` in the value.
+        assert_eq!(
+            parse("metadata.name=a!=b").unwrap_err().1,
+            "invalid field selector: unescaped character in value: 61"
+        );
+        // A field is not trimmed either.
+        assert_eq!(
+            parse(" metadata.name=a").unwrap_err().1,
+            "field label not supported:  metadata.name"
+        );
+        // Empty terms are skipped.
+        assert_eq!(parse(",metadata.name=a,"), Ok(one("metadata.name", true, "a")));
     }
 
     #[test]

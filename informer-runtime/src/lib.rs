@@ -71,6 +71,10 @@ pub mod store;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
+#[cfg(test)]
+#[cfg(feature = "client")]
+mod fuzz;
+
 #[cfg(feature = "client")]
 pub use client::Client;
 pub use factory::SharedInformerFactory;

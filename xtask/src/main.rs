@@ -12,19 +12,22 @@
 //!   against kube-rs and a decode floor on the embedded API server; writes `BENCHMARKS.md`.
 //! - `cargo xtask soak --minutes N [--seed S]`: the chaos test (informers over HTTP under churn
 //!   and faults) for N minutes in a release build; prints what was driven, injected and lost.
+//! - `cargo xtask fuzz [--minutes N] [--target NAME]`: the fuzz targets (decoders, selectors,
+//!   kubeconfig, CRD reader), built optimised, each for its share of N minutes.
 //! - `cargo xtask ci`: what CI checks (format, clippy, docs, tests, every Kubernetes version).
 
 mod bench;
 mod codegen;
 mod compare;
 mod demo;
+mod fuzz;
 mod kube_apiserver;
 mod soak;
 mod widget;
 
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <demo [--objects N] [--kubeconfig PATH] [--seconds N] | serve [--addr HOST:PORT] | codegen [--check] | compare-kopium [--crds DIR] [--out FILE] [--work DIR] [--only NAME] | kube-apiserver [--dir DIR] | bench [--quick] [--runs N] [--counts N,...] (see bench --help) | soak --minutes N [--seed S] | ci>";
+const USAGE: &str = "usage: cargo xtask <demo [--objects N] [--kubeconfig PATH] [--seconds N] | serve [--addr HOST:PORT] | codegen [--check] | compare-kopium [--crds DIR] [--out FILE] [--work DIR] [--only NAME] | kube-apiserver [--dir DIR] | bench [--quick] [--runs N] [--counts N,...] (see bench --help) | soak --minutes N [--seed S] | fuzz [--minutes N] [--target NAME] | ci>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -34,6 +37,7 @@ fn main() -> ExitCode {
         Some("codegen") => codegen::run(&args[1..]),
         Some("compare-kopium") => compare::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
+        Some("fuzz") => fuzz::run(&args[1..]),
         Some("kube-apiserver") => kube_apiserver::run(&args[1..]),
         Some("soak") => soak::run(&args[1..]),
         Some("ci") => ci(),

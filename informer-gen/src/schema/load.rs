@@ -259,6 +259,9 @@ impl Source<'_> {
                 }
                 self.parse_error(document, path, message)
             })?;
+        if let Some((path, message)) = names_problem(&crd) {
+            return Err(self.schema_error(document, at(&path), message));
+        }
         for (index, version) in crd.spec.versions.iter().enumerate() {
             let schema =
                 version.schema.as_ref().and_then(|schema| schema.open_api_v3_schema.as_ref());
@@ -431,6 +434,85 @@ fn header_problem(object: &Map<String, Value>) -> Option<(&'static str, String)>
         Some(other) => Some(format!("expected {API_VERSION}, found {}", describe(other))),
     };
     problem.map(|problem| ("apiVersion", problem))
+}
+
+/// The first name of `crd` that kube-apiserver refuses (apiextensions'
+/// `ValidateCustomResourceDefinitionSpec`), as its path and what is wrong: the code generated
+/// from a CRD names its module, types and accessors after these, so a name the API server
+/// never serves would make code that does not compile.
+///
+/// The group is a DNS subdomain with at least one dot; the plural, singular, short names and
+/// versions are lowercase RFC 1035 labels, and so are the kind and list kind once lowercased.
+fn names_problem(crd: &CustomResourceDefinition) -> Option<(String, String)> {
+    const LABEL: &str = "must be an RFC 1035 label: at most 63 characters, lowercase letters, \
+                         digits and '-', starting with a letter and ending with a letter or digit";
+    let spec = &crd.spec;
+    if !(is_dns_subdomain(&spec.group) && spec.group.contains('.')) {
+        let message = format!(
+            "{:?} must be a DNS subdomain with at least one dot, such as example.com",
+            spec.group
+        );
+        return Some(("spec.group".to_owned(), message));
+    }
+    let names = &spec.names;
+    let mut labels: Vec<(String, &str, bool)> = vec![
+        ("spec.names.plural".to_owned(), &names.plural, false),
+        ("spec.names.kind".to_owned(), &names.kind, true),
+    ];
+    labels.extend(
+        names
+            .singular
+            .iter()
+            .filter(|s| !s.is_empty())
+            .map(|s| ("spec.names.singular".to_owned(), s.as_str(), false)),
+    );
+    labels.extend(
+        names
+            .list_kind
+            .iter()
+            .filter(|s| !s.is_empty())
+            .map(|s| ("spec.names.listKind".to_owned(), s.as_str(), true)),
+    );
+    for (index, short) in names.short_names.iter().enumerate() {
+        labels.push((format!("spec.names.shortNames[{index}]"), short, false));
+    }
+    for (index, version) in spec.versions.iter().enumerate() {
+        labels.push((format!("spec.versions[{index}].name"), &version.name, false));
+    }
+    labels.into_iter().find_map(|(path, name, mixed_case)| {
+        let checked = if mixed_case { name.to_ascii_lowercase() } else { name.to_owned() };
+        if name.is_empty() {
+            Some((path, "required".to_owned()))
+        } else if is_dns_label(&checked) {
+            None
+        } else if mixed_case {
+            Some((path, format!("{name:?} may have mixed case, but otherwise {LABEL}")))
+        } else {
+            Some((path, format!("{name:?} {LABEL}")))
+        }
+    })
+}
+
+/// `[a-z]([-a-z0-9]*[a-z0-9])?`, at most 63 characters.
+fn is_dns_label(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    bytes.len() <= 63
+        && bytes.first().is_some_and(u8::is_ascii_lowercase)
+        && bytes.last().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+}
+
+/// Dot-separated labels of `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 253 characters.
+fn is_dns_subdomain(name: &str) -> bool {
+    let alphanumeric = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    name.len() <= 253
+        && name.split('.').all(|label| {
+            let bytes = label.as_bytes();
+            bytes.len() <= 63
+                && bytes.first().is_some_and(alphanumeric)
+                && bytes.last().is_some_and(alphanumeric)
+                && bytes.iter().all(|b| alphanumeric(b) || *b == b'-')
+        })
 }
 
 /// `prefix.path`, or either alone when the other is empty (or `.`, the root).
@@ -865,6 +947,49 @@ spec:
             "    served: false\n    storage: true\n",
         );
         assert_eq!(parse_str(Path::new("widgets.yaml"), &unserved).unwrap().len(), 1);
+    }
+
+    /// Found by the `crd_schema_reader` fuzz target: a CRD whose plural was empty loaded, and
+    /// the generator then panicked on the accessor it named `_`. kube-apiserver refuses such
+    /// names, and so does the reader now.
+    #[test]
+    fn names_the_api_server_refuses_are_schema_errors() {
+        let cases = [
+            ("    plural: widgets\n", "    plural: ''\n", "spec.names.plural: required"),
+            (
+                "    plural: widgets\n",
+                "    plural: Widgets\n",
+                "spec.names.plural: \"Widgets\" must be an RFC 1035",
+            ),
+            (
+                "    plural: widgets\n",
+                "    plural: 1widgets\n",
+                "spec.names.plural: \"1widgets\" must be",
+            ),
+            (
+                "    kind: Widget\n",
+                "    kind: Wid_get\n",
+                "spec.names.kind: \"Wid_get\" may have mixed case",
+            ),
+            (
+                "  group: example.com\n",
+                "  group: example\n",
+                "spec.group: \"example\" must be a DNS subdomain",
+            ),
+            (
+                "  group: example.com\n",
+                "  group: Example.com\n",
+                "spec.group: \"Example.com\" must be",
+            ),
+            ("  - name: v1\n", "  - name: v1.0\n", "spec.versions[1].name: \"v1.0\" must be"),
+        ];
+        for (from, to, expected) in cases {
+            let text = crd(V1_SCHEMA).replace(from, to);
+            assert_ne!(text, crd(V1_SCHEMA), "{from:?} is in the CRD");
+            let error = parse_str(Path::new("names.yaml"), &text).map(|loaded| loaded.len());
+            let error = error.expect_err(expected).to_string();
+            assert!(error.starts_with(&format!("names.yaml: {expected}")), "{error}");
+        }
     }
 
     #[test]

@@ -41,13 +41,13 @@ mod config;
 mod error;
 mod http_lister_watcher;
 mod kubeconfig;
-mod list_page;
-mod list_split;
+pub(crate) mod list_page;
+pub(crate) mod list_split;
 pub(crate) mod object_decoder;
 pub(crate) mod prune;
 mod request;
 mod tls;
-mod watch_decode;
+pub(crate) mod watch_decode;
 
 pub use config::{
     Auth, Config, ConfigError, ExecConfig, Identity, InClusterOptions, KubeconfigOptions,
