@@ -27,9 +27,8 @@ use informer_fuzz::json::{self, Layout};
 use informer_fuzz::{Unstructured, arbitrary, bytes, chunk_ends, fixtures};
 use k8s_openapi::api::core::v1::Pod;
 use serde::Deserialize;
-use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use crate::client::list_page::PageDecoder;
 use crate::client::list_split::{ListSplitter, Piece};
@@ -251,17 +250,18 @@ fn decode_page(body: &[u8], ends: &[usize], keep_managed_fields: bool) -> Page {
     (page, reported)
 }
 
-/// `serde_json`'s view of a list body, as the reference the decoder must match.
+/// `serde_json`'s view of a list body, as the reference the decoder must match: one typed
+/// read of the whole body, items included.
 #[derive(Deserialize)]
-struct ReferenceList<'a> {
+struct ReferenceList<const KEEP: bool> {
     #[serde(default)]
     kind: Option<String>,
     #[serde(default)]
     metadata: Option<ReferenceMeta>,
     /// Absent, `null`, or the items.
     #[expect(clippy::option_option, reason = "absent and `null` differ here, as in the decoder")]
-    #[serde(default, borrow, deserialize_with = "present")]
-    items: Option<Option<Vec<&'a RawValue>>>,
+    #[serde(default, deserialize_with = "present")]
+    items: Option<Option<Pods<KEEP>>>,
     // The decoder reads these as strings (for a `Status` in place of a list).
     #[serde(default)]
     #[expect(dead_code, reason = "only its type is checked")]
@@ -279,6 +279,32 @@ struct ReferenceMeta {
     continue_token: Option<String>,
 }
 
+/// Pods, each read through the decoders' [`ObjectSeed`] (`managedFields` kept if `KEEP`).
+struct Pods<const KEEP: bool>(Vec<Pod>);
+
+impl<'de, const KEEP: bool> Deserialize<'de> for Pods<KEEP> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct PodsVisitor<const KEEP: bool>;
+        impl<'de, const KEEP: bool> Visitor<'de> for PodsVisitor<KEEP> {
+            type Value = Pods<KEEP>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array of pods")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Pods<KEEP>, A::Error> {
+                let mut pods = Vec::new();
+                while let Some(pod) = seq.next_element_seed(ObjectSeed::<Pod>::new(KEEP))? {
+                    pods.push(pod);
+                }
+                Ok(Pods(pods))
+            }
+        }
+        deserializer.deserialize_seq(PodsVisitor::<KEEP>)
+    }
+}
+
 fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
 where
     D: serde::Deserializer<'de>,
@@ -288,8 +314,9 @@ where
 }
 
 /// The page `serde_json` reads from `body`: `None` when the decoder need not agree (not a
-/// JSON object, repeated top-level keys, nesting past `serde_json`'s limit, or the two
-/// documented differences of the fast object decoder).
+/// JSON object, repeated top-level keys, nesting past `serde_json`'s limit, which counts from
+/// the body here but from each item in the decoder, or the two documented differences of the
+/// fast object decoder).
 #[expect(clippy::type_complexity, reason = "a page or no page, as the decoder returns it")]
 fn reference_page(
     body: &[u8],
@@ -310,22 +337,40 @@ fn reference_page(
         Err(e) if e.to_string().contains("recursion limit") => return None,
         Err(_) => return Some(Err(())),
     }
-    let Ok(list) = serde_json::from_slice::<ReferenceList<'_>>(body) else { return Some(Err(())) };
-    let (Some("PodList"), Some(items)) = (list.kind.as_deref(), list.items) else {
+    let read = if keep { read::<true>(body) } else { read::<false>(body) };
+    let Ok(Parts { kind: Some(kind), metadata, items: Some(items) }) = read? else {
         return Some(Err(()));
     };
     let (version, token) =
-        list.metadata.map(|m| (m.resource_version, m.continue_token)).unwrap_or_default();
-    let Some(version) = version.filter(|v| !v.is_empty()) else { return Some(Err(())) };
-    let mut pods = Vec::new();
-    for item in items.unwrap_or_default() {
-        let mut deserializer = serde_json::Deserializer::from_str(item.get());
-        match ObjectSeed::<Pod>::new(keep).deserialize(&mut deserializer) {
-            Ok(pod) => pods.push(pod),
-            Err(_) => return Some(Err(())),
+        metadata.map(|m| (m.resource_version, m.continue_token)).unwrap_or_default();
+    match version.filter(|v| !v.is_empty()) {
+        Some(version) if kind == "PodList" => {
+            Some(Ok((items.unwrap_or_default(), version, token.filter(|t| !t.is_empty()))))
         }
+        _ => Some(Err(())),
     }
-    Some(Ok((pods, version, token.filter(|t| !t.is_empty()))))
+}
+
+/// What the page decoder reads of a list body: its kind, its metadata, its items (absent,
+/// `null`, or the pods).
+struct Parts {
+    kind: Option<String>,
+    metadata: Option<ReferenceMeta>,
+    #[expect(clippy::option_option, reason = "absent and `null` differ here, as in the decoder")]
+    items: Option<Option<Vec<Pod>>>,
+}
+
+/// The typed read of `body`: `None` past the recursion limit.
+fn read<const KEEP: bool>(body: &[u8]) -> Option<Result<Parts, ()>> {
+    match serde_json::from_slice::<ReferenceList<KEEP>>(body) {
+        Ok(list) => Some(Ok(Parts {
+            kind: list.kind,
+            metadata: list.metadata,
+            items: list.items.map(|items| items.map(|pods| pods.0)),
+        })),
+        Err(e) if e.to_string().contains("recursion limit") => None,
+        Err(_) => Some(Err(())),
+    }
 }
 
 /// Whether `body` may hold the two inputs where the fast object decoder documents that it
