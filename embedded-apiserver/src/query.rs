@@ -74,11 +74,11 @@ impl Query {
 /// own besides the URL's; this server does, so that a selector cannot make every list and
 /// every watch event cost what thousands of requirements cost (16 KiB still holds a hundred
 /// requirements on the longest keys and values labels allow).
-const MAX_SELECTOR_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_SELECTOR_BYTES: usize = 16 * 1024;
 
 /// The most requirements a label or field selector may have (the comma-separated terms
 /// outside parentheses). Real selectors have a handful.
-const MAX_SELECTOR_REQUIREMENTS: usize = 100;
+pub(crate) const MAX_SELECTOR_REQUIREMENTS: usize = 100;
 
 /// Refuses a selector too long or with too many requirements, with 400, before it is parsed.
 fn check_selector_size(parameter: &str, selector: &str) -> Result<(), ApiError> {
