@@ -320,3 +320,23 @@ fn debug_output_never_contains_secrets() {
         }
     }
 }
+
+/// A kubeconfig is user input, and so are the paths in it: one that names a file without end
+/// (`/dev/zero`) is an error naming the field and the file, not a read that takes all memory.
+#[test]
+fn a_certificate_path_to_a_file_without_end_is_an_error_not_a_memory_hog() {
+    let dir = TempDir::new("endless").unwrap();
+    let path = dir.0.join("config");
+    std::fs::write(
+        &path,
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+         clusters: [{name: k, cluster: {server: 'https://10.0.0.1', certificate-authority: /dev/zero}}]\n\
+         contexts: [{name: c, context: {cluster: k, user: u}}]\n\
+         users: [{name: u, user: {token: t}}]\n",
+    )
+    .unwrap();
+    let err = Config::from_kubeconfig_file(&path, &KubeconfigOptions::default()).unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("certificate-authority"), "{message}");
+    assert!(message.contains("/dev/zero") && message.contains("more than"), "{message}");
+}

@@ -227,7 +227,7 @@ impl TokenFile {
 
 fn read_token(path: &Path) -> Result<HeaderValue, ConfigError> {
     let token = SecretString::from(
-        std::fs::read_to_string(path)
+        super::files::read_to_string(path)
             .map_err(|source| ConfigError::Io { path: path.to_path_buf(), source })?,
     );
     if token.expose_secret().trim().is_empty() {

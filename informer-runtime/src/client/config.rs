@@ -216,7 +216,7 @@ impl Config {
             .map_err(|source| ConfigError::Io { path: token_path.clone(), source })?;
 
         let ca_path = options.service_account_dir.join("ca.crt");
-        let root_certs_pem = match std::fs::read(&ca_path) {
+        let root_certs_pem = match super::files::read(&ca_path) {
             Ok(pem) => Some(pem),
             Err(err) => {
                 tracing::warn!(path = %ca_path.display(), error = %err, "cannot read the service account CA; using the system roots");
@@ -232,7 +232,7 @@ impl Config {
             .filter(|namespace| !namespace.is_empty())
             .map(str::to_owned)
             .or_else(|| {
-                std::fs::read_to_string(&namespace_path)
+                super::files::read_to_string(&namespace_path)
                     .ok()
                     .map(|namespace| namespace.trim().to_owned())
                     .filter(|namespace| !namespace.is_empty())

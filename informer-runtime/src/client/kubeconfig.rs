@@ -180,7 +180,7 @@ impl<T> Entry<T> {
     /// Read the file named by `field`, resolving a relative `path`.
     fn read_file(&self, field: &str, path: &str) -> Result<(PathBuf, Vec<u8>), ConfigError> {
         let path = self.resolve(path);
-        match std::fs::read(&path) {
+        match super::files::read(&path) {
             Ok(data) => Ok((path, data)),
             Err(err) => Err(self.invalid(field, format!("cannot read {}: {err}", path.display()))),
         }
@@ -243,7 +243,7 @@ impl Kubeconfig {
 
     /// Read one file; a missing file is an error.
     pub(crate) fn read(path: &Path) -> Result<Self, ConfigError> {
-        let data = std::fs::read_to_string(path)
+        let data = super::files::read_to_string(path)
             .map_err(|source| ConfigError::Io { path: path.to_path_buf(), source })?;
         Self::parse(path, &data)
     }

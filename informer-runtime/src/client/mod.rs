@@ -39,6 +39,7 @@ mod auth;
 mod body;
 mod config;
 mod error;
+mod files;
 mod http_lister_watcher;
 mod kubeconfig;
 pub(crate) mod list_page;
