@@ -190,3 +190,18 @@ fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
         Err(format!("cargo {} failed: {status}", args.join(" ")))
     }
 }
+
+/// Removes the package variables `cargo run` gave this process from a cargo `command`: build
+/// scripts (ring's, through cc) rerun when those change, so a plain `cargo build` and the
+/// command would keep rebuilding each other's dependencies.
+pub(crate) fn without_package_variables(command: &mut Command) {
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if name.starts_with("CARGO_PKG_")
+            || name.starts_with("CARGO_MANIFEST_")
+            || matches!(&*name, "CARGO_CRATE_NAME" | "CARGO_BIN_NAME" | "CARGO_PRIMARY_PACKAGE")
+        {
+            command.env_remove(&*name);
+        }
+    }
+}

@@ -102,17 +102,7 @@ fn build(root: &Path) -> Result<PathBuf, String> {
         .current_dir(root)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
-    // As in `bench`: `cargo run` gave this process xtask's package variables, and build scripts
-    // that see them change would rebuild dependencies that a plain build shares.
-    for (name, _) in std::env::vars_os() {
-        let name = name.to_string_lossy();
-        if name.starts_with("CARGO_PKG_")
-            || name.starts_with("CARGO_MANIFEST_")
-            || matches!(&*name, "CARGO_CRATE_NAME" | "CARGO_BIN_NAME" | "CARGO_PRIMARY_PACKAGE")
-        {
-            command.env_remove(&*name);
-        }
-    }
+    crate::without_package_variables(&mut command);
     let output = command.output().map_err(|e| format!("could not run {cargo}: {e}"))?;
     if !output.status.success() {
         return Err(format!("building the chaos test failed: {}", output.status));

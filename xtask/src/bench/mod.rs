@@ -235,18 +235,7 @@ fn build_rust_peers(root: &Path, system_allocator_target: Option<&Path>) -> Resu
     eprintln!("+ cargo {}", args.join(" "));
     let mut command = Command::new(&cargo);
     command.args(&args).current_dir(root);
-    // `cargo run` gave this process the package variables of xtask; build scripts (ring's,
-    // through cc) rerun when those change, so a plain `cargo build` and this one would keep
-    // rebuilding each other's dependencies.
-    for (name, _) in std::env::vars_os() {
-        let name = name.to_string_lossy();
-        if name.starts_with("CARGO_PKG_")
-            || name.starts_with("CARGO_MANIFEST_")
-            || matches!(&*name, "CARGO_CRATE_NAME" | "CARGO_BIN_NAME" | "CARGO_PRIMARY_PACKAGE")
-        {
-            command.env_remove(&*name);
-        }
-    }
+    crate::without_package_variables(&mut command);
     let status = command.status().map_err(|e| format!("could not run {cargo}: {e}"))?;
     if status.success() { Ok(()) } else { Err(format!("building the peers failed: {status}")) }
 }
