@@ -421,30 +421,10 @@ where
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::Pod;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-    use serde::Serialize;
 
     use super::*;
     use crate::listwatch::Status;
-
-    /// The CRD of the recorded `foobar` watch.
-    #[derive(Clone, Debug, Deserialize, Serialize)]
-    struct FooBar {
-        metadata: ObjectMeta,
-        #[serde(default)]
-        spec: serde_json::Map<String, serde_json::Value>,
-    }
-
-    // Implemented directly, as for a kube-rs `#[derive(CustomResource)]` root, so the decoder
-    // is exercised without k8s-openapi's traits.
-    crate::impl_resource!(
-        FooBar,
-        group = "k8s-openapi-tests-custom-resource-definition.com",
-        version = "v1",
-        kind = "FooBar",
-        plural = "foobars",
-        namespaced
-    );
+    use crate::testing::objects::FooBar;
 
     const PODS_RV0_BOOKMARKS: &[u8] =
         include_bytes!("../../tests/fixtures/kind-v1-36-watch-pods-rv0-bookmarks.events.jsonl");

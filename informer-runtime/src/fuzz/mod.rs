@@ -58,20 +58,4 @@ fn kubeconfig_loader() {
     Target::new("kubeconfig_loader", kubeconfig::property).run();
 }
 
-/// A custom resource, as a kube-rs `#[derive(CustomResource)]` root would be: the recorded
-/// `foobar` streams and lists decode into it.
-#[derive(Clone, Debug, PartialEq, serde::Deserialize, serde::Serialize)]
-struct FooBar {
-    metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-    #[serde(default)]
-    spec: serde_json::Map<String, serde_json::Value>,
-}
-
-crate::impl_resource!(
-    FooBar,
-    group = "k8s-openapi-tests-custom-resource-definition.com",
-    version = "v1",
-    kind = "FooBar",
-    plural = "foobars",
-    namespaced
-);
+use crate::testing::objects::FooBar;
