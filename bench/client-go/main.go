@@ -239,7 +239,7 @@ func main() {
 		rss, _, _ := memory()
 		out["rss_kib"] = rss
 	case "churn":
-		synced()
+		steady := settleAndResetPeak(a.scenario, settle)
 		deadline := time.After(timeout)
 		for i, c := range counters {
 			select {
@@ -256,12 +256,11 @@ func main() {
 		out["events"] = a.events
 		out["churn_ms"] = float64(elapsed.Microseconds()) / 1e3
 		out["events_per_s"] = float64(a.events) / max(elapsed.Seconds(), 1e-9)
+		out["rss_kib"] = steady
+		_, peak, _ := memory()
+		out["churn_peak_rss_kib"] = peak
 	case "relist":
-		time.Sleep(settle)
-		if err := resetPeak(); err != nil {
-			fail(a.scenario, "cannot reset the peak RSS: %v", err)
-		}
-		steady := synced()
+		steady := settleAndResetPeak(a.scenario, settle)
 		relisted := time.Now()
 		select {
 		case <-markerSeen:
@@ -294,6 +293,16 @@ func allSynced(waits []cache.InformerSynced) bool {
 		}
 	}
 	return true
+}
+
+// settleAndResetPeak waits settle, resets the peak RSS and prints the synced line: the churn or
+// relist that follows is measured against the steady RSS it returns, its peak from here.
+func settleAndResetPeak(scenario string, settle time.Duration) int64 {
+	time.Sleep(settle)
+	if err := resetPeak(); err != nil {
+		fail(scenario, "cannot reset the peak RSS: %v", err)
+	}
+	return synced()
 }
 
 // synced prints the synced line; returns the RSS now.

@@ -13,7 +13,7 @@ use crate::memory;
 /// Keys used by the orchestrator: `sync_ms`, `done_unix_us` (churn: when every handler had seen
 /// every modification, from [`unix_us`]), `peak_rss_kib` (peak of the whole run up to the
 /// sync), `rss_kib` (after the settle time), `cached`, `events`, `churn_ms`, `events_per_s`,
-/// `relist_peak_rss_kib`, `namespace_query_us`, `selector_query_us`, `namespace_hits`,
+/// `churn_peak_rss_kib` (peak from the steady state to the end of churn), `relist_peak_rss_kib`, `namespace_query_us`, `selector_query_us`, `namespace_hits`,
 /// `selector_hits`.
 #[derive(Debug)]
 pub struct Report {
@@ -82,6 +82,19 @@ pub fn synced() -> Result<memory::Memory, String> {
     let memory = memory::read()?;
     emit(&json!({"phase": "synced", "rss_kib": memory.rss_kib, "peak_rss_kib": memory.peak_kib}))?;
     Ok(memory)
+}
+
+/// Waits `settle` (what the sync freed goes back to the allocator), resets the peak RSS, and
+/// prints the synced line: the churn or relist that follows is measured against the steady
+/// state this returns, its peak from here.
+///
+/// # Errors
+///
+/// Stdout is closed, or memory cannot be read or its peak reset.
+pub async fn steady(settle: Duration) -> Result<memory::Memory, String> {
+    tokio::time::sleep(settle).await;
+    memory::reset_peak()?;
+    synced()
 }
 
 /// Prints `{"phase":"unsupported","reason":...}`: the peer's library cannot run this variant.

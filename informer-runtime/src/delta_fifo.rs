@@ -20,6 +20,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -210,6 +211,10 @@ struct State<K> {
     populated: bool,
     /// Items of the first replace not popped yet.
     initial_population_count: usize,
+    /// Deltas queued, over every key: what [`DeltaFifo::poll_ready`] bounds.
+    queued_deltas: usize,
+    /// The producer waiting in [`DeltaFifo::poll_ready`] for room, if any.
+    producer: Option<Waker>,
     closed: bool,
 }
 
@@ -226,6 +231,8 @@ pub struct DeltaFifo<K> {
     not_empty: Notify,
     known_objects: Option<Arc<dyn KnownObjects<K>>>,
     transform: Option<TransformFn<K>>,
+    /// Above this many queued deltas, [`poll_ready`](Self::poll_ready) holds the producer back.
+    max_queued_deltas: usize,
 }
 
 impl<K: Resource> Default for DeltaFifo<K> {
@@ -245,11 +252,14 @@ impl<K: Resource> DeltaFifo<K> {
                 queue: VecDeque::new(),
                 populated: false,
                 initial_population_count: 0,
+                queued_deltas: 0,
+                producer: None,
                 closed: false,
             }),
             not_empty: Notify::new(),
             known_objects: None,
             transform: None,
+            max_queued_deltas: usize::MAX,
         }
     }
 
@@ -265,6 +275,45 @@ impl<K: Resource> DeltaFifo<K> {
     pub fn with_transform(mut self, transform: TransformFn<K>) -> Self {
         self.transform = Some(transform);
         self
+    }
+
+    /// Bounds what a producer that asks [`poll_ready`](Self::poll_ready) before each delta
+    /// (the reflector, for watch events) may queue: once `max` deltas are queued, it waits
+    /// until pops have brought them down to half of that. Default: no bound, as client-go's.
+    /// `max` is at least 1.
+    ///
+    /// The bound holds back the watch, not lists: a list is in memory already when it is
+    /// queued, and a resync replays objects the cache holds. So a burst of watch events costs
+    /// at most `max` decoded objects beyond the cache, and waits in the connection (and on the
+    /// server) for the rest. The shared informer sets it
+    /// ([`with_max_queued_deltas`](crate::shared_informer::SharedIndexInformer::with_max_queued_deltas)).
+    #[must_use]
+    pub fn with_max_queued_deltas(mut self, max: usize) -> Self {
+        self.max_queued_deltas = max.max(1);
+        self
+    }
+
+    /// Whether a producer may queue another delta now: fewer than the
+    /// [bound](Self::with_max_queued_deltas) are queued, or the queue is closed. If not, `cx`'s
+    /// waker is woken once pops have brought the queue down to half the bound. One producer
+    /// waits at a time: a second one's waker replaces the first's.
+    pub fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<()> {
+        let mut state = self.state.lock();
+        if state.queued_deltas < self.max_queued_deltas || state.closed {
+            state.producer = None;
+            return Poll::Ready(());
+        }
+        match &mut state.producer {
+            Some(waker) => waker.clone_from(cx.waker()),
+            None => state.producer = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+
+    /// Deltas queued, over every key.
+    #[must_use]
+    pub fn queued_deltas(&self) -> usize {
+        self.state.lock().queued_deltas
     }
 
     /// Number of keys queued.
@@ -310,11 +359,16 @@ impl<K: Resource> DeltaFifo<K> {
     /// it was not queued.
     fn queue_action(&self, state: &mut State<K>, key: ObjectKey, delta: Delta<K>) {
         let queued = if let Some(deltas) = state.items.get_mut(&key) {
+            let before = deltas.len();
             deltas.push(delta);
             dedup_deltas(deltas);
+            // One more, or as many as before when a deletion merged.
+            let added = deltas.len() - before;
+            state.queued_deltas += added;
             true
         } else {
             state.items.insert(key.clone(), vec![delta]);
+            state.queued_deltas += 1;
             false
         };
         if !queued {
@@ -487,6 +541,14 @@ impl<K: Resource> DeltaFifo<K> {
                         tracing::error!(%key, "DeltaFIFO invariant broken: queued key has no deltas");
                         continue;
                     };
+                    state.queued_deltas = state.queued_deltas.saturating_sub(deltas.len());
+                    // Woken at half the bound, not just below it: the producer then queues a
+                    // batch before it waits again, instead of waking at every pop.
+                    if state.queued_deltas <= self.max_queued_deltas / 2 {
+                        if let Some(producer) = state.producer.take() {
+                            producer.wake();
+                        }
+                    }
                     // Processing under the lock keeps a relist or resync from interleaving with
                     // the cache update this pop makes.
                     return Ok(process(deltas, is_in_initial_list));
@@ -508,7 +570,14 @@ impl<K: Resource> DeltaFifo<K> {
 
     /// Closes the queue: queued keys still pop, then [`pop`](Self::pop) reports [`QueueClosed`].
     pub fn close(&self) {
-        self.state.lock().closed = true;
+        let producer = {
+            let mut state = self.state.lock();
+            state.closed = true;
+            state.producer.take()
+        };
+        if let Some(producer) = producer {
+            producer.wake();
+        }
         self.not_empty.notify_waiters();
     }
 }

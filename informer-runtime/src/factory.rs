@@ -88,6 +88,7 @@ pub struct FactoryBuilder<S> {
     label_index: bool,
     shutdown_timeout: Option<Duration>,
     backlog_warning: Option<usize>,
+    max_queued_deltas: Option<usize>,
 }
 
 impl<S: ListWatchSource> FactoryBuilder<S> {
@@ -206,6 +207,14 @@ impl<S: ListWatchSource> FactoryBuilder<S> {
     #[must_use]
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = Some(timeout);
+        self
+    }
+
+    /// How many watch events may wait, decoded, for each informer's cache (default 1,000);
+    /// see [`SharedIndexInformer::with_max_queued_deltas`].
+    #[must_use]
+    pub fn max_queued_deltas(mut self, max: usize) -> Self {
+        self.max_queued_deltas = Some(max);
         self
     }
 
@@ -466,6 +475,7 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
             label_index: true,
             shutdown_timeout: None,
             backlog_warning: None,
+            max_queued_deltas: None,
         }
     }
 
@@ -520,6 +530,9 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
         }
         if let Some(mark) = options.backlog_warning {
             informer = informer.with_handler_backlog_warning(mark);
+        }
+        if let Some(max) = options.max_queued_deltas {
+            informer = informer.with_max_queued_deltas(max);
         }
         let typed = options
             .typed_transforms

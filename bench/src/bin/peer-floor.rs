@@ -200,9 +200,7 @@ async fn run(args: PeerArgs) -> Result<(), String> {
         }
         Scenario::Churn => churn(&mut floor, &args, &mut out).await?,
         Scenario::Relist => {
-            tokio::time::sleep(args.settle).await;
-            memory::reset_peak()?;
-            let steady = report::synced()?;
+            let steady = report::steady(args.settle).await?;
             let relisted = Instant::now();
             let marker = format!("{}/{}", informer_bench::pods::namespace(0), args.marker);
             let relist = async {
@@ -239,7 +237,7 @@ async fn run(args: PeerArgs) -> Result<(), String> {
 
 /// Counts `--events` modifications through the watch (re-watching when the server ends it).
 async fn churn(floor: &mut Floor, args: &PeerArgs, out: &mut Report) -> Result<(), String> {
-    report::synced()?;
+    let steady = report::steady(args.settle).await?;
     let mut seen = 0;
     let mut first = None;
     let events = args.events;
@@ -267,6 +265,8 @@ async fn churn(floor: &mut Floor, args: &PeerArgs, out: &mut Report) -> Result<(
     let elapsed = first.map_or(Duration::ZERO, |first| first.elapsed());
     out.set("handlers", 1).set("events", events).set_ms("churn_ms", elapsed);
     out.set("events_per_s", events as f64 / elapsed.as_secs_f64().max(1e-9));
+    out.set("rss_kib", steady.rss_kib);
+    out.set("churn_peak_rss_kib", memory::read()?.peak_kib);
     Ok(())
 }
 

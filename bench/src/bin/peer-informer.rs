@@ -13,6 +13,8 @@
 //!
 //! `INFORMER_BENCH_LABEL_INDEX=off` in the environment builds the factory without the label
 //! index, to measure what the index costs in memory and saves in selector queries.
+//! `INFORMER_BENCH_MAX_QUEUED_DELTAS=N` sets the factory's `max_queued_deltas` (`N` = `none`:
+//! no bound), to measure what the bound on decoded watch events saves during churn.
 
 // Counts, sizes and durations of a benchmark are far below 2^52: `as f64` is exact here.
 #![allow(clippy::cast_precision_loss)]
@@ -69,6 +71,15 @@ async fn measure<K: Resource<Scope = NamespaceResourceScope>>(
     if std::env::var_os("INFORMER_BENCH_LABEL_INDEX").is_some_and(|v| v == "off") {
         builder = builder.without_label_index();
     }
+    if let Some(max) = std::env::var_os("INFORMER_BENCH_MAX_QUEUED_DELTAS") {
+        let max = match max.to_str() {
+            Some("none") => usize::MAX,
+            other => other.and_then(|n| n.parse().ok()).ok_or_else(|| {
+                format!("INFORMER_BENCH_MAX_QUEUED_DELTAS={max:?}: a number or `none`")
+            })?,
+        };
+        builder = builder.max_queued_deltas(max);
+    }
     let factory = builder.build();
     let pods = factory.informer::<K>();
 
@@ -104,7 +115,7 @@ async fn measure<K: Resource<Scope = NamespaceResourceScope>>(
             out.set("rss_kib", memory::read()?.rss_kib);
         }
         Scenario::Churn => {
-            report::synced()?;
+            let steady = report::steady(args.settle).await?;
             let waits = counters.iter().map(|c| async move {
                 // The target may have been reached before this wait began: check the count too.
                 let reached = c.reached.notified();
@@ -121,11 +132,11 @@ async fn measure<K: Resource<Scope = NamespaceResourceScope>>(
             let elapsed = done.duration_since(first);
             out.set("events", args.events).set_ms("churn_ms", elapsed);
             out.set("events_per_s", args.events as f64 / elapsed.as_secs_f64().max(1e-9));
+            out.set("rss_kib", steady.rss_kib);
+            out.set("churn_peak_rss_kib", memory::read()?.peak_kib);
         }
         Scenario::Relist => {
-            tokio::time::sleep(args.settle).await;
-            memory::reset_peak()?;
-            let steady = report::synced()?;
+            let steady = report::steady(args.settle).await?;
             let relisted = Instant::now();
             let marker = counters[0].marker_seen.notified();
             tokio::time::timeout(args.timeout, marker)

@@ -70,7 +70,7 @@ where
             out.set("rss_kib", memory::read()?.rss_kib);
         }
         Scenario::Churn => {
-            report::synced()?;
+            let steady = report::steady(args.settle).await?;
             let mut seen = 0;
             let mut first = None;
             let deadline = tokio::time::Instant::now() + args.timeout;
@@ -89,11 +89,11 @@ where
             let elapsed = first.map_or(Duration::ZERO, |first| first.elapsed());
             out.set("handlers", 1).set("events", seen).set_ms("churn_ms", elapsed);
             out.set("events_per_s", seen as f64 / elapsed.as_secs_f64().max(1e-9));
+            out.set("rss_kib", steady.rss_kib);
+            out.set("churn_peak_rss_kib", memory::read()?.peak_kib);
         }
         Scenario::Relist => {
-            tokio::time::sleep(args.settle).await;
-            memory::reset_peak()?;
-            let steady = report::synced()?;
+            let steady = report::steady(args.settle).await?;
             let relisted = Instant::now();
             next_init_done(&mut stream, args.timeout, Some(&args.marker)).await?;
             out.set_ms("relist_ms", relisted.elapsed());

@@ -568,3 +568,61 @@ fn unchanged_finds_the_cached_object_of_the_same_version_unless_transforming() {
         .with_transform(Arc::new(|_: &mut Pod| {}));
     assert!(transforming.unchanged(&cached).is_none());
 }
+
+/// A waker that counts its wakes.
+struct CountingWaker(AtomicUsize);
+
+impl std::task::Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+// The bound counts deltas over every key (not keys), merged deletions once; a waiting producer is
+// woken when pops bring the queue down to half the bound, and when the queue closes. Lists and
+// resyncs are not held back. (No client-go scenario: its DeltaFIFO is unbounded.)
+#[tokio::test]
+async fn a_bounded_queue_holds_its_producer_back_until_half_empty() {
+    let f = DeltaFifo::<Pod>::new().with_known_objects(known(&[])).with_max_queued_deltas(4);
+    let wakes = Arc::new(CountingWaker(AtomicUsize::new(0)));
+    let waker = std::task::Waker::from(Arc::clone(&wakes));
+    let mut cx = Context::from_waker(&waker);
+
+    f.add(obj("a", 1));
+    f.update(obj("a", 2));
+    f.delete(obj("a", 3));
+    f.delete(obj("a", 4)); // merged into the deletion before it
+    assert_eq!((f.len(), f.queued_deltas()), (1, 3));
+    assert!(f.poll_ready(&mut cx).is_ready());
+    f.add(obj("b", 5));
+    assert_eq!(f.queued_deltas(), 4);
+    assert!(f.poll_ready(&mut cx).is_pending());
+
+    // Popping "a" (three deltas) leaves one: at or below half, so the producer is woken.
+    pop(&f).await;
+    assert_eq!((f.queued_deltas(), wakes.0.load(Ordering::SeqCst)), (1, 1));
+    assert!(f.poll_ready(&mut cx).is_ready());
+
+    // A list goes past the bound (b: added, then gone from the list); the producer then waits
+    // for the pops.
+    f.replace(vec![obj("c", 6), obj("d", 7), obj("e", 8), obj("f", 9)]);
+    assert_eq!(f.queued_deltas(), 6);
+    assert!(f.poll_ready(&mut cx).is_pending());
+    pop(&f).await; // b's two deltas
+    pop(&f).await; // c: three left, above half
+    assert_eq!(wakes.0.load(Ordering::SeqCst), 1);
+    f.close();
+    assert_eq!(wakes.0.load(Ordering::SeqCst), 2, "closing wakes the producer");
+    assert!(f.poll_ready(&mut cx).is_ready(), "a closed queue holds nothing back");
+}
+
+#[test]
+fn an_unbounded_queue_is_always_ready() {
+    let f = DeltaFifo::<Pod>::new();
+    let mut cx = Context::from_waker(std::task::Waker::noop());
+    for i in 0..10_000 {
+        f.add(obj(&format!("p{i}"), i));
+    }
+    assert!(f.poll_ready(&mut cx).is_ready());
+    assert_eq!(DeltaFifo::<Pod>::new().with_max_queued_deltas(0).max_queued_deltas, 1);
+}

@@ -663,7 +663,11 @@ impl<K: Resource> Reflector<K> {
                 () = cancel.cancelled() => return WatchEnd::Stopped,
                 () = resync.tick() => continue,
                 () = &mut deadline => return WatchEnd::DeadlineExceeded,
-                next = watch.next() => next,
+                // A full queue holds the watch back: the burst waits in the connection.
+                next = async {
+                    std::future::poll_fn(|cx| target.poll_ready(cx)).await;
+                    watch.next().await
+                } => next,
             };
             let event = match next {
                 None => {

@@ -6,6 +6,7 @@
 //! fed directly).
 
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use crate::delta_fifo::DeltaFifo;
 use crate::resource::{Resource, same_version};
@@ -35,6 +36,16 @@ pub trait ReflectorStore<K>: Send + Sync {
         let _ = listed;
         None
     }
+
+    /// Whether the store takes another watch event now. When it does not (a bounded queue is
+    /// full), it keeps `cx`'s waker and wakes it once it has room again. The reflector reads
+    /// the watch no faster than this allows, so that a burst of events waits in the connection
+    /// (and on the server) rather than as decoded objects in memory. The default is always
+    /// ready.
+    fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<()> {
+        let _ = cx;
+        Poll::Ready(())
+    }
 }
 
 impl<K: Resource> ReflectorStore<K> for DeltaFifo<K> {
@@ -61,6 +72,10 @@ impl<K: Resource> ReflectorStore<K> for DeltaFifo<K> {
 
     fn unchanged(&self, listed: &K) -> Option<Arc<K>> {
         DeltaFifo::unchanged(self, listed)
+    }
+
+    fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<()> {
+        DeltaFifo::poll_ready(self, cx)
     }
 }
 

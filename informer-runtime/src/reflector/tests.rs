@@ -1049,3 +1049,56 @@ async fn skipped_events_and_failed_streams_reach_the_watch_error_handler() {
     // The event after the skipped one was applied.
     assert_eq!(names_and_rvs(&store), ["a@1", "b@2"]);
 }
+
+// A burst of watch events waits in the connection, not in memory: with the queue at its bound,
+// the reflector reads no further event until pops bring the queue down to half of it; every
+// event still arrives, in order. (No client-go scenario: its DeltaFIFO is unbounded.)
+#[tokio::test(start_paused = true)]
+async fn a_full_queue_holds_the_watch_back() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let read = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&read);
+    let lw = ScriptedLw::new(
+        |_| list_of("1", &[]),
+        move |_| {
+            let counter = Arc::clone(&counter);
+            let burst = (0..100u32).map(|i| added(p(&format!("pod-{i:03}"), i + 2)));
+            let counted = futures::stream::iter(burst).map(move |event| {
+                counter.fetch_add(1, Ordering::SeqCst);
+                Ok(event)
+            });
+            Ok(Box::pin(counted.chain(futures::stream::pending())) as WatchStream<Pod>)
+        },
+    );
+    let fifo = Arc::new(crate::delta_fifo::DeltaFifo::<Pod>::new().with_max_queued_deltas(10));
+    let r = Arc::new(reflector(Arc::clone(&lw), fifo.clone(), ReflectorConfig::default()));
+    let cancel = CancellationToken::new();
+    let run = tokio::spawn({
+        let (r, cancel) = (Arc::clone(&r), cancel.clone());
+        async move { r.run(cancel).await }
+    });
+
+    eventually(|| fifo.queued_deltas() == 10).await;
+    // The reflector is parked on the full queue (the timers of paused time ran meanwhile).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(read.load(Ordering::SeqCst), 10, "events read past the bound");
+
+    // Four pops leave six queued, above half: still held back.
+    let first = pop_all(&fifo, 4).await;
+    assert_eq!(first, ["pod-000@2", "pod-001@3", "pod-002@4", "pod-003@5"]);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(read.load(Ordering::SeqCst), 10);
+
+    // One more pop reaches half: the reflector reads up to the bound again.
+    pop_all(&fifo, 1).await;
+    eventually(|| read.load(Ordering::SeqCst) == 15).await;
+    assert_eq!(fifo.queued_deltas(), 10);
+
+    let rest = pop_all(&fifo, 95).await;
+    let expected: Vec<String> = (5..100u32).map(|i| format!("pod-{i:03}@{}", i + 2)).collect();
+    assert_eq!(rest, expected);
+    assert_eq!(read.load(Ordering::SeqCst), 100);
+    cancel.cancel();
+    run.await.unwrap();
+}

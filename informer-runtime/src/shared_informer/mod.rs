@@ -96,6 +96,10 @@ pub enum InformerError {
     Stopped,
 }
 
+/// Watch events that may wait, decoded, for the cache: a few milliseconds of decoding, and a few
+/// percent of a cache of thousands of objects at most.
+const DEFAULT_MAX_QUEUED_DELTAS: usize = 1_000;
+
 struct Settings<K> {
     resync_check_period: Duration,
     default_resync: Duration,
@@ -104,6 +108,7 @@ struct Settings<K> {
     reflector: ReflectorConfig,
     random: Random,
     shutdown_timeout: Duration,
+    max_queued_deltas: usize,
     started: bool,
     stopped: bool,
 }
@@ -156,6 +161,7 @@ impl<K: Resource> SharedIndexInformer<K> {
                     reflector: ReflectorConfig::default(),
                     random: Random::default(),
                     shutdown_timeout: shutdown::DEFAULT_SHUTDOWN_TIMEOUT,
+                    max_queued_deltas: DEFAULT_MAX_QUEUED_DELTAS,
                     started: false,
                     stopped: false,
                 }),
@@ -239,6 +245,22 @@ impl<K: Resource> SharedIndexInformer<K> {
     #[must_use]
     pub fn with_shutdown_timeout(self, timeout: Duration) -> Self {
         self.configure(|s| s.settings.get_mut().shutdown_timeout = timeout)
+    }
+
+    /// How many watch events may wait, decoded, between the watch and the cache (default
+    /// 1,000; at least 1): beyond that the informer reads the watch no further until the
+    /// queue has drained to half of it, so that a burst of changes (a node's label change
+    /// touching every pod, a controller restarting elsewhere) waits in the connection and on
+    /// the server instead of doubling the informer's memory, each new object queued while the
+    /// cache still holds the old. See [`DeltaFifo::with_max_queued_deltas`].
+    ///
+    /// The cache takes events as fast as they are decoded, so the bound costs no throughput;
+    /// what it bounds is the decoder running ahead. It does not bound handlers' buffers: a
+    /// handler slower than the stream keeps both versions of what it has not seen yet (see
+    /// [`with_handler_backlog_warning`](Self::with_handler_backlog_warning)).
+    #[must_use]
+    pub fn with_max_queued_deltas(self, max: usize) -> Self {
+        self.configure(|s| s.settings.get_mut().max_queued_deltas = max)
     }
 
     /// Logs a warning when a handler's backlog (notifications buffered for it beyond the
@@ -499,7 +521,9 @@ impl<K: Resource> SharedIndexInformer<K> {
                 return ShutdownReport::default();
             }
             settings.started = true;
-            let mut queue = DeltaFifo::new().with_known_objects(Arc::new(shared.indexer.cache()));
+            let mut queue = DeltaFifo::new()
+                .with_known_objects(Arc::new(shared.indexer.cache()))
+                .with_max_queued_deltas(settings.max_queued_deltas);
             if let Some(transform) = &settings.transform {
                 queue = queue.with_transform(Arc::clone(transform));
             }

@@ -8,6 +8,7 @@
 //! resync never interleaves with a half-applied pop.
 
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -57,6 +58,10 @@ impl<K: Resource> ReflectorStore<K> for QueueSink<K> {
 
     fn unchanged(&self, listed: &K) -> Option<Arc<K>> {
         self.queue.unchanged(listed)
+    }
+
+    fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<()> {
+        self.queue.poll_ready(cx)
     }
 }
 

@@ -269,8 +269,10 @@ fn churn(out: &mut String, cx: &Context<'_>) {
     let _ = writeln!(
         out,
         "kube-rs and the floor have one consumer of the event stream; this project's informer has \
-         1, 3 or 10 handlers, each of which sees every event.\n\n\
-         | peer | handlers | events/s | time | ÷ kube-rs | ÷ floor |\n|---|---:|---:|---:|---:|---:|"
+         1, 3 or 10 handlers, each of which sees every event. Memory: RSS once synced and \
+         settled (steady), and the peak from then until every handler has seen every event.\n\n\
+         | peer | handlers | events/s | time | ÷ kube-rs | ÷ floor | steady RSS | peak during churn | peak ÷ steady |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     let ceiling = cx.results.median(
         &Case { handlers: 0, ..first.clone() },
@@ -286,26 +288,31 @@ fn churn(out: &mut String, cx: &Context<'_>) {
         for peer in peers(cx, case) {
             let cell = cx.results.cell(case, peer);
             if let Some(text) = absent(&cell) {
-                let _ = writeln!(out, "| {peer} | {} | {text} | | | |", case.handlers);
+                let _ = writeln!(out, "| {peer} | {} | {text} | | | | | | |", case.handlers);
                 continue;
             }
             let rate = cx.results.median(case, peer, "events_per_s");
+            let steady = cx.results.median(case, peer, "rss_kib");
+            let peak = cx.results.median(case, peer, "churn_peak_rss_kib");
             let _ = writeln!(
                 out,
-                "| {peer}{} | {} | {} | {} | {} | {} |",
+                "| {peer}{} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 failures(&cell),
                 case.handlers,
                 rate.map_or("–".to_owned(), |r| format!("{r:.0}")),
                 seconds(cx.results.median(case, peer, "churn_ms")),
                 times(ratio(rate, kube)),
                 times(ratio(rate, floor)),
+                mib(steady),
+                mib(peak),
+                times(ratio(peak, steady)),
             );
         }
     }
     if let Some(ceiling) = ceiling {
         let _ = writeln!(
             out,
-            "| *server → raw reader* | – | {ceiling:.0} | | {} | {} |",
+            "| *server → raw reader* | – | {ceiling:.0} | | {} | {} | | | |",
             times(ratio(Some(ceiling), kube)),
             times(ratio(Some(ceiling), floor))
         );
