@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use self::options::Options;
+use self::options::{Options, VARIANTS};
 use self::process::{Outcome, PeerCommand, Server, prime_memory, run_peer};
 use self::results::{Case, Results, Sample};
 
@@ -266,7 +266,7 @@ fn plan(options: &Options) -> Vec<(usize, Vec<Case>)> {
     if wants("sync") {
         counts.extend(&options.counts);
     }
-    if wants("strip") || wants("metadata") {
+    if VARIANTS.iter().any(|v| wants(v)) {
         counts.extend(&options.variant_counts);
     }
     if wants("churn") {
@@ -288,7 +288,7 @@ fn plan(options: &Options) -> Vec<(usize, Vec<Case>)> {
             if wants("sync") && options.counts.contains(&objects) {
                 cases.push(case("sync", 1));
             }
-            for variant in ["strip", "metadata"] {
+            for variant in VARIANTS {
                 if wants(variant) && options.variant_counts.contains(&objects) {
                     cases.push(case(variant, 1));
                 }
@@ -421,7 +421,7 @@ fn peer_args(options: &Options, server: &Server, case: &Case, marker: &str) -> V
         "--server".into(),
         server.url.clone(),
         "--scenario".into(),
-        (if matches!(case.scenario, "strip" | "metadata") { "sync" } else { case.scenario }).into(),
+        (if VARIANTS.contains(&case.scenario) { "sync" } else { case.scenario }).into(),
         "--objects".into(),
         case.objects.to_string(),
         "--timeout-s".into(),
@@ -429,22 +429,24 @@ fn peer_args(options: &Options, server: &Server, case: &Case, marker: &str) -> V
         "--handlers".into(),
         case.handlers.to_string(),
     ];
-    let mut add = |flag: &str, value: String| {
-        args.push(flag.to_owned());
-        args.push(value);
+    let strip = || ["--transform".to_owned(), "strip-managed-fields".to_owned()];
+    let extra: Vec<String> = match case.scenario {
+        "strip" => strip().into(),
+        "metadata" => vec!["--metadata-only".into()],
+        "metadata-strip" => ["--metadata-only".to_owned()].into_iter().chain(strip()).collect(),
+        "churn" => vec!["--events".into(), options.churn_events.to_string()],
+        "relist" => vec!["--marker".into(), marker.to_owned()],
+        "lister" => vec![
+            "--namespace".into(),
+            "ns-000".into(),
+            "--selector".into(),
+            "app=app-00".into(),
+            "--queries".into(),
+            options.queries.to_string(),
+        ],
+        _ => Vec::new(),
     };
-    match case.scenario {
-        "strip" => add("--transform", "strip-managed-fields".into()),
-        "metadata" => args.push("--metadata-only".into()),
-        "churn" => add("--events", options.churn_events.to_string()),
-        "relist" => add("--marker", marker.to_owned()),
-        "lister" => {
-            add("--namespace", "ns-000".into());
-            add("--selector", "app=app-00".into());
-            add("--queries", options.queries.to_string());
-        }
-        _ => {}
-    }
+    args.extend(extra);
     args
 }
 

@@ -8,11 +8,15 @@ use super::results::Case;
 pub(crate) const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--counts N,N,...] \
 [--variant-counts N,...] [--churn-objects N] [--churn-events N] [--handlers N,N,...] \
 [--relist-objects N] [--lister-objects N] [--queries N] [--peers informer,kube-rs,floor,client-go] \
-[--scenarios sync,strip,metadata,churn,relist,lister] [--out FILE] [--timeout-s N] \
+[--scenarios sync,strip,metadata,metadata-strip,churn,relist,lister] [--out FILE] [--timeout-s N] \
 [--rerender RESULTS.json] [--wrap 'PROFILER ARGS'] [--system-allocator]";
 
 /// Every scenario, in the order they run at one object count.
-pub(crate) const SCENARIOS: [&str; 6] = ["sync", "strip", "metadata", "relist", "lister", "churn"];
+pub(crate) const SCENARIOS: [&str; 7] =
+    ["sync", "strip", "metadata", "metadata-strip", "relist", "lister", "churn"];
+
+/// The scenarios that are an initial sync of another kind of object (at `--variant-counts`).
+pub(crate) const VARIANTS: [&str; 3] = ["strip", "metadata", "metadata-strip"];
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -21,7 +25,7 @@ pub(crate) struct Options {
     pub(crate) runs: usize,
     /// Object counts of the initial-sync scenario.
     pub(crate) counts: Vec<usize>,
-    /// Object counts of the managedFields-stripping and metadata-only syncs.
+    /// Object counts of the [variant](VARIANTS) syncs.
     pub(crate) variant_counts: Vec<usize>,
     /// Pods on the server during churn.
     pub(crate) churn_objects: usize,
