@@ -785,3 +785,37 @@ fn blocking_handlers_starve_nothing_and_shutdown_names_them() {
         assert!(handler.handling().starts_with("Add(ns/a@"), "{handler}");
     }
 }
+
+// A queue bound of one watch event holds the watch back at every event and still delivers every
+// change, in order, to every handler. (No client-go scenario: its DeltaFIFO is unbounded.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_bound_of_one_delivers_every_change_in_order() {
+    let source = FakeSource::new();
+    source.add(p("seed"));
+    let informer = informer(&source).with_max_queued_deltas(1);
+    let (first, second) = (Recorder::default(), Recorder::default());
+    informer.add_event_handler(first.clone()).unwrap();
+    informer.add_event_handler(second.clone()).unwrap();
+    let (token, handle) = start(&informer);
+    first.wait_for_names(&["seed"]).await;
+
+    let changes: Vec<String> = (0..300).map(|i| format!("pod-{:03}", i % 30)).collect();
+    for name in &changes {
+        let mut pod = p(name);
+        pod.metadata.annotations = Some([("step".to_owned(), name.clone())].into());
+        source.modify(pod);
+    }
+    let expected: Vec<String> =
+        ["add:seed".to_owned()]
+            .into_iter()
+            .chain(changes.iter().enumerate().map(|(i, name)| {
+                if i < 30 { format!("add:{name}") } else { format!("update:{name}") }
+            }))
+            .collect();
+    for recorder in [&first, &second] {
+        recorder.wait_until(|r| r.events().len() >= expected.len()).await;
+        assert_eq!(recorder.events(), expected);
+    }
+    assert_eq!(informer.cache().len(), 31);
+    stop(token, handle).await;
+}
