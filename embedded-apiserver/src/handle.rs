@@ -118,6 +118,14 @@ impl ServerHandle {
         self.shared.state.lock().store.set_history_limit(limit);
     }
 
+    /// Switches [`Config::paginate_cached_lists`](crate::Config::paginate_cached_lists) on or
+    /// off: whether `resourceVersion=0` lists honour `limit` from now on. A list under way is
+    /// not affected, and continue tokens already given out read their snapshot either way
+    /// (a continuation is paged whatever the switch says, as it always is).
+    pub fn set_paginate_cached_lists(&self, yes: bool) {
+        self.shared.state.lock().paginate_cached_lists = yes;
+    }
+
     /// Makes the next `n` resource requests that `failure` matches fail with its status. Rules
     /// queue up: each request consumes the first pending rule it matches.
     pub fn fail_next(&self, n: usize, failure: Failure) {

@@ -63,7 +63,8 @@
 //!   `discovery.rs`). `OpenAPI` v2 is not served; aggregated discovery requests get legacy
 //!   documents, from which kubectl falls back as it does with older servers.
 //! - **Reads.** get; list with `limit`/`continue` (tokens in the API server's format, every page
-//!   from one snapshot), `resourceVersion` `""`, `"0"` (the watch cache: `limit` ignored), `N`
+//!   from one snapshot), `resourceVersion` `""`, `"0"` (the watch cache: `limit` ignored,
+//!   unless [`Config::paginate_cached_lists`] asks for pages), `N`
 //!   with `NotOlderThan` or `Exact`, label and field selectors (each kind's labels and error
 //!   messages); 410 for compacted versions and tokens, 504 `ResourceVersionTooLarge` for future
 //!   ones. Tables (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`, with

@@ -6,7 +6,8 @@
 //! | resourceVersion | match | limit | served |
 //! |---|---|---|---|
 //! | `""` | – | any | current state, paginated |
-//! | `"0"` | – / `NotOlderThan` | ignored | current state, all at once (the watch cache ignores `limit`) |
+//! | `"0"` (by default) | – / `NotOlderThan` | ignored | current state, all at once (the watch cache ignores `limit`) |
+//! | `"0"` with [`paginate_cached_lists`](crate::Config::paginate_cached_lists) | – / `NotOlderThan` | any | current state, paginated (not kube-apiserver's rule: see below) |
 //! | `N` | `NotOlderThan`, or – without limit | any | current state; `N` in the future: 504 |
 //! | `N` (any match) in the future | | | 504 `Timeout`, cause `ResourceVersionTooLarge` |
 //! | `N` | `Exact`, or – with limit | any | the state at `N` (a snapshot); compacted: 410 |
@@ -17,6 +18,14 @@
 //! `{"v":"meta.k8s.io/v1","rv":N,"start":"<key>\u0000"}`), so every page of a list reads the
 //! same snapshot. A token whose version has been compacted gets `410 Expired` with a fresh
 //! token in `metadata.continue` that resumes from the current state, as etcd's store does.
+//!
+//! [`Config::paginate_cached_lists`](crate::Config::paginate_cached_lists) (off by default;
+//! switched at run time by [`ServerHandle::set_paginate_cached_lists`](crate::ServerHandle::set_paginate_cached_lists))
+//! makes `"0"` lists paged like `""` ones: first page at the current version, continue tokens
+//! with that version. kube-apiserver's cache pages every list it serves but those at `"0"`
+//! (`computeListLimit` in its cacher), and since `ListFromCacheSnapshot` (1.33, KEP-4988) it
+//! serves the continuations from snapshots of itself; the option models a server that pages
+//! `"0"` lists too, for benchmarks of clients that meet pages where they asked for them.
 
 use serde_json::{Value, json};
 
@@ -82,8 +91,13 @@ pub(crate) fn list(
             Some(n) if n > current => {
                 return Err(ApiError::too_large_resource_version(n, current));
             }
-            // Served by the watch cache, which ignores the limit.
-            Some(0) => (current, prefix.clone(), None),
+            // Served by the watch cache, which ignores the limit; unless this server pages
+            // such lists, as the cache pages its other lists: from the current state, the
+            // token carrying that version so the next pages read the same snapshot.
+            Some(0) => {
+                let limit = params.limit.filter(|_| state.paginate_cached_lists);
+                (current, prefix.clone(), limit)
+            }
             Some(n) => {
                 // Exact, or the legacy "exact when paginated" of an unset match.
                 let exact = match params.resource_version_match {

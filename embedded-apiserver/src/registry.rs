@@ -627,6 +627,7 @@ mod tests {
             catalog: Catalog::builtin(),
             hub: WatchHub::default(),
             faults: Faults::default(),
+            paginate_cached_lists: false,
         }
     }
 

@@ -106,6 +106,12 @@ pub struct Config {
     /// How many watches may be open at once; one more gets `429 TooManyRequests` with
     /// `Retry-After: 1`.
     pub max_watches: usize,
+    /// Whether lists served from the watch cache (`resourceVersion=0`, with no match or
+    /// `NotOlderThan`) honour `limit`: pages of the current state, cut and continued as every
+    /// other paginated list is (see [`paginate_cached_lists`](Self::paginate_cached_lists)).
+    /// Off by default, as in kube-apiserver; [`ServerHandle::set_paginate_cached_lists`]
+    /// switches it on a running server.
+    pub paginate_cached_lists: bool,
 }
 
 impl Default for Config {
@@ -131,6 +137,9 @@ impl Default for Config {
             watch_buffer: 10_000,
             // Generous for any test; the bound is what matters to a hostile client.
             max_watches: 10_000,
+            // kube-apiserver's watch cache ignores `limit` on `resourceVersion=0` lists, while
+            // it pages the other lists it serves (`computeListLimit` in its cacher).
+            paginate_cached_lists: false,
         }
     }
 }
@@ -193,6 +202,46 @@ impl Config {
         self
     }
 
+    /// Makes `resourceVersion=0` lists (with no `resourceVersionMatch` or with
+    /// `NotOlderThan`) honour `limit`: off by default.
+    ///
+    /// kube-apiserver serves those lists from its watch cache and ignores their `limit`
+    /// (`computeListLimit` in its cacher), so a client gets every object in one body. The
+    /// same cache does page the other lists it serves (`resourceVersion=""`, `N` with
+    /// `NotOlderThan`), and since 1.33 (`ListFromCacheSnapshot`, KEP-4988; on by default from
+    /// 1.34) it serves their continue tokens too, from B-tree snapshots of itself kept for
+    /// as long as its watch history. With this option `resourceVersion=0` lists are paged
+    /// the same way, for clients that list at `"0"` with a page size to meet a server that
+    /// pages them:
+    ///
+    /// - a page is cut after `limit` items when more objects follow, as any other page is;
+    /// - every page carries the resourceVersion the first one was served at, and its continue
+    ///   token (the API server's format, with that version) reads the state at that version,
+    ///   whatever changed since; once [compacted](ServerHandle::compact), it gets
+    ///   `410 Expired`, as every continue token does;
+    /// - `remainingItemCount` is set as on other pages (lists without selectors).
+    ///
+    /// A list at `"0"` without `limit` is still served whole.
+    ///
+    /// ```
+    /// use embedded_apiserver::Config;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), embedded_apiserver::Error> {
+    /// let server = Config::default().paginate_cached_lists(true).start().await?;
+    /// // GET /api/v1/pods?resourceVersion=0&limit=500 now answers at most 500 pods and a
+    /// // continue token; switch back while it runs:
+    /// server.set_paginate_cached_lists(false);
+    /// server.shutdown().await
+    /// # }
+    /// ```
+    #[doc(alias = "ListFromCacheSnapshot")]
+    #[must_use]
+    pub fn paginate_cached_lists(mut self, yes: bool) -> Self {
+        self.paginate_cached_lists = yes;
+        self
+    }
+
     /// Binds the address and starts serving, on the current tokio runtime.
     ///
     /// # Errors
@@ -219,6 +268,7 @@ impl Config {
             catalog,
             hub: WatchHub::default(),
             faults: Faults::default(),
+            paginate_cached_lists: self.paginate_cached_lists,
         };
         if let Some(namespaces) = state.catalog.find("", "v1", "namespaces") {
             for name in &self.namespaces {

@@ -39,6 +39,11 @@ pub(crate) struct State {
     pub(crate) catalog: Catalog,
     pub(crate) hub: WatchHub,
     pub(crate) faults: Faults,
+    /// Whether lists the watch cache serves (`resourceVersion=0`) honour `limit`
+    /// ([`Config::paginate_cached_lists`](crate::Config::paginate_cached_lists)). Here and not
+    /// in [`Settings`] because [`ServerHandle`](crate::ServerHandle) switches it while the
+    /// server runs.
+    pub(crate) paginate_cached_lists: bool,
 }
 
 impl State {

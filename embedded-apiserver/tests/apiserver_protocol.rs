@@ -1,6 +1,7 @@
 //! The embedded API server's wire protocol, over real HTTP: discovery, CRUD and error bodies,
-//! lists (pagination, continue expiry, resourceVersion rules, selectors), watches (event
-//! sequence, bookmarks, streaming lists, 410 ERROR events), tables, CRDs and every fault.
+//! lists (pagination, continue expiry, resourceVersion rules, paged cached lists, selectors),
+//! watches (event sequence, bookmarks, streaming lists, 410 ERROR events), tables, CRDs and
+//! every fault.
 //!
 //! Nothing sleeps to let things settle: every wait is for an event or a condition, bounded by
 //! a deadline.
@@ -506,6 +507,93 @@ async fn list_pages_share_one_snapshot_and_continue_tokens_expire_after_compacti
     let resumed = api.get(&format!("{CONFIGMAPS}?limit=10&continue={resume}")).await.body;
     assert_eq!(names(&resumed), ["bb", "c", "e"]);
     assert_eq!(resumed["metadata"]["resourceVersion"], server.resource_version().to_string());
+    server.shutdown().await.unwrap();
+}
+
+/// Lists `path` page by page (`query` on the first request, `limit=2` on every one), as a
+/// client's pager does: the continuations carry no resourceVersion. Returns the pages.
+async fn pages(api: &Client, path: &str, query: &str) -> Vec<Value> {
+    let mut pages = vec![api.get(&format!("{path}?{query}&limit=2")).await.body];
+    while let Some(token) = pages.last().and_then(|p| p["metadata"]["continue"].as_str()) {
+        assert!(pages.len() < 10, "the pages end");
+        let next = api.get(&format!("{path}?limit=2&continue={token}")).await.body;
+        pages.push(next);
+    }
+    pages
+}
+
+#[tokio::test]
+async fn cached_lists_are_paged_only_when_the_server_paginates_them() {
+    let server = Config::default()
+        .bookmark_interval(None)
+        .paginate_cached_lists(true)
+        .start()
+        .await
+        .unwrap();
+    let api = Client::new(&server);
+    for name in ["e", "b", "d", "a", "c"] {
+        api.post(CONFIGMAPS, &configmap(name)).await;
+    }
+    let list_rv = server.resource_version().to_string();
+
+    // Three pages of the five objects, at one version, under either match.
+    for query in ["resourceVersion=0", "resourceVersion=0&resourceVersionMatch=NotOlderThan"] {
+        let all = pages(&api, CONFIGMAPS, query).await;
+        let sizes: Vec<usize> = all.iter().map(|p| names(p).len()).collect();
+        assert_eq!(sizes, [2, 2, 1], "{query}");
+        assert_eq!(all.iter().flat_map(names).collect::<Vec<_>>(), ["a", "b", "c", "d", "e"]);
+        assert!(all.iter().all(|p| p["metadata"]["resourceVersion"] == list_rv.as_str()));
+        assert_eq!(all[0]["metadata"]["remainingItemCount"], 3);
+    }
+
+    // The next pages read the first one's snapshot, whatever changed meanwhile: the token
+    // carries the first page's version, as the API server's do.
+    let first = api.get(&format!("{CONFIGMAPS}?resourceVersion=0&limit=2")).await.body;
+    let token = first["metadata"]["continue"].as_str().expect("a continue token").to_owned();
+    api.post(CONFIGMAPS, &configmap("bb")).await;
+    api.delete(&format!("{CONFIGMAPS}/d")).await;
+    let second = api.get(&format!("{CONFIGMAPS}?limit=2&continue={token}")).await.body;
+    assert_eq!(names(&second), ["c", "d"]);
+    assert_eq!(second["metadata"]["resourceVersion"], list_rv.as_str());
+    // kube-apiserver allows "0" beside a continue token: the same page.
+    let kept = api.get(&format!("{CONFIGMAPS}?resourceVersion=0&limit=2&continue={token}")).await;
+    assert_eq!(names(&kept.body), ["c", "d"]);
+    // A new list starts at the new version.
+    let again = pages(&api, CONFIGMAPS, "resourceVersion=0").await;
+    assert_eq!(again.iter().flat_map(names).collect::<Vec<_>>(), ["a", "b", "bb", "c", "e"]);
+    let now = server.resource_version().to_string();
+    assert!(again.iter().all(|p| p["metadata"]["resourceVersion"] == now.as_str()));
+    // Without a limit, still one body.
+    let whole = api.get(&format!("{CONFIGMAPS}?resourceVersion=0")).await.body;
+    assert_eq!((names(&whole).len(), whole["metadata"].get("continue")), (5, None));
+
+    // Switched off on the running server: one page again, the limit ignored.
+    server.set_paginate_cached_lists(false);
+    let one = pages(&api, CONFIGMAPS, "resourceVersion=0").await;
+    assert_eq!(one.len(), 1);
+    assert_eq!(names(&one[0]), ["a", "b", "bb", "c", "e"]);
+    server.set_paginate_cached_lists(true);
+    assert_eq!(pages(&api, CONFIGMAPS, "resourceVersion=0").await.len(), 3);
+    // Their tokens expire with compaction, as every continue token does.
+    server.compact();
+    let expired = api.get(&format!("{CONFIGMAPS}?limit=2&continue={token}")).await;
+    assert_eq!((expired.status, expired.body["reason"].as_str()), (410, Some("Expired")));
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn cached_lists_ignore_the_limit_by_default() {
+    let server = start().await;
+    let api = Client::new(&server);
+    for name in ["e", "b", "d", "a", "c"] {
+        api.post(CONFIGMAPS, &configmap(name)).await;
+    }
+    for query in ["resourceVersion=0", "resourceVersion=0&resourceVersionMatch=NotOlderThan"] {
+        let all = pages(&api, CONFIGMAPS, query).await;
+        assert_eq!(all.len(), 1, "{query}");
+        assert_eq!(names(&all[0]), ["a", "b", "c", "d", "e"]);
+        assert_eq!(all[0]["metadata"]["resourceVersion"], server.resource_version().to_string());
+    }
     server.shutdown().await.unwrap();
 }
 

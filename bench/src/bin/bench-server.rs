@@ -15,7 +15,11 @@
 //! - `relist NAME`: stalls every watch, creates the pod `NAME`, compacts the history and ends
 //!   the watches: a re-watch from an older version gets `410 Expired`, and the peer relists;
 //! - `unmark NAME`: deletes that pod again, so the next case sees the count it loaded;
-//! - `watches`: how many watches are open; `wait-watches N`: waits until `N` are.
+//! - `watches`: how many watches are open; `wait-watches N`: waits until `N` are;
+//! - `paginate on` / `paginate off`: whether `resourceVersion=0` lists honour `limit` from now
+//!   on ([`ServerHandle::set_paginate_cached_lists`]; off at start, as kube-apiserver's watch
+//!   cache serves them whole): on, a peer's paged sync gets pages with continue tokens, all at
+//!   one version; the answer is `{"paginate":true}` or `{"paginate":false}`.
 //!
 //! Periodic bookmarks are off: no peer's version moves except through the commands.
 
@@ -217,6 +221,15 @@ impl Bench {
                     std::thread::sleep(Duration::from_millis(2));
                 }
                 Ok(json!({"watches": self.server.open_watches()}))
+            }
+            "paginate" => {
+                let on = match arg {
+                    "on" => true,
+                    "off" => false,
+                    _ => return Err(format!("{line:?}: paginate takes on or off")),
+                };
+                self.server.set_paginate_cached_lists(on);
+                Ok(json!({"paginate": on}))
             }
             other => Err(format!("unknown command {other:?}")),
         }
