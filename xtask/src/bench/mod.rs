@@ -335,6 +335,11 @@ fn measure(
         server.command("warm", long)?;
         eprintln!("xtask bench: {objects} pods loaded in {} ms", loaded["ms"]);
         for case in &cases {
+            // Pages of `resourceVersion=0` lists too, for this case only.
+            let paged = case.scenario == "paged";
+            if paged {
+                server.command("paginate on", long)?;
+            }
             for run in 1..=options.runs {
                 for (peer, exe) in peers {
                     if case.handlers != 1 && !has_handlers(peer) {
@@ -375,6 +380,9 @@ fn measure(
                     let sample = Sample { case: case.clone(), peer: peer.clone(), outcome };
                     results.samples.push(sample);
                 }
+            }
+            if paged {
+                server.command("paginate off", long)?;
             }
         }
         if cases.iter().any(|c| c.scenario == "churn") {
