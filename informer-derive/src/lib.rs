@@ -241,7 +241,10 @@ use proc_macro::TokenStream;
 ///   `factory.core().v1().pods()` are the viewed type's);
 /// - has an informer of its own beside the viewed type's, if both are asked for (two watches).
 ///   Where the factory knows informers by resource alone (`for_resource`), the informer of whole
-///   objects comes first.
+///   objects comes first;
+/// - in tests over `FakeSource`, which keeps objects per Rust type, is fed views
+///   (`source.add(view)`, as above); over HTTP (`embedded-apiserver`, a cluster) the server
+///   sends whole objects and the client decodes the view from them.
 ///
 /// `view` goes with no other attribute but `crates(...)`: the others name a resource or shape
 /// its CRD, which a view takes from the type it views.
