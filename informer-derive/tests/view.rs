@@ -2,7 +2,8 @@
 //! a view of pods and a view of a derived custom resource sync, tell their handlers about adds,
 //! updates, deletes and resyncs as whole objects do, answer listers by namespace, name and label
 //! and a custom index, skip `managedFields`, and never decode the fields they do not name (a pod
-//! whose field k8s-openapi's `Pod` cannot decode still syncs into the view).
+//! whose field k8s-openapi's `Pod` cannot decode still syncs into the view, by a list, a
+//! streaming list and a watch).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -14,6 +15,7 @@ use embedded_apiserver::ApiServer;
 use embedded_apiserver::testing::eventually;
 use informer_derive::Informer;
 use informer_runtime::client::{Client, Config};
+use informer_runtime::reflector::ReflectorConfig;
 use informer_runtime::store::IndexFn;
 use informer_runtime::{
     GroupVersionResource, HandlerFuncs, LabelSelector, Resource, SharedInformerFactory,
@@ -197,25 +199,35 @@ async fn fields_a_view_does_not_name_are_never_decoded() {
     assert!(serde_json::from_value::<Pod>(stored).is_err(), "Pod cannot decode it");
 
     let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
-    let factory = SharedInformerFactory::new(client.clone());
-    let lister = factory.lister::<PodView>();
-    factory.start();
-    assert!(factory.wait_for_cache_sync(DEADLINE).await.all_synced());
-    assert_eq!(lister.namespace("default").get("odd-0").unwrap().node(), Some("n1"));
+    // Listing then watching, and a streaming list (a watch with sendInitialEvents).
+    let listing = SharedInformerFactory::new(client.clone());
+    let streaming = SharedInformerFactory::builder(client.clone())
+        .reflector_config(ReflectorConfig::default().streaming_list(true))
+        .build();
+    for factory in [&listing, &streaming] {
+        let lister = factory.lister::<PodView>();
+        factory.start();
+        assert!(factory.wait_for_cache_sync(DEADLINE).await.all_synced());
+        assert_eq!(lister.namespace("default").get("odd-0").unwrap().node(), Some("n1"));
+    }
 
     // And through a watch event too.
     let mut later = pod("default", "odd-1", "web", "n2");
     later["spec"]["priority"] = json!({"very": "high"});
     server.create(&pods(), later).unwrap();
-    eventually("odd-1 in the view's cache", DEADLINE, || {
-        lister.namespace("default").get("odd-1").is_ok_and(|p| p.node() == Some("n2"))
-    })
-    .await;
+    for factory in [&listing, &streaming] {
+        let lister = factory.lister::<PodView>();
+        eventually("odd-1 in the view's cache", DEADLINE, || {
+            lister.namespace("default").get("odd-1").is_ok_and(|p| p.node() == Some("n2"))
+        })
+        .await;
+    }
     // A single-object read decodes into the view as well.
     let odd: PodView = client.get(Some("default"), "odd-1").await.unwrap();
     assert_eq!(odd.node(), Some("n2"));
 
-    factory.shutdown().await;
+    listing.shutdown().await;
+    streaming.shutdown().await;
     server.shutdown().await.unwrap();
 }
 
