@@ -310,7 +310,8 @@ pub fn derive_informer(input: TokenStream) -> TokenStream {
 /// # Errors
 ///
 /// A compile error for an empty list, a path with generics, a type listed twice, or two types
-/// of one resource (group, version and plural). A type without `#[derive(Informer)]` is
+/// of one resource (group, version and plural), or a view (`#[informer(view = ...)]`: the
+/// accessors of its resource are the viewed type's). A type without `#[derive(Informer)]` is
 /// reported by rustc, which does not find a macro of that name (`cannot find ... in ...`).
 #[proc_macro]
 pub fn informers(input: TokenStream) -> TokenStream {
