@@ -33,6 +33,7 @@ const LABEL: &str = "label";
 const VALIDATION: &str = "validation";
 const SCHEMA: &str = "schema";
 const CRATES: &str = "crates";
+const VIEW: &str = "view";
 
 /// Every attribute, for the unknown-attribute message.
 const ALL: &[&str] = &[
@@ -58,6 +59,7 @@ const ALL: &[&str] = &[
     VALIDATION,
     SCHEMA,
     CRATES,
+    VIEW,
 ];
 
 /// A value that may be given once; the span is where it was given.
@@ -151,6 +153,11 @@ pub(crate) struct Attrs {
     /// `"derived"` or `"disabled"`.
     pub(crate) schema: Attr<Spanned>,
     pub(crate) crates: Crates,
+    /// `view = path::To::Viewed` (or the path in a string): a view of that resource type.
+    pub(crate) view: Attr<syn::Path>,
+    /// Whether `view` was written, even with a value that could not be read: then the struct is
+    /// meant as a view, and the missing group and version are no error to add.
+    pub(crate) view_written: bool,
 }
 
 impl Attrs {
@@ -185,6 +192,8 @@ impl Attrs {
                 serde: Attr::none("serde"),
                 serde_json: Attr::none("serde_json"),
             },
+            view: Attr::none(VIEW),
+            view_written: false,
         }
     }
 }
@@ -301,6 +310,9 @@ fn suggestion(name: &str) -> Option<&'static str> {
         "cluster_scoped" | "clusterscoped" => "write `cluster`",
         "list_kind" => "the list kind is always the kind followed by `List`",
         "crate" => "write `crates(informer_runtime = path)`",
+        "projection" | "project" | "view_of" | "projection_of" | "viewed" => {
+            "write `view = Pod` for a view (projection) of another resource type"
+        }
         "derive" | "root" | "struct" => {
             "informer-derive works on the root struct you write; remove it"
         }
@@ -364,6 +376,10 @@ fn one(cx: &mut Ctxt, out: &mut Attrs, meta: &ParseNestedMeta<'_>) -> syn::Resul
             out.print_columns.push(column);
         }
         CRATES => crates(cx, &mut out.crates, meta)?,
+        VIEW => {
+            out.view_written = true;
+            out.view.set(cx, span, view(meta)?);
+        }
         _ => {
             let message = match suggestion(&name) {
                 Some(instead) => format!("unknown informer attribute `{name}`: {instead}"),
@@ -377,6 +393,18 @@ fn one(cx: &mut Ctxt, out: &mut Attrs, meta: &ParseNestedMeta<'_>) -> syn::Resul
         }
     }
     Ok(())
+}
+
+/// `view = Pod`, `view = k8s_openapi::api::core::v1::Pod`, or the path in a string (the form
+/// kube-derive gives types, as in `status = "FooStatus"`).
+fn view(meta: &ParseNestedMeta<'_>) -> syn::Result<syn::Path> {
+    const USAGE: &str = "write `view = Pod`, the path of the resource type this struct views";
+    let value = meta.value().map_err(|e| syn::Error::new(e.span(), USAGE))?;
+    if value.peek(LitStr) {
+        let lit: LitStr = value.parse()?;
+        return lit.parse().map_err(|_| syn::Error::new(lit.span(), USAGE));
+    }
+    value.parse().map_err(|e| syn::Error::new(e.span(), USAGE))
 }
 
 /// `annotation("key", "value")` (kube-derive's form) or `annotation(key = "...", value = "...")`.

@@ -21,7 +21,7 @@ use syn::spanned::Spanned as _;
 
 use crate::ctxt::Ctxt;
 use crate::valid::{self, Input};
-use crate::{fallback, informers, structural};
+use crate::{fallback, informers, structural, view};
 
 /// `#[derive(Informer)]` on `input`.
 pub(crate) fn derive(input: &syn::DeriveInput) -> TokenStream {
@@ -40,6 +40,9 @@ pub(crate) fn derive(input: &syn::DeriveInput) -> TokenStream {
 }
 
 fn expand(input: &Input) -> TokenStream {
+    if let Some(viewed) = &input.view {
+        return view::expand(input, viewed);
+    }
     let aliases = aliases(input);
     let helper = informers::helper(&input.ident, &input.vis, Some(&helper_data(input)));
     let resource = resource_impls(input);
@@ -125,12 +128,13 @@ fn path_string(path: &syn::Path) -> String {
     quote!(#path).to_string().replace(' ', "")
 }
 
-fn serialize(input: &Input) -> TokenStream {
-    let ident = &input.ident;
+/// `struct __InformerSerialize`, a copy of the struct with its serde attributes, and serde's
+/// `Serialize` derived for it with `remote = "Foo"`: `__InformerSerialize::serialize(&foo, s)`
+/// writes `foo` as `#[derive(Serialize)]` on the struct would.
+pub(crate) fn remote_serialize(input: &Input) -> TokenStream {
     let serde = &input.crates.serde;
-    let k8s = &input.crates.k8s_openapi;
     let serde_crate = path_string(serde);
-    let remote = ident.to_string();
+    let remote = input.ident.to_string();
     // `default` only matters to `Deserialize`, and would need the copy to be `Default`.
     let container = serde_attrs(&input.attrs, &["crate", "remote", "default"]);
     let fields = input.fields.iter().map(|f| {
@@ -147,6 +151,17 @@ fn serialize(input: &Input) -> TokenStream {
         struct __InformerSerialize {
             #(#fields,)*
         }
+    }
+}
+
+fn serialize(input: &Input) -> TokenStream {
+    let ident = &input.ident;
+    let serde = &input.crates.serde;
+    let k8s = &input.crates.k8s_openapi;
+    let serde_crate = path_string(serde);
+    let remote = remote_serialize(input);
+    quote! {
+        #remote
 
         #[automatically_derived]
         impl #serde::Serialize for #ident {
@@ -533,6 +548,38 @@ mod tests {
         assert!(code.contains("type Scope = ::k8s_openapi::ClusterResourceScope;"), "{code}");
         assert!(!code.contains("NamespaceLister"), "{code}");
         assert!(code.contains("type BarLister = ::informer_runtime::Lister<Bar>;"), "{code}");
+    }
+
+    #[test]
+    fn expands_a_view_without_crd_nor_k8s_openapi_traits() {
+        let code = expand_str(quote! {
+            #[informer(view = k8s_openapi::api::core::v1::Pod)]
+            pub struct PodView {
+                metadata: ObjectMeta,
+                spec: Option<PodViewSpec>,
+            }
+        });
+        for expected in [
+            "pub type PodViewInformer<'a, S> = ::informer_runtime::informers::TypedInformer<'a, S, PodView>;",
+            "pub type PodViewLister = ::informer_runtime::Lister<PodView>;",
+            "pub type PodViewNamespaceLister = ::informer_runtime::NamespaceLister<PodView>;",
+            "impl ::informer_runtime::Resource for PodView {",
+            "const KIND: &'static str = <k8s_openapi::api::core::v1::Pod as ::informer_runtime::Resource>::KIND;",
+            "type Scope = <k8s_openapi::api::core::v1::Pod as ::informer_runtime::Resource>::Scope;",
+            "const PARTIAL: bool = true;",
+            "impl ::serde::Serialize for PodView {",
+            "::core::compile_error!",
+        ] {
+            // Compared without whitespace: prettyplease breaks the longer lines.
+            let squash =
+                |text: &str| text.split_whitespace().collect::<String>().replace(",>", ">");
+            assert!(squash(&code).contains(&squash(expected)), "missing {expected:?} in\n{code}");
+        }
+        // Not a k8s-openapi resource (it would be a WholeObject, and a kube::Resource), no CRD,
+        // and no `apiVersion` or `kind` written.
+        for unexpected in ["k8s_openapi::Resource for", "fn crd", "apiVersion", "WholeObject"] {
+            assert!(!code.contains(unexpected), "{unexpected:?} in\n{code}");
+        }
     }
 
     #[test]

@@ -36,7 +36,6 @@ pub(crate) fn helper(
     vis: &syn::Visibility,
     data: Option<&TokenStream>,
 ) -> TokenStream {
-    let module = format_ident!("__informer_{ident}");
     let body = data.map_or_else(
         || quote! { ($($rest:tt)*) => {}; },
         |data| {
@@ -45,6 +44,16 @@ pub(crate) fn helper(
             }
         },
     );
+    helper_with(ident, vis, &body)
+}
+
+/// The hidden `macro_rules!` of `ident` with the arms `body`.
+pub(crate) fn helper_with(
+    ident: &syn::Ident,
+    vis: &syn::Visibility,
+    body: &TokenStream,
+) -> TokenStream {
+    let module = format_ident!("__informer_{ident}");
     // A macro_rules! can be re-exported at most crate-wide.
     let vis = if let syn::Visibility::Public(_) = vis {
         quote!(pub(crate))

@@ -4,13 +4,15 @@
 //!
 //! Stages, one module each (dtolnay's layout): `attrs` parses `#[informer(...)]`, `valid`
 //! checks the struct and the values and fills in defaults, `expand` generates the code (and
-//! `structural` the schema rewriter it embeds), `fallback` stubs the traits when there are
-//! errors. `ctxt` collects every error so one build reports them all. `informers` is
+//! `structural` the schema rewriter it embeds; `view` the code of a view), `fallback` stubs the
+//! traits when there are errors. `ctxt` collects every error so one build reports them all. `informers` is
 //! [`informers!`], the grouped factory accessors. The code informer-gen writes too (names,
 //! resource impls, aliases, accessors) comes from `informer-emit`, shared by both.
 //!
 //! See [`Informer`] for the attributes and what is generated, and [`informers!`] for
-//! `factory.example().v1().foos()`.
+//! `factory.example().v1().foos()`. With `#[informer(view = Pod)]`, the derive declares a view
+//! (a projection) of an existing resource instead, whose informer decodes only the fields the
+//! struct names (see "Views" under [`Informer`]).
 
 mod attrs;
 mod ctxt;
@@ -20,6 +22,7 @@ mod informers;
 mod names;
 mod structural;
 mod valid;
+mod view;
 
 use proc_macro::TokenStream;
 
@@ -127,7 +130,8 @@ use proc_macro::TokenStream;
 ///
 /// A compile error at the offending span for an unknown, duplicated or malformed attribute,
 /// `namespaced` with `cluster`, names the API server would reject, a struct without `metadata`,
-/// tuple and unit structs, enums, unions and generics; every error in one build.
+/// tuple and unit structs, enums, unions and generics, `view` with another attribute than
+/// `crates`; every error in one build.
 ///
 /// # Types you already have
 ///
@@ -145,6 +149,105 @@ use proc_macro::TokenStream;
 ///
 /// Such types have no generated `FooInformer`, `FooLister` or grouped accessors; they use the
 /// generic `factory.informer::<Foo>()` and `factory.lister::<Foo>()`.
+///
+/// # Views (projection informers)
+///
+/// `#[informer(view = Pod)]` declares a *view* of an existing resource type: a struct with only
+/// the fields a controller reads. Its informer lists and watches pods, and decodes each one
+/// straight into the view: serde skips every field the view does not name while parsing, so
+/// they are never allocated (client-go's transforms, by contrast, run after the full decode).
+/// Handlers, listers, indices and resync work as for any resource.
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use informer_derive::Informer;
+/// use informer_runtime::testing::FakeSource;
+/// use informer_runtime::{HandlerFuncs, LabelSelector, Resource, SharedInformerFactory};
+/// use k8s_openapi::api::core::v1::Pod;
+/// use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+/// use serde::{Deserialize, Serialize};
+///
+/// /// What the controller reads of a pod: its metadata, node and phase.
+/// #[derive(Clone, Debug, Deserialize, Informer)]
+/// #[informer(view = Pod)]
+/// pub struct PodView {
+///     pub metadata: ObjectMeta,
+///     pub spec: Option<PodViewSpec>,
+///     pub status: Option<PodViewStatus>,
+/// }
+///
+/// #[derive(Clone, Debug, Serialize, Deserialize)]
+/// #[serde(rename_all = "camelCase")]
+/// pub struct PodViewSpec {
+///     pub node_name: Option<String>,
+/// }
+///
+/// #[derive(Clone, Debug, Serialize, Deserialize)]
+/// pub struct PodViewStatus {
+///     pub phase: Option<String>,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// // Pod's identity: the informer lists and watches /api/v1/pods.
+/// assert_eq!((PodView::API_VERSION, PodView::KIND, PodView::PLURAL), ("v1", "Pod", "pods"));
+///
+/// // A whole pod decodes into the view; containers, volumes, ... are skipped unread.
+/// let pod = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-0","namespace":"default"},
+///     "spec":{"nodeName":"node-1","containers":[{"name":"c","image":"nginx"}]},
+///     "status":{"phase":"Running","containerStatuses":[]}}"#;
+/// let view: PodView = serde_json::from_str(pod).unwrap();
+/// assert_eq!(view.spec.as_ref().and_then(|s| s.node_name.as_deref()), Some("node-1"));
+///
+/// let source = FakeSource::new(); // or an HTTP `Client`
+/// source.add(view);
+/// let factory = SharedInformerFactory::new(source);
+/// let pods = PodViewInformer::new(&factory); // or factory.informer::<PodView>()
+/// pods.informer()
+///     .add_event_handler(HandlerFuncs::new().on_add(|pod: Arc<PodView>, _initial| {
+///         println!("{:?} on {:?}", pod.metadata.name, pod.spec.as_ref().map(|s| &s.node_name));
+///     }))
+///     .unwrap();
+/// factory.start();
+/// factory.wait_for_cache_sync(std::time::Duration::from_secs(10)).await;
+/// let lister: PodViewLister = pods.lister();
+/// let web_0 = lister.namespace("default").get("web-0").unwrap();
+/// assert_eq!(web_0.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Running"));
+/// factory.shutdown().await;
+/// # }
+/// ```
+///
+/// A view:
+///
+/// - takes its identity (`API_VERSION`, `GROUP`, `VERSION`, `KIND`, `PLURAL`, scope) from the
+///   viewed type's `informer_runtime::Resource` impl, so any type an informer accepts can be
+///   viewed: k8s-openapi's built-ins, `informer-gen`'s output, `#[derive(Informer)]` custom
+///   resources, `impl_resource!` types. The path may be given as a string too
+///   (`view = "Pod"`);
+/// - needs a `metadata: ObjectMeta` field (the cache keys objects by namespace and name); it
+///   skips `metadata.managedFields` while decoding, as whole objects do, unless the factory
+///   keeps them;
+/// - implements `informer_runtime::Resource` directly, and neither k8s-openapi's traits nor
+///   `informer_runtime::WholeObject`: the client's writes (`Client::create`,
+///   `Client::replace`) refuse it at compile time, since writing a view would erase every field
+///   it lacks on the server (`Client::patch_merge` takes a view: a patch names what it
+///   changes). For the same reason it is not a `kube::Resource`;
+/// - gets `Serialize`, writing its fields as serde's derive would and no `apiVersion` or
+///   `kind`: its JSON never passes for the whole object. Derive `Deserialize` (and `Serialize`
+///   on the fields' types); `#[serde(deny_unknown_fields)]` is refused, as a view skips fields
+///   by design;
+/// - gets the aliases `PodViewInformer<'a, S>`, `PodViewLister` and `PodViewNamespaceLister`,
+///   and no `crd()`, no grouped accessors (`informers!` refuses a view: the accessors
+///   `factory.core().v1().pods()` are the viewed type's);
+/// - has an informer of its own beside the viewed type's, if both are asked for (two watches).
+///   Where the factory knows informers by resource alone (`for_resource`), the informer of whole
+///   objects comes first;
+/// - in tests over `FakeSource`, which keeps objects per Rust type, is fed views
+///   (`source.add(view)`, as above); over HTTP (`embedded-apiserver`, a cluster) the server
+///   sends whole objects and the client decodes the view from them.
+///
+/// `view` goes with no other attribute but `crates(...)`: the others name a resource or shape
+/// its CRD, which a view takes from the type it views.
 #[proc_macro_derive(Informer, attributes(informer, schemars))]
 pub fn derive_informer(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);
@@ -207,7 +310,8 @@ pub fn derive_informer(input: TokenStream) -> TokenStream {
 /// # Errors
 ///
 /// A compile error for an empty list, a path with generics, a type listed twice, or two types
-/// of one resource (group, version and plural). A type without `#[derive(Informer)]` is
+/// of one resource (group, version and plural), or a view (`#[informer(view = ...)]`: the
+/// accessors of its resource are the viewed type's). A type without `#[derive(Informer)]` is
 /// reported by rustc, which does not find a macro of that name (`cannot find ... in ...`).
 #[proc_macro]
 pub fn informers(input: TokenStream) -> TokenStream {

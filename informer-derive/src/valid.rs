@@ -42,6 +42,9 @@ pub(crate) struct Input {
     /// accepts any object (`schema = "disabled"`).
     pub(crate) derived_schema: bool,
     pub(crate) crates: Crates,
+    /// `view = Pod`: the type this struct is a view of. A view takes that type's identity and
+    /// has no CRD: the names and CRD settings above are then empty and unused.
+    pub(crate) view: Option<syn::Path>,
 }
 
 /// The scale subresource's paths.
@@ -92,20 +95,30 @@ pub(crate) fn check(cx: &mut Ctxt, input: &syn::DeriveInput) -> Option<Input> {
         );
         return None;
     };
-    serde_container(cx, &input.attrs);
-    derived_serialize(cx, &input.attrs);
+    let view = attrs.view.get().cloned();
+    serde_container(cx, &input.attrs, view.is_some());
+    derived_serialize(cx, &input.attrs, view.is_some());
     for field in &fields {
         if let Some(ident) = &field.ident {
             if ident == "api_version" || ident == "kind" || ident == "type_meta" {
-                cx.error_spanned_by(
-                    ident,
-                    format!(
-                        "remove the `{ident}` field: #[derive(Informer)] writes `apiVersion` and \
-                         `kind` itself, from #[informer(group, version, kind)]"
-                    ),
-                );
+                let why = if view.is_some() {
+                    "a view has the `apiVersion` and `kind` of the type it views, and holds \
+                     neither"
+                } else {
+                    "#[derive(Informer)] writes `apiVersion` and `kind` itself, from \
+                     #[informer(group, version, kind)]"
+                };
+                cx.error_spanned_by(ident, format!("remove the `{ident}` field: {why}"));
             }
         }
+    }
+    if let Some(view) = view {
+        view_conflicts(cx, &attrs, &view);
+        return Some(view_input(input, fields, metadata, &attrs, view));
+    }
+    if attrs.view_written {
+        // A view whose type could not be read: that error is recorded, and no other applies.
+        return None;
     }
     let ident = input.ident.clone();
     let anchor =
@@ -213,7 +226,89 @@ pub(crate) fn check(cx: &mut Ctxt, input: &syn::DeriveInput) -> Option<Input> {
         validations: attrs.validations.iter().map(|(s, _)| s.clone()).collect(),
         derived_schema,
         crates,
+        view: None,
     })
+}
+
+/// A view's [`Input`]: its struct and crates; every name and CRD setting is left empty, as the
+/// viewed type's impls give the names and a view has no CRD.
+fn view_input(
+    input: &syn::DeriveInput,
+    fields: Vec<syn::Field>,
+    metadata: syn::Field,
+    attrs: &Attrs,
+    view: syn::Path,
+) -> Input {
+    Input {
+        ident: input.ident.clone(),
+        vis: input.vis.clone(),
+        attrs: input.attrs.clone(),
+        fields,
+        metadata,
+        group: String::new(),
+        version: String::new(),
+        kind: String::new(),
+        list_kind: String::new(),
+        plural: String::new(),
+        singular: String::new(),
+        short_names: Vec::new(),
+        categories: Vec::new(),
+        namespaced: true,
+        status: false,
+        scale: None,
+        print_columns: Vec::new(),
+        selectable: Vec::new(),
+        served: true,
+        storage: true,
+        deprecated: false,
+        deprecation_warning: None,
+        annotations: Vec::new(),
+        labels: Vec::new(),
+        validations: Vec::new(),
+        derived_schema: false,
+        crates: crates(&attrs.crates),
+        view: Some(view),
+    }
+}
+
+/// Every attribute beside `view` but `crates` is an error: they name a resource or describe its
+/// CRD, and a view has the identity of the type it views and no CRD.
+fn view_conflicts(cx: &mut Ctxt, attrs: &Attrs, view: &syn::Path) {
+    let viewed = view.segments.last().map_or_else(String::new, |s| s.ident.to_string());
+    let mut spans: Vec<(&str, Span)> = Vec::new();
+    let single = [
+        ("group", attrs.group.span()),
+        ("version", attrs.version.span()),
+        ("kind", attrs.kind.span()),
+        ("plural", attrs.plural.span()),
+        ("singular", attrs.singular.span()),
+        ("namespaced", attrs.namespaced.span()),
+        ("cluster", attrs.cluster.span()),
+        ("status", attrs.status.span()),
+        ("scale", attrs.scale.span()),
+        ("served", attrs.served.span()),
+        ("storage", attrs.storage.span()),
+        ("deprecated", attrs.deprecated.span()),
+        ("deprecation_warning", attrs.deprecation_warning.span()),
+        ("schema", attrs.schema.span()),
+    ];
+    spans.extend(single.into_iter().filter_map(|(name, span)| Some((name, span?))));
+    spans.extend(attrs.short_names.iter().map(|(_, span)| ("shortname", *span)));
+    spans.extend(attrs.categories.iter().map(|(_, span)| ("category", *span)));
+    spans.extend(attrs.selectable.iter().map(|(_, span)| ("selectable", *span)));
+    spans.extend(attrs.validations.iter().map(|(_, span)| ("validation", *span)));
+    spans.extend(attrs.print_columns.iter().map(|c| ("printcolumn", c.span)));
+    spans.extend(attrs.annotations.iter().map(|((_, span), _)| ("annotation", *span)));
+    spans.extend(attrs.labels.iter().map(|((_, span), _)| ("label", *span)));
+    for (name, span) in spans {
+        cx.error_at(
+            span,
+            format!(
+                "`{name}` does not apply to a view: a view has the identity of `{viewed}` and no \
+                 CustomResourceDefinition; remove `{name}`, or `view` to declare a resource"
+            ),
+        );
+    }
 }
 
 /// The named fields of a plain struct, or errors saying what to write instead.
@@ -257,14 +352,21 @@ fn shape(cx: &mut Ctxt, input: &syn::DeriveInput) -> Option<Vec<syn::Field>> {
 }
 
 /// Container-level serde attributes that would break the wire format.
-fn serde_container(cx: &mut Ctxt, attrs: &[syn::Attribute]) {
+fn serde_container(cx: &mut Ctxt, attrs: &[syn::Attribute], view: bool) {
     for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
         let Ok(metas) = serde_metas(attr) else { continue };
         for meta in metas {
             let path = meta.path();
-            let message = if path.is_ident("deny_unknown_fields") {
+            let message = if path.is_ident("deny_unknown_fields") && view {
+                "remove `deny_unknown_fields`: a view decodes whole objects and skips every field \
+                 it does not name"
+            } else if path.is_ident("deny_unknown_fields") {
                 "remove `deny_unknown_fields`: objects from the API server carry `apiVersion` and \
                  `kind`, which the struct has no fields for"
+            } else if view && (path.is_ident("into") || path.is_ident("transparent")) {
+                "#[derive(Informer)] serializes a view as its fields: remove this serde attribute"
+            } else if view {
+                continue;
             } else if path.is_ident("into") || path.is_ident("transparent") || path.is_ident("tag")
             {
                 "#[derive(Informer)] serializes the struct as an object with `apiVersion` and \
@@ -278,7 +380,7 @@ fn serde_container(cx: &mut Ctxt, attrs: &[syn::Attribute]) {
 }
 
 /// `Serialize` derived next to `Informer` (when the compiler shows the derive to this one).
-fn derived_serialize(cx: &mut Ctxt, attrs: &[syn::Attribute]) {
+fn derived_serialize(cx: &mut Ctxt, attrs: &[syn::Attribute], view: bool) {
     for attr in attrs.iter().filter(|a| a.path().is_ident("derive")) {
         let Ok(paths) = attr.parse_args_with(
             syn::punctuated::Punctuated::<syn::Path, syn::Token![,]>::parse_terminated,
@@ -288,11 +390,14 @@ fn derived_serialize(cx: &mut Ctxt, attrs: &[syn::Attribute]) {
         for path in
             paths.iter().filter(|p| p.segments.last().is_some_and(|s| s.ident == "Serialize"))
         {
-            cx.error_spanned_by(
-                path,
+            let message = if view {
+                "remove `Serialize` from the derives: #[derive(Informer)] implements it for a \
+                 view, writing its fields as serde's derive would"
+            } else {
                 "remove `Serialize` from the derives: #[derive(Informer)] implements it, writing \
-                 `apiVersion` and `kind` before the fields",
-            );
+                 `apiVersion` and `kind` before the fields"
+            };
+            cx.error_spanned_by(path, message);
         }
     }
 }

@@ -41,6 +41,13 @@
 //! cache, handlers and [`Lister<PartialObjectMetadata<Pod>>`](crate::Lister) hold nothing else.
 //! It is an informer like any other, shared per type, and is separate from
 //! `factory.informer::<Pod>()`. See the [`metadata`](crate::metadata) module.
+//!
+//! # Views
+//!
+//! A view (projection) of pods, a struct with `#[informer(view = Pod)]` and only the fields a
+//! controller reads, has an informer of its own too: `factory.informer::<PodView>()` lists and
+//! watches pods and decodes each straight into `PodView`, skipping the rest unallocated. See
+//! [Whole objects, metadata and views](crate::resource#whole-objects-metadata-and-views).
 
 use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, HashMap};
@@ -248,7 +255,7 @@ impl<S: ListWatchSource> FactoryBuilder<S> {
 /// A type-erased informer: what the factory needs to run, sync and list any of them.
 trait ErasedInformer: Send + Sync {
     fn gvr(&self) -> GroupVersionResource;
-    fn metadata_only(&self) -> bool;
+    fn partial(&self) -> bool;
     fn has_synced(&self) -> bool;
     fn wait_for_sync(&self) -> BoxFuture<'static, bool>;
     fn run(&self, stop: CancellationToken) -> BoxFuture<'static, ShutdownReport>;
@@ -262,8 +269,8 @@ impl<K: Resource> ErasedInformer for SharedIndexInformer<K> {
         GroupVersionResource::of::<K>()
     }
 
-    fn metadata_only(&self) -> bool {
-        K::METADATA_ONLY
+    fn partial(&self) -> bool {
+        K::PARTIAL
     }
 
     fn has_synced(&self) -> bool {
@@ -569,10 +576,10 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
     /// The informer for a resource known only at run time: one already asked for, or one whose
     /// type was [registered](Self::register).
     ///
-    /// A resource has informers of two types when both `K` and
-    /// [`PartialObjectMetadata<K>`](crate::metadata::PartialObjectMetadata) were asked for; the
-    /// one of `K` (whole objects) is the answer then, as it is what client-go's
-    /// `ForResource` gives.
+    /// A resource has informers of several types when `K` and
+    /// [`PartialObjectMetadata<K>`](crate::metadata::PartialObjectMetadata) or a view of `K`
+    /// were asked for; the one of `K` (whole objects) is the answer then, as it is what
+    /// client-go's `ForResource` gives. Between parts only (metadata, views), any of them.
     ///
     /// # Errors
     ///
@@ -584,12 +591,12 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
     ) -> Result<GenericInformer, FactoryError> {
         let constructor = {
             let state = self.inner.state.lock();
-            // Whole objects before metadata only, whatever the map's order.
+            // Whole objects before metadata only and views, whatever the map's order.
             let found = state
                 .informers
                 .values()
                 .filter(|e| e.erased.gvr() == *gvr)
-                .min_by_key(|e| e.erased.metadata_only());
+                .min_by_key(|e| e.erased.partial());
             if let Some(entry) = found {
                 return Ok(GenericInformer { erased: Arc::clone(&entry.erased) });
             }
@@ -626,8 +633,8 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
 
     /// Waits until every started informer has synced, or `timeout` passed; says which synced.
     ///
-    /// The report names resources: when a resource has both a whole-object and a
-    /// metadata-only informer, it says synced only if both did.
+    /// The report names resources: when a resource has several informers (whole objects,
+    /// metadata only, views), it says synced only if all did.
     pub async fn wait_for_cache_sync(&self, timeout: Duration) -> CacheSyncReport {
         let started: Vec<Arc<dyn ErasedInformer>> = self
             .inner
@@ -665,12 +672,13 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
 }
 
 /// Makes `K` the type [`for_resource`](SharedInformerFactory::for_resource) builds for its
-/// resource, unless it is metadata-only and another type is registered there already.
+/// resource, unless it holds parts of objects (metadata only, a view) and another type is
+/// registered there already.
 fn register<S: ListWatchSource, K: Resource>(
     registered: &mut HashMap<GroupVersionResource, Constructor<S>>,
 ) {
     let gvr = GroupVersionResource::of::<K>();
-    if !K::METADATA_ONLY || !registered.contains_key(&gvr) {
+    if !K::PARTIAL || !registered.contains_key(&gvr) {
         registered.insert(gvr, |f| Arc::new(f.informer::<K>()));
     }
 }

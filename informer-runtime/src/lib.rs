@@ -7,7 +7,9 @@
 //! [`Resource`] (kube-rs's `#[derive(CustomResource)]` roots and kopium's output, with one
 //! [`impl_resource!`] line; see the [`resource`] module). For a kind whose `spec` a controller
 //! does not read, [`PartialObjectMetadata<K>`] caches only its metadata (see the [`metadata`]
-//! module).
+//! module); one whose few fields it does read declares a view of it, a struct with only those
+//! fields, whose informer decodes nothing else (`#[informer(view = Pod)]` in `informer-derive`,
+//! or [`impl_resource!`]; see [the `resource` module](resource#whole-objects-metadata-and-views)).
 //!
 //! # Where to start
 //!
@@ -81,7 +83,7 @@ pub use factory::SharedInformerFactory;
 pub use lister::{Lister, NamespaceLister, NotFound};
 pub use listwatch::{ListWatchSource, ListerWatcher, Status};
 pub use metadata::PartialObjectMetadata;
-pub use resource::{GroupVersionResource, Resource, is_namespaced};
+pub use resource::{GroupVersionResource, Resource, WholeObject, is_namespaced};
 pub use selector::LabelSelector;
 pub use shared_informer::{
     DeletedObject, HandlerFuncs, ResourceEventHandler, ResourceEventHandlerRegistration,

@@ -14,6 +14,25 @@
 //!   kube-rs's `#[derive(CustomResource)]` and kopium generate: kube implements `kube::Resource`
 //!   for every k8s-openapi resource, so such a root, which implements `kube::Resource` itself,
 //!   must not implement k8s-openapi's traits, and coherence allows this trait's impl for it.
+//!
+//! # Whole objects, metadata and views
+//!
+//! Most resource types hold whole objects. Two kinds hold only a part of each object, which an
+//! informer caches at a fraction of the memory:
+//! [`PartialObjectMetadata<K>`](crate::metadata::PartialObjectMetadata) (the metadata alone,
+//! which the API server sends as such), and *views* (projections): a struct with only the fields
+//! a controller reads, declared with `#[derive(Informer)]` and `#[informer(view = Pod)]`, or with
+//! [`impl_resource!(PodView, view = Pod)`](crate::impl_resource). A view has the identity of the
+//! type it views; the server sends whole objects, and each is decoded straight into the view, so
+//! the fields it does not name are skipped while parsing and never allocated (client-go's
+//! transforms run after the full decode).
+//!
+//! Writing a part back would erase what it lacks, so only types that hold whole objects are
+//! [`WholeObject`]s, the bound of the client's writes ([`Client::create`] and
+//! [`Client::replace`]): reads, merge patches and deletes take any [`Resource`].
+//!
+//! [`Client::create`]: crate::client::Client::create
+//! [`Client::replace`]: crate::client::Client::replace
 
 use std::any::TypeId;
 use std::fmt;
@@ -66,6 +85,12 @@ pub trait Resource: Clone + Serialize + DeserializeOwned + Send + Sync + 'static
     #[doc(hidden)]
     const METADATA_ONLY: bool = false;
 
+    /// Whether values of this type hold only a part of their objects: metadata only, or a view
+    /// (see the [module docs](self)). Where the factory knows informers by resource alone, it
+    /// prefers the informer of whole objects. Defaulted, as `METADATA_ONLY`.
+    #[doc(hidden)]
+    const PARTIAL: bool = Self::METADATA_ONLY;
+
     /// The object's metadata.
     fn meta(&self) -> &ObjectMeta;
 
@@ -98,6 +123,38 @@ where
     fn meta_mut(&mut self) -> &mut ObjectMeta {
         k8s_openapi::Metadata::metadata_mut(self)
     }
+}
+
+/// A [`Resource`] whose values are whole objects, which the API server can store as they are:
+/// what [`Client::create`] and [`Client::replace`] send.
+///
+/// Implemented for every type with k8s-openapi's traits (built-ins, `informer-gen`'s output,
+/// `#[derive(Informer)]` custom resources) and by [`impl_resource!`](crate::impl_resource) for
+/// the other roots. Not for [`PartialObjectMetadata<K>`](crate::metadata::PartialObjectMetadata)
+/// nor views (`#[informer(view = Pod)]`, `impl_resource!(PodView, view = Pod)`): they lack fields,
+/// and a write would erase them on the server. A type implementing [`Resource`] by hand
+/// implements this trait too, if its values are whole objects.
+///
+/// ```compile_fail
+/// # async fn run(client: informer_runtime::Client, metadata: informer_runtime::PartialObjectMetadata<k8s_openapi::api::core::v1::Pod>) {
+/// // The metadata of a pod is not a pod: replacing the pod with it would erase its spec.
+/// client.replace(Some("default"), "web-0", &metadata).await;
+/// # }
+/// ```
+///
+/// [`Client::create`]: crate::client::Client::create
+/// [`Client::replace`]: crate::client::Client::replace
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` holds a part of its objects, not whole objects: writing it would erase the fields it lacks",
+    label = "a view or metadata, not a whole object",
+    note = "write the type it views, or change fields with `Client::patch_merge`"
+)]
+#[doc(alias = "Writable")]
+pub trait WholeObject: Resource {}
+
+impl<T> WholeObject for T where
+    T: k8s_openapi::Resource + k8s_openapi::Metadata<Ty = ObjectMeta> + Resource
+{
 }
 
 /// Whether objects of `K` live in a namespace.
@@ -200,7 +257,41 @@ impl fmt::Display for GroupVersionResource {
 /// from them and checks `apiVersion` and `kind` of what the server sends against them.
 ///
 /// Writes through [`Client`](crate::Client) send the type's `Serialize` output as it is, so it
-/// must write `apiVersion` and `kind` (kube-rs's roots do); informers only read.
+/// must write `apiVersion` and `kind` (kube-rs's roots do); informers only read. The type is a
+/// [`WholeObject`].
+///
+/// # Views
+///
+/// `impl_resource!(PodView, view = Pod)` makes a struct with some of `Pod`'s fields a view of
+/// pods (see the [module docs](self#whole-objects-metadata-and-views)): it has the identity of
+/// the viewed type (any [`Resource`]), its informer lists and watches pods and decodes each
+/// straight into `PodView`, and it is not a [`WholeObject`], so the client cannot write it.
+/// `#[derive(Informer)]` with `#[informer(view = Pod)]` writes the same impl, and `Serialize`.
+///
+/// ```
+/// use informer_runtime::{Resource, impl_resource};
+/// use k8s_openapi::api::core::v1::Pod;
+/// use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+///
+/// /// A pod's name, labels and node: nothing else is decoded.
+/// #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+/// pub struct PodView {
+///     pub metadata: ObjectMeta,
+///     pub spec: Option<PodViewSpec>,
+/// }
+/// #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+/// pub struct PodViewSpec {
+///     #[serde(rename = "nodeName")]
+///     pub node_name: Option<String>,
+/// }
+///
+/// impl_resource!(PodView, view = Pod);
+///
+/// assert_eq!((PodView::API_VERSION, PodView::KIND, PodView::PLURAL), ("v1", "Pod", "pods"));
+/// let json = r#"{"kind":"Pod","metadata":{"name":"web-0"},"spec":{"nodeName":"n1","containers":[]}}"#;
+/// let view: PodView = serde_json::from_str(json).unwrap();
+/// assert_eq!(view.spec.and_then(|s| s.node_name).as_deref(), Some("n1"));
+/// ```
 #[macro_export]
 macro_rules! impl_resource {
     (@scope namespaced) => { $crate::__private::k8s_openapi::NamespaceResourceScope };
@@ -219,6 +310,30 @@ macro_rules! impl_resource {
             const KIND: &'static str = $kind;
             const PLURAL: &'static str = $plural;
             type Scope = $crate::impl_resource!(@scope $scope);
+
+            fn meta(&self) -> &$crate::__private::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                &self.metadata
+            }
+
+            fn meta_mut(&mut self) -> &mut $crate::__private::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                &mut self.metadata
+            }
+        }
+
+        #[automatically_derived]
+        impl $crate::resource::WholeObject for $ty {}
+    };
+    // A view: the viewed type's identity, and no `WholeObject`.
+    ($ty:ty, view = $viewed:ty $(,)?) => {
+        #[automatically_derived]
+        impl $crate::Resource for $ty {
+            const API_VERSION: &'static str = <$viewed as $crate::Resource>::API_VERSION;
+            const GROUP: &'static str = <$viewed as $crate::Resource>::GROUP;
+            const VERSION: &'static str = <$viewed as $crate::Resource>::VERSION;
+            const KIND: &'static str = <$viewed as $crate::Resource>::KIND;
+            const PLURAL: &'static str = <$viewed as $crate::Resource>::PLURAL;
+            type Scope = <$viewed as $crate::Resource>::Scope;
+            const PARTIAL: bool = true;
 
             fn meta(&self) -> &$crate::__private::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
                 &self.metadata
@@ -248,6 +363,27 @@ mod tests {
     fn scope_follows_k8s_openapi() {
         assert!(is_namespaced::<Pod>());
         assert!(!is_namespaced::<Namespace>());
+    }
+
+    /// A view of deployments, by `impl_resource!`.
+    #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+    struct DeploymentView {
+        metadata: ObjectMeta,
+    }
+    crate::impl_resource!(DeploymentView, view = Deployment);
+
+    #[test]
+    fn a_view_has_the_identity_of_the_viewed_type_and_is_partial() {
+        type V = DeploymentView;
+        assert_eq!(
+            (V::API_VERSION, V::GROUP, V::VERSION, V::KIND, V::PLURAL),
+            ("apps/v1", "apps", "v1", "Deployment", "deployments")
+        );
+        assert_eq!(GroupVersionResource::of::<V>(), GroupVersionResource::of::<Deployment>());
+        assert!(is_namespaced::<V>());
+        const { assert!(V::PARTIAL && !V::METADATA_ONLY) };
+        const { assert!(!Deployment::PARTIAL) };
+        const { assert!(crate::metadata::PartialObjectMetadata::<Pod>::PARTIAL) };
     }
 
     #[test]

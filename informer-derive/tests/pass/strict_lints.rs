@@ -44,6 +44,22 @@ pub(crate) struct Bar {
     metadata: ObjectMeta,
 }
 
+/// A view of `Foo`, and a private view of pods.
+#[derive(Clone, Debug, Deserialize, Informer)]
+#[informer(view = Foo)]
+pub struct FooView {
+    /// Metadata.
+    pub metadata: ObjectMeta,
+}
+
+#[derive(Clone, Debug, Deserialize, Informer)]
+#[informer(view = "k8s_openapi::api::core::v1::Pod")]
+struct PodView {
+    metadata: ObjectMeta,
+    #[serde(default)]
+    spec: Option<FooSpec>,
+}
+
 /// The grouped accessors.
 pub mod informers {
     informer_derive::informers!(super::Foo, crate::Bar);
@@ -82,4 +98,7 @@ fn main() {
     let _ = Bar::crd();
     let _: Option<FooLister> = None;
     let _: Option<BarLister> = None;
+    let _: Option<FooViewNamespaceLister> = None;
+    let _: Option<PodViewLister> = None;
+    let _: Option<PodViewInformer<'_, informer_runtime::Client>> = None;
 }

@@ -18,7 +18,7 @@ use super::error::{
 use super::request::{JSON, collection_url, object_accept, object_url, resource_name};
 use super::tls::{self, PinnedHost, TlsOptions};
 use crate::listwatch::Error;
-use crate::resource::{Resource, is_namespaced};
+use crate::resource::{Resource, WholeObject, is_namespaced};
 
 /// Sent as `User-Agent`.
 const USER_AGENT: &str = concat!("informer-runtime/", env!("CARGO_PKG_VERSION"));
@@ -192,10 +192,14 @@ impl Client {
 
     /// Creates an object; returns it as the server stored it.
     ///
+    /// `K` holds whole objects ([`WholeObject`]): a view or
+    /// [`PartialObjectMetadata`](crate::metadata::PartialObjectMetadata) lacks fields, which the
+    /// server would then not have.
+    ///
     /// # Errors
     ///
     /// As [`Client::get`]; `409 Conflict` ([`ClientError::is_conflict`]) when it exists.
-    pub async fn create<K: Resource>(&self, namespace: Option<&str>, object: &K) -> Result<K> {
+    pub async fn create<K: WholeObject>(&self, namespace: Option<&str>, object: &K) -> Result<K> {
         let url = self.collection_url::<K>(namespace)?;
         let body = encode(&url, object)?;
         self.request_object(Method::POST, url, Some(("application/json", body))).await
@@ -204,10 +208,14 @@ impl Client {
     /// Replaces an object (an update); the object's `metadata.resourceVersion`, when set, makes
     /// it conditional.
     ///
+    /// `K` holds whole objects ([`WholeObject`]): replacing an object with a view or its
+    /// metadata would erase every field they lack. To change some fields of an object whose
+    /// view you hold, send a [merge patch](Self::patch_merge).
+    ///
     /// # Errors
     ///
     /// As [`Client::get`]; `409 Conflict` when the resource version is stale.
-    pub async fn replace<K: Resource>(
+    pub async fn replace<K: WholeObject>(
         &self,
         namespace: Option<&str>,
         name: &str,
@@ -219,6 +227,9 @@ impl Client {
     }
 
     /// Applies a JSON merge patch (RFC 7386) to an object; returns the result.
+    ///
+    /// The patch names the fields it changes, so `K` may be a view: the result is decoded into
+    /// it.
     ///
     /// # Errors
     ///

@@ -254,6 +254,69 @@ mod tests {
         assert!(seen >= 8, "found {seen} pod files in {}", dir.display());
     }
 
+    /// A view of pods: the fields a scheduler-like controller reads.
+    #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct PodView {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        spec: Option<PodViewSpec>,
+    }
+
+    #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct PodViewSpec {
+        #[serde(rename = "nodeName")]
+        node_name: Option<String>,
+        containers: Vec<ContainerView>,
+    }
+
+    #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct ContainerView {
+        name: String,
+    }
+
+    crate::impl_resource!(PodView, view = Pod);
+
+    #[test]
+    fn views_decode_real_pods_as_serde_json_does_without_managed_fields() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/objects");
+        let mut pruning = ObjectDecoder::<PodView>::new(false);
+        let mut keeping = ObjectDecoder::<PodView>::new(true);
+        let mut seen = 0;
+        let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for entry in entries {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            if !(name.contains("-pod-") || name.ends_with("core.v1.Pod.json")) {
+                continue;
+            }
+            let json = std::fs::read(dir.join(&name)).unwrap();
+            let expected: PodView = serde_json::from_slice(&json).unwrap();
+            assert!(expected.metadata.managed_fields.is_some(), "{name} has managedFields");
+            assert_eq!(keeping.decode(&json).unwrap(), expected, "{name}");
+            let pruned = pruning.decode(&json).unwrap();
+            assert_eq!(pruned.metadata.managed_fields, None, "{name}");
+            assert_eq!(pruned.spec, expected.spec, "{name}");
+            seen += 1;
+        }
+        assert!(seen >= 8, "found {seen} pod files in {}", dir.display());
+    }
+
+    #[test]
+    fn fields_a_view_does_not_name_are_skipped_whatever_they_hold() {
+        // Neither a `Pod` (priority is an integer there, volumes a list) nor small, and both
+        // decoders (simd-json, and serde_json past FAST_MAX) skip it.
+        let odd = r#"{"metadata":{"name":"a"},"spec":{"nodeName":"n1","priority":"high",
+            "containers":[{"name":"c","ports":{"not":"a list"}}],"volumes":7},"status":[1,2]}"#;
+        assert!(serde_json::from_str::<Pod>(odd).is_err());
+        let large = odd.replacen("\"high\"", &format!("\"{}\"", "h".repeat(FAST_MAX)), 1);
+        let mut decoder = ObjectDecoder::<PodView>::new(false);
+        for json in [odd, large.as_str()] {
+            let view = decoder.decode(json.as_bytes()).unwrap();
+            let spec = view.spec.unwrap();
+            assert_eq!(spec.node_name.as_deref(), Some("n1"));
+            assert_eq!(spec.containers, [ContainerView { name: "c".to_owned() }]);
+        }
+    }
+
     #[test]
     fn nesting_too_deep_for_serde_json_is_refused_without_overflowing_the_stack() {
         // Deeper than a thread's stack can recurse through, in a field pods do not have:

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta};
 
 use super::*;
 use crate::listwatch::{Error, Status};
@@ -161,6 +161,55 @@ async fn for_resource_by_group_version_resource() {
     assert_eq!(lister.get(Some("ns"), "zz").err().unwrap().to_string(), r#"pods "zz" not found"#);
     factory.shutdown().await;
     let _ = Arc::new(());
+}
+
+/// A view of pods: their metadata and node.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct PodView {
+    metadata: ObjectMeta,
+    #[serde(default)]
+    spec: serde_json::Map<String, serde_json::Value>,
+}
+crate::impl_resource!(PodView, view = Pod);
+
+#[tokio::test]
+async fn for_resource_prefers_whole_objects_to_views_in_either_order() {
+    let source = FakeSource::new();
+    source.add(pod("ns", "a", ""));
+    source.add(PodView { metadata: pod("ns", "a", "").metadata, spec: serde_json::Map::new() });
+    let gvr = GroupVersionResource::of::<Pod>();
+    // The view asked for first, then the pods; and the other way round.
+    for view_first in [true, false] {
+        let factory = SharedInformerFactory::new(source.clone());
+        if view_first {
+            let _ = factory.informer::<PodView>();
+            let only = factory.for_resource(&gvr).unwrap();
+            assert!(only.downcast::<PodView>().is_some(), "the only informer of pods");
+            let _ = factory.informer::<Pod>();
+        } else {
+            let _ = factory.informer::<Pod>();
+            let _ = factory.informer::<PodView>();
+        }
+        let found = factory.for_resource(&gvr).unwrap();
+        assert!(
+            found.downcast::<Pod>().is_some(),
+            "whole objects first (view first: {view_first})"
+        );
+        factory.start();
+        let report = factory.wait_for_cache_sync(Duration::from_secs(10)).await;
+        assert_eq!(report.0.len(), 1, "one resource, two informers");
+        assert!(report.all_synced());
+        assert_eq!(
+            factory.lister::<PodView>().namespace("ns").get("a").unwrap().meta().name.as_deref(),
+            Some("a")
+        );
+        factory.shutdown().await;
+    }
+    // Registering a view never displaces the type of whole objects.
+    let factory = SharedInformerFactory::new(source);
+    factory.register::<Pod>();
+    factory.register::<PodView>();
+    assert!(factory.for_resource(&gvr).unwrap().downcast::<Pod>().is_some());
 }
 
 #[tokio::test]

@@ -109,6 +109,9 @@ mod real {
         }
     }
 
+    // The whole object, as JSON: what `Client::create` sends.
+    impl<K: Resource> informer_runtime::resource::WholeObject for Raw<K> {}
+
     impl<K> Serialize for Raw<K> {
         fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
             self.json.serialize(serializer)
