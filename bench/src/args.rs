@@ -6,7 +6,7 @@ use std::time::Duration;
 
 /// The usage line of every peer.
 pub const USAGE: &str = "usage: PEER --server URL --scenario sync|churn|relist|lister --objects N \
-[--events N] [--handlers N] [--transform strip-managed-fields] [--metadata-only] [--marker NAME] \
+[--events N] [--handlers N] [--transform strip-managed-fields] [--metadata-only] [--view] [--marker NAME] \
 [--namespace NS] [--selector KEY=VALUE] [--queries N] [--settle-ms N] [--timeout-s N]";
 
 /// What a peer measures.
@@ -72,6 +72,9 @@ pub struct PeerArgs {
     pub strip_managed_fields: bool,
     /// Cache only metadata (`PartialObjectMetadata`), where the library can.
     pub metadata_only: bool,
+    /// Cache a view of each pod (the fields a typical controller reads), decoded straight from
+    /// the JSON, where the library can.
+    pub view: bool,
     /// `relist`: the name of the pod the server creates before it compacts.
     pub marker: String,
     /// `lister`: the namespace to list.
@@ -105,6 +108,7 @@ impl PeerArgs {
             handlers: 1,
             strip_managed_fields: false,
             metadata_only: false,
+            view: false,
             marker: "bench-marker".to_owned(),
             namespace: "ns-000".to_owned(),
             selector: "app=app-00".to_owned(),
@@ -116,6 +120,10 @@ impl PeerArgs {
         while let Some(flag) = args.next() {
             if flag == "--metadata-only" {
                 parsed.metadata_only = true;
+                continue;
+            }
+            if flag == "--view" {
+                parsed.view = true;
                 continue;
             }
             let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;

@@ -45,6 +45,7 @@ pub mod args;
 pub mod memory;
 pub mod pods;
 pub mod report;
+pub mod view;
 
 pub use args::{PeerArgs, Scenario};
 pub use report::Report;

@@ -165,7 +165,7 @@ fn key(pod: &Pod) -> String {
 }
 
 async fn run(args: PeerArgs) -> Result<(), String> {
-    if args.metadata_only {
+    if args.metadata_only || args.view {
         return report::unsupported("the floor decodes full pods only");
     }
     // reqwest is built without a default TLS provider in this workspace; plain HTTP still needs

@@ -11,6 +11,10 @@
 //! only each pod's metadata, and the cache holds nothing else (without `managedFields`, unless
 //! kept as above).
 //!
+//! With `--view` it runs the informer of [`PodView`], a `#[derive(Informer)]` view of pods with
+//! the fields a typical controller reads ([`informer_bench::view`]), decoded straight from each
+//! pod's JSON.
+//!
 //! `INFORMER_BENCH_LABEL_INDEX=off` in the environment builds the factory without the label
 //! index, to measure what the index costs in memory and saves in selector queries.
 //! `INFORMER_BENCH_MAX_QUEUED_DELTAS=N` sets the factory's `max_queued_deltas` (`N` = `none`:
@@ -24,7 +28,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use informer_bench::view::{PodViewSpec, PodViewStatus};
 use informer_bench::{PeerArgs, Report, Scenario, memory, report};
+use informer_derive::Informer;
 use informer_runtime::metadata::PartialObjectMetadata;
 use informer_runtime::{
     Client, HandlerFuncs, LabelSelector, Resource, ResourceEventHandlerRegistration,
@@ -32,6 +38,8 @@ use informer_runtime::{
 };
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Deserialize;
 use tokio::sync::Notify;
 
 const PEER: &str = "informer";
@@ -49,9 +57,20 @@ struct Counter {
     marker_seen: Notify,
 }
 
+/// The view of a pod `--view` caches.
+#[derive(Clone, Debug, Deserialize, Informer)]
+#[informer(view = Pod)]
+struct PodView {
+    metadata: ObjectMeta,
+    spec: Option<PodViewSpec>,
+    status: Option<PodViewStatus>,
+}
+
 async fn run(args: PeerArgs) -> Result<(), String> {
     if args.metadata_only {
         measure::<PartialObjectMetadata<Pod>>(args).await
+    } else if args.view {
+        measure::<PodView>(args).await
     } else {
         measure::<Pod>(args).await
     }

@@ -1,27 +1,73 @@
 //! `peer-kube`: kube-rs 5 as a benchmark peer — `reflector(writer, watcher(api, config))` with
 //! kube's defaults (list semantic, page size 500, bookmarks, the default backoff), its `Store`
 //! as the cache, and `Store::state_filter` for queries. `--metadata-only` watches
-//! `PartialObjectMeta<Pod>`; `--transform strip-managed-fields` uses `WatchStreamExt::modify`.
+//! `PartialObjectMeta<Pod>`; `--view` watches [`PodView`], pods decoded into the fields of
+//! [`informer_bench::view`] (kube-rs decodes any `kube::Resource`, so a view is a type with
+//! that trait); `--transform strip-managed-fields` uses `WatchStreamExt::modify`.
 //! The protocol is in [`informer_bench`]'s crate docs.
 
 // Counts, sizes and durations of a benchmark are far below 2^52: `as f64` is exact here.
 #![allow(clippy::cast_precision_loss)]
 
+use std::borrow::Cow;
 use std::fmt::Debug;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use futures::{Stream, StreamExt};
+use informer_bench::view::{PodViewSpec, PodViewStatus};
 use informer_bench::{PeerArgs, Report, Scenario, memory, report};
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::core::{PartialObjectMeta, Selector, SelectorExt};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Resource, ResourceExt};
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 const PEER: &str = "kube-rs";
+
+/// A view of a pod: what `--view` caches, decoded by serde from each pod's JSON.
+#[derive(Clone, Debug, Deserialize)]
+struct PodView {
+    metadata: ObjectMeta,
+    #[allow(dead_code, reason = "decoded, as a controller would read it")]
+    spec: Option<PodViewSpec>,
+    #[allow(dead_code, reason = "decoded, as a controller would read it")]
+    status: Option<PodViewStatus>,
+}
+
+/// kube-rs's identity of a pod, for the view.
+impl Resource for PodView {
+    type DynamicType = ();
+    type Scope = kube::core::NamespaceResourceScope;
+
+    fn kind(&(): &()) -> Cow<'_, str> {
+        Cow::Borrowed("Pod")
+    }
+
+    fn group(&(): &()) -> Cow<'_, str> {
+        Cow::Borrowed("")
+    }
+
+    fn version(&(): &()) -> Cow<'_, str> {
+        Cow::Borrowed("v1")
+    }
+
+    fn plural(&(): &()) -> Cow<'_, str> {
+        Cow::Borrowed("pods")
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
 
 fn main() -> ExitCode {
     informer_bench::main(PEER, run)
@@ -33,6 +79,8 @@ async fn run(args: PeerArgs) -> Result<(), String> {
         .map_err(|e| format!("client for {}: {e}", args.server))?;
     if args.metadata_only {
         measure::<PartialObjectMeta<Pod>>(Api::all(client), &args).await
+    } else if args.view {
+        measure::<PodView>(Api::all(client), &args).await
     } else {
         measure::<Pod>(Api::all(client), &args).await
     }

@@ -442,6 +442,7 @@ fn peer_args(options: &Options, server: &Server, case: &Case, marker: &str) -> V
         "strip" => strip().into(),
         "metadata" => vec!["--metadata-only".into()],
         "metadata-strip" => ["--metadata-only".to_owned()].into_iter().chain(strip()).collect(),
+        "view" => ["--view".to_owned()].into_iter().chain(strip()).collect(),
         "churn" => vec!["--events".into(), options.churn_events.to_string()],
         "relist" => vec!["--marker".into(), marker.to_owned()],
         "lister" => vec![

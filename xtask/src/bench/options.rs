@@ -8,17 +8,18 @@ use super::results::Case;
 pub(crate) const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--counts N,N,...] \
 [--variant-counts N,...] [--churn-objects N] [--churn-events N] [--handlers N,N,...] \
 [--relist-objects N] [--lister-objects N] [--queries N] [--peers informer,kube-rs,floor,client-go] \
-[--scenarios sync,paged,strip,metadata,metadata-strip,churn,relist,lister] [--out FILE] [--timeout-s N] \
+[--scenarios sync,paged,strip,metadata,metadata-strip,view,churn,relist,lister] [--out FILE] [--timeout-s N] \
 [--rerender RESULTS.json] [--wrap 'PROFILER ARGS'] [--system-allocator]";
 
 /// Every scenario, in the order they run at one object count.
-pub(crate) const SCENARIOS: [&str; 8] =
-    ["sync", "paged", "strip", "metadata", "metadata-strip", "relist", "lister", "churn"];
+pub(crate) const SCENARIOS: [&str; 9] =
+    ["sync", "paged", "strip", "metadata", "metadata-strip", "view", "relist", "lister", "churn"];
 
 /// The scenarios that are an initial sync of another kind of object (at `--variant-counts`).
 /// `paged`: full pods, from a server that pages even `resourceVersion=0` lists (kube-apiserver
-/// answers those from its watch cache in one body).
-pub(crate) const VARIANTS: [&str; 4] = ["paged", "strip", "metadata", "metadata-strip"];
+/// answers those from its watch cache in one body). `view`: a few fields of each pod, without
+/// managedFields.
+pub(crate) const VARIANTS: [&str; 5] = ["paged", "strip", "metadata", "metadata-strip", "view"];
 
 /// What to run.
 #[derive(Clone, Debug)]

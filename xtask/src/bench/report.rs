@@ -90,6 +90,15 @@ pub(crate) fn render(cx: &Context<'_>) -> String {
         "Initial sync, metadata only, without managedFields (this project: its default; the \
          others: a stripping transform)",
     );
+    sync_table(
+        &mut out,
+        cx,
+        "view",
+        "Initial sync, a view of each pod (name, labels and the rest of the metadata but \
+         managedFields; node, containers' names and images; phase, IP and conditions): this \
+         project's `#[derive(Informer)]` view decoded straight from the JSON, kube-rs's \
+         `kube::Resource` type of the same fields",
+    );
     churn(&mut out, cx);
     relist(&mut out, cx);
     lister(&mut out, cx);
@@ -551,6 +560,12 @@ fn memory_targets(out: &mut String, cx: &Context<'_>) {
          informer (its default: managedFields kept)",
         &against("metadata-strip", "metadata"),
         |v| v <= 0.5,
+    );
+    target(
+        out,
+        "peak memory, a view of a few fields ≤ 0.25× client-go's full informer",
+        &against("view", "sync"),
+        |v| v <= 0.25,
     );
     target(
         out,
