@@ -25,7 +25,7 @@ use std::task::{Context, Poll, Waker};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use crate::resource::{Resource, same_version};
+use crate::resource::Resource;
 use crate::store::{KnownObjects, ObjectKey};
 
 /// Changes every object entering the queue (from add, update, delete or replace) exactly once,
@@ -422,7 +422,7 @@ impl<K: Resource> DeltaFifo<K> {
         state.populated = true;
         let queued = state.items.contains_key(&key);
         let known = match &self.known_objects {
-            Some(known) => known.get_by_key(key.as_str()).is_some(),
+            Some(known) => known.contains_key(key.as_str()),
             None => false,
         };
         // Neither queued nor cached: a relist already reported this deletion.
@@ -489,8 +489,7 @@ impl<K: Resource> DeltaFifo<K> {
         if self.transform.is_some() {
             return None;
         }
-        let known = self.known_objects.as_ref()?;
-        same_version(known.get_by_key(ObjectKey::of(listed).as_str()), listed)
+        self.known_objects.as_ref()?.unchanged(listed)
     }
 
     /// Queues a [`Sync`](Delta::Sync) delta for every known object that has no queued delta.

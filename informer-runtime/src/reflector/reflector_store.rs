@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use crate::delta_fifo::DeltaFifo;
-use crate::resource::{Resource, same_version};
-use crate::store::{Indexer, ObjectKey};
+use crate::resource::Resource;
+use crate::store::{Cache, Indexer};
 
 /// What the reflector writes to: the subset of a store that list and watch need.
 ///
@@ -100,7 +100,6 @@ impl<K: Resource> ReflectorStore<K> for Indexer<K> {
     fn resync(&self) {}
 
     fn unchanged(&self, listed: &K) -> Option<Arc<K>> {
-        let key = ObjectKey::of(listed);
-        same_version(self.get_by_key(key.as_str()), listed)
+        Cache::unchanged(self, listed)
     }
 }

@@ -36,33 +36,31 @@ pub fn namespace_index<K: Resource>() -> IndexFn<K> {
     Arc::new(|obj: &K| vec![obj.meta().namespace.clone().unwrap_or_default()])
 }
 
-/// What the store keeps in step with its objects: an [`Index`], or the label index.
-pub(super) trait Reindex<K> {
+/// What the store keeps in step with its objects: an [`Index`], or the label index. `E` is the
+/// [`Storage`](super::storage::Storage)'s entry, which the index holds beside each key.
+pub(super) trait Reindex<K, E> {
     /// Moves `key` from where `old` is indexed to where `new` is (`None`: no object), and makes
-    /// every entry of `key` hold `new`.
-    fn update(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&Arc<K>>);
+    /// every entry of `key` hold `new`'s entry. `new` is the decoded object and its entry.
+    fn update(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<(&K, &E)>);
 
     /// Forgets every object.
     fn clear(&mut self);
-
-    /// Forgets every object and indexes `items` instead.
-    fn rebuild(&mut self, items: &HashMap<ObjectKey, Arc<K>>) {
-        self.clear();
-        for (key, obj) in items {
-            self.update(key, None, Some(obj));
-        }
-    }
 }
 
 /// One index: its function and the value → objects map it maintains.
-pub(super) struct Index<K> {
+pub(super) struct Index<K, E> {
     func: IndexFn<K>,
-    values: HashMap<String, Members<K>>,
+    values: HashMap<String, Members<E>>,
 }
 
-impl<K> Index<K> {
+impl<K, E: Clone> Index<K, E> {
     pub(super) fn new(func: IndexFn<K>) -> Self {
         Self { func, values: HashMap::new() }
+    }
+
+    /// The index function, to build the same index over another storage.
+    pub(super) fn func(&self) -> &IndexFn<K> {
+        &self.func
     }
 
     pub(super) fn values_of(&self, obj: &K) -> Vec<String> {
@@ -70,7 +68,7 @@ impl<K> Index<K> {
     }
 
     /// The objects under `value`.
-    pub(super) fn members(&self, value: &str) -> Option<&Members<K>> {
+    pub(super) fn members(&self, value: &str) -> Option<&Members<E>> {
         self.values.get(value)
     }
 
@@ -78,12 +76,19 @@ impl<K> Index<K> {
         self.values.keys()
     }
 
-    fn insert(&mut self, key: &ObjectKey, value: &str, obj: &Arc<K>) {
+    /// Removes `key` from every value, without knowing which it is under: for an object whose
+    /// old state cannot be decoded (a compact store's "cannot happen"), so that no entry of it
+    /// outlives it. Reads every value's members: slow, and never on a normal path.
+    pub(super) fn forget(&mut self, key: &ObjectKey) {
+        self.values.retain(|_, members| !members.remove(key).1);
+    }
+
+    fn insert(&mut self, key: &ObjectKey, value: &str, entry: &E) {
         // Look up before inserting: the value is copied only when it is new.
         if let Some(members) = self.values.get_mut(value) {
-            members.insert(key, obj);
+            members.insert(key, entry);
         } else {
-            self.values.insert(value.to_owned(), Members::new(key, obj));
+            self.values.insert(value.to_owned(), Members::new(key, entry));
         }
     }
 
@@ -96,19 +101,19 @@ impl<K> Index<K> {
     }
 }
 
-impl<K> Reindex<K> for Index<K> {
-    fn update(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&Arc<K>>) {
-        if let (Some(old), Some(new)) = (old, new) {
-            if std::ptr::eq(old, Arc::as_ptr(new)) {
+impl<K, E: Clone> Reindex<K, E> for Index<K, E> {
+    fn update(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<(&K, &E)>) {
+        if let (Some(old), Some((new, _))) = (old, new) {
+            if std::ptr::eq(old, new) {
                 return;
             }
         }
         let old_values = old.map(|o| (self.func)(o)).unwrap_or_default();
-        let new_values = new.map(|n| (self.func)(n)).unwrap_or_default();
-        // The common case, one value that did not change: only the object needs swapping.
-        if let ([old_value], [new_value], Some(new)) = (&*old_values, &*new_values, new) {
+        let new_values = new.map(|(n, _)| (self.func)(n)).unwrap_or_default();
+        // The common case, one value that did not change: only the entry needs swapping.
+        if let ([old_value], [new_value], Some((_, entry))) = (&*old_values, &*new_values, new) {
             if old_value == new_value {
-                self.insert(key, new_value, new);
+                self.insert(key, new_value, entry);
                 return;
             }
         }
@@ -117,10 +122,10 @@ impl<K> Reindex<K> for Index<K> {
                 self.remove(key, value);
             }
         }
-        let Some(new) = new else { return };
+        let Some((_, entry)) = new else { return };
         for value in new_values {
             // Unchanged values too: their entries still hold the old object.
-            self.insert(key, &value, new);
+            self.insert(key, &value, entry);
         }
     }
 
@@ -130,27 +135,26 @@ impl<K> Reindex<K> for Index<K> {
 }
 
 #[cfg(test)]
-impl<K> Index<K> {
-    /// Checks the index against `objects`: what it would be if built from scratch, with each
-    /// entry holding the stored object itself.
-    pub(super) fn assert_consistent<'a>(
+impl<K, E: Clone> Index<K, E> {
+    /// Checks the index against `objects` (key, decoded object, stored entry): what it would be
+    /// if built from scratch, with each entry holding the stored entry itself (`same`).
+    pub(super) fn assert_consistent(
         &self,
-        objects: impl IntoIterator<Item = (&'a ObjectKey, &'a Arc<K>)>,
-    ) where
-        K: 'a,
-    {
+        objects: &[(ObjectKey, Arc<K>, E)],
+        same: impl Fn(&E, &E) -> bool,
+    ) {
         let mut rebuilt = Self::new(Arc::clone(&self.func));
         let mut stored = HashMap::new();
-        for (key, obj) in objects {
-            rebuilt.update(key, None, Some(obj));
-            stored.insert(key.clone(), Arc::clone(obj));
+        for (key, obj, entry) in objects {
+            rebuilt.update(key, None, Some((obj, entry)));
+            stored.insert(key.clone(), entry.clone());
         }
         let flatten = |index: &Self| {
             let mut entries: Vec<(String, Vec<ObjectKey>)> = Vec::new();
             for (value, members) in &index.values {
                 assert!(members.is_compact(), "an empty set or a set of one for {value}");
-                for (key, obj) in members.iter() {
-                    assert!(Arc::ptr_eq(obj, &stored[key]), "{key} holds a stale object");
+                for (key, entry) in members.iter() {
+                    assert!(same(entry, &stored[key]), "{key} holds a stale object");
                 }
                 let mut keys: Vec<ObjectKey> = members.iter().map(|(k, _)| k.clone()).collect();
                 keys.sort();

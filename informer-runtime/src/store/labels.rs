@@ -6,19 +6,18 @@
 //! for the labels that changed, and it stores each distinct label key and value once, however
 //! many objects carry it. Object keys are [`ObjectKey`] clones, sharing the store's allocation.
 //!
-//! Each entry also holds the object itself, as every index does (see [`Members`]), so that a
-//! query reads its candidates straight from the index.
+//! Each entry also holds the stored entry (the object, or its compact form), as every index does
+//! (see [`Members`]), so that a query reads its candidates straight from the index. The labels
+//! it diffs are the decoded objects' (a compact store keeps them decoded beside the JSON).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 use super::ObjectKey;
 use super::index::Reindex;
 use super::members::Members;
+use super::storage::Labels;
 use crate::resource::Resource;
 use crate::selector::{LabelSelector, Operator};
-
-type Labels = BTreeMap<String, String>;
 
 /// What an object without labels has.
 static NO_LABELS: Labels = BTreeMap::new();
@@ -28,71 +27,62 @@ fn labels_of<K: Resource>(obj: Option<&K>) -> &Labels {
 }
 
 /// Objects by label key, then label value.
-pub(super) struct LabelIndex<K> {
-    keys: HashMap<Box<str>, LabelKey<K>>,
+pub(super) struct LabelIndex<E> {
+    keys: HashMap<Box<str>, LabelKey<E>>,
 }
 
-impl<K> Default for LabelIndex<K> {
+impl<E> Default for LabelIndex<E> {
     fn default() -> Self {
         Self { keys: HashMap::new() }
     }
 }
 
 /// The objects that carry one label key.
-struct LabelKey<K> {
+struct LabelKey<E> {
     /// How many objects carry the key (the sum of the sizes of `values`).
     count: usize,
     /// Each object is under exactly one value, so the sets are disjoint.
-    values: HashMap<Box<str>, Members<K>>,
+    values: HashMap<Box<str>, Members<E>>,
 }
 
-impl<K> Default for LabelKey<K> {
+impl<E> Default for LabelKey<E> {
     fn default() -> Self {
         Self { count: 0, values: HashMap::new() }
     }
 }
 
 /// The objects the index offers for a selector: a superset of its matches.
-pub(super) struct Candidates<'a, K> {
+pub(super) struct Candidates<'a, E> {
     /// Disjoint sets: no key is in two of them.
-    sets: Vec<&'a Members<K>>,
+    sets: Vec<&'a Members<E>>,
     len: usize,
     /// The requirement (by position in the selector) every candidate satisfies by construction,
     /// which the caller need not check again.
     pub(super) satisfied: Option<usize>,
 }
 
-impl<'a, K> Candidates<'a, K> {
+impl<'a, E: Clone> Candidates<'a, E> {
     /// How many candidates there are.
     pub(super) fn len(&self) -> usize {
         self.len
     }
 
     /// The candidates, each once.
-    pub(super) fn into_iter(self) -> impl Iterator<Item = (&'a ObjectKey, &'a Arc<K>)> {
+    pub(super) fn into_iter(self) -> impl Iterator<Item = (&'a ObjectKey, &'a E)> {
         self.sets.into_iter().flat_map(Members::iter)
     }
 }
 
-impl<K: Resource> Reindex<K> for LabelIndex<K> {
+impl<K: Resource, E: Clone> Reindex<K, E> for LabelIndex<E> {
     /// Moves `key` from the labels of `old` to those of `new`, diffing the two label maps.
-    fn update(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&Arc<K>>) {
-        if let (Some(old), Some(new)) = (old, new) {
-            if std::ptr::eq(old, Arc::as_ptr(new)) {
+    fn update(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<(&K, &E)>) {
+        if let (Some(old), Some((new, _))) = (old, new) {
+            if std::ptr::eq(old, new) {
                 return;
             }
         }
-        let (old_labels, new_labels) = (labels_of(old), labels_of(new.map(|n| &**n)));
-        for (name, value) in old_labels {
-            if new_labels.get(name) != Some(value) {
-                self.remove(key, name, value);
-            }
-        }
-        let Some(new) = new else { return };
-        for (name, value) in new_labels {
-            // Unchanged labels too: their entries still hold the old object.
-            self.insert(key, name, value, new);
-        }
+        let new = new.map(|(n, entry)| (labels_of(Some(n)), entry));
+        self.update_labels(key, labels_of(old), new);
     }
 
     fn clear(&mut self) {
@@ -100,17 +90,38 @@ impl<K: Resource> Reindex<K> for LabelIndex<K> {
     }
 }
 
-impl<K: Resource> LabelIndex<K> {
-    fn insert(&mut self, key: &ObjectKey, name: &str, value: &str, obj: &Arc<K>) {
+impl<E: Clone> LabelIndex<E> {
+    /// Moves `key` from `old_labels` to the labels of `new` (labels and entry; `None`: no
+    /// object), diffing the two label maps.
+    pub(super) fn update_labels(
+        &mut self,
+        key: &ObjectKey,
+        old_labels: &Labels,
+        new: Option<(&Labels, &E)>,
+    ) {
+        let new_labels = new.map_or(&NO_LABELS, |(labels, _)| labels);
+        for (name, value) in old_labels {
+            if new_labels.get(name) != Some(value) {
+                self.remove(key, name, value);
+            }
+        }
+        let Some((_, entry)) = new else { return };
+        for (name, value) in new_labels {
+            // Unchanged labels too: their entries still hold the old object.
+            self.insert(key, name, value, entry);
+        }
+    }
+
+    fn insert(&mut self, key: &ObjectKey, name: &str, value: &str, entry: &E) {
         // Look up before inserting: the strings are copied only for a key or value never seen.
         let label = match self.keys.get_mut(name) {
             Some(label) => label,
             None => self.keys.entry(name.into()).or_default(),
         };
         let added = if let Some(members) = label.values.get_mut(value) {
-            members.insert(key, obj)
+            members.insert(key, entry)
         } else {
-            label.values.insert(value.into(), Members::new(key, obj));
+            label.values.insert(value.into(), Members::new(key, entry));
             true
         };
         if added {
@@ -137,7 +148,7 @@ impl<K: Resource> LabelIndex<K> {
     /// The smallest set of candidates the index can offer for `selector`, or `None` when no
     /// requirement of it narrows the search (only `!=`, `notin` and `!key`, which match objects
     /// without the label, or no requirement at all).
-    pub(super) fn candidates(&self, selector: &LabelSelector) -> Option<Candidates<'_, K>> {
+    pub(super) fn candidates(&self, selector: &LabelSelector) -> Option<Candidates<'_, E>> {
         // Sizes first: building the set list of a requirement that loses would be wasted work.
         let mut best: Option<(usize, usize, bool)> = None;
         for (position, requirement) in selector.requirements().iter().enumerate() {
@@ -173,14 +184,14 @@ impl<K: Resource> LabelIndex<K> {
     }
 }
 
-impl<K> std::fmt::Debug for LabelIndex<K> {
+impl<E> std::fmt::Debug for LabelIndex<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LabelIndex").field("keys", &self.keys.len()).finish()
     }
 }
 
 #[cfg(test)]
-impl<K: Resource> LabelIndex<K> {
+impl<E: Clone> LabelIndex<E> {
     /// The keys under `name=value`, sorted.
     pub(super) fn keys_of(&self, name: &str, value: &str) -> Vec<ObjectKey> {
         let members = self.keys.get(name).and_then(|l| l.values.get(value));
@@ -190,21 +201,23 @@ impl<K: Resource> LabelIndex<K> {
         keys
     }
 
-    /// Checks the index against `objects`: what it would be if built from scratch, with each
-    /// entry holding the stored object itself.
-    pub(super) fn assert_consistent<'a>(
+    /// Checks the index against `objects` (key, labels, stored entry): what it would be if
+    /// built from scratch, with each entry holding the stored entry itself (`same`).
+    pub(super) fn assert_consistent(
         &self,
-        objects: impl IntoIterator<Item = (&'a ObjectKey, &'a Arc<K>)>,
+        objects: &[(ObjectKey, Option<Labels>, E)],
+        same: impl Fn(&E, &E) -> bool,
     ) {
         let mut rebuilt = Self::default();
         let mut stored = HashMap::new();
-        for (key, obj) in objects {
-            rebuilt.update(key, None, Some(obj));
-            stored.insert(key.clone(), Arc::clone(obj));
+        for (key, labels, entry) in objects {
+            let labels = labels.as_ref().unwrap_or(&NO_LABELS);
+            rebuilt.update_labels(key, &NO_LABELS, Some((labels, entry)));
+            stored.insert(key.clone(), entry.clone());
         }
         for label in self.keys.values() {
-            for (key, obj) in label.values.values().flat_map(Members::iter) {
-                assert!(Arc::ptr_eq(obj, &stored[key]), "{key} holds a stale object");
+            for (key, entry) in label.values.values().flat_map(Members::iter) {
+                assert!(same(entry, &stored[key]), "{key} holds a stale object");
             }
         }
         let flatten = |index: &Self| {

@@ -1,30 +1,30 @@
 //! The entry of an index under one value: the objects found there, by key.
 //!
 //! Both kinds of index ([`Index`](super::index::Index) and
-//! [`LabelIndex`](super::labels::LabelIndex)) hold the objects themselves (another `Arc` of the
-//! stored one), not only their keys, so that a query reads its answer straight from the index:
+//! [`LabelIndex`](super::labels::LabelIndex)) hold the stored entries themselves (another `Arc`
+//! of the stored object, or of its compact form: see [`Storage`](super::storage::Storage)), not
+//! only their keys, so that a query reads its answer straight from the index:
 //! looking each key up in the store would cost a hash of the key and two cache misses per
 //! object, several times what the rest of the query costs. The price is refreshing those `Arc`s
 //! when an object changes but the values it is indexed under do not.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
 use super::ObjectKey;
+use std::collections::HashMap;
 
-/// The objects under one indexed value, by key.
+/// The entries (`E`, a [`Storage`](super::storage::Storage)'s entry) under one indexed value,
+/// by key.
 ///
 /// Many values are carried by a single object (`statefulset.kubernetes.io/pod-name`, per-object
 /// hashes, an index by UID); a table per such value would cost an allocation of four buckets.
-pub(super) enum Members<K> {
-    One(ObjectKey, Arc<K>),
-    Many(HashMap<ObjectKey, Arc<K>>),
+pub(super) enum Members<E> {
+    One(ObjectKey, E),
+    Many(HashMap<ObjectKey, E>),
 }
 
-impl<K> Members<K> {
+impl<E: Clone> Members<E> {
     /// A value with one object.
-    pub(super) fn new(key: &ObjectKey, obj: &Arc<K>) -> Self {
-        Self::One(key.clone(), Arc::clone(obj))
+    pub(super) fn new(key: &ObjectKey, obj: &E) -> Self {
+        Self::One(key.clone(), obj.clone())
     }
 
     pub(super) fn len(&self) -> usize {
@@ -41,7 +41,7 @@ impl<K> Members<K> {
         }
     }
 
-    pub(super) fn iter(&self) -> impl Iterator<Item = (&ObjectKey, &Arc<K>)> {
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&ObjectKey, &E)> {
         let (one, many) = match self {
             Self::One(key, obj) => (Some((key, obj)), None),
             Self::Many(map) => (None, Some(map)),
@@ -50,17 +50,15 @@ impl<K> Members<K> {
     }
 
     /// Adds or refreshes `key`; whether it was absent.
-    pub(super) fn insert(&mut self, key: &ObjectKey, obj: &Arc<K>) -> bool {
+    pub(super) fn insert(&mut self, key: &ObjectKey, obj: &E) -> bool {
         match self {
             Self::One(only, current) if only == key => {
-                *current = Arc::clone(obj);
+                *current = obj.clone();
                 false
             }
             Self::One(only, current) => {
-                let map = HashMap::from([
-                    (only.clone(), Arc::clone(current)),
-                    (key.clone(), Arc::clone(obj)),
-                ]);
+                let map =
+                    HashMap::from([(only.clone(), current.clone()), (key.clone(), obj.clone())]);
                 *self = Self::Many(map);
                 true
             }
@@ -68,10 +66,10 @@ impl<K> Members<K> {
                 // Look up first: a refresh, the common case, then neither clones nor rehashes
                 // the key a second time.
                 if let Some(current) = map.get_mut(key) {
-                    *current = Arc::clone(obj);
+                    *current = obj.clone();
                     false
                 } else {
-                    map.insert(key.clone(), Arc::clone(obj));
+                    map.insert(key.clone(), obj.clone());
                     true
                 }
             }

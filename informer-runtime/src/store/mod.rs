@@ -2,11 +2,15 @@
 //!
 //! The controller applies each popped delta to an [`Indexer`]; listers and users read it through
 //! a [`Cache`]. Objects are stored as `Arc<K>` and handed out as clones of that `Arc`: readers
-//! share the allocation and must treat it as read-only.
+//! share the allocation and must treat it as read-only. Opt-in, a cache holds them in a compact
+//! form instead and decodes them on read ([`Indexer::with_compact_storage`]); reads still hand
+//! out `Arc<K>`.
 
 mod index;
 mod labels;
 mod members;
+mod storage;
+mod table;
 mod thread_safe;
 
 use std::borrow::Borrow;
@@ -14,6 +18,7 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use index::{IndexFn, IndexName, Indexers, NAMESPACE_INDEX, namespace_index};
+pub use storage::StorageMode;
 pub use thread_safe::{Cache, IndexError, Indexer};
 
 use crate::resource::Resource;
@@ -150,6 +155,23 @@ pub trait KnownObjects<K>: Send + Sync {
     fn list_keys(&self) -> Vec<ObjectKey>;
     /// The cached object for `key`.
     fn get_by_key(&self, key: &str) -> Option<Arc<K>>;
+
+    /// Whether the cache holds an object under `key`; reads no object (a compact cache would
+    /// decode it).
+    fn contains_key(&self, key: &str) -> bool {
+        self.get_by_key(key).is_some()
+    }
+
+    /// The cached object with `listed`'s key and resource version, for a relist to keep in
+    /// place of `listed` so that an unchanged object is held once. `None` is always correct:
+    /// `listed` is then kept. A compact cache answers only from its decoded recent objects,
+    /// since decoding another copy would save nothing.
+    fn unchanged(&self, listed: &K) -> Option<Arc<K>>
+    where
+        K: Resource,
+    {
+        crate::resource::same_version(self.get_by_key(ObjectKey::of(listed).as_str()), listed)
+    }
 }
 
 #[cfg(test)]

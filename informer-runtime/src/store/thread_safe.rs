@@ -3,18 +3,18 @@
 //! TL;DR caveats: objects come out as `Arc<K>` shared with the cache and every handler. They are
 //! read-only; to change one, clone it (`K::clone(&obj)`) and send the change to the server.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashMap;
 use std::ops::Deref;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use super::index::{Index, IndexFn, Indexers, Reindex};
-use super::labels::LabelIndex;
-use super::members::Members;
+use super::index::{IndexFn, Indexers};
+use super::storage::{Compact, Decoded, Slot, StorageMode};
+use super::table::Table;
 use super::{KnownObjects, NAMESPACE_INDEX, ObjectKey};
 use crate::resource::Resource;
-use crate::selector::{LabelSelector, Requirement};
+use crate::selector::LabelSelector;
 
 /// An error from an index query or from adding indexers.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -27,80 +27,21 @@ pub enum IndexError {
     Conflict(String),
 }
 
-struct Inner<K> {
-    items: HashMap<ObjectKey, Arc<K>>,
-    indices: HashMap<String, Index<K>>,
-    /// Kept apart from `indices`: it is not an [`IndexFn`], and only selector queries read it.
-    labels: Option<LabelIndex<K>>,
+/// The table in the mode the cache was given: one `match` per call, so that each mode's table
+/// is compiled for its own entries (the decoded mode's exactly as if it were the only one).
+enum Inner<K> {
+    Decoded(Table<K, Decoded, Arc<K>>),
+    Compact(Table<K, Compact<K>, Slot<K>>),
 }
 
-/// What an object without labels is matched against.
-static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
-
-fn labels<K: Resource>(obj: &K) -> Option<&BTreeMap<String, String>> {
-    obj.meta().labels.as_ref()
-}
-
-impl<K> Inner<K> {
-    fn index(&self, name: &str) -> Result<&Index<K>, IndexError> {
-        self.indices.get(name).ok_or_else(|| IndexError::NotFound(name.to_owned()))
-    }
-}
-
-/// The objects of one index entry.
-fn objects<K>(members: &Members<K>) -> Vec<Arc<K>> {
-    members.iter().map(|(_, obj)| Arc::clone(obj)).collect()
-}
-
-impl<K: Resource> Inner<K> {
-    fn reindex(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&Arc<K>>) {
-        for index in self.indices.values_mut() {
-            index.update(key, old, new);
+/// Runs `$body` with `$table` bound to the cache's table, whatever its mode.
+macro_rules! with_table {
+    ($inner:expr, |$table:ident| $body:expr) => {
+        match $inner {
+            Inner::Decoded($table) => $body,
+            Inner::Compact($table) => $body,
         }
-        if let Some(label_index) = &mut self.labels {
-            label_index.update(key, old, new);
-        }
-    }
-
-    /// Empties every index and indexes each stored object again.
-    fn rebuild_indices(&mut self) {
-        let Self { items, indices, labels: label_index } = self;
-        for index in indices.values_mut() {
-            index.rebuild(items);
-        }
-        if let Some(label_index) = label_index {
-            label_index.rebuild(items);
-        }
-    }
-
-    /// The `candidates` whose labels meet every requirement of `selector` but the `satisfied`
-    /// one.
-    fn matching<'a>(
-        candidates: impl Iterator<Item = &'a Arc<K>>,
-        selector: &LabelSelector,
-        satisfied: Option<usize>,
-        capacity: usize,
-    ) -> Vec<Arc<K>> {
-        let requirements = selector.requirements();
-        // An answer that is the candidates exactly never reads an object's labels: a cache miss
-        // or more per object, the most of what a query costs.
-        let check = requirements.len() > usize::from(satisfied.is_some());
-        let mut out = Vec::with_capacity(if check { 0 } else { capacity });
-        for obj in candidates {
-            let meets = |(position, requirement): (usize, &Requirement)| {
-                Some(position) == satisfied
-                    || requirement.matches(labels(&**obj).unwrap_or(&NO_LABELS))
-            };
-            if !check || requirements.iter().enumerate().all(meets) {
-                out.push(Arc::clone(obj));
-            }
-        }
-        out
-    }
-
-    fn scan(&self, mut keep: impl FnMut(&K) -> bool) -> Vec<Arc<K>> {
-        self.items.values().filter(|o| keep(o)).cloned().collect()
-    }
+    };
 }
 
 /// A read handle on a thread-safe, indexed cache of objects.
@@ -123,7 +64,7 @@ impl<K: Resource> Cache<K> {
     /// The object stored under `key` (`namespace/name` or `name`).
     #[must_use]
     pub fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
-        self.inner.read().items.get(key).cloned()
+        with_table!(&*self.inner.read(), |table| table.get(key))
     }
 
     /// The stored object with the same key as `probe`.
@@ -135,30 +76,51 @@ impl<K: Resource> Cache<K> {
     /// Every stored object, in no particular order.
     #[must_use]
     pub fn list(&self) -> Vec<Arc<K>> {
-        self.inner.read().items.values().cloned().collect()
+        with_table!(&*self.inner.read(), |table| table.list())
     }
 
     /// Every stored key, in no particular order.
     #[must_use]
     pub fn list_keys(&self) -> Vec<ObjectKey> {
-        self.inner.read().items.keys().cloned().collect()
+        with_table!(&*self.inner.read(), |table| table.items.keys().cloned().collect())
     }
 
     /// Number of stored objects.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.inner.read().items.len()
+        with_table!(&*self.inner.read(), |table| table.items.len())
     }
 
     /// Whether the cache holds no object.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.inner.read().items.is_empty()
+        with_table!(&*self.inner.read(), |table| table.items.is_empty())
     }
 
     /// Calls `f` on each stored object under one read lock, without collecting them.
+    ///
+    /// In [compact storage](Indexer::with_compact_storage) each object is decoded for the call
+    /// (those among the recent objects excepted), and not kept among the recent objects.
     pub fn for_each(&self, mut f: impl FnMut(&Arc<K>)) {
-        self.inner.read().items.values().for_each(&mut f);
+        with_table!(&*self.inner.read(), |table| table.for_each(&mut f));
+    }
+
+    /// How this cache holds its objects.
+    #[must_use]
+    pub fn storage_mode(&self) -> StorageMode {
+        with_table!(&*self.inner.read(), |table| table.storage.mode())
+    }
+
+    /// Whether the cache holds an object under `key`, without reading it.
+    #[must_use]
+    pub fn contains_key(&self, key: &str) -> bool {
+        with_table!(&*self.inner.read(), |table| table.contains_key(key))
+    }
+
+    /// The stored object with `listed`'s key and resource version, for a relist to keep in
+    /// place of `listed`; see [`KnownObjects::unchanged`].
+    pub(crate) fn unchanged(&self, listed: &K) -> Option<Arc<K>> {
+        with_table!(&*self.inner.read(), |table| table.unchanged(listed))
     }
 
     /// The objects whose labels match `selector`, only those of `namespace` if given; unordered.
@@ -169,41 +131,7 @@ impl<K: Resource> Cache<K> {
     /// namespace are then checked on the candidates. A selector of only `!=`, `notin` and `!key`
     /// requirements, or a cache without the label index, reads the namespace or every object.
     pub(crate) fn select(&self, namespace: Option<&str>, selector: &LabelSelector) -> Vec<Arc<K>> {
-        let inner = self.inner.read();
-        if selector.is_everything() && namespace.is_none() {
-            return inner.items.values().cloned().collect();
-        }
-        let in_namespace = match namespace.map(|ns| (ns, inner.indices.get(NAMESPACE_INDEX))) {
-            None => None,
-            Some((ns, Some(index))) => match index.members(ns) {
-                Some(members) => Some(members),
-                None => return Vec::new(),
-            },
-            Some((ns, None)) => {
-                return inner.scan(|o| {
-                    o.meta().namespace.as_deref() == Some(ns) && selector.matches_opt(labels(o))
-                });
-            }
-        };
-        let candidates = inner.labels.as_ref().and_then(|l| l.candidates(selector));
-        match (in_namespace, candidates) {
-            (Some(in_namespace), Some(candidates)) if candidates.len() < in_namespace.len() => {
-                let satisfied = candidates.satisfied;
-                let objs = candidates
-                    .into_iter()
-                    .filter_map(|(k, o)| in_namespace.contains(k).then_some(o));
-                Inner::matching(objs, selector, satisfied, 0)
-            }
-            (Some(in_namespace), _) => {
-                let objs = in_namespace.iter().map(|(_, o)| o);
-                Inner::matching(objs, selector, None, in_namespace.len())
-            }
-            (None, Some(candidates)) => {
-                let (satisfied, len) = (candidates.satisfied, candidates.len());
-                Inner::matching(candidates.into_iter().map(|(_, o)| o), selector, satisfied, len)
-            }
-            (None, None) => inner.scan(|o| selector.matches_opt(labels(o))),
-        }
+        with_table!(&*self.inner.read(), |table| table.select(namespace, selector))
     }
 
     /// The objects found under any of the values that index `index_name` gives `probe`,
@@ -213,16 +141,7 @@ impl<K: Resource> Cache<K> {
     ///
     /// [`IndexError::NotFound`] for an unknown index.
     pub fn index(&self, index_name: &str, probe: &K) -> Result<Vec<Arc<K>>, IndexError> {
-        let inner = self.inner.read();
-        let index = inner.index(index_name)?;
-        let values = index.values_of(probe);
-        if let [value] = values.as_slice() {
-            return Ok(index.members(value).map(objects).unwrap_or_default());
-        }
-        // An object under several of the values is listed under each: keep the first.
-        let mut seen = HashSet::new();
-        let found = values.iter().filter_map(|v| index.members(v)).flat_map(Members::iter);
-        Ok(found.filter(|(key, _)| seen.insert(*key)).map(|(_, obj)| Arc::clone(obj)).collect())
+        with_table!(&*self.inner.read(), |table| table.index_by_probe(index_name, probe))
     }
 
     /// The objects indexed under `value` in index `index_name`.
@@ -247,8 +166,7 @@ impl<K: Resource> Cache<K> {
     /// [`IndexError::NotFound`] for an unknown index; an unknown value is an empty answer.
     #[doc(alias = "ByIndex")]
     pub fn by_index(&self, index_name: &str, value: &str) -> Result<Vec<Arc<K>>, IndexError> {
-        let inner = self.inner.read();
-        Ok(inner.index(index_name)?.members(value).map(objects).unwrap_or_default())
+        with_table!(&*self.inner.read(), |table| table.by_index(index_name, value))
     }
 
     /// The keys indexed under `value` in index `index_name`, sorted.
@@ -258,12 +176,7 @@ impl<K: Resource> Cache<K> {
     /// [`IndexError::NotFound`] for an unknown index.
     #[doc(alias = "IndexKeys")]
     pub fn index_keys(&self, index_name: &str, value: &str) -> Result<Vec<ObjectKey>, IndexError> {
-        let inner = self.inner.read();
-        let members = inner.index(index_name)?.members(value);
-        let mut keys: Vec<ObjectKey> =
-            members.into_iter().flat_map(Members::iter).map(|(k, _)| k.clone()).collect();
-        keys.sort_unstable();
-        Ok(keys)
+        with_table!(&*self.inner.read(), |table| table.index_keys(index_name, value))
     }
 
     /// Every value of index `index_name` that at least one object is indexed under.
@@ -273,13 +186,13 @@ impl<K: Resource> Cache<K> {
     /// [`IndexError::NotFound`] for an unknown index.
     #[doc(alias = "ListIndexFuncValues")]
     pub fn index_values(&self, index_name: &str) -> Result<Vec<String>, IndexError> {
-        Ok(self.inner.read().index(index_name)?.indexed_values().cloned().collect())
+        with_table!(&*self.inner.read(), |table| table.index_values(index_name))
     }
 
     /// The names of the indices this cache maintains.
     #[must_use]
     pub fn index_names(&self) -> Vec<String> {
-        self.inner.read().indices.keys().cloned().collect()
+        with_table!(&*self.inner.read(), |table| table.indices.keys().cloned().collect())
     }
 
     /// Adds indices; each one indexes every object already stored before this returns.
@@ -289,16 +202,7 @@ impl<K: Resource> Cache<K> {
     /// [`IndexError::Conflict`] if a name is already taken; then nothing is added.
     #[doc(alias = "AddIndexers")]
     pub fn add_indexers(&self, indexers: Indexers<K>) -> Result<(), IndexError> {
-        let mut inner = self.inner.write();
-        if let Some(name) = indexers.keys().find(|name| inner.indices.contains_key(*name)) {
-            return Err(IndexError::Conflict(name.clone()));
-        }
-        for (name, func) in indexers {
-            let mut index = Index::new(func);
-            index.rebuild(&inner.items);
-            inner.indices.insert(name, index);
-        }
-        Ok(())
+        with_table!(&mut *self.inner.write(), |table| table.add_indexers(indexers))
     }
 
     /// Adds one index; see [`add_indexers`](Self::add_indexers).
@@ -323,6 +227,14 @@ impl<K: Resource> KnownObjects<K> for Cache<K> {
 
     fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
         Cache::get_by_key(self, key)
+    }
+
+    fn contains_key(&self, key: &str) -> bool {
+        Cache::contains_key(self, key)
+    }
+
+    fn unchanged(&self, listed: &K) -> Option<Arc<K>> {
+        Cache::unchanged(self, listed)
     }
 }
 
@@ -359,8 +271,7 @@ impl<K: Resource> Indexer<K> {
     /// An empty store with the given indices.
     #[must_use]
     pub fn new(indexers: Indexers<K>) -> Self {
-        let indices = indexers.into_iter().map(|(name, f)| (name, Index::new(f))).collect();
-        let inner = Inner { items: HashMap::new(), indices, labels: None };
+        let inner = Inner::Decoded(Table::new(Decoded, indexers));
         Self { cache: Cache { inner: Arc::new(RwLock::new(inner)) } }
     }
 
@@ -407,14 +318,83 @@ impl<K: Resource> Indexer<K> {
 
     /// Builds the label index from the stored objects, or drops it.
     pub(crate) fn set_label_index(&self, enabled: bool) {
+        with_table!(&mut *self.cache.inner.write(), |table| table.set_label_index(enabled));
+    }
+
+    /// Holds the objects in a compact form: each as its JSON, with its labels decoded beside it,
+    /// and the `recent` objects read or written last kept decoded too (zero keeps none).
+    /// Objects already stored are converted at once.
+    ///
+    /// Reads hand out `Arc<K>` as before, decoded from the JSON on each read of an object that
+    /// is not among the recent ones. Indices and the label index are computed on the decoded
+    /// object when it is stored, so every query answers exactly as in the default mode; only
+    /// the objects it returns are decoded, never the ones it passes over.
+    ///
+    /// # When to choose it
+    ///
+    /// When memory matters more than the cost of a read. A decoded k8s-openapi object takes
+    /// several times its JSON (a pod: about 26 KB of heap for 7 KB of JSON, since every optional
+    /// sub-struct is held inline), so a compact cache takes a third to a quarter of the memory.
+    /// In exchange a read of an object not among the recent ones costs a decode (tens of
+    /// microseconds for a pod, against tens of nanoseconds), and so does every `list` of many
+    /// objects: the mode suits controllers that mostly react to handler notifications and read
+    /// a few objects by key, not ones that list whole namespaces in a hot loop. Choose `recent`
+    /// at about the number of objects read repeatedly (the objects of one reconcile); each one
+    /// kept costs a decoded object.
+    ///
+    /// Writes cost more too: each stored object is encoded, and an update or delete decodes the
+    /// object it replaces (for the handlers' `old` and to take it out of the indices) unless it
+    /// is among the recent ones. A resync decodes every object. Handlers still get
+    /// `Arc<K>`s, and hold them as long as they like.
+    ///
+    /// The type's `Serialize` and `Deserialize` must round-trip (k8s-openapi's types,
+    /// `informer-gen`'s and kube-rs's do). An object that cannot be encoded is kept decoded (a
+    /// warning is logged); one whose JSON cannot be decoded reads as absent (an error is logged).
+    ///
+    /// ```
+    /// # use informer_runtime::{Indexer, lister::Lister, selector::LabelSelector};
+    /// # use k8s_openapi::api::core::v1::Pod;
+    /// # use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    /// let indexer = Indexer::<Pod>::with_namespace_index()
+    ///     .with_label_index()
+    ///     .with_compact_storage(128);
+    /// indexer.add(Pod {
+    ///     metadata: ObjectMeta {
+    ///         namespace: Some("default".into()),
+    ///         name: Some("web-0".into()),
+    ///         labels: Some([("app".to_owned(), "web".to_owned())].into()),
+    ///         ..ObjectMeta::default()
+    ///     },
+    ///     ..Pod::default()
+    /// }.into());
+    /// let lister = Lister::new(indexer.cache());
+    /// let web_0 = lister.namespace("default").get("web-0").unwrap(); // an Arc<Pod>, as ever
+    /// assert_eq!(web_0.metadata.name.as_deref(), Some("web-0"));
+    /// assert_eq!(lister.list(&LabelSelector::parse("app=web").unwrap()).len(), 1);
+    /// ```
+    #[must_use]
+    pub fn with_compact_storage(self, recent: usize) -> Self {
+        self.set_storage_mode(StorageMode::Compact { recent });
+        self
+    }
+
+    /// Converts the stored objects to `mode`, keeping every index; nothing when the cache is
+    /// in that mode already.
+    pub(crate) fn set_storage_mode(&self, mode: StorageMode) {
         let mut inner = self.cache.inner.write();
-        if enabled && inner.labels.is_none() {
-            let mut label_index = LabelIndex::default();
-            label_index.rebuild(&inner.items);
-            inner.labels = Some(label_index);
-        } else if !enabled {
-            inner.labels = None;
+        let current = with_table!(&*inner, |table| table.storage.mode());
+        if current == mode {
+            return;
         }
+        let converted = match mode {
+            StorageMode::Decoded => {
+                Inner::Decoded(with_table!(&*inner, |table| table.convert(Decoded)))
+            }
+            StorageMode::Compact { recent } => Inner::Compact(with_table!(&*inner, |table| {
+                table.convert(Compact::new(recent))
+            })),
+        };
+        *inner = converted;
     }
 
     /// A read-only handle on this store.
@@ -436,25 +416,13 @@ impl<K: Resource> Indexer<K> {
 
     /// Inserts or replaces `obj` under `key`; returns the object it replaced.
     pub(crate) fn insert(&self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
-        let mut inner = self.cache.inner.write();
-        // The map keeps the key it has: index it under that one too, so that one allocation per
-        // object serves the map and every index.
-        let (key, old) = match inner.items.get_key_value(&key) {
-            Some((stored, old)) => (stored.clone(), Some(Arc::clone(old))),
-            None => (key, None),
-        };
-        inner.reindex(&key, old.as_deref(), Some(&obj));
-        inner.items.insert(key, obj);
-        old
+        with_table!(&mut *self.cache.inner.write(), |table| table.insert(key, obj))
     }
 
     /// Removes the object stored under `key`; returns it, or `None` if there was none.
     #[allow(clippy::must_use_candidate, reason = "the removed object is optional information")]
     pub fn delete_key(&self, key: &str) -> Option<Arc<K>> {
-        let mut inner = self.cache.inner.write();
-        let (key, old) = inner.items.remove_entry(key)?;
-        inner.reindex(&key, Some(&old), None);
-        Some(old)
+        with_table!(&mut *self.cache.inner.write(), |table| table.delete(key))
     }
 
     /// Removes the object with the same key as `obj`.
@@ -466,9 +434,7 @@ impl<K: Resource> Indexer<K> {
     pub fn replace(&self, list: impl IntoIterator<Item = Arc<K>>) {
         let items: HashMap<ObjectKey, Arc<K>> =
             list.into_iter().map(|obj| (ObjectKey::of(&*obj), obj)).collect();
-        let mut inner = self.cache.inner.write();
-        inner.items = items;
-        inner.rebuild_indices();
+        with_table!(&mut *self.cache.inner.write(), |table| table.replace(items));
     }
 }
 
@@ -476,11 +442,13 @@ impl<K: Resource> Indexer<K> {
 impl<K> std::fmt::Debug for Cache<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let inner = self.inner.read();
-        f.debug_struct("Cache")
-            .field("len", &inner.items.len())
-            .field("indices", &inner.indices.keys().collect::<Vec<_>>())
-            .field("label_index", &inner.labels.is_some())
-            .finish()
+        with_table!(&*inner, |table| f
+            .debug_struct("Cache")
+            .field("len", &table.items.len())
+            .field("indices", &table.indices.keys().collect::<Vec<_>>())
+            .field("label_index", &table.labels.is_some())
+            .field("storage", &table.storage.mode())
+            .finish())
     }
 }
 
@@ -492,3 +460,6 @@ impl<K> std::fmt::Debug for Indexer<K> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod compact_tests;

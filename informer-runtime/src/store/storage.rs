@@ -1,0 +1,361 @@
+//! How the cache holds its objects: decoded (`Arc<K>`, the default) or compact (the object's
+//! JSON, decoded again when read, with a bounded cache of recently read objects).
+//!
+//! The store's table and its indices are written once, generically over a [`Storage`]: what an
+//! entry is, how an entry is made from a new object, and how an object is had back from an
+//! entry. [`Decoded`] makes the entry the object itself, so the default cache pays nothing for
+//! the choice (its entries, indices and queries compile to what they were before there was a
+//! choice); [`Compact`] is the other mode, chosen per cache with
+//! [`StorageMode::Compact`].
+//!
+//! Why JSON: it is self-describing, which k8s-openapi's serde needs (it skips `None` fields, so
+//! a format that relies on field positions, such as bincode, cannot read its own output back),
+//! and `serde_json` is already a dependency. A pod without `managedFields` is about 7 KB of
+//! JSON where the decoded `Pod` takes about 26 KB of heap (`bench/PROFILES.md`: k8s-openapi's
+//! structs hold every optional sub-struct inline).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use quick_cache::sync::Cache as RecentCache;
+
+use super::ObjectKey;
+use crate::resource::Resource;
+
+/// Label maps, as objects carry them.
+pub(super) type Labels = BTreeMap<String, String>;
+
+/// How a cache holds its objects; see [`Indexer::with_compact_storage`](super::Indexer::with_compact_storage).
+///
+/// ```
+/// # use informer_runtime::store::{Indexer, StorageMode};
+/// # use k8s_openapi::api::core::v1::Pod;
+/// let indexer = Indexer::<Pod>::with_namespace_index().with_compact_storage(256);
+/// assert_eq!(indexer.storage_mode(), StorageMode::Compact { recent: 256 });
+/// assert_eq!(Indexer::<Pod>::default().storage_mode(), StorageMode::Decoded);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum StorageMode {
+    /// Objects are held decoded, as `Arc<K>`: a read clones an `Arc`. The default.
+    #[default]
+    Decoded,
+    /// Objects are held as their JSON, with their labels decoded beside it; a read decodes the
+    /// object, unless it is among the `recent` objects read or written last, which are kept
+    /// decoded (zero keeps none).
+    Compact {
+        /// How many recently read or written objects are kept decoded, at most.
+        recent: usize,
+    },
+}
+
+/// What the store's table and indices hold per object, and how it is made and read.
+///
+/// Every method runs under the store's lock (reads under the read lock, writes under the write
+/// lock), which is what keeps a [`Compact`] store's cache of recent objects in step with its
+/// table: a read can only put back an object it decoded from the entry that is current.
+pub(super) trait Storage<K>: Send + Sync {
+    /// An object as the table and each index entry hold it. Cloned into every index an object
+    /// is under, so it must be cheap to clone (an `Arc`).
+    type Entry: Clone + Send + Sync;
+
+    /// The entry for `obj`, which is being stored under `key`.
+    fn entry(&self, key: &ObjectKey, obj: &Arc<K>) -> Self::Entry;
+
+    /// The labels of an entry, which selectors are matched against.
+    fn labels(entry: &Self::Entry) -> Option<&Labels>;
+
+    /// The namespace of an entry stored under `key`, for a selector query without the
+    /// namespace index.
+    fn namespace<'a>(key: &'a ObjectKey, entry: &'a Self::Entry) -> Option<&'a str>;
+
+    /// Whether two entries hold the same allocation (the index tests check that every index
+    /// holds the stored entry itself).
+    #[cfg(test)]
+    fn same(a: &Self::Entry, b: &Self::Entry) -> bool;
+
+    /// The object of `entry`, for a read: counts as a use for the cache of recent objects.
+    /// `None` only when the entry cannot be decoded (logged).
+    fn load(&self, key: &ObjectKey, entry: &Self::Entry) -> Option<Arc<K>>;
+
+    /// The object of `entry` for the store's own bulk work (rebuilding an index, replaying the
+    /// cache): decodes without filling the cache of recent objects with what nobody asked for.
+    fn load_quietly(&self, key: &ObjectKey, entry: &Self::Entry) -> Option<Arc<K>>;
+
+    /// The object of `entry`, which is leaving the table (replaced or deleted): forgets it as a
+    /// recent object. `None` only when it cannot be decoded (logged).
+    fn evict(&self, key: &ObjectKey, entry: &Self::Entry) -> Option<Arc<K>>;
+
+    /// The object of `key` if it can be had without decoding.
+    fn peek(&self, key: &ObjectKey, entry: &Self::Entry) -> Option<Arc<K>>;
+
+    /// `obj` was just stored under `key`: the newest version, which handlers are about to read
+    /// too, seeds the cache of recent objects.
+    fn stored(&self, key: &ObjectKey, obj: Arc<K>);
+
+    /// The table was emptied.
+    fn clear(&self);
+}
+
+/// The default: entries are the objects themselves.
+#[derive(Debug, Default)]
+pub(super) struct Decoded;
+
+impl<K: Resource> Storage<K> for Decoded {
+    type Entry = Arc<K>;
+
+    #[inline]
+    fn entry(&self, _key: &ObjectKey, obj: &Arc<K>) -> Arc<K> {
+        Arc::clone(obj)
+    }
+
+    #[inline]
+    fn labels(entry: &Arc<K>) -> Option<&Labels> {
+        entry.meta().labels.as_ref()
+    }
+
+    fn namespace<'a>(_key: &'a ObjectKey, entry: &'a Arc<K>) -> Option<&'a str> {
+        entry.meta().namespace.as_deref()
+    }
+
+    #[cfg(test)]
+    fn same(a: &Arc<K>, b: &Arc<K>) -> bool {
+        Arc::ptr_eq(a, b)
+    }
+
+    #[inline]
+    fn load(&self, _key: &ObjectKey, entry: &Arc<K>) -> Option<Arc<K>> {
+        Some(Arc::clone(entry))
+    }
+
+    #[inline]
+    fn load_quietly(&self, _key: &ObjectKey, entry: &Arc<K>) -> Option<Arc<K>> {
+        Some(Arc::clone(entry))
+    }
+
+    #[inline]
+    fn evict(&self, _key: &ObjectKey, entry: &Arc<K>) -> Option<Arc<K>> {
+        Some(Arc::clone(entry))
+    }
+
+    #[inline]
+    fn peek(&self, _key: &ObjectKey, entry: &Arc<K>) -> Option<Arc<K>> {
+        Some(Arc::clone(entry))
+    }
+
+    #[inline]
+    fn stored(&self, _key: &ObjectKey, _obj: Arc<K>) {}
+
+    fn clear(&self) {}
+}
+
+impl Decoded {
+    /// The mode this storage implements.
+    #[allow(clippy::unused_self, reason = "called as `table.storage.mode()` in either mode")]
+    pub(super) fn mode(&self) -> StorageMode {
+        StorageMode::Decoded
+    }
+}
+
+/// An object held as its JSON, with what selectors need beside it.
+pub(super) struct Encoded {
+    /// `serde_json::to_vec` of the object, at its exact length.
+    json: Box<[u8]>,
+    /// The object's labels, decoded: the label index and selector matching read them without
+    /// decoding the object.
+    labels: Option<Labels>,
+}
+
+/// An entry of a [`Compact`] store.
+pub(super) enum Slot<K> {
+    /// The object's JSON: what nearly every entry is.
+    Encoded(Arc<Encoded>),
+    /// An object whose serialisation failed (a `Serialize` impl that can refuse, such as a map
+    /// with non-string keys), kept decoded rather than lost; logged when stored.
+    Decoded(Arc<K>),
+}
+
+impl<K> Clone for Slot<K> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Encoded(encoded) => Self::Encoded(Arc::clone(encoded)),
+            Self::Decoded(obj) => Self::Decoded(Arc::clone(obj)),
+        }
+    }
+}
+
+/// Objects held as JSON, decoded on read, with a bounded cache of recently used ones.
+///
+/// The cache of recent objects is [`quick_cache`]'s (S3-FIFO eviction, concurrent reads): an
+/// object read once, as by a lister's `list` of a whole namespace, is evicted before one read
+/// again and again, so a scan does not flush the objects a controller keeps reading. Its
+/// entries are replaced or dropped under the store's write lock whenever the stored object
+/// changes, so it never answers with an old version.
+pub(super) struct Compact<K> {
+    recent: Option<RecentCache<ObjectKey, Arc<K>>>,
+    capacity: usize,
+}
+
+impl<K: Resource> Compact<K> {
+    pub(super) fn new(recent: usize) -> Self {
+        Self { recent: (recent > 0).then(|| recent_cache(recent)), capacity: recent }
+    }
+
+    fn decode(key: &ObjectKey, encoded: &Encoded) -> Option<Arc<K>> {
+        match serde_json::from_slice::<K>(&encoded.json) {
+            Ok(obj) => Some(Arc::new(obj)),
+            Err(error) => {
+                // Bytes this store encoded from a valid object; only a type whose serde does not
+                // round-trip gets here. Never panic on a read: report the object as absent.
+                tracing::error!(
+                    kind = K::KIND,
+                    %key,
+                    %error,
+                    "a cached object could not be decoded from its compact form; it reads as absent"
+                );
+                None
+            }
+        }
+    }
+
+    /// How many objects the cache of recent objects holds now.
+    #[cfg(test)]
+    pub(super) fn recent_len(&self) -> usize {
+        self.recent.as_ref().map_or(0, RecentCache::len)
+    }
+}
+
+/// A cache of recent objects that never holds more than `capacity`.
+///
+/// `quick_cache` splits its capacity between shards (each with its own lock, for concurrent
+/// readers), rounding each shard's share up; a capacity that is a multiple of the shard count
+/// keeps the sum at `capacity` exactly. Shards of at least 64 objects, at most 16 of them.
+fn recent_cache<K: Resource>(capacity: usize) -> RecentCache<ObjectKey, Arc<K>> {
+    let mut shards = 1;
+    while shards < 16 && capacity / (shards * 2) >= 64 {
+        shards *= 2;
+    }
+    let capacity = capacity - capacity % shards;
+    let options = quick_cache::OptionsBuilder::new()
+        .estimated_items_capacity(capacity)
+        .weight_capacity(capacity as u64)
+        .shards(shards)
+        .build();
+    match options {
+        Ok(options) => RecentCache::with_options(
+            options,
+            quick_cache::UnitWeighter,
+            quick_cache::DefaultHashBuilder::default(),
+            quick_cache::sync::DefaultLifecycle::default(),
+        ),
+        // Every option is set above; should quick_cache ever refuse them, its defaults will do.
+        Err(_) => RecentCache::new(capacity),
+    }
+}
+
+impl<K: Resource> Storage<K> for Compact<K> {
+    type Entry = Slot<K>;
+
+    fn entry(&self, key: &ObjectKey, obj: &Arc<K>) -> Slot<K> {
+        match serde_json::to_vec(&**obj) {
+            Ok(json) => Slot::Encoded(Arc::new(Encoded {
+                json: json.into_boxed_slice(),
+                labels: obj.meta().labels.clone(),
+            })),
+            Err(error) => {
+                tracing::warn!(
+                    kind = K::KIND,
+                    %key,
+                    %error,
+                    "an object could not be encoded for the compact cache; it is kept decoded"
+                );
+                Slot::Decoded(Arc::clone(obj))
+            }
+        }
+    }
+
+    fn labels(entry: &Slot<K>) -> Option<&Labels> {
+        match entry {
+            Slot::Encoded(encoded) => encoded.labels.as_ref(),
+            Slot::Decoded(obj) => obj.meta().labels.as_ref(),
+        }
+    }
+
+    fn namespace<'a>(key: &'a ObjectKey, entry: &'a Slot<K>) -> Option<&'a str> {
+        match entry {
+            // The key is `namespace/name` exactly when the object has a namespace.
+            Slot::Encoded(_) => key.as_str().split_once('/').map(|(namespace, _)| namespace),
+            Slot::Decoded(obj) => obj.meta().namespace.as_deref(),
+        }
+    }
+
+    #[cfg(test)]
+    fn same(a: &Slot<K>, b: &Slot<K>) -> bool {
+        match (a, b) {
+            (Slot::Encoded(a), Slot::Encoded(b)) => Arc::ptr_eq(a, b),
+            (Slot::Decoded(a), Slot::Decoded(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+
+    fn load(&self, key: &ObjectKey, entry: &Slot<K>) -> Option<Arc<K>> {
+        let encoded = match entry {
+            Slot::Encoded(encoded) => encoded,
+            Slot::Decoded(obj) => return Some(Arc::clone(obj)),
+        };
+        let Some(recent) = &self.recent else { return Self::decode(key, encoded) };
+        if let Some(obj) = recent.get(key) {
+            return Some(obj);
+        }
+        let obj = Self::decode(key, encoded)?;
+        recent.insert(key.clone(), Arc::clone(&obj));
+        Some(obj)
+    }
+
+    fn load_quietly(&self, key: &ObjectKey, entry: &Slot<K>) -> Option<Arc<K>> {
+        match entry {
+            Slot::Encoded(encoded) => self.peek(key, entry).or_else(|| Self::decode(key, encoded)),
+            Slot::Decoded(obj) => Some(Arc::clone(obj)),
+        }
+    }
+
+    fn evict(&self, key: &ObjectKey, entry: &Slot<K>) -> Option<Arc<K>> {
+        let recent = self.recent.as_ref().and_then(|r| r.remove(key)).map(|(_, obj)| obj);
+        match entry {
+            Slot::Encoded(encoded) => recent.or_else(|| Self::decode(key, encoded)),
+            Slot::Decoded(obj) => Some(Arc::clone(obj)),
+        }
+    }
+
+    fn peek(&self, key: &ObjectKey, entry: &Slot<K>) -> Option<Arc<K>> {
+        match entry {
+            Slot::Encoded(_) => self.recent.as_ref().and_then(|r| r.peek(key)),
+            Slot::Decoded(obj) => Some(Arc::clone(obj)),
+        }
+    }
+
+    fn stored(&self, key: &ObjectKey, obj: Arc<K>) {
+        if let Some(recent) = &self.recent {
+            recent.insert(key.clone(), obj);
+        }
+    }
+
+    fn clear(&self) {
+        if let Some(recent) = &self.recent {
+            recent.clear();
+        }
+    }
+}
+
+impl<K> Compact<K> {
+    /// The mode this storage implements.
+    pub(super) fn mode(&self) -> StorageMode {
+        StorageMode::Compact { recent: self.capacity }
+    }
+}
+
+impl fmt::Debug for Encoded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Encoded").field("bytes", &self.json.len()).finish_non_exhaustive()
+    }
+}

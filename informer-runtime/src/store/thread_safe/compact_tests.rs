@@ -1,0 +1,470 @@
+//! Tests of the compact storage mode: what it reads back, the bound on its recent objects, the
+//! old objects it gives back, and that every query answers as the decoded mode's does. The
+//! behaviour tests of `tests.rs` run in both modes as well.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::tests::{assert_indices_consistent, in_mode};
+use super::*;
+use crate::store::storage::Slot;
+use crate::testing::objects::{labeled_pod, pod};
+
+fn compact(recent: usize) -> Indexer<Pod> {
+    in_mode(
+        Indexer::<Pod>::with_namespace_index().with_label_index(),
+        StorageMode::Compact { recent },
+    )
+}
+
+fn recent_len<K: Resource>(store: &Indexer<K>) -> usize {
+    match &*store.cache.inner.read() {
+        Inner::Compact(table) => table.storage.recent_len(),
+        Inner::Decoded(_) => 0,
+    }
+}
+
+/// Every pod of the recorded fixtures (kind's and the every-field pod).
+fn fixture_pods() -> Vec<Pod> {
+    let mut pods = Vec::new();
+    for (name, body) in informer_fuzz::fixtures::dir("tests/fixtures/objects", &[".json"]) {
+        if name.contains("-pod-") || name.ends_with("core.v1.Pod.json") {
+            pods.push(serde_json::from_slice(&body).unwrap_or_else(|e| panic!("{name}: {e}")));
+        } else if name.ends_with("podlist.compact.json") {
+            let list: k8s_openapi::List<Pod> = serde_json::from_slice(&body).unwrap();
+            pods.extend(list.items);
+        }
+    }
+    assert!(pods.len() >= 5, "the pod fixtures are there");
+    pods
+}
+
+#[test]
+fn reads_equal_what_was_written() {
+    let pods = fixture_pods();
+    for recent in [0, 4] {
+        let store = compact(recent);
+        for p in &pods {
+            store.add(Arc::new(p.clone()));
+        }
+        with_table!(&*store.cache.inner.read(), |table| {
+            for entry in table.items.values() {
+                let slot: &dyn std::any::Any = entry;
+                assert!(
+                    matches!(slot.downcast_ref::<Slot<Pod>>(), Some(Slot::Encoded(_))),
+                    "every fixture pod is held encoded"
+                );
+            }
+        });
+        for p in &pods {
+            let key = ObjectKey::of(p);
+            let read = store.get_by_key(key.as_str()).unwrap_or_else(|| panic!("{key} reads"));
+            assert_eq!(*read, *p, "{key} reads back as written");
+        }
+        let mut listed: Vec<Pod> = store.list().iter().map(|p| Pod::clone(p)).collect();
+        let mut written: Vec<Pod> = pods.clone();
+        let by_key = |p: &Pod| ObjectKey::of(p);
+        listed.sort_by_key(by_key);
+        written.sort_by_key(by_key);
+        written.dedup_by_key(|p| ObjectKey::of(p));
+        assert_eq!(listed, written);
+        assert_indices_consistent(&store);
+    }
+}
+
+#[test]
+fn the_recent_objects_stay_within_their_bound() {
+    for recent in [0, 1, 7, 100, 300, 1000] {
+        let store = compact(recent);
+        let mut rng = fastrand::Rng::with_seed(recent as u64);
+        for i in 0..600 {
+            store.add(pod("ns", &format!("p{i}"), "1").into());
+            assert!(recent_len(&store) <= recent, "{} > {recent} after an add", recent_len(&store));
+        }
+        for _ in 0..3000 {
+            // Mostly a hot set of 50, sometimes any object, now and then a whole namespace.
+            let key = match rng.usize(..100) {
+                0..=9 => format!("ns/p{}", rng.usize(..600)),
+                10 => {
+                    assert_eq!(store.list().len(), 600);
+                    continue;
+                }
+                _ => format!("ns/p{}", rng.usize(..50)),
+            };
+            assert!(store.get_by_key(&key).is_some());
+            assert!(recent_len(&store) <= recent, "{} > {recent} after reads", recent_len(&store));
+        }
+        store.delete_key("ns/p1");
+        store.replace([pod("ns", "only", "1").into()]);
+        assert!(recent_len(&store) <= recent.min(1));
+    }
+}
+
+#[test]
+fn a_recent_object_is_read_without_decoding() {
+    let store = compact(8);
+    let written = Arc::new(pod("ns", "a", "1"));
+    store.add(Arc::clone(&written));
+    let read = store.get_by_key("ns/a").unwrap();
+    assert!(Arc::ptr_eq(&read, &written), "the newest object seeds the recent objects");
+    assert!(Arc::ptr_eq(&store.get_by_key("ns/a").unwrap(), &read));
+
+    let uncached = compact(0);
+    uncached.add(Arc::clone(&written));
+    let (first, second) =
+        (uncached.get_by_key("ns/a").unwrap(), uncached.get_by_key("ns/a").unwrap());
+    assert!(!Arc::ptr_eq(&first, &second), "without recent objects each read decodes");
+    assert_eq!(first, second);
+    assert_eq!(recent_len(&uncached), 0);
+}
+
+#[test]
+fn writes_return_the_object_they_replace() {
+    for recent in [0, 8] {
+        let store = compact(recent);
+        store.add(labeled_pod("ns", "a", &[("app", "web")]).into());
+        // Push `a` out of the recent objects, where there are any.
+        for i in 0..40 {
+            store.add(pod("ns", &format!("fill{i}"), "1").into());
+        }
+        let mut v2 = labeled_pod("ns", "a", &[("app", "db")]);
+        v2.metadata.resource_version = Some("2".to_owned());
+        let old = store.update(v2.clone().into()).expect("an old object");
+        assert_eq!(*old, labeled_pod("ns", "a", &[("app", "web")]), "recent = {recent}");
+        assert_eq!(*store.get_by_key("ns/a").unwrap(), v2, "never the old version once replaced");
+        assert!(store.by_index(NAMESPACE_INDEX, "ns").unwrap().contains(&Arc::new(v2.clone())));
+        let web = LabelSelector::parse("app=web").unwrap();
+        assert!(store.select(None, &web).is_empty());
+        let gone = store.delete_key("ns/a").expect("the deleted object");
+        assert_eq!(*gone, v2);
+        assert!(store.get_by_key("ns/a").is_none());
+        assert_indices_consistent(&store);
+    }
+}
+
+#[test]
+fn storing_the_stored_object_again_keeps_its_entry() {
+    // A resync hands the cache's own object back to it.
+    let store = compact(8);
+    store.add(pod("ns", "a", "1").into());
+    let read = store.get_by_key("ns/a").unwrap();
+    let entry = |store: &Indexer<Pod>| match &*store.cache.inner.read() {
+        Inner::Compact(table) => table.items["ns/a"].clone(),
+        Inner::Decoded(_) => unreachable!("a compact store"),
+    };
+    let before = entry(&store);
+    let old = store.update(Arc::clone(&read)).unwrap();
+    assert!(Arc::ptr_eq(&old, &read));
+    let after = entry(&store);
+    assert!(matches!((before, after), (Slot::Encoded(a), Slot::Encoded(b)) if Arc::ptr_eq(&a, &b)));
+    assert_indices_consistent(&store);
+}
+
+#[test]
+fn known_objects_answer_without_decoding_where_they_can() {
+    let store = compact(8);
+    store.add(pod("ns", "a", "1").into());
+    let known: &dyn KnownObjects<Pod> = &store.cache();
+    assert!(known.contains_key("ns/a"));
+    assert!(!known.contains_key("ns/b"));
+    let same = known.unchanged(&pod("ns", "a", "1")).expect("a recent object at that version");
+    assert!(Arc::ptr_eq(&same, &store.get_by_key("ns/a").unwrap()));
+    assert!(known.unchanged(&pod("ns", "a", "2")).is_none(), "another version");
+    assert!(known.unchanged(&pod("ns", "b", "1")).is_none());
+
+    // Not among the recent objects: decoding one to drop the listed one would save nothing.
+    let cold = compact(0);
+    cold.add(pod("ns", "a", "1").into());
+    assert!(KnownObjects::unchanged(&cold.cache(), &pod("ns", "a", "1")).is_none());
+    assert_eq!(
+        KnownObjects::get_by_key(&cold.cache(), "ns/a").unwrap().metadata.name.as_deref(),
+        Some("a")
+    );
+}
+
+#[test]
+fn switching_modes_keeps_objects_and_indices() {
+    let store = Indexer::<Pod>::with_namespace_index().with_label_index();
+    store
+        .add_indexer("app", |p: &Pod| {
+            p.metadata.labels.as_ref().and_then(|l| l.get("app")).cloned().into_iter().collect()
+        })
+        .unwrap();
+    for i in 0..20 {
+        store.add(
+            labeled_pod(["a", "b"][i % 2], &format!("p{i}"), &[("app", ["x", "y", "z"][i % 3])])
+                .into(),
+        );
+    }
+    let snapshot = |store: &Indexer<Pod>| {
+        let mut all: Vec<Pod> = store.list().iter().map(|p| Pod::clone(p)).collect();
+        all.sort_by_key(ObjectKey::of);
+        (
+            all,
+            store.index_keys("app", "x").unwrap(),
+            store.index_keys(NAMESPACE_INDEX, "a").unwrap(),
+        )
+    };
+    let decoded = snapshot(&store);
+    let store = store.with_compact_storage(4);
+    assert_eq!(store.storage_mode(), StorageMode::Compact { recent: 4 });
+    assert_indices_consistent(&store);
+    assert_eq!(snapshot(&store), decoded);
+    store.set_storage_mode(StorageMode::Decoded);
+    assert_indices_consistent(&store);
+    assert_eq!(snapshot(&store), decoded);
+    assert!(format!("{:?}", store.cache()).contains("storage: Decoded"));
+}
+
+// A type whose serde does not round-trip: `required` is never written, and cannot be read
+// without. The "cannot happen" of a compact store, provoked.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Lossy {
+    metadata: ObjectMeta,
+    #[serde(skip_serializing)]
+    required: u32,
+}
+crate::impl_resource!(
+    Lossy,
+    group = "example.com",
+    version = "v1",
+    kind = "Lossy",
+    plural = "lossies",
+    namespaced
+);
+
+// A type whose `Serialize` refuses: JSON map keys must be strings.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Unencodable {
+    metadata: ObjectMeta,
+    #[serde(default)]
+    by_pair: BTreeMap<(u8, u8), u8>,
+}
+crate::impl_resource!(
+    Unencodable,
+    group = "example.com",
+    version = "v1",
+    kind = "Unencodable",
+    plural = "unencodables",
+    namespaced
+);
+
+fn meta(name: &str, app: &str) -> ObjectMeta {
+    ObjectMeta {
+        namespace: Some("ns".to_owned()),
+        name: Some(name.to_owned()),
+        labels: Some([("app".to_owned(), app.to_owned())].into()),
+        ..ObjectMeta::default()
+    }
+}
+
+#[test]
+fn an_object_that_cannot_be_decoded_reads_as_absent_and_leaves_no_index_entry() {
+    let store = in_mode(
+        Indexer::<Lossy>::with_namespace_index().with_label_index(),
+        StorageMode::Compact { recent: 0 },
+    );
+    store.add(Lossy { metadata: meta("a", "web"), required: 1 }.into());
+    assert!(store.contains_key("ns/a"), "stored");
+    assert!(store.get_by_key("ns/a").is_none(), "unreadable: absent, no panic");
+    assert!(store.list().is_empty());
+    assert!(store.by_index(NAMESPACE_INDEX, "ns").unwrap().is_empty());
+    assert!(store.select(None, &LabelSelector::parse("app=web").unwrap()).is_empty());
+    assert_eq!(store.index_keys(NAMESPACE_INDEX, "ns").unwrap(), [ObjectKey::from("ns/a")]);
+
+    // Its old state is unknown: an update reports none, and takes it out of every index.
+    let old = store.update(Lossy { metadata: meta("a", "db"), required: 2 }.into());
+    assert!(old.is_none());
+    let cache = store.cache();
+    let lister = crate::lister::Lister::new(cache);
+    assert!(lister.list(&LabelSelector::parse("app=web").unwrap()).is_empty());
+    with_table!(&*store.cache.inner.read(), |table| {
+        assert_eq!(table.label_keys_of("app", "db"), [ObjectKey::from("ns/a")]);
+        assert!(table.label_keys_of("app", "web").is_empty());
+    });
+    assert_eq!(store.index_values(NAMESPACE_INDEX).unwrap(), ["ns"]);
+    assert!(store.delete_key("ns/a").is_none(), "deleted, but unreadable");
+    assert!(!store.contains_key("ns/a"));
+    assert!(store.index_values(NAMESPACE_INDEX).unwrap().is_empty());
+    with_table!(&*store.cache.inner.read(), |table| assert!(
+        table.label_keys_of("app", "db").is_empty()
+    ));
+}
+
+#[test]
+fn an_object_that_cannot_be_encoded_is_kept_decoded() {
+    let store = in_mode(
+        Indexer::<Unencodable>::with_namespace_index().with_label_index(),
+        StorageMode::Compact { recent: 0 },
+    );
+    let obj = Arc::new(Unencodable { metadata: meta("a", "web"), by_pair: [((1, 2), 3)].into() });
+    store.add(Arc::clone(&obj));
+    assert!(Arc::ptr_eq(&store.get_by_key("ns/a").unwrap(), &obj));
+    assert_eq!(store.select(None, &LabelSelector::parse("app=web").unwrap()).len(), 1);
+    assert!(Arc::ptr_eq(&store.delete_key("ns/a").unwrap(), &obj));
+}
+
+// The same random changes, applied to a decoded and a compact store, must give the same answer
+// to every query. `INFORMER_COMPACT_SEED=0x…` replays a failure.
+
+/// Keys and contents of `objs`, sorted by key, duplicates kept.
+fn contents(objs: &[Arc<Pod>]) -> Vec<(String, Pod)> {
+    let mut out: Vec<(String, Pod)> =
+        objs.iter().map(|o| (ObjectKey::of(&**o).to_string(), Pod::clone(o))).collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+fn random_labeled_pod(rng: &mut fastrand::Rng, step: usize) -> Pod {
+    const KEYS: [&str; 4] = ["app", "tier", "env", "x.io/role"];
+    const VALUES: [&str; 4] = ["1", "2", "3", ""];
+    let ns = ["a", "b", "c"][rng.usize(..3)];
+    let mut p = pod(ns, &format!("p{}", rng.usize(..40)), &step.to_string());
+    if rng.usize(..8) > 0 {
+        let mut labels = BTreeMap::new();
+        for key in KEYS {
+            if rng.bool() {
+                labels.insert(key.to_owned(), VALUES[rng.usize(..4)].to_owned());
+            }
+        }
+        p.metadata.labels = Some(labels);
+    }
+    p
+}
+
+fn random_selector(rng: &mut fastrand::Rng) -> LabelSelector {
+    let key = ["app", "tier", "env", "x.io/role", "none"];
+    let parts: Vec<String> = (0..rng.usize(0..4))
+        .map(|_| {
+            let k = key[rng.usize(..key.len())];
+            let v = ["1", "2", "3", ""][rng.usize(..4)];
+            match rng.usize(..8) {
+                0 => format!("{k}={v}"),
+                1 => format!("{k}!={v}"),
+                2 => format!("{k} in (1,2)"),
+                3 => format!("{k} notin (3)"),
+                4 => k.to_owned(),
+                5 => format!("!{k}"),
+                6 => format!("{k}>1"),
+                _ => format!("{k}<3"),
+            }
+        })
+        .collect();
+    LabelSelector::parse(&parts.join(",")).unwrap_or_else(|e| panic!("{parts:?}: {e}"))
+}
+
+fn label_values(p: &Pod) -> Vec<String> {
+    p.metadata.labels.iter().flat_map(|l| l.values().cloned()).collect()
+}
+
+fn assert_same_answers(decoded: &Indexer<Pod>, compact: &Indexer<Pod>, rng: &mut fastrand::Rng) {
+    assert_eq!(contents(&decoded.list()), contents(&compact.list()), "list");
+    let mut keys = decoded.list_keys();
+    let mut compact_keys = compact.list_keys();
+    keys.sort();
+    compact_keys.sort();
+    assert_eq!(keys, compact_keys, "keys");
+    for key in keys.iter().take(10) {
+        assert_eq!(decoded.get_by_key(key.as_str()), compact.get_by_key(key.as_str()), "{key}");
+    }
+    for ns in ["a", "b", "c", "none"] {
+        for index in [NAMESPACE_INDEX, "values"] {
+            let (d, c) =
+                (decoded.by_index(index, ns).unwrap(), compact.by_index(index, ns).unwrap());
+            assert_eq!(contents(&d), contents(&c), "by_index {index} {ns}");
+            assert_eq!(decoded.index_keys(index, ns), compact.index_keys(index, ns));
+        }
+    }
+    for value in ["1", "2", "3", ""] {
+        let (d, c) = (
+            decoded.by_index("values", value).unwrap(),
+            compact.by_index("values", value).unwrap(),
+        );
+        assert_eq!(contents(&d), contents(&c), "by_index values {value:?}");
+    }
+    for index in [NAMESPACE_INDEX, "values"] {
+        let (mut d, mut c) =
+            (decoded.index_values(index).unwrap(), compact.index_values(index).unwrap());
+        d.sort();
+        c.sort();
+        assert_eq!(d, c, "index_values {index}");
+    }
+    for probe in decoded.list().iter().take(5) {
+        let (d, c) =
+            (decoded.index("values", probe).unwrap(), compact.index("values", probe).unwrap());
+        assert_eq!(contents(&d), contents(&c), "index by probe {probe:?}");
+    }
+    for _ in 0..8 {
+        let selector = random_selector(rng);
+        for ns in [None, Some("a"), Some("b"), Some("none")] {
+            let (d, c) = (decoded.select(ns, &selector), compact.select(ns, &selector));
+            assert_eq!(contents(&d), contents(&c), "select {ns:?} {selector}");
+        }
+    }
+}
+
+/// Prints the seed of a failing randomised test, on the way out of its panic.
+struct Report(u64);
+
+impl Drop for Report {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("replay with INFORMER_COMPACT_SEED={:#x}", self.0);
+        }
+    }
+}
+
+#[test]
+fn compact_queries_answer_as_decoded_ones_through_random_changes() {
+    let seed = std::env::var("INFORMER_COMPACT_SEED")
+        .ok()
+        .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+        .unwrap_or_else(|| fastrand::u64(..));
+    let _report = Report(seed);
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let make = |mode| {
+        let store = in_mode(Indexer::<Pod>::with_namespace_index().with_label_index(), mode);
+        store.add_indexer("values", label_values).unwrap();
+        store
+    };
+    let decoded = make(StorageMode::Decoded);
+    let compact = make(StorageMode::Compact { recent: rng.usize(0..12) });
+    for step in 0..300 {
+        match rng.usize(..20) {
+            0 => {
+                let pods: Vec<Pod> =
+                    (0..rng.usize(..30)).map(|_| random_labeled_pod(&mut rng, step)).collect();
+                decoded.replace(pods.iter().cloned().map(Arc::new));
+                compact.replace(pods.into_iter().map(Arc::new));
+            }
+            1..=5 => {
+                let key = format!("{}/p{}", ["a", "b", "c"][rng.usize(..3)], rng.usize(..40));
+                let (d, c) = (decoded.delete_key(&key), compact.delete_key(&key));
+                assert_eq!(d, c, "the deleted object of {key}");
+            }
+            6..=7 => {
+                // A resync: the store's own object back into it.
+                if let Some(key) = decoded.list_keys().first() {
+                    let (d, c) =
+                        (decoded.get_by_key(key.as_str()), compact.get_by_key(key.as_str()));
+                    let (d, c) =
+                        (d.and_then(|d| decoded.update(d)), c.and_then(|c| compact.update(c)));
+                    assert_eq!(d, c, "the old object of a resync");
+                }
+            }
+            _ => {
+                let p = random_labeled_pod(&mut rng, step);
+                let (d, c) = (decoded.add(Arc::new(p.clone())), compact.add(Arc::new(p)));
+                assert_eq!(d, c, "the old object of an add");
+            }
+        }
+        assert_indices_consistent(&compact);
+        assert_same_answers(&decoded, &compact, &mut rng);
+    }
+    let names: BTreeSet<String> =
+        compact.list().iter().filter_map(|p| p.metadata.name.clone()).collect();
+    assert!(names.len() <= 40);
+}
