@@ -68,7 +68,7 @@ use crate::reflector::ReflectorConfig;
 use crate::resource::{GroupVersionResource, Resource, is_namespaced};
 use crate::selector::LabelSelector;
 use crate::shared_informer::{SharedIndexInformer, ShutdownReport};
-use crate::store::ObjectKey;
+use crate::store::{ObjectKey, StorageMode};
 
 /// Why the factory could not answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -93,6 +93,8 @@ pub struct FactoryBuilder<S> {
     reflector: ReflectorConfig,
     clock: Option<SharedClock>,
     label_index: bool,
+    storage: StorageMode,
+    custom_storage: HashMap<TypeId, StorageMode>,
     shutdown_timeout: Option<Duration>,
     backlog_warning: Option<usize>,
     max_queued_deltas: Option<usize>,
@@ -206,6 +208,46 @@ impl<S: ListWatchSource> FactoryBuilder<S> {
     #[must_use]
     pub fn without_label_index(mut self) -> Self {
         self.label_index = false;
+        self
+    }
+
+    /// Informers whose caches hold objects in a compact form, decoded on read, keeping the
+    /// `recent` objects read or written last decoded; see
+    /// [`SharedIndexInformer::with_compact_storage`] and, for when to choose it,
+    /// [`Indexer::with_compact_storage`](crate::store::Indexer::with_compact_storage).
+    ///
+    /// ```
+    /// # use informer_runtime::factory::SharedInformerFactory;
+    /// # use informer_runtime::store::StorageMode;
+    /// # use informer_runtime::testing::FakeSource;
+    /// # use k8s_openapi::api::core::v1::{Namespace, Pod};
+    /// let client = FakeSource::new(); // or an HTTP client
+    /// let factory = SharedInformerFactory::builder(client)
+    ///     .compact_storage(1024)
+    ///     .decoded_storage_for::<Namespace>() // few and often listed: keep them decoded
+    ///     .build();
+    /// assert_eq!(factory.informer::<Pod>().cache().storage_mode(), StorageMode::Compact { recent: 1024 });
+    /// assert_eq!(factory.informer::<Namespace>().cache().storage_mode(), StorageMode::Decoded);
+    /// ```
+    #[must_use]
+    pub fn compact_storage(mut self, recent: usize) -> Self {
+        self.storage = StorageMode::Compact { recent };
+        self
+    }
+
+    /// Compact storage for the informer of `K` only, whatever
+    /// [`compact_storage`](Self::compact_storage) says for the others.
+    #[must_use]
+    pub fn compact_storage_for<K: Resource>(mut self, recent: usize) -> Self {
+        self.custom_storage.insert(TypeId::of::<K>(), StorageMode::Compact { recent });
+        self
+    }
+
+    /// Decoded objects (the default) for the informer of `K`, whatever
+    /// [`compact_storage`](Self::compact_storage) says for the others.
+    #[must_use]
+    pub fn decoded_storage_for<K: Resource>(mut self) -> Self {
+        self.custom_storage.insert(TypeId::of::<K>(), StorageMode::Decoded);
         self
     }
 
@@ -480,6 +522,8 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
             reflector: ReflectorConfig::default(),
             clock: None,
             label_index: true,
+            storage: StorageMode::Decoded,
+            custom_storage: HashMap::new(),
             shutdown_timeout: None,
             backlog_warning: None,
             max_queued_deltas: None,
@@ -531,6 +575,11 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
         }
         if !options.label_index {
             informer = informer.without_label_index();
+        }
+        let storage =
+            options.custom_storage.get(&TypeId::of::<K>()).copied().unwrap_or(options.storage);
+        if let StorageMode::Compact { recent } = storage {
+            informer = informer.with_compact_storage(recent);
         }
         if let Some(timeout) = options.shutdown_timeout {
             informer = informer.with_shutdown_timeout(timeout);

@@ -89,7 +89,7 @@ pub use shared_informer::{
     DeletedObject, HandlerFuncs, ResourceEventHandler, ResourceEventHandlerRegistration,
     SharedIndexInformer,
 };
-pub use store::{Cache, Indexer, ObjectKey};
+pub use store::{Cache, Indexer, ObjectKey, StorageMode};
 
 #[doc(hidden)]
 pub mod __private {

@@ -149,8 +149,20 @@ mod tests {
     use k8s_openapi::api::core::v1::{Namespace, Pod};
 
     use super::*;
-    use crate::store::Indexer;
+    use crate::store::{Indexer, StorageMode};
     use crate::testing::objects::{labeled_pod, namespace};
+
+    /// Every lister test runs over each storage mode: listers answer alike in all of them.
+    const MODES: [StorageMode; 3] = [
+        StorageMode::Decoded,
+        StorageMode::Compact { recent: 0 },
+        StorageMode::Compact { recent: 4 },
+    ];
+
+    fn in_mode<K: Resource>(indexer: Indexer<K>, mode: StorageMode) -> Indexer<K> {
+        indexer.set_storage_mode(mode);
+        indexer
+    }
 
     fn names<K: Resource>(objs: &[Arc<K>]) -> Vec<String> {
         let mut v: Vec<String> = objs.iter().map(|o| ObjectKey::of(&**o).to_string()).collect();
@@ -164,97 +176,114 @@ mod tests {
 
     #[test]
     fn list_by_selector_across_and_within_namespaces() {
-        let indexer = Indexer::<Pod>::with_namespace_index();
-        indexer.add(labeled_pod("a", "web", &[("app", "web"), ("tier", "front")]).into());
-        indexer.add(labeled_pod("a", "db", &[("app", "db")]).into());
-        indexer.add(labeled_pod("b", "web", &[("app", "web")]).into());
-        let lister = Lister::new(indexer.cache());
-        assert_eq!(names(&lister.list(&LabelSelector::everything())), ["a/db", "a/web", "b/web"]);
-        assert_eq!(names(&lister.list(&sel("app=web"))), ["a/web", "b/web"]);
-        assert_eq!(
-            names(&lister.namespace("a").list(&sel("app in (web,db),!missing"))),
-            ["a/db", "a/web"]
-        );
-        assert_eq!(names(&lister.namespace("a").list(&sel("tier"))), ["a/web"]);
-        assert!(
-            lister.list(&sel("app=none")).is_empty(),
-            "a selector that matches nothing returns nothing"
-        );
-        assert!(lister.namespace("c").list(&LabelSelector::everything()).is_empty());
+        for mode in MODES {
+            let indexer = in_mode(Indexer::<Pod>::with_namespace_index(), mode);
+            indexer.add(labeled_pod("a", "web", &[("app", "web"), ("tier", "front")]).into());
+            indexer.add(labeled_pod("a", "db", &[("app", "db")]).into());
+            indexer.add(labeled_pod("b", "web", &[("app", "web")]).into());
+            let lister = Lister::new(indexer.cache());
+            assert_eq!(
+                names(&lister.list(&LabelSelector::everything())),
+                ["a/db", "a/web", "b/web"]
+            );
+            assert_eq!(names(&lister.list(&sel("app=web"))), ["a/web", "b/web"]);
+            assert_eq!(
+                names(&lister.namespace("a").list(&sel("app in (web,db),!missing"))),
+                ["a/db", "a/web"]
+            );
+            assert_eq!(names(&lister.namespace("a").list(&sel("tier"))), ["a/web"]);
+            assert!(
+                lister.list(&sel("app=none")).is_empty(),
+                "a selector that matches nothing returns nothing"
+            );
+            assert!(lister.namespace("c").list(&LabelSelector::everything()).is_empty());
+        }
     }
 
     #[test]
     fn get_and_typed_not_found() {
-        let indexer = Indexer::<Pod>::with_namespace_index();
-        indexer.add(labeled_pod("a", "web", &[]).into());
-        let pods = Lister::new(indexer.cache());
-        assert!(pods.namespace("a").get("web").is_ok());
-        let err = pods.namespace("b").get("web").unwrap_err();
-        assert_eq!(err.to_string(), r#"pod "web" not found"#);
+        for mode in MODES {
+            let indexer = in_mode(Indexer::<Pod>::with_namespace_index(), mode);
+            indexer.add(labeled_pod("a", "web", &[]).into());
+            let pods = Lister::new(indexer.cache());
+            assert!(pods.namespace("a").get("web").is_ok());
+            let err = pods.namespace("b").get("web").unwrap_err();
+            assert_eq!(err.to_string(), r#"pod "web" not found"#);
 
-        let namespaces = Indexer::<Namespace>::with_namespace_index();
-        namespaces.add(namespace("kube-system").into());
-        let lister = Lister::new(namespaces.cache());
-        assert!(lister.get("kube-system").is_ok());
-        assert_eq!(lister.get("nope").unwrap_err().to_string(), r#"namespace "nope" not found"#);
+            let namespaces = in_mode(Indexer::<Namespace>::with_namespace_index(), mode);
+            namespaces.add(namespace("kube-system").into());
+            let lister = Lister::new(namespaces.cache());
+            assert!(lister.get("kube-system").is_ok());
+            assert_eq!(
+                lister.get("nope").unwrap_err().to_string(),
+                r#"namespace "nope" not found"#
+            );
 
-        let deployments = Lister::new(Indexer::<Deployment>::with_namespace_index().cache());
-        assert_eq!(
-            deployments.namespace("x").get("y").unwrap_err().to_string(),
-            r#"deployment.apps "y" not found"#
-        );
+            let deployments =
+                Lister::new(in_mode(Indexer::<Deployment>::with_namespace_index(), mode).cache());
+            assert_eq!(
+                deployments.namespace("x").get("y").unwrap_err().to_string(),
+                r#"deployment.apps "y" not found"#
+            );
+        }
     }
 
     #[test]
     fn indexed_lists_equal_scanned_lists() {
-        let pods = [
-            labeled_pod("a", "web", &[("app", "web"), ("tier", "front")]),
-            labeled_pod("a", "db", &[("app", "db")]),
-            labeled_pod("a", "bare", &[]),
-            labeled_pod("b", "web", &[("app", "web"), ("tier", "back")]),
-            labeled_pod("b", "cache", &[("app", "cache"), ("tier", "back")]),
-        ];
-        let scanned = Indexer::<Pod>::with_namespace_index();
-        let indexed = Indexer::<Pod>::with_namespace_index().with_label_index();
-        for pod in pods {
-            scanned.add(pod.clone().into());
-            indexed.add(pod.into());
-        }
-        let (scanned, indexed) = (Lister::new(scanned.cache()), Lister::new(indexed.cache()));
-        // Indexable, mixed, and fallback (`!=`, `notin`, `!key` only) selectors.
-        for s in [
-            "",
-            "app=web",
-            "app in (web,db)",
-            "tier",
-            "tier=back,app!=web",
-            "app in (web,cache),tier notin (front)",
-            "app=none",
-            "!tier",
-            "app!=web",
-            "app notin (web),!tier",
-        ] {
-            let selector = sel(s);
-            assert_eq!(names(&indexed.list(&selector)), names(&scanned.list(&selector)), "{s}");
-            for ns in ["a", "b", "c"] {
-                assert_eq!(
-                    names(&indexed.namespace(ns).list(&selector)),
-                    names(&scanned.namespace(ns).list(&selector)),
-                    "{ns}: {s}"
-                );
+        for mode in MODES {
+            let pods = [
+                labeled_pod("a", "web", &[("app", "web"), ("tier", "front")]),
+                labeled_pod("a", "db", &[("app", "db")]),
+                labeled_pod("a", "bare", &[]),
+                labeled_pod("b", "web", &[("app", "web"), ("tier", "back")]),
+                labeled_pod("b", "cache", &[("app", "cache"), ("tier", "back")]),
+            ];
+            let scanned = in_mode(Indexer::<Pod>::with_namespace_index(), mode);
+            let indexed = in_mode(Indexer::<Pod>::with_namespace_index().with_label_index(), mode);
+            for pod in pods {
+                scanned.add(pod.clone().into());
+                indexed.add(pod.into());
             }
-        }
-        assert_eq!(names(&indexed.list(&sel("tier=back,app!=web"))), ["b/cache"]);
-        assert_eq!(names(&indexed.namespace("a").list(&sel("app in (web,db)"))), ["a/db", "a/web"]);
+            let (scanned, indexed) = (Lister::new(scanned.cache()), Lister::new(indexed.cache()));
+            // Indexable, mixed, and fallback (`!=`, `notin`, `!key` only) selectors.
+            for s in [
+                "",
+                "app=web",
+                "app in (web,db)",
+                "tier",
+                "tier=back,app!=web",
+                "app in (web,cache),tier notin (front)",
+                "app=none",
+                "!tier",
+                "app!=web",
+                "app notin (web),!tier",
+            ] {
+                let selector = sel(s);
+                assert_eq!(names(&indexed.list(&selector)), names(&scanned.list(&selector)), "{s}");
+                for ns in ["a", "b", "c"] {
+                    assert_eq!(
+                        names(&indexed.namespace(ns).list(&selector)),
+                        names(&scanned.namespace(ns).list(&selector)),
+                        "{ns}: {s}"
+                    );
+                }
+            }
+            assert_eq!(names(&indexed.list(&sel("tier=back,app!=web"))), ["b/cache"]);
+            assert_eq!(
+                names(&indexed.namespace("a").list(&sel("app in (web,db)"))),
+                ["a/db", "a/web"]
+            );
 
-        let namespaces = Indexer::<Namespace>::with_namespace_index().with_label_index();
-        let mut system = namespace("kube-system");
-        system.metadata.labels = Some([("system".to_owned(), "true".to_owned())].into());
-        namespaces.add(system.into());
-        namespaces.add(namespace("default").into());
-        let namespaces = Lister::new(namespaces.cache());
-        assert_eq!(names(&namespaces.list(&sel("system=true"))), ["kube-system"]);
-        assert_eq!(names(&namespaces.list(&sel("!system"))), ["default"]);
+            let namespaces =
+                in_mode(Indexer::<Namespace>::with_namespace_index().with_label_index(), mode);
+            let mut system = namespace("kube-system");
+            system.metadata.labels = Some([("system".to_owned(), "true".to_owned())].into());
+            namespaces.add(system.into());
+            namespaces.add(namespace("default").into());
+            let namespaces = Lister::new(namespaces.cache());
+            assert_eq!(names(&namespaces.list(&sel("system=true"))), ["kube-system"]);
+            assert_eq!(names(&namespaces.list(&sel("!system"))), ["default"]);
+        }
     }
 
     #[test]
@@ -280,10 +309,12 @@ mod tests {
 
     #[test]
     fn namespace_lister_without_namespace_index_scans() {
-        let indexer = Indexer::<Pod>::default();
-        indexer.add(labeled_pod("a", "web", &[("app", "web")]).into());
-        indexer.add(labeled_pod("b", "web", &[("app", "web")]).into());
-        let lister = Lister::new(indexer.cache());
-        assert_eq!(names(&lister.namespace("a").list(&sel("app=web"))), ["a/web"]);
+        for mode in MODES {
+            let indexer = in_mode(Indexer::<Pod>::default(), mode);
+            indexer.add(labeled_pod("a", "web", &[("app", "web")]).into());
+            indexer.add(labeled_pod("b", "web", &[("app", "web")]).into());
+            let lister = Lister::new(indexer.cache());
+            assert_eq!(names(&lister.namespace("a").list(&sel("app=web"))), ["a/web"]);
+        }
     }
 }

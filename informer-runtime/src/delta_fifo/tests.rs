@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use k8s_openapi::api::core::v1::Pod;
 
 use super::*;
-use crate::store::Indexer;
+use crate::store::{Indexer, StorageMode};
 use crate::testing::objects::pod;
 
 /// A cluster-less pod keyed `name`, whose resource version plays client-go's `testFifoObject.val`.
@@ -14,8 +14,15 @@ fn obj(name: &str, val: u32) -> Arc<Pod> {
     Arc::new(pod("", name, &val.to_string()))
 }
 
+thread_local! {
+    /// How [`known`] stores its objects: decoded, but for the scenarios replayed by
+    /// `scenarios_with_known_objects_in_compact_storage`.
+    static KNOWN_MODE: std::cell::Cell<StorageMode> = const { std::cell::Cell::new(StorageMode::Decoded) };
+}
+
 fn known(objs: &[Arc<Pod>]) -> Arc<dyn KnownObjects<Pod>> {
     let indexer = Indexer::<Pod>::default();
+    indexer.set_storage_mode(KNOWN_MODE.get());
     for o in objs {
         indexer.add(Arc::clone(o));
     }
@@ -625,4 +632,35 @@ fn an_unbounded_queue_is_always_ready() {
     }
     assert!(f.poll_ready(&mut cx).is_ready());
     assert_eq!(DeltaFifo::<Pod>::new().with_max_queued_deltas(0).max_queued_deltas, 1);
+}
+
+// Every scenario that consults known objects, again with the known objects in compact storage:
+// the queue reads the cache through `KnownObjects` only, and must see the same objects. (Each
+// `#[tokio::test]` function runs its own runtime on this thread, where `KNOWN_MODE` is set.)
+#[test]
+fn scenarios_with_known_objects_in_compact_storage() {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            KNOWN_MODE.set(StorageMode::Decoded);
+        }
+    }
+    let _reset = Reset;
+    for recent in [0, 16] {
+        KNOWN_MODE.set(StorageMode::Compact { recent });
+        enqueueing_with_lister();
+        delete_existing_non_propagated();
+        resync_non_existing();
+        update_resync_race();
+        resync_replays_known_objects_as_sync();
+        replace_makes_deletions();
+        replace_makes_deletions_across_two_relists();
+        replace_makes_deletions_for_objects_only_in_queue_table();
+        replace_makes_deletions_for_objects_only_in_queue();
+        replace_with_delete_delta_in();
+        has_synced_correct_on_deletion();
+        a_bounded_queue_holds_its_producer_back_until_half_empty();
+    }
+    // The recent objects hold the cached allocation itself: a relist keeps it.
+    unchanged_finds_the_cached_object_of_the_same_version_unless_transforming();
 }

@@ -83,7 +83,7 @@ use crate::lister::Lister;
 use crate::listwatch::ListerWatcher;
 use crate::reflector::{Reflector, ReflectorConfig, ReflectorError, WatchErrorHandler};
 use crate::resource::Resource;
-use crate::store::{Cache, IndexError, Indexer, Indexers};
+use crate::store::{Cache, IndexError, Indexer, Indexers, StorageMode};
 
 /// Why an informer refused a call.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -225,6 +225,32 @@ impl<K: Resource> SharedIndexInformer<K> {
     #[must_use]
     pub fn without_label_index(self) -> Self {
         self.shared.indexer.set_label_index(false);
+        self
+    }
+
+    /// Holds the cache's objects in a compact form, decoded on read, keeping the `recent`
+    /// objects read or written last decoded; see
+    /// [`Indexer::with_compact_storage`](crate::store::Indexer::with_compact_storage) for what
+    /// it saves and costs, and when to choose it.
+    ///
+    /// Handlers and listers still get `Arc<K>`. A handler's `old` object of an update is
+    /// decoded from the cache (unless it is among the recent objects), and so is every object a
+    /// resync or a late handler's replay of the cache reads.
+    ///
+    /// ```
+    /// # use informer_runtime::shared_informer::SharedIndexInformer;
+    /// # use informer_runtime::store::StorageMode;
+    /// # use informer_runtime::testing::FakeSource;
+    /// # use k8s_openapi::api::core::v1::Pod;
+    /// # let source = FakeSource::new();
+    /// // Many pods, read mostly through handlers and the odd lookup by name.
+    /// let pods = SharedIndexInformer::<Pod>::new(source.lister_watcher::<Pod>(None))
+    ///     .with_compact_storage(1024);
+    /// assert_eq!(pods.cache().storage_mode(), StorageMode::Compact { recent: 1024 });
+    /// ```
+    #[must_use]
+    pub fn with_compact_storage(self, recent: usize) -> Self {
+        self.shared.indexer.set_storage_mode(StorageMode::Compact { recent });
         self
     }
 

@@ -120,6 +120,19 @@ fn informer(source: &FakeSource) -> SharedIndexInformer<Pod> {
     SharedIndexInformer::new(source.lister_watcher::<Pod>(None)).with_random(Random::fixed(0.0))
 }
 
+/// [`informer`] with its cache in `mode`: the scenarios that read the cache (updates, relists,
+/// resyncs, tombstones, late handlers, indexers) run in both storage modes.
+fn informer_in(source: &FakeSource, mode: StorageMode) -> SharedIndexInformer<Pod> {
+    match mode {
+        StorageMode::Decoded => informer(source),
+        StorageMode::Compact { recent } => informer(source).with_compact_storage(recent),
+    }
+}
+
+/// The compact mode the `…_compact` variants run in: no recent objects, so that every read of
+/// the cache decodes.
+const COMPACT: StorageMode = StorageMode::Compact { recent: 0 };
+
 /// Steps `clock` by `step` until `cond` holds (each step lets the informer's tasks run).
 async fn step_until(
     clock: &FakeClock,
@@ -261,12 +274,22 @@ async fn resync_period_after_start_is_raised_to_check_period() {
 // reset; unchanged objects reach only the handler due for a resync.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_disruption() {
+    watch_disruption_in(StorageMode::Decoded).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_disruption_compact() {
+    watch_disruption_in(COMPACT).await;
+}
+
+async fn watch_disruption_in(mode: StorageMode) {
     let source = FakeSource::new();
     source.add(p("pod1"));
     let pod2 = source.add(p("pod2"));
     let clock = FakeClock::new();
-    let informer =
-        informer(&source).with_resync(Duration::from_secs(1)).with_clock(Arc::new(clock.clone()));
+    let informer = informer_in(&source, mode)
+        .with_resync(Duration::from_secs(1))
+        .with_clock(Arc::new(clock.clone()));
     let no_resync = Recorder::default();
     let resync = Recorder::default();
     informer.add_event_handler_with_resync_period(no_resync.clone(), Duration::ZERO).unwrap();
@@ -320,10 +343,19 @@ async fn error_handling() {
 // TestSharedInformerTransformer: the transform applies before the cache and the handlers.
 #[tokio::test]
 async fn transformer() {
+    transformer_in(StorageMode::Decoded).await;
+}
+
+#[tokio::test]
+async fn transformer_compact() {
+    transformer_in(COMPACT).await;
+}
+
+async fn transformer_in(mode: StorageMode) {
     let source = FakeSource::new();
     source.add(p("pod1"));
     source.add(p("pod2"));
-    let informer = informer(&source);
+    let informer = informer_in(&source, mode);
     informer
         .set_transform(|pod: &mut Pod| {
             pod.metadata.name = pod.metadata.name.as_ref().map(|n| n.to_uppercase());
@@ -386,8 +418,17 @@ impl ResourceEventHandler<Pod> for Gated {
 // not synced until it has processed them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn add_while_active() {
+    add_while_active_in(StorageMode::Decoded).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_while_active_compact() {
+    add_while_active_in(COMPACT).await;
+}
+
+async fn add_while_active_in(mode: StorageMode) {
     let source = FakeSource::new();
-    let informer = informer(&source);
+    let informer = informer_in(&source, mode);
     let l1 = Recorder::default();
     let h1 = informer.add_event_handler(l1.clone()).unwrap();
     assert!(!h1.has_synced());
@@ -527,12 +568,21 @@ async fn event_panics_are_contained() {
 // indexed at once, and a name clash is an error.
 #[tokio::test]
 async fn add_indexers_while_running() {
+    add_indexers_while_running_in(StorageMode::Decoded).await;
+}
+
+#[tokio::test]
+async fn add_indexers_while_running_compact() {
+    add_indexers_while_running_in(COMPACT).await;
+}
+
+async fn add_indexers_while_running_in(mode: StorageMode) {
     let source = FakeSource::new();
     let mut labeled = p("pod1");
     labeled.metadata.labels = Some([("app".to_owned(), "web".to_owned())].into());
     source.add(labeled);
     source.add(p("pod2"));
-    let informer = informer(&source);
+    let informer = informer_in(&source, mode);
     let (token, handle) = start(&informer);
     assert!(informer.wait_for_sync().await);
     let by_app: crate::store::IndexFn<Pod> = Arc::new(|p: &Pod| {
@@ -552,10 +602,19 @@ async fn add_indexers_while_running() {
 // Deletes reach handlers typed: the object from a watch, a tombstone from a relist.
 #[tokio::test]
 async fn deletes_are_typed() {
+    deletes_are_typed_in(StorageMode::Decoded).await;
+}
+
+#[tokio::test]
+async fn deletes_are_typed_compact() {
+    deletes_are_typed_in(COMPACT).await;
+}
+
+async fn deletes_are_typed_in(mode: StorageMode) {
     let source = FakeSource::new();
     let gone = source.add(p("gone"));
     let missed = source.add(p("missed"));
-    let informer = informer(&source);
+    let informer = informer_in(&source, mode);
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s = Arc::clone(&seen);
     let changed = Arc::new(Notify::new());
@@ -818,4 +877,87 @@ async fn a_queue_bound_of_one_delivers_every_change_in_order() {
     }
     assert_eq!(informer.cache().len(), 31);
     stop(token, handle).await;
+}
+
+/// Records what updates carry: old and new resource versions and `app` labels.
+#[derive(Clone, Default)]
+struct UpdateRecorder(Recorder);
+
+impl ResourceEventHandler<Pod> for UpdateRecorder {
+    fn on_add(&self, obj: Arc<Pod>, _: bool) {
+        self.0.push(format!("add:{}", name(&obj)));
+    }
+
+    fn on_update(&self, old: Arc<Pod>, new: Arc<Pod>) {
+        let show = |p: &Pod| {
+            let app = p.metadata.labels.as_ref().and_then(|l| l.get("app")).cloned();
+            format!(
+                "{}@{}",
+                app.unwrap_or_default(),
+                p.metadata.resource_version.clone().unwrap_or_default()
+            )
+        };
+        self.0.push(format!("update:{}:{}->{}", name(&new), show(&old), show(&new)));
+    }
+
+    fn on_delete(&self, obj: DeletedObject<Pod>) {
+        self.0.push(format!("delete:{}", obj.key()));
+    }
+}
+
+// Handlers get the replaced object as `old` and the new one as `new`, in either storage mode
+// (the compact one decodes `old` from the cache, or has it among its recent objects), and
+// listers read the new one.
+async fn updates_carry_the_old_and_new_objects_in(mode: StorageMode) {
+    let source = FakeSource::new();
+    let labeled = |app: &str| {
+        let mut pod = p("pod1");
+        pod.metadata.labels = Some([("app".to_owned(), app.to_owned())].into());
+        pod
+    };
+    let v1 = source.add(labeled("v1"));
+    for i in 0..20 {
+        source.add(p(&format!("other{i}")));
+    }
+    let informer = informer_in(&source, mode);
+    let recorder = UpdateRecorder::default();
+    informer.add_event_handler(recorder.clone()).unwrap();
+    let (token, handle) = start(&informer);
+    assert!(informer.wait_for_sync().await);
+    source.wait_for_watches::<Pod>(1).await;
+    let rv = |pod: &Pod| pod.metadata.resource_version.clone().unwrap_or_default();
+    let v2 = source.modify(labeled("v2"));
+    let v3 = source.modify(labeled("v3"));
+    let want = [
+        format!("update:pod1:v1@{}->v2@{}", rv(&v1), rv(&v2)),
+        format!("update:pod1:v2@{}->v3@{}", rv(&v2), rv(&v3)),
+    ];
+    recorder
+        .0
+        .wait_until(|r| r.events().iter().filter(|e| e.starts_with("update:")).count() == 2)
+        .await;
+    let updates: Vec<String> =
+        recorder.0.events().into_iter().filter(|e| e.starts_with("update:")).collect();
+    assert_eq!(updates, want);
+    let lister = informer.lister();
+    assert_eq!(lister.namespace("ns").get("pod1").unwrap(), v3);
+    let v3_selector = crate::selector::LabelSelector::parse("app=v3").unwrap();
+    assert_eq!(lister.list(&v3_selector), [Arc::clone(&v3)]);
+    assert!(lister.list(&crate::selector::LabelSelector::parse("app=v1").unwrap()).is_empty());
+    source.delete(&*v3);
+    recorder.0.wait_until(|r| r.events().contains(&"delete:ns/pod1".to_owned())).await;
+    assert!(lister.namespace("ns").get("pod1").is_err());
+    assert_eq!(informer.cache().len(), 20);
+    stop(token, handle).await;
+}
+
+#[tokio::test]
+async fn updates_carry_the_old_and_new_objects() {
+    updates_carry_the_old_and_new_objects_in(StorageMode::Decoded).await;
+}
+
+#[tokio::test]
+async fn updates_carry_the_old_and_new_objects_compact() {
+    updates_carry_the_old_and_new_objects_in(COMPACT).await;
+    updates_carry_the_old_and_new_objects_in(StorageMode::Compact { recent: 4 }).await;
 }
