@@ -11,6 +11,11 @@
 //! and checks the rest of the selector on those. A selector of only `key!=value`,
 //! `key notin (…)` and `!key` requirements matches objects without the label, which no index
 //! lists: it reads every object (or the namespace's). The answer is the same either way.
+//!
+//! In a cache with [compact storage](crate::Indexer::with_compact_storage) the answers are the
+//! same and the work to find them too (indices and labels are held decoded); each object
+//! returned is decoded, unless it is among the cache's recent objects, so a query costs about a
+//! decode per object it returns.
 
 use std::sync::Arc;
 

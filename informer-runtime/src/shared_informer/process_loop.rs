@@ -91,6 +91,9 @@ impl<K: Resource> Sinks<'_, K> {
                 | Delta::Replaced(obj)
                 | Delta::Sync(obj) => {
                     let key = ObjectKey::of(&*obj);
+                    // The replaced object comes back for the handlers' `old`: in a compact
+                    // cache it is decoded for that (the store needs it anyway, to move the key
+                    // out of the index values it had), unless it is among the recent objects.
                     match self.indexer.insert(key, Arc::clone(&obj)) {
                         Some(old) => {
                             // Same version: a resync or a relist that found nothing new. Only

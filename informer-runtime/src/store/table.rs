@@ -281,8 +281,8 @@ impl<K: Resource, S: Storage<K>> Table<K, S, S::Entry> {
         }
         let entry = self.storage.entry(&key, &obj);
         self.reindex(&key, old.as_deref(), Some((&*obj, &entry)));
-        self.items.insert(key.clone(), entry);
         self.storage.stored(&key, obj);
+        self.items.insert(key, entry);
         old
     }
 
