@@ -237,6 +237,18 @@ impl<S: ListWatchSource> FactoryBuilder<S> {
 
     /// Compact storage for the informer of `K` only, whatever
     /// [`compact_storage`](Self::compact_storage) says for the others.
+    ///
+    /// ```
+    /// # use informer_runtime::factory::SharedInformerFactory;
+    /// # use informer_runtime::store::StorageMode;
+    /// # use informer_runtime::testing::FakeSource;
+    /// # use k8s_openapi::api::core::v1::{Namespace, Pod};
+    /// let factory = SharedInformerFactory::builder(FakeSource::new())
+    ///     .compact_storage_for::<Pod>(256) // the many; the rest stays decoded
+    ///     .build();
+    /// assert_eq!(factory.informer::<Pod>().cache().storage_mode(), StorageMode::Compact { recent: 256 });
+    /// assert_eq!(factory.informer::<Namespace>().cache().storage_mode(), StorageMode::Decoded);
+    /// ```
     #[must_use]
     pub fn compact_storage_for<K: Resource>(mut self, recent: usize) -> Self {
         self.custom_storage.insert(TypeId::of::<K>(), StorageMode::Compact { recent });

@@ -421,7 +421,8 @@ impl<K: Resource> Indexer<K> {
         with_table!(&mut *self.cache.inner.write(), |table| table.insert(key, obj))
     }
 
-    /// Removes the object stored under `key`; returns it, or `None` if there was none.
+    /// Removes the object stored under `key`; returns it, or `None` if there was none (or, in
+    /// [compact storage](Self::with_compact_storage), if it could not be decoded: see there).
     #[allow(clippy::must_use_candidate, reason = "the removed object is optional information")]
     pub fn delete_key(&self, key: &str) -> Option<Arc<K>> {
         with_table!(&mut *self.cache.inner.write(), |table| table.delete(key))
