@@ -84,3 +84,107 @@ async fn over_http_pods_are_cached_without_managed_fields_unless_kept() {
     assert_eq!(*kept[0], full);
     server.shutdown().await.unwrap();
 }
+
+/// The pods of `pods`' cache, sorted by name, as the lister reads them.
+fn sorted(mut pods: Vec<std::sync::Arc<Pod>>) -> Vec<Pod> {
+    pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    pods.into_iter().map(|p| Pod::clone(&p)).collect()
+}
+
+// A compact cache (issue 18) fed over HTTP, through a list, watch events of every kind and a
+// relist, reads as the decoded cache fed by the same server: whole objects, managedFields kept.
+#[tokio::test]
+async fn over_http_a_compact_cache_reads_as_a_decoded_one() {
+    use informer_runtime::{LabelSelector, StorageMode};
+
+    let server = ApiServer::start().await.unwrap();
+    let pods_gvr = GroupVersionResource::of::<Pod>();
+    let labeled = |name: &str, app: &str| {
+        let mut pod = coredns_pod(name);
+        pod["metadata"]["labels"] = serde_json::json!({ "app": app });
+        pod
+    };
+    for i in 0..10 {
+        server.create(&pods_gvr, labeled(&format!("listed-{i}"), "web")).unwrap();
+    }
+    let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
+    let decoded = SharedInformerFactory::builder(client.clone()).keep_managed_fields(true).build();
+    let compact =
+        SharedInformerFactory::builder(client).keep_managed_fields(true).compact_storage(3).build();
+    let informers = [&decoded, &compact].map(SharedInformerFactory::informer::<Pod>);
+    assert_eq!(informers[1].cache().storage_mode(), StorageMode::Compact { recent: 3 });
+    for factory in [&decoded, &compact] {
+        factory.start();
+        assert!(factory.wait_for_cache_sync(Duration::from_secs(20)).await.all_synced());
+    }
+    for i in 0..5 {
+        server.create(&pods_gvr, labeled(&format!("watched-{i}"), "db")).unwrap();
+    }
+    for i in 0..4 {
+        let mut pod = server.get(&pods_gvr, "kube-system", &format!("listed-{i}")).unwrap();
+        pod["metadata"]["labels"] = serde_json::json!({ "app": "db", "moved": "yes" });
+        server.update(&pods_gvr, pod).unwrap();
+    }
+    server.delete(&pods_gvr, "kube-system", "listed-9").unwrap();
+    for pods in &informers {
+        wait_for_len(pods, 14).await;
+    }
+    // The last change through the watch, then the same state in both caches.
+    let settled = |pods: &SharedIndexInformer<Pod>| {
+        pods.lister()
+            .namespace("kube-system")
+            .get("listed-3")
+            .is_ok_and(|p| p.metadata.labels.as_ref().is_some_and(|l| l.contains_key("moved")))
+            && pods.cache().len() == 14
+    };
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while !informers.iter().all(&settled) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("both caches settle");
+
+    // Changes the watches miss, then a relist: the server forgets its history and ends them.
+    assert_eq!(server.stall_watches(), 2);
+    server.delete(&pods_gvr, "kube-system", "listed-8").unwrap();
+    server.create(&pods_gvr, labeled("relisted", "web")).unwrap();
+    server.compact();
+    server.drop_watches();
+    let relisted = |pods: &SharedIndexInformer<Pod>| {
+        let lister = pods.lister();
+        lister.namespace("kube-system").get("relisted").is_ok()
+            && lister.namespace("kube-system").get("listed-8").is_err()
+    };
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while !informers.iter().all(&relisted) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("both caches relist");
+
+    let [decoded, compact] = informers.map(|pods| pods.lister());
+    let everything = LabelSelector::everything();
+    assert_eq!(sorted(compact.list(&everything)), sorted(decoded.list(&everything)));
+    assert!(compact.list(&everything).iter().all(|p| p.metadata.managed_fields.is_some()));
+    for selector in ["app=db", "app=web", "moved", "!moved,app in (db,web)"] {
+        let selector = LabelSelector::parse(selector).unwrap();
+        assert_eq!(
+            sorted(compact.namespace("kube-system").list(&selector)),
+            sorted(decoded.namespace("kube-system").list(&selector)),
+            "{selector}"
+        );
+    }
+    assert_eq!(compact.list(&LabelSelector::parse("app=db").unwrap()).len(), 9);
+    for name in ["listed-0", "listed-7", "watched-4", "relisted"] {
+        let (c, d) = (
+            compact.namespace("kube-system").get(name),
+            decoded.namespace("kube-system").get(name),
+        );
+        assert_eq!(c.unwrap(), d.unwrap(), "{name}");
+    }
+    assert!(compact.namespace("kube-system").get("listed-9").is_err());
+    assert_eq!(compact.list(&everything).len(), 14);
+    server.shutdown().await.unwrap();
+}
