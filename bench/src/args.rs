@@ -6,7 +6,7 @@ use std::time::Duration;
 
 /// The usage line of every peer.
 pub const USAGE: &str = "usage: PEER --server URL --scenario sync|churn|relist|lister --objects N \
-[--events N] [--handlers N] [--transform strip-managed-fields] [--metadata-only] [--view] [--marker NAME] \
+[--events N] [--handlers N] [--transform strip-managed-fields] [--metadata-only] [--view] [--compact-storage RECENT] [--marker NAME] \
 [--namespace NS] [--selector KEY=VALUE] [--queries N] [--settle-ms N] [--timeout-s N]";
 
 /// What a peer measures.
@@ -75,6 +75,9 @@ pub struct PeerArgs {
     /// Cache a view of each pod (the fields a typical controller reads), decoded straight from
     /// the JSON, where the library can.
     pub view: bool,
+    /// Hold the cache in compact storage (each object as JSON) with this many recently read
+    /// objects kept decoded, where the library can.
+    pub compact_storage: Option<usize>,
     /// `relist`: the name of the pod the server creates before it compacts.
     pub marker: String,
     /// `lister`: the namespace to list.
@@ -109,6 +112,7 @@ impl PeerArgs {
             strip_managed_fields: false,
             metadata_only: false,
             view: false,
+            compact_storage: None,
             marker: "bench-marker".to_owned(),
             namespace: "ns-000".to_owned(),
             selector: "app=app-00".to_owned(),
@@ -135,6 +139,7 @@ impl PeerArgs {
                 "--objects" => objects = Some(number(&value)?),
                 "--events" => parsed.events = number(&value)?,
                 "--handlers" => parsed.handlers = number(&value)?.max(1),
+                "--compact-storage" => parsed.compact_storage = Some(number(&value)?),
                 "--transform" if value == "strip-managed-fields" => {
                     parsed.strip_managed_fields = true;
                 }

@@ -11,6 +11,9 @@
 //! only each pod's metadata, and the cache holds nothing else (without `managedFields`, unless
 //! kept as above).
 //!
+//! With `--compact-storage RECENT` the cache holds each pod as JSON, `RECENT` recently read
+//! ones decoded (`FactoryBuilder::compact_storage`).
+//!
 //! With `--view` it runs the informer of [`PodView`], a `#[derive(Informer)]` view of pods with
 //! the fields a typical controller reads ([`informer_bench::view`]), decoded straight from each
 //! pod's JSON.
@@ -86,6 +89,9 @@ async fn measure<K: Resource<Scope = NamespaceResourceScope>>(
     let mut builder = SharedInformerFactory::builder(client);
     if !args.strip_managed_fields {
         builder = builder.keep_managed_fields(true);
+    }
+    if let Some(recent) = args.compact_storage {
+        builder = builder.compact_storage(recent);
     }
     if std::env::var_os("INFORMER_BENCH_LABEL_INDEX").is_some_and(|v| v == "off") {
         builder = builder.without_label_index();

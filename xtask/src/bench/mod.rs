@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use self::options::{Options, VARIANTS};
+use self::options::{COMPACT_RECENT, Options, VARIANTS};
 use self::process::{Outcome, PeerCommand, Server, prime_memory, run_peer};
 use self::results::{Case, Results, Sample};
 
@@ -275,7 +275,7 @@ fn plan(options: &Options) -> Vec<(usize, Vec<Case>)> {
     if wants("relist") {
         counts.push(options.relist_objects);
     }
-    if wants("lister") {
+    if wants("lister") || wants("lister-compact") {
         counts.push(options.lister_objects);
     }
     counts.sort_unstable();
@@ -296,8 +296,10 @@ fn plan(options: &Options) -> Vec<(usize, Vec<Case>)> {
             if wants("relist") && options.relist_objects == objects {
                 cases.push(case("relist", 1));
             }
-            if wants("lister") && options.lister_objects == objects {
-                cases.push(case("lister", 1));
+            for lister in ["lister", "lister-compact"] {
+                if wants(lister) && options.lister_objects == objects {
+                    cases.push(case(lister, 1));
+                }
             }
             // Last: it modifies the pods.
             if wants("churn") && options.churn_objects == objects {
@@ -347,7 +349,11 @@ fn measure(
                     }
                     marker += 1;
                     let marker_name = format!("bench-marker-{marker}");
-                    let args = peer_args(options, server, case, &marker_name);
+                    // Only this project's informer has a compact cache to list from.
+                    if case.scenario == "lister-compact" && peer != report::OURS {
+                        continue;
+                    }
+                    let args = peer_args(options, server, case, peer, &marker_name);
                     prime_memory(primer, case.objects)?;
                     let wrap = options.wrap_for(peer, case, run);
                     let command = PeerCommand { name: peer, exe, args: &args, wrap: &wrap };
@@ -424,12 +430,23 @@ fn churn_rate(outcome: Outcome, events: usize) -> Outcome {
     Outcome::Result(value)
 }
 
-fn peer_args(options: &Options, server: &Server, case: &Case, marker: &str) -> Vec<String> {
+fn peer_args(
+    options: &Options,
+    server: &Server,
+    case: &Case,
+    peer: &str,
+    marker: &str,
+) -> Vec<String> {
     let mut args: Vec<String> = vec![
         "--server".into(),
         server.url.clone(),
         "--scenario".into(),
-        (if VARIANTS.contains(&case.scenario) { "sync" } else { case.scenario }).into(),
+        (match case.scenario {
+            s if VARIANTS.contains(&s) => "sync",
+            "lister-compact" => "lister",
+            s => s,
+        })
+        .into(),
         "--objects".into(),
         case.objects.to_string(),
         "--timeout-s".into(),
@@ -443,9 +460,11 @@ fn peer_args(options: &Options, server: &Server, case: &Case, marker: &str) -> V
         "metadata" => vec!["--metadata-only".into()],
         "metadata-strip" => ["--metadata-only".to_owned()].into_iter().chain(strip()).collect(),
         "view" => ["--view".to_owned()].into_iter().chain(strip()).collect(),
+        "compact" => Vec::new(),
+        "compact-strip" => strip().into(),
         "churn" => vec!["--events".into(), options.churn_events.to_string()],
         "relist" => vec!["--marker".into(), marker.to_owned()],
-        "lister" => vec![
+        "lister" | "lister-compact" => vec![
             "--namespace".into(),
             "ns-000".into(),
             "--selector".into(),
@@ -456,6 +475,10 @@ fn peer_args(options: &Options, server: &Server, case: &Case, marker: &str) -> V
         _ => Vec::new(),
     };
     args.extend(extra);
+    let compact = case.scenario.starts_with("compact") || case.scenario == "lister-compact";
+    if compact && peer == report::OURS {
+        args.extend(["--compact-storage".to_owned(), COMPACT_RECENT.to_string()]);
+    }
     args
 }
 

@@ -8,18 +8,35 @@ use super::results::Case;
 pub(crate) const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--counts N,N,...] \
 [--variant-counts N,...] [--churn-objects N] [--churn-events N] [--handlers N,N,...] \
 [--relist-objects N] [--lister-objects N] [--queries N] [--peers informer,kube-rs,floor,client-go] \
-[--scenarios sync,paged,strip,metadata,metadata-strip,view,churn,relist,lister] [--out FILE] [--timeout-s N] \
+[--scenarios sync,paged,strip,metadata,metadata-strip,view,compact,compact-strip,churn,relist,lister,lister-compact] [--out FILE] [--timeout-s N] \
 [--rerender RESULTS.json] [--wrap 'PROFILER ARGS'] [--system-allocator]";
 
 /// Every scenario, in the order they run at one object count.
-pub(crate) const SCENARIOS: [&str; 9] =
-    ["sync", "paged", "strip", "metadata", "metadata-strip", "view", "relist", "lister", "churn"];
+pub(crate) const SCENARIOS: [&str; 12] = [
+    "sync",
+    "paged",
+    "strip",
+    "metadata",
+    "metadata-strip",
+    "view",
+    "compact",
+    "compact-strip",
+    "relist",
+    "lister",
+    "lister-compact",
+    "churn",
+];
 
 /// The scenarios that are an initial sync of another kind of object (at `--variant-counts`).
 /// `paged`: full pods, from a server that pages even `resourceVersion=0` lists (kube-apiserver
 /// answers those from its watch cache in one body). `view`: a few fields of each pod, without
-/// managedFields.
-pub(crate) const VARIANTS: [&str; 5] = ["paged", "strip", "metadata", "metadata-strip", "view"];
+/// managedFields. `compact`, `compact-strip`: this project's informer in compact storage (with
+/// and without managedFields), the others as in `sync` and `strip`.
+pub(crate) const VARIANTS: [&str; 7] =
+    ["paged", "strip", "metadata", "metadata-strip", "view", "compact", "compact-strip"];
+
+/// Recently read objects a compact cache keeps decoded, in the compact scenarios.
+pub(crate) const COMPACT_RECENT: usize = 1024;
 
 /// What to run.
 #[derive(Clone, Debug)]
