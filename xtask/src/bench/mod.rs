@@ -456,12 +456,10 @@ fn peer_args(
     ];
     let strip = || ["--transform".to_owned(), "strip-managed-fields".to_owned()];
     let extra: Vec<String> = match case.scenario {
-        "strip" => strip().into(),
+        "strip" | "compact-strip" => strip().into(),
         "metadata" => vec!["--metadata-only".into()],
         "metadata-strip" => ["--metadata-only".to_owned()].into_iter().chain(strip()).collect(),
         "view" => ["--view".to_owned()].into_iter().chain(strip()).collect(),
-        "compact" => Vec::new(),
-        "compact-strip" => strip().into(),
         "churn" => vec!["--events".into(), options.churn_events.to_string()],
         "relist" => vec!["--marker".into(), marker.to_owned()],
         "lister" | "lister-compact" => vec![
