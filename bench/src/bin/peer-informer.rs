@@ -83,29 +83,7 @@ async fn run(args: PeerArgs) -> Result<(), String> {
 async fn measure<K: Resource<Scope = NamespaceResourceScope>>(
     args: PeerArgs,
 ) -> Result<(), String> {
-    let url = args.server.parse().map_err(|e| format!("--server {}: {e}", args.server))?;
-    let client = Client::new(informer_runtime::client::Config::new(url))
-        .map_err(|e| format!("client for {}: {e}", args.server))?;
-    let mut builder = SharedInformerFactory::builder(client);
-    if !args.strip_managed_fields {
-        builder = builder.keep_managed_fields(true);
-    }
-    if let Some(recent) = args.compact_storage {
-        builder = builder.compact_storage(recent);
-    }
-    if std::env::var_os("INFORMER_BENCH_LABEL_INDEX").is_some_and(|v| v == "off") {
-        builder = builder.without_label_index();
-    }
-    if let Some(max) = std::env::var_os("INFORMER_BENCH_MAX_QUEUED_DELTAS") {
-        let max = match max.to_str() {
-            Some("none") => usize::MAX,
-            other => other.and_then(|n| n.parse().ok()).ok_or_else(|| {
-                format!("INFORMER_BENCH_MAX_QUEUED_DELTAS={max:?}: a number or `none`")
-            })?,
-        };
-        builder = builder.max_queued_deltas(max);
-    }
-    let factory = builder.build();
+    let factory = factory(&args)?;
     let pods = factory.informer::<K>();
 
     let first_update: Arc<OnceLock<Instant>> = Arc::default();
@@ -187,6 +165,33 @@ async fn measure<K: Resource<Scope = NamespaceResourceScope>>(
         }
     }
     Err(out.emit_and_exit())
+}
+
+/// The factory as the arguments and the environment configure it.
+fn factory(args: &PeerArgs) -> Result<SharedInformerFactory<Client>, String> {
+    let url = args.server.parse().map_err(|e| format!("--server {}: {e}", args.server))?;
+    let client = Client::new(informer_runtime::client::Config::new(url))
+        .map_err(|e| format!("client for {}: {e}", args.server))?;
+    let mut builder = SharedInformerFactory::builder(client);
+    if !args.strip_managed_fields {
+        builder = builder.keep_managed_fields(true);
+    }
+    if let Some(recent) = args.compact_storage {
+        builder = builder.compact_storage(recent);
+    }
+    if std::env::var_os("INFORMER_BENCH_LABEL_INDEX").is_some_and(|v| v == "off") {
+        builder = builder.without_label_index();
+    }
+    if let Some(max) = std::env::var_os("INFORMER_BENCH_MAX_QUEUED_DELTAS") {
+        let max = match max.to_str() {
+            Some("none") => usize::MAX,
+            other => other.and_then(|n| n.parse().ok()).ok_or_else(|| {
+                format!("INFORMER_BENCH_MAX_QUEUED_DELTAS={max:?}: a number or `none`")
+            })?,
+        };
+        builder = builder.max_queued_deltas(max);
+    }
+    Ok(builder.build())
 }
 
 /// Adds `--handlers` handlers that count updates (and note the first), spot the relist
