@@ -146,9 +146,6 @@ pub(crate) struct PeerCommand<'a> {
     pub(crate) wrap: &'a [String],
 }
 
-/// mimalloc's option for eager commit of its arenas, set off for every peer.
-const MIMALLOC_EAGER_COMMIT: &str = "MIMALLOC_ARENA_EAGER_COMMIT";
-
 /// Runs one peer to its end. `on_synced` is called when it prints its `synced` line (the
 /// scenario's action on the server); what it returns is added to the result as `server`.
 pub(crate) fn run_peer(
@@ -166,12 +163,6 @@ pub(crate) fn run_peer(
         None => Command::new(exe),
     };
     command.args(args).stdin(Stdio::null());
-    // mimalloc (every Rust peer's allocator) otherwise commits its arenas eagerly and keeps what
-    // a sync frees resident: tens of MiB of RSS that no peer uses (89 → 61 MiB for a 20k-pod
-    // metadata informer). Go ignores it. A caller's own setting wins.
-    if std::env::var_os(MIMALLOC_EAGER_COMMIT).is_none() {
-        command.env(MIMALLOC_EAGER_COMMIT, "0");
-    }
     let mut peer = Lines::spawn(name, command, true)?;
     let deadline = Instant::now() + timeout;
     let mut server = Value::Null;
