@@ -234,24 +234,24 @@ mod tests {
         }
     }
 
+    /// The recorded pods (kind's and the every-field pod), by file name.
+    fn pod_fixtures() -> Vec<(String, Vec<u8>)> {
+        let pods: Vec<(String, Vec<u8>)> =
+            informer_fuzz::fixtures::dir("tests/fixtures/objects", &[".json"])
+                .into_iter()
+                .filter(|(name, _)| name.contains("-pod-") || name.ends_with("core.v1.Pod.json"))
+                .collect();
+        assert!(pods.len() >= 8, "found {} pod files in tests/fixtures/objects", pods.len());
+        pods
+    }
+
     #[test]
     fn every_real_pod_decodes_as_serde_json_decodes_it() {
-        let dir =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/objects");
         let mut decoder = ObjectDecoder::<Pod>::new(true);
-        let mut seen = 0;
-        let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        for entry in entries {
-            let name = entry.unwrap().file_name().into_string().unwrap();
-            if !(name.contains("-pod-") || name.ends_with("core.v1.Pod.json")) {
-                continue;
-            }
-            let json = std::fs::read(dir.join(&name)).unwrap();
+        for (name, json) in pod_fixtures() {
             let expected: Pod = serde_json::from_slice(&json).unwrap();
             assert_eq!(decoder.decode(&json).unwrap(), expected, "{name}");
-            seen += 1;
         }
-        assert!(seen >= 8, "found {seen} pod files in {}", dir.display());
     }
 
     /// A view of pods: the fields a scheduler-like controller reads.
@@ -277,27 +277,16 @@ mod tests {
 
     #[test]
     fn views_decode_real_pods_as_serde_json_does_without_managed_fields() {
-        let dir =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/objects");
         let mut pruning = ObjectDecoder::<PodView>::new(false);
         let mut keeping = ObjectDecoder::<PodView>::new(true);
-        let mut seen = 0;
-        let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        for entry in entries {
-            let name = entry.unwrap().file_name().into_string().unwrap();
-            if !(name.contains("-pod-") || name.ends_with("core.v1.Pod.json")) {
-                continue;
-            }
-            let json = std::fs::read(dir.join(&name)).unwrap();
+        for (name, json) in pod_fixtures() {
             let expected: PodView = serde_json::from_slice(&json).unwrap();
             assert!(expected.metadata.managed_fields.is_some(), "{name} has managedFields");
             assert_eq!(keeping.decode(&json).unwrap(), expected, "{name}");
             let pruned = pruning.decode(&json).unwrap();
             assert_eq!(pruned.metadata.managed_fields, None, "{name}");
             assert_eq!(pruned.spec, expected.spec, "{name}");
-            seen += 1;
         }
-        assert!(seen >= 8, "found {seen} pod files in {}", dir.display());
     }
 
     #[test]
