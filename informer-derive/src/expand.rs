@@ -49,17 +49,27 @@ fn expand(input: &Input) -> TokenStream {
     let serialize = serialize(input);
     let crd = crd(input);
     let structural = input.derived_schema.then(|| structural::rewriter(&input.crates.serde_json));
+    let impls = hidden(&quote! {
+        #resource
+        #serialize
+        #crd
+        #structural
+    });
     quote! {
         #aliases
         #helper
+        #impls
+    }
+}
 
+/// `items` in an anonymous const, where their helper names stay private and lints about
+/// generated code stay quiet: how both a custom resource's and a view's impls are emitted.
+pub(crate) fn hidden(items: &TokenStream) -> TokenStream {
+    quote! {
         #[doc(hidden)]
         #[allow(non_upper_case_globals, unused_attributes, unused_qualifications, clippy::all, clippy::pedantic)]
         const _: () = {
-            #resource
-            #serialize
-            #crd
-            #structural
+            #items
         };
     }
 }

@@ -21,7 +21,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned as _;
 
-use crate::expand::remote_serialize;
+use crate::expand::{hidden, remote_serialize};
 use crate::informers;
 use crate::valid::Input;
 
@@ -31,16 +31,14 @@ pub(crate) fn expand(input: &Input, viewed: &syn::Path) -> TokenStream {
     let helper = helper(input);
     let resource = resource_impl(input, viewed);
     let serialize = serialize(input);
+    let impls = hidden(&quote! {
+        #resource
+        #serialize
+    });
     quote! {
         #aliases
         #helper
-
-        #[doc(hidden)]
-        #[allow(non_upper_case_globals, unused_attributes, unused_qualifications, clippy::all, clippy::pedantic)]
-        const _: () = {
-            #resource
-            #serialize
-        };
+        #impls
     }
 }
 
