@@ -215,6 +215,9 @@ struct State<K> {
     queued_deltas: usize,
     /// The producer waiting in [`DeltaFifo::poll_ready`] for room, if any.
     producer: Option<Waker>,
+    /// The keys of the list being replaced item by item ([`DeltaFifo::replace_item`]), until
+    /// [`DeltaFifo::finish_replace`] ends it.
+    listed: Option<HashSet<ObjectKey>>,
     closed: bool,
 }
 
@@ -254,6 +257,7 @@ impl<K: Resource> DeltaFifo<K> {
                 initial_population_count: 0,
                 queued_deltas: 0,
                 producer: None,
+                listed: None,
                 closed: false,
             }),
             not_empty: Notify::new(),
@@ -278,14 +282,15 @@ impl<K: Resource> DeltaFifo<K> {
     }
 
     /// Bounds what a producer that asks [`poll_ready`](Self::poll_ready) before each delta
-    /// (the reflector, for watch events) may queue: once `max` deltas are queued, it waits
-    /// until pops have brought them down to half of that. Default: no bound, as client-go's.
-    /// `max` is at least 1.
+    /// (the reflector, before each watch event it reads and each item of a compact list it
+    /// hands over) may queue: once `max` deltas are queued, it waits until pops have brought
+    /// them down to half of that. Default: no bound, as client-go's. `max` is at least 1.
     ///
-    /// The bound holds back the watch, not lists: a list is in memory already when it is
-    /// queued, and a resync replays objects the cache holds. So a burst of watch events costs
-    /// at most `max` decoded objects beyond the cache, and waits in the connection (and on the
-    /// server) for the rest. The shared informer sets it
+    /// So a burst of watch events costs at most about `max` decoded objects beyond the cache,
+    /// and the rest waits in the connection (and on the server); a list that waits in compact
+    /// form is decoded no faster than the cache takes it. A list held decoded is in memory
+    /// already when it is queued, and a resync replays objects the cache holds: neither is
+    /// bounded. The shared informer sets it
     /// ([`with_max_queued_deltas`](crate::shared_informer::SharedIndexInformer::with_max_queued_deltas)).
     #[must_use]
     pub fn with_max_queued_deltas(mut self, max: usize) -> Self {
@@ -436,15 +441,59 @@ impl<K: Resource> DeltaFifo<K> {
     /// A list replaced everything: queues a [`Replaced`](Delta::Replaced) delta per listed
     /// object, and a [`DeletedFinalStateUnknown`] tombstone for every queued or known key the
     /// list does not hold.
+    ///
+    /// The same as [`start_replace`](Self::start_replace), a [`replace_item`](Self::replace_item)
+    /// per object and [`finish_replace`](Self::finish_replace), in one step.
     #[doc(alias = "Replace")]
     pub fn replace(&self, list: Vec<Arc<K>>) {
-        let list: Vec<(ObjectKey, Arc<K>)> =
-            list.into_iter().map(|obj| (ObjectKey::of(&*obj), self.transformed(obj))).collect();
+        let list = self.keyed(list);
         let mut state = self.state.lock();
-        let mut keys = HashSet::with_capacity(list.len());
-        for (key, obj) in list {
+        state.listed = None;
+        self.finish_replace_locked(&mut state, list);
+    }
+
+    /// Starts replacing everything with a complete list, item by item: each listed object is
+    /// queued by [`replace_item`](Self::replace_item) (and may be popped before the last one is
+    /// queued), and [`finish_replace`](Self::finish_replace) ends the list with the tombstones
+    /// of what it did not hold. The reflector does this for a compact cache, decoding each item
+    /// only when the queue has room. What an earlier unfinished replace queued stays queued; its
+    /// keys no longer count as listed.
+    ///
+    /// Until the first such list has finished, the queue has not [synced](Self::has_synced),
+    /// and what it pops is part of the initial list.
+    pub fn start_replace(&self) {
+        self.state.lock().listed = Some(HashSet::new());
+    }
+
+    /// Queues a [`Replaced`](Delta::Replaced) delta for `obj`, an item of the list being
+    /// replaced (see [`start_replace`](Self::start_replace), which this starts if no list is).
+    pub fn replace_item(&self, obj: Arc<K>) {
+        let key = ObjectKey::of(&*obj);
+        let obj = self.transformed(obj);
+        let mut state = self.state.lock();
+        state.listed.get_or_insert_with(HashSet::new).insert(key.clone());
+        self.queue_action(&mut state, key, Delta::Replaced(obj));
+    }
+
+    /// Ends the list being replaced: queues `rest`, its items not queued yet, as
+    /// [`replace`](Self::replace) does, and a tombstone for every queued or known key that no
+    /// item of the list had.
+    pub fn finish_replace(&self, rest: Vec<Arc<K>>) {
+        let rest = self.keyed(rest);
+        let mut state = self.state.lock();
+        self.finish_replace_locked(&mut state, rest);
+    }
+
+    fn keyed(&self, list: Vec<Arc<K>>) -> Vec<(ObjectKey, Arc<K>)> {
+        list.into_iter().map(|obj| (ObjectKey::of(&*obj), self.transformed(obj))).collect()
+    }
+
+    fn finish_replace_locked(&self, state: &mut State<K>, rest: Vec<(ObjectKey, Arc<K>)>) {
+        let mut keys = state.listed.take().unwrap_or_default();
+        keys.reserve(rest.len());
+        for (key, obj) in rest {
             keys.insert(key.clone());
-            self.queue_action(&mut state, key, Delta::Replaced(obj));
+            self.queue_action(state, key, Delta::Replaced(obj));
         }
 
         // Queued keys missing from the list: deleted while the watch was down.
@@ -466,16 +515,17 @@ impl<K: Resource> DeltaFifo<K> {
                 tombstones.push(DeletedFinalStateUnknown { key, obj });
             }
         }
-        let queued_deletions = tombstones.len();
         for tombstone in tombstones {
             let key = tombstone.key.clone();
             let delta = Delta::Deleted(DeletedObject::FinalStateUnknown(tombstone));
-            self.queue_action(&mut state, key, delta);
+            self.queue_action(state, key, delta);
         }
 
         if !state.populated {
             state.populated = true;
-            state.initial_population_count = keys.len() + queued_deletions;
+            // What is queued now is the first list's, as client-go counts it (its items and
+            // tombstones); items an item-by-item list queued and were popped are synced already.
+            state.initial_population_count = state.queue.len();
         }
     }
 

@@ -27,6 +27,7 @@
 //!                                           bytes → ObjectList<K> / WatchEvent<K>
 //!              (listwatch.rs: the ListerWatcher seam; FakeSource plugs in here too)
 //!    ─▶ reflector/mod.rs                    list, then watch; relist on 410; backoff; resync
+//!       reflector/list.rs                   pages; a compact cache's list waits as JSON
 //!         writes through reflector::ReflectorStore
 //!    ─▶ delta_fifo.rs                       per-key deltas; tombstones on relist
 //!    ─▶ shared_informer/process_loop.rs     pops each key's deltas:

@@ -290,40 +290,55 @@ pub trait ListerWatcher<K>: Send + Sync + 'static {
     /// A stream of changes.
     fn watch(&self, options: &WatchOptions) -> BoxFuture<'_, Result<WatchStream<K>, Error>>;
 
-    /// One page, like [`list`](Self::list), where each item for which `reuse` finds an object is
-    /// replaced by that object.
+    /// One page, like [`list`](Self::list), whose items go to `intake` as they are decoded.
     ///
-    /// The reflector lists this way, with a `reuse` that finds the cached object of the same
-    /// key and resource version: after a relist, an unchanged object is then held once, not
-    /// twice. The default lists and then swaps; the HTTP lister-watcher swaps each item as soon
-    /// as it is decoded, so a relist of unchanged objects never holds a second copy of the
-    /// cache.
-    fn list_reusing(
+    /// The reflector lists this way (see [`ListIntake`]): an item the cache holds unchanged is
+    /// swapped for the cached object, and an informer whose cache is compact takes each item
+    /// in its compact form at once. The page holds what `intake` gave back.
+    ///
+    /// The default lists the whole page first, then hands its items over one by one. The HTTP
+    /// lister-watcher hands each item over as soon as it is decoded, once the body has said it
+    /// is a list of `K` at a resource version: a list of any size is then never held decoded
+    /// whole by an intake that keeps no decoded items.
+    ///
+    /// # Errors
+    ///
+    /// As [`list`](Self::list).
+    fn list_into(
         &self,
         options: &ListOptions,
-        reuse: ReuseFn<K>,
+        intake: Arc<dyn ListIntake<K>>,
     ) -> BoxFuture<'_, Result<ObjectList<K>, Error>>
     where
         K: Send + Sync + 'static,
     {
         let listing = self.list(options);
         Box::pin(async move {
-            let mut page = listing.await?;
-            for item in &mut page.items {
-                if let Some(known) = reuse(item) {
-                    *item = known;
-                }
-            }
-            Ok(page)
+            let page = listing.await?;
+            let items = page
+                .items
+                .into_iter()
+                .filter_map(|item| intake.take(intake.unchanged(&item).unwrap_or(item)))
+                .collect();
+            Ok(ObjectList { items, ..page })
         })
     }
 }
 
-/// Finds an object to hold in place of one just listed: see [`ListerWatcher::list_reusing`].
+/// Where a list's items go as soon as they are decoded: see [`ListerWatcher::list_into`].
 ///
-/// It must return only an object equal to its argument (the reflector's checks the key and the
-/// resource version).
-pub type ReuseFn<K> = Arc<dyn Fn(&K) -> Option<Arc<K>> + Send + Sync>;
+/// The reflector's intake swaps an unchanged item for the cached object (a relist of unchanged
+/// objects then holds no second copy of the cache), and, for an informer whose cache is
+/// compact, takes each item in its compact form until the list is complete, so that the list
+/// is never held decoded whole.
+pub trait ListIntake<K>: Send + Sync {
+    /// An object already held that equals `listed` (the same key and resource version), to
+    /// keep in its place; it must be equal to `listed`.
+    fn unchanged(&self, listed: &K) -> Option<Arc<K>>;
+
+    /// Takes `item`, or gives it back (`Some`) for the page to hold.
+    fn take(&self, item: Arc<K>) -> Option<Arc<K>>;
+}
 
 impl<K, T: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<T> {
     fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ObjectList<K>, Error>> {
@@ -334,15 +349,15 @@ impl<K, T: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<T> {
         (**self).watch(options)
     }
 
-    fn list_reusing(
+    fn list_into(
         &self,
         options: &ListOptions,
-        reuse: ReuseFn<K>,
+        intake: Arc<dyn ListIntake<K>>,
     ) -> BoxFuture<'_, Result<ObjectList<K>, Error>>
     where
         K: Send + Sync + 'static,
     {
-        (**self).list_reusing(options, reuse)
+        (**self).list_into(options, intake)
     }
 }
 

@@ -16,7 +16,9 @@ use std::time::Duration;
 use client_support::{End, Reply, Server, within};
 use futures::StreamExt;
 use informer_runtime::client::{Auth, Client, ClientError, Config, ExecConfig};
-use informer_runtime::listwatch::{Error, ListOptions, ListWatchSource, WatchEvent, WatchOptions};
+use informer_runtime::listwatch::{
+    Error, ListIntake, ListOptions, ListWatchSource, WatchEvent, WatchOptions,
+};
 use informer_runtime::{LabelSelector, SharedInformerFactory};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 
@@ -158,6 +160,21 @@ async fn a_streamed_list_that_is_not_a_list_names_the_item_and_byte() {
     assert!((at..=at + 3).contains(&byte), "{message}: the number is at byte {at}");
 }
 
+/// An intake that finds held objects for every other item of `known`, and takes none.
+struct Reusing(Arc<std::collections::HashMap<String, Arc<Pod>>>);
+
+impl ListIntake<Pod> for Reusing {
+    fn unchanged(&self, listed: &Pod) -> Option<Arc<Pod>> {
+        let name = listed.metadata.name.as_deref()?;
+        let index: usize = name.rsplit('-').next()?.parse().ok()?;
+        (index % 2 == 0).then(|| Arc::clone(&self.0[name]))
+    }
+
+    fn take(&self, item: Arc<Pod>) -> Option<Arc<Pod>> {
+        Some(item)
+    }
+}
+
 #[tokio::test]
 async fn listing_reuses_the_objects_it_is_given_for_unchanged_items() {
     let body = page(&names("kept", 300), None);
@@ -169,19 +186,67 @@ async fn listing_reuses_the_objects_it_is_given_for_unchanged_items() {
     let known: Arc<std::collections::HashMap<String, Arc<Pod>>> = Arc::new(
         first.items.iter().map(|p| (p.metadata.name.clone().unwrap(), Arc::clone(p))).collect(),
     );
-    let lookup = Arc::clone(&known);
-    let reuse: informer_runtime::listwatch::ReuseFn<Pod> = Arc::new(move |listed: &Pod| {
-        let name = listed.metadata.name.as_deref()?;
-        let index: usize = name.rsplit('-').next()?.parse().ok()?;
-        (index % 2 == 0).then(|| Arc::clone(&lookup[name]))
-    });
-    let second = within(pods.list_reusing(&ListOptions::default(), reuse)).await.unwrap();
+    let reuse = Reusing(Arc::clone(&known));
+    let second = within(pods.list_into(&ListOptions::default(), Arc::new(reuse))).await.unwrap();
     assert_eq!(second.items.len(), 300);
     for (i, pod) in second.items.iter().enumerate() {
         let held = &known[pod.metadata.name.as_deref().unwrap()];
         assert_eq!(Arc::ptr_eq(pod, held), i % 2 == 0, "item {i}");
         assert_eq!(**pod, **held);
     }
+}
+
+/// An intake that takes every item.
+#[derive(Default)]
+struct Taking(parking_lot::Mutex<Vec<Arc<Pod>>>);
+
+impl ListIntake<Pod> for Taking {
+    fn unchanged(&self, _: &Pod) -> Option<Arc<Pod>> {
+        None
+    }
+
+    fn take(&self, item: Arc<Pod>) -> Option<Arc<Pod>> {
+        self.0.lock().push(item);
+        None
+    }
+}
+
+/// Items that come before the body says it is a list of pods at a version are held in the
+/// page and checked with it, never handed on: a body that is not such a list never reaches the
+/// cache.
+#[tokio::test]
+async fn items_before_the_kind_and_version_stay_in_the_page() {
+    let items: Vec<String> = names("early", 3).iter().map(|n| pod_json(n, 50)).collect();
+    let body = format!(
+        r#"{{"items":[{}],"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"100"}}}}"#,
+        items.join(",")
+    );
+    let server = Server::start(move |_| Reply::json(200, body.clone())).await;
+    let pods = client(&server).lister_watcher::<Pod>(None);
+    let taking = Arc::new(Taking::default());
+    let held = within(pods.list_into(&ListOptions::default(), Arc::clone(&taking) as _)).await;
+    assert_eq!(held.unwrap().items.len(), 3);
+    assert!(taking.0.lock().is_empty());
+
+    // In the usual order, every item is taken as soon as it is decoded.
+    let body = page(&names("usual", 3), None);
+    let server = Server::start(move |_| Reply::json(200, body.clone())).await;
+    let pods = client(&server).lister_watcher::<Pod>(None);
+    let held = within(pods.list_into(&ListOptions::default(), Arc::clone(&taking) as _)).await;
+    assert_eq!(held.unwrap().items.len(), 0);
+    assert_eq!(taking.0.lock().len(), 3);
+    taking.0.lock().clear();
+
+    let wrong = page_of_kind("ConfigMapList");
+    let server = Server::start(move |_| Reply::json(200, wrong.clone())).await;
+    let pods = client(&server).lister_watcher::<Pod>(None);
+    let listed = within(pods.list_into(&ListOptions::default(), Arc::clone(&taking) as _)).await;
+    assert!(listed.is_err(), "a ConfigMapList is not a list of pods");
+    assert!(taking.0.lock().is_empty(), "nothing of a ConfigMapList reaches the intake");
+}
+
+fn page_of_kind(kind: &str) -> String {
+    page(&names("other", 3), None).replace("PodList", kind)
 }
 
 #[tokio::test(flavor = "current_thread")]

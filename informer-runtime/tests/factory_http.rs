@@ -10,6 +10,8 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use embedded_apiserver::ApiServer;
@@ -17,6 +19,7 @@ use informer_runtime::client::{Client, Config};
 use informer_runtime::reflector::ReflectorConfig;
 use informer_runtime::{GroupVersionResource, SharedIndexInformer, SharedInformerFactory};
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// A real pod with `managedFields`, as a body to create on the embedded API server.
 fn coredns_pod(name: &str) -> serde_json::Value {
@@ -187,4 +190,106 @@ async fn over_http_a_compact_cache_reads_as_a_decoded_one() {
     assert!(compact.namespace("kube-system").get("listed-9").is_err());
     assert_eq!(compact.list(&everything).len(), 14);
     server.shutdown().await.unwrap();
+}
+
+/// How many [`Counted`] values are alive, and the most that were at once since the last reset.
+static ALIVE: AtomicUsize = AtomicUsize::new(0);
+static MOST_ALIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// A value that counts its live copies: one per decoded [`CountedConfigMap`].
+#[derive(Debug)]
+struct Counted;
+
+impl Counted {
+    fn new() -> Self {
+        let alive = ALIVE.fetch_add(1, Ordering::SeqCst) + 1;
+        MOST_ALIVE.fetch_max(alive, Ordering::SeqCst);
+        Self
+    }
+}
+
+impl Default for Counted {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clone for Counted {
+    fn clone(&self) -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        ALIVE.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A config map that counts how many of it are decoded at once.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct CountedConfigMap {
+    metadata: ObjectMeta,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    data: Option<BTreeMap<String, String>>,
+    /// Counts this copy while it lives.
+    #[serde(skip)]
+    _counted: Counted,
+}
+
+informer_runtime::impl_resource!(
+    CountedConfigMap,
+    group = "",
+    version = "v1",
+    kind = "ConfigMap",
+    plural = "configmaps",
+    namespaced
+);
+
+/// Syncs a factory's informer of [`CountedConfigMap`]s (compact or not, with a queue bound of
+/// `bound`); the most of them decoded at once meanwhile, and the cache's size.
+async fn most_decoded_during_sync(client: &Client, compact: bool, bound: usize) -> (usize, usize) {
+    let mut builder = SharedInformerFactory::builder(client.clone()).max_queued_deltas(bound);
+    if compact {
+        builder = builder.compact_storage(0);
+    }
+    let factory = builder.build();
+    let maps = factory.informer::<CountedConfigMap>();
+    MOST_ALIVE.store(ALIVE.load(Ordering::SeqCst), Ordering::SeqCst);
+    factory.start();
+    assert!(factory.wait_for_cache_sync(Duration::from_secs(30)).await.all_synced());
+    let most = MOST_ALIVE.load(Ordering::SeqCst);
+    let cached = maps.cache().len();
+    factory.shutdown().await;
+    (most, cached)
+}
+
+// A list reaches a compact cache without ever being held decoded whole (issue 18): each item
+// waits for the end of the list as JSON, then is decoded again only as the queue has room. A
+// decoded cache holds every object decoded, of course; a compact one, with no recent objects
+// kept and no handler, about the queue's bound.
+#[tokio::test]
+async fn over_http_a_compact_cache_never_holds_a_whole_list_decoded() {
+    const MAPS: usize = 2_000;
+    const BOUND: usize = 20;
+    let server = ApiServer::start().await.unwrap();
+    let gvr = GroupVersionResource::of::<k8s_openapi::api::core::v1::ConfigMap>();
+    for i in 0..MAPS {
+        let map = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": { "namespace": "default", "name": format!("map-{i}") },
+            "data": { "key": "value" },
+        });
+        server.create(&gvr, map).unwrap();
+    }
+    let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
+    let (decoded, cached) = most_decoded_during_sync(&client, false, BOUND).await;
+    assert_eq!(cached, MAPS);
+    assert!(decoded >= MAPS, "a decoded cache holds every object: {decoded}");
+    let (compact, cached) = most_decoded_during_sync(&client, true, BOUND).await;
+    assert_eq!(cached, MAPS);
+    // The queue's bound, one being applied to the cache, one being decoded for the queue,
+    // one being decoded off the list.
+    assert!(compact <= BOUND + 3, "{compact} config maps decoded at once, with a bound of {BOUND}");
 }

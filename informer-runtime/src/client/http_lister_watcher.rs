@@ -73,7 +73,7 @@ use super::request::{
 };
 use super::watch_decode::{Decoded, WatchDecoder};
 use crate::listwatch::{
-    Error, ListOptions, ListWatchSource, ListerWatcher, ObjectList, ReuseFn, WatchOptions,
+    Error, ListIntake, ListOptions, ListWatchSource, ListerWatcher, ObjectList, WatchOptions,
     WatchStream,
 };
 use crate::resource::Resource;
@@ -131,7 +131,7 @@ impl<K: Resource> HttpListerWatcher<K> {
     async fn list_page(
         &self,
         options: ListOptions,
-        reuse: Option<ReuseFn<K>>,
+        intake: Option<Arc<dyn ListIntake<K>>>,
     ) -> Result<ObjectList<K>, Error> {
         let prefetched = {
             let mut slot = self.prefetch.lock();
@@ -147,7 +147,7 @@ impl<K: Resource> HttpListerWatcher<K> {
         let limits = self.client.limits();
         let decoder = PageDecoder::new(Arc::clone(&self.resource), keep, self.prefetcher(options))
             .max_object_size(limits.max_object_size)
-            .reusing(reuse);
+            .into_intake(intake);
         let fetched = match prefetched {
             Some(mut prefetch) => match (&mut prefetch.task.0).await {
                 Ok(fetched) => fetched,
@@ -245,12 +245,12 @@ impl<K: Resource> ListerWatcher<K> for HttpListerWatcher<K> {
         Box::pin(self.list_page(options.clone(), None))
     }
 
-    fn list_reusing(
+    fn list_into(
         &self,
         options: &ListOptions,
-        reuse: ReuseFn<K>,
+        intake: Arc<dyn ListIntake<K>>,
     ) -> BoxFuture<'_, Result<ObjectList<K>, Error>> {
-        Box::pin(self.list_page(options.clone(), Some(reuse)))
+        Box::pin(self.list_page(options.clone(), Some(intake)))
     }
 
     fn watch(&self, options: &WatchOptions) -> BoxFuture<'_, Result<WatchStream<K>, Error>> {

@@ -10,9 +10,12 @@
 //!
 //! Unless told to keep it, each item's `metadata.managedFields` is skipped while decoding (see
 //! [`prune`](super::prune)): it is never allocated. Items are decoded by an
-//! [`ObjectDecoder`], so their vectors have exact capacities. With a [`ReuseFn`], an item the cache
-//! already holds unchanged is dropped as soon as it is decoded, and the cached object stands in
-//! for it.
+//! [`ObjectDecoder`], so their vectors have exact capacities. With a [`ListIntake`], an item the
+//! cache already holds unchanged is dropped as soon as it is decoded, and the cached object
+//! stands in for it; and each item goes to the intake as soon as it is decoded, once the body
+//! has shown it is a list of `K` (its `kind`) at a resource version (its `metadata`), which API
+//! servers write before `items`. Items of a body that has not shown both yet are held in the
+//! page and checked with it, so a body that is not such a list never reaches the cache.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -25,7 +28,7 @@ use super::error::{byte_offset, json_error_message};
 use super::list_split::{ListSplitter, Part, Piece, SplitError};
 use super::object_decoder::ObjectDecoder;
 use super::request::served_type;
-use crate::listwatch::{Error, ObjectList, ReuseFn};
+use crate::listwatch::{Error, ListIntake, ObjectList};
 use crate::resource::Resource;
 
 /// Decodes one page of a list of `resource` from its whole body; see [`PageDecoder`].
@@ -71,14 +74,19 @@ pub(crate) struct PageDecoder<K, F> {
     resource: Arc<str>,
     objects: ObjectDecoder<K>,
     on_continue: Option<F>,
-    reuse: Option<ReuseFn<K>>,
+    intake: Option<Arc<dyn ListIntake<K>>>,
     meta: ListMeta,
     /// The body's `kind`, if it had one.
     kind: Option<String>,
     /// Whether `items` was `null` (an array is the splitter's to see).
     null_items: bool,
     status: StatusParts,
+    /// Items not taken by the intake.
     items: Vec<Arc<K>>,
+    /// Items decoded so far, taken or not (errors count items from 0).
+    decoded: usize,
+    /// [`shows_the_list`](Self::shows_the_list), as of the last member read.
+    list_shown: bool,
     _kind: PhantomData<fn() -> K>,
 }
 
@@ -89,12 +97,14 @@ impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
             resource,
             objects: ObjectDecoder::new(keep_managed_fields),
             on_continue: Some(on_continue),
-            reuse: None,
+            intake: None,
             meta: ListMeta::default(),
             kind: None,
             null_items: false,
             status: StatusParts::default(),
             items: Vec::new(),
+            decoded: 0,
+            list_shown: false,
             _kind: PhantomData,
         }
     }
@@ -107,10 +117,17 @@ impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
         self
     }
 
-    /// Holds `reuse`'s object in place of each item it finds one for.
-    pub(crate) fn reusing(mut self, reuse: Option<ReuseFn<K>>) -> Self {
-        self.reuse = reuse;
+    /// Hands items to `intake` as they are decoded (see the [module documentation](self)).
+    pub(crate) fn into_intake(mut self, intake: Option<Arc<dyn ListIntake<K>>>) -> Self {
+        self.intake = intake;
         self
+    }
+
+    /// Whether the body has shown it is a list of `K` at a resource version, so that its items
+    /// may go to the intake before the whole body is in.
+    fn shows_the_list(&self) -> bool {
+        self.kind.as_deref().is_some_and(|kind| kind == list_kind::<K>())
+            && self.meta.resource_version.as_deref().is_some_and(|rv| !rv.is_empty())
     }
 
     /// Decodes every part `chunk` completes.
@@ -124,13 +141,14 @@ impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
             let piece = match self.splitter.next_piece() {
                 Ok(Some(piece)) => piece,
                 Ok(None) => return Ok(()),
-                Err(e) => return Err(split_error(&self.resource, self.items.len(), &e)),
+                Err(e) => return Err(split_error(&self.resource, self.decoded, &e)),
             };
             match piece {
                 Piece::Member { key: "metadata", value, offset } => {
                     let meta: Option<ListMeta> = serde_json::from_slice(value)
                         .map_err(|e| part_error(&self.resource, "metadata", value, offset, &e))?;
                     self.meta = meta.unwrap_or_default();
+                    self.list_shown = self.shows_the_list();
                     let token = self.meta.continue_token.as_deref().filter(|t| !t.is_empty());
                     if let (Some(token), Some(on_continue)) = (token, self.on_continue.take()) {
                         on_continue(token);
@@ -146,7 +164,10 @@ impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
                     let text: Option<String> = serde_json::from_slice(value)
                         .map_err(|e| part_error(&self.resource, key, value, offset, &e))?;
                     match key {
-                        "kind" => self.kind = text,
+                        "kind" => {
+                            self.kind = text;
+                            self.list_shown = self.shows_the_list();
+                        }
                         "reason" => self.status.reason = text,
                         _ => self.status.message = text,
                     }
@@ -157,11 +178,20 @@ impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
                 }
                 Piece::Item { value, offset } => {
                     let item = self.objects.decode(value).map_err(|e| {
-                        let what = format!("item {}", self.items.len());
+                        let what = format!("item {}", self.decoded);
                         part_error(&self.resource, &what, value, offset, &e)
                     })?;
-                    let known = self.reuse.as_ref().and_then(|reuse| reuse(&item));
-                    self.items.push(known.unwrap_or_else(|| Arc::new(item)));
+                    self.decoded += 1;
+                    let Some(intake) = &self.intake else {
+                        self.items.push(Arc::new(item));
+                        continue;
+                    };
+                    let item = intake.unchanged(&item).unwrap_or_else(|| Arc::new(item));
+                    if self.list_shown {
+                        self.items.extend(intake.take(item));
+                    } else {
+                        self.items.push(item);
+                    }
                 }
             }
         }
@@ -179,7 +209,7 @@ impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
     /// [`Error::Decode`] if the body ended before the list did, or is not a list of `K` with a
     /// resource version.
     pub(crate) fn finish(mut self) -> Result<ObjectList<K>, Error> {
-        let items = self.items.len();
+        let items = self.decoded;
         self.splitter.finish().map_err(|e| split_error(&self.resource, items, &e))?;
         let expected = list_kind::<K>();
         let resource = &self.resource;

@@ -45,7 +45,7 @@
 //! a `+` sign accepted in an integer map key.
 //!
 //! Objects a relist finds unchanged in the cache are dropped right after decoding: the cached one
-//! is kept (see [`ListerWatcher::list_reusing`](crate::listwatch::ListerWatcher::list_reusing)).
+//! is kept (see [`ListIntake::unchanged`](crate::listwatch::ListIntake::unchanged)).
 
 use std::fmt;
 use std::marker::PhantomData;

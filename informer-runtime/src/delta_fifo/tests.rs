@@ -664,3 +664,134 @@ fn scenarios_with_known_objects_in_compact_storage() {
     // The recent objects hold the cached allocation itself: a relist keeps it.
     unchanged_finds_the_cached_object_of_the_same_version_unless_transforming();
 }
+
+/// How a test hands a list to the queue.
+#[derive(Clone, Copy, Debug)]
+enum Handover {
+    /// `replace(list)`.
+    Whole,
+    /// `start_replace`, `replace_item` for all but the last, `finish_replace([last])`.
+    ItemByItem,
+}
+
+fn hand_over(f: &DeltaFifo<Pod>, handover: Handover, mut list: Vec<Arc<Pod>>) {
+    match handover {
+        Handover::Whole => f.replace(list),
+        Handover::ItemByItem => {
+            let last = list.pop();
+            f.start_replace();
+            for item in list {
+                f.replace_item(item);
+            }
+            f.finish_replace(last.into_iter().collect());
+        }
+    }
+}
+
+async fn drain(f: &DeltaFifo<Pod>) -> Vec<Vec<String>> {
+    let mut popped = Vec::new();
+    while !f.is_empty() {
+        popped.push(pop(f).await.0);
+    }
+    popped.sort();
+    popped
+}
+
+// A replace handed over item by item (what the reflector does for a compact cache, issue 18)
+// queues what one `replace` of the same list queues: the same tombstones for queued and known
+// keys the list lacks (TestDeltaFIFO_ReplaceMakesDeletions' starting points).
+#[tokio::test]
+async fn an_item_by_item_replace_makes_the_same_deletions() {
+    let knowns = || known(&[obj("foo", 5), obj("bar", 6), obj("baz", 7)]);
+    let list = || vec![obj("foo", 5), obj("qux", 1)];
+    let mut outcomes = Vec::new();
+    for handover in [Handover::Whole, Handover::ItemByItem] {
+        let f = DeltaFifo::new().with_known_objects(knowns());
+        f.add(obj("baz", 10));
+        hand_over(&f, handover, list());
+        let popped = drain(&f).await;
+        assert_eq!(
+            popped,
+            [
+                vec!["Added(baz@10)", "Deleted(FinalStateUnknown(\"baz\", baz@10))"],
+                vec!["Deleted(FinalStateUnknown(\"bar\", bar@6))"],
+                vec!["Replaced(foo@5)"],
+                vec!["Replaced(qux@1)"],
+            ],
+            "{handover:?}"
+        );
+        let f = DeltaFifo::new().with_known_objects(knowns());
+        f.delete(obj("baz", 10));
+        hand_over(&f, handover, list());
+        outcomes.push(drain(&f).await);
+    }
+    assert_eq!(outcomes[0], outcomes[1]);
+}
+
+// Items handed over one by one may pop before the list ends. Until it ends, the queue has not
+// synced and what pops belongs to the initial list; at the end, what is still queued (items and
+// tombstones) is the rest of the initial list, as client-go counts it.
+#[tokio::test]
+async fn an_item_by_item_first_replace_syncs_once_its_queued_rest_has_popped() {
+    let f = DeltaFifo::new();
+    f.start_replace();
+    f.replace_item(obj("a", 1));
+    f.replace_item(obj("b", 1));
+    assert_eq!(pop(&f).await, (vec!["Replaced(a@1)".to_owned()], true));
+    assert!(!f.has_synced(), "the list has not ended");
+    f.replace_item(obj("c", 1));
+    f.finish_replace(vec![obj("d", 1)]);
+    assert!(!f.has_synced());
+    for expected in ["Replaced(b@1)", "Replaced(c@1)"] {
+        assert_eq!(pop(&f).await, (vec![expected.to_owned()], true));
+        assert!(!f.has_synced());
+    }
+    assert_eq!(pop(&f).await, (vec!["Replaced(d@1)".to_owned()], true));
+    assert!(f.has_synced());
+    f.add(obj("e", 2));
+    assert_eq!(pop(&f).await, (vec!["Added(e@2)".to_owned()], false));
+
+    // An empty list handed over item by item syncs at its end.
+    let f = DeltaFifo::<Pod>::new();
+    f.start_replace();
+    assert!(!f.has_synced());
+    f.finish_replace(Vec::new());
+    assert!(f.has_synced());
+}
+
+// A handover that was abandoned (the reflector was stopped) leaves what it queued queued, and
+// the next replace lists its own keys only: what the abandoned one queued and the next one
+// lacks gets a tombstone.
+#[tokio::test]
+async fn a_restarted_replace_counts_only_its_own_items_as_listed() {
+    let f = DeltaFifo::new();
+    f.start_replace();
+    f.replace_item(obj("gone", 1));
+    f.replace_item(obj("kept", 1));
+    f.start_replace();
+    f.replace_item(obj("kept", 2));
+    f.finish_replace(Vec::new());
+    assert_eq!(
+        drain(&f).await,
+        [
+            vec!["Replaced(gone@1)", "Deleted(FinalStateUnknown(\"gone\", gone@1))"],
+            vec!["Replaced(kept@1)", "Replaced(kept@2)"],
+        ]
+    );
+}
+
+// The bound holds back an item-by-item handover as it holds back watch events.
+#[tokio::test]
+async fn a_bounded_queue_holds_an_item_by_item_replace_back() {
+    let f = DeltaFifo::<Pod>::new().with_max_queued_deltas(2);
+    let wakes = Arc::new(CountingWaker(AtomicUsize::new(0)));
+    let waker = std::task::Waker::from(Arc::clone(&wakes));
+    let mut cx = Context::from_waker(&waker);
+    f.start_replace();
+    f.replace_item(obj("a", 1));
+    assert!(f.poll_ready(&mut cx).is_ready());
+    f.replace_item(obj("b", 1));
+    assert!(f.poll_ready(&mut cx).is_pending());
+    pop(&f).await;
+    assert!(f.poll_ready(&mut cx).is_ready());
+}

@@ -7,7 +7,10 @@
 //!    cache), later at the last version it saw; a list answered 410 or "too large resource
 //!    version" is retried at once with `""` (a consistent read). Pages of 500 when listing at
 //!    `""` or `"0"`; a continue page that expires falls back to one full list at the same version.
-//!    The store is replaced with the result.
+//!    The store is replaced with the result, and only with a complete list: a list that fails
+//!    part-way changes nothing. For a store that holds its objects compactly, each item waits
+//!    for the end of the list in compact form (its JSON) instead of decoded, and is decoded
+//!    again as the store has room for it, so that the list is never held decoded whole.
 //! 2. **Watch** from the listed version, bookmarks allowed, with a random server timeout in
 //!    `[min_watch_timeout, 2 × min_watch_timeout)` so that informers restarted together do not
 //!    relist together. Every event, bookmarks included, advances the last seen version.
@@ -29,10 +32,10 @@
 //! so the whole state machine runs in virtual time in tests.
 
 mod backoff;
+mod list;
 mod reflector_store;
 mod state;
 
-use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -48,8 +51,7 @@ use self::backoff::Backoff;
 use self::state::{Next, WatchEnd, next_after};
 use crate::clock::{Random, SharedClock, TokioClock};
 use crate::listwatch::{
-    Error, ListOptions, ListerWatcher, ResourceVersionMatch, ReuseFn, WatchEvent, WatchOptions,
-    WatchStream,
+    Error, ListerWatcher, ResourceVersionMatch, WatchEvent, WatchOptions, WatchStream,
 };
 use crate::resource::{Resource, resource_version};
 use crate::store::Indexer;
@@ -123,7 +125,7 @@ pub struct ReflectorConfig {
     /// Backoff between failed attempts.
     pub backoff: BackoffConfig,
     /// Keep `metadata.managedFields` in the objects listed and watched; off by default, see
-    /// [`ListOptions::keep_managed_fields`].
+    /// [`ListOptions::keep_managed_fields`](crate::listwatch::ListOptions::keep_managed_fields).
     pub keep_managed_fields: bool,
 }
 
@@ -434,108 +436,6 @@ impl<K: Resource> Reflector<K> {
         }
     }
 
-    /// Lists and replaces the store. `Ok(false)` when cancelled first.
-    async fn list(&self, cancel: &CancellationToken) -> Result<bool, Error> {
-        let rv = self.relist_resource_version();
-        let listing = async {
-            match self.list_pages(&rv).await {
-                Err(e) if e.is_expired() || e.is_resource_version_too_large() => {
-                    tracing::debug!(resource = %self.resource, rv, error = %e, "relisting with a consistent read");
-                    self.state.lock().resource_version_unavailable = true;
-                    self.list_pages(&self.relist_resource_version()).await
-                }
-                result => result,
-            }
-        };
-        let (items, list_rv, paginated) = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Ok(false),
-            result = listing => result?,
-        };
-        {
-            let mut state = self.state.lock();
-            if rv == "0" && paginated {
-                state.paginated_result = true;
-            }
-            state.resource_version_unavailable = false;
-        }
-        tracing::debug!(resource = %self.resource, items = items.len(), rv = list_rv, "listed");
-        self.store.replace(items, &list_rv);
-        self.set_last_sync_resource_version(&list_rv);
-        Ok(true)
-    }
-
-    /// All pages of one list at `rv`: the objects, the version of the first page, and whether
-    /// the answer came in several pages.
-    async fn list_pages(&self, rv: &str) -> Result<(Vec<Arc<K>>, String, bool), Error> {
-        let mut options = ListOptions {
-            label_selector: self.config.label_selector.clone(),
-            field_selector: self.config.field_selector.clone(),
-            resource_version: rv.to_owned(),
-            resource_version_match: None,
-            limit: self.page_size_for(rv),
-            continue_token: None,
-            keep_managed_fields: self.config.keep_managed_fields,
-        };
-        // On a relist, an object the store holds unchanged is kept once, not decoded twice.
-        let store = Arc::clone(&self.store);
-        let reuse: ReuseFn<K> = Arc::new(move |listed: &K| store.unchanged(listed));
-        let mut items = Vec::new();
-        let mut list_rv = None;
-        let mut paginated = false;
-        // The continue tokens of this list, hashed: a server that hands one out again would be
-        // paged through forever (client-go does not check; a token is a position in one
-        // snapshot, so it can never come back in a list that moves on).
-        let tokens = std::collections::hash_map::RandomState::new();
-        let mut seen = std::collections::HashSet::new();
-        loop {
-            match self.lister_watcher.list_reusing(&options, Arc::clone(&reuse)).await {
-                Err(e) if e.is_expired() && options.continue_token.is_some() => {
-                    // The snapshot behind the continue token was compacted away mid-list: one
-                    // full list at the version first asked for keeps the result consistent.
-                    tracing::debug!(resource = %self.resource, rv, "continue token expired; full list");
-                    let full = ListOptions {
-                        resource_version: rv.to_owned(),
-                        limit: None,
-                        continue_token: None,
-                        ..options
-                    };
-                    let page = self.lister_watcher.list_reusing(&full, reuse).await?;
-                    return Ok((page.items, page.resource_version, paginated));
-                }
-                Err(e) => return Err(e),
-                Ok(page) => {
-                    let page_rv = page.resource_version;
-                    list_rv.get_or_insert(page_rv);
-                    if items.is_empty() {
-                        items = page.items;
-                    } else {
-                        items.extend(page.items);
-                    }
-                    match page.continue_token {
-                        Some(token) if !token.is_empty() => {
-                            if !seen.insert(tokens.hash_one(&token)) {
-                                return Err(Error::Decode(format!(
-                                    "{} list: the server handed out the continue token {:?} a \
-                                     second time in one list, so paging would never end; the \
-                                     list is retried from the start",
-                                    self.resource,
-                                    shorten(&token)
-                                )));
-                            }
-                            options.continue_token = Some(token);
-                            // A version with a continue token is an error on the server.
-                            options.resource_version.clear();
-                            options.resource_version_match = None;
-                            paginated = true;
-                        }
-                        _ => return Ok((items, list_rv.unwrap_or_default(), paginated)),
-                    }
-                }
-            }
-        }
-    }
-
     fn watch_timeout(&self) -> Duration {
         const MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(5 * 60);
         let min = self.config.min_watch_timeout.max(MIN_WATCH_TIMEOUT);
@@ -753,7 +653,13 @@ impl<K: Resource> Reflector<K> {
                 }
                 Some(Err(e)) => return Err(e),
             };
-            let temporary = Indexer::<K>::default();
+            // For a compact cache, the initial events wait compactly too (see `list`).
+            let compact = self.store.compact_lists();
+            let temporary = if compact {
+                Indexer::<K>::default().with_compact_storage(0)
+            } else {
+                Indexer::<K>::default()
+            };
             let mut rv = String::new();
             let end = self
                 .handle_watch(
@@ -767,7 +673,15 @@ impl<K: Resource> Reflector<K> {
                 .await;
             match end {
                 WatchEnd::InitialEventsEnd => {
-                    self.store.replace(temporary.list(), &rv);
+                    if compact {
+                        let keys = temporary.list_keys().into_iter();
+                        let lazy = keys.map(|key| temporary.get_by_key(key.as_str()));
+                        if !self.hand_over(lazy, Vec::new(), &rv, cancel).await {
+                            return Ok(None);
+                        }
+                    } else {
+                        self.store.replace(temporary.list(), &rv);
+                    }
                     self.state.lock().resource_version_unavailable = false;
                     self.set_last_sync_resource_version(&rv);
                     return Ok(Some((watch, timeout)));
@@ -791,14 +705,6 @@ impl<K: Resource> Reflector<K> {
                 }
             }
         }
-    }
-}
-
-/// At most the first 64 characters of `token`, for a message.
-fn shorten(token: &str) -> String {
-    match token.char_indices().nth(64) {
-        Some((end, _)) => format!("{}…", &token[..end]),
-        None => token.to_owned(),
     }
 }
 

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::clock::Clock;
-use crate::listwatch::{Bookmark, ObjectList, Status};
+use crate::listwatch::{Bookmark, ListOptions, ObjectList, Status};
 use crate::store::Indexer;
 use crate::testing::objects::pod;
 
@@ -1099,6 +1099,115 @@ async fn a_full_queue_holds_the_watch_back() {
     let expected: Vec<String> = (5..100u32).map(|i| format!("pod-{i:03}@{}", i + 2)).collect();
     assert_eq!(rest, expected);
     assert_eq!(read.load(Ordering::SeqCst), 100);
+    cancel.cancel();
+    run.await.unwrap();
+}
+
+/// The informer's queue as the reflector sees it for a cache in compact storage.
+struct CompactQueue(Arc<crate::delta_fifo::DeltaFifo<Pod>>);
+
+impl ReflectorStore<Pod> for CompactQueue {
+    fn add(&self, obj: Arc<Pod>) {
+        self.0.add(obj);
+    }
+    fn update(&self, obj: Arc<Pod>) {
+        self.0.update(obj);
+    }
+    fn delete(&self, obj: Arc<Pod>) {
+        self.0.delete(obj);
+    }
+    fn replace(&self, list: Vec<Arc<Pod>>, _: &str) {
+        self.0.replace(list);
+    }
+    fn start_replace(&self) {
+        self.0.start_replace();
+    }
+    fn replace_item(&self, obj: Arc<Pod>) -> Option<Arc<Pod>> {
+        self.0.replace_item(obj);
+        None
+    }
+    fn finish_replace(&self, rest: Vec<Arc<Pod>>, _: &str) {
+        self.0.finish_replace(rest);
+    }
+    fn resync(&self) {}
+    fn poll_ready(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        self.0.poll_ready(cx)
+    }
+    fn compact_lists(&self) -> bool {
+        true
+    }
+}
+
+// For a compact cache (issue 18), a list waits whole in compact form: nothing of a list whose
+// continue token expired reaches the queue, the full list that follows does, once complete,
+// and it is decoded into the queue only as fast as the queue drains.
+#[tokio::test(start_paused = true)]
+async fn a_compact_list_enters_the_queue_only_whole_and_as_it_drains() {
+    let rounds = Rounds::default();
+    let lw = ScriptedLw::new(
+        |o| match (o.resource_version.as_str(), o.continue_token.as_deref(), o.limit) {
+            ("0", None, Some(4)) => {
+                let mut page = list_of("10", &[p("early", 1)])?;
+                page.continue_token = Some("C1".into());
+                Ok(page)
+            }
+            ("", Some("C1"), Some(4)) => Err(Error::Api(Status::expired("continue token expired"))),
+            ("0", None, None) => list_of("11", &pods(10)),
+            other => Err(Error::Transport(format!("unexpected list {other:?}"))),
+        },
+        |_| Ok(open_stream_of(vec![])),
+    );
+    let fifo = Arc::new(crate::delta_fifo::DeltaFifo::<Pod>::new().with_max_queued_deltas(3));
+    let store = Arc::new(CompactQueue(Arc::clone(&fifo)));
+    let r = Arc::new(reflector(Arc::clone(&lw), store, ReflectorConfig::default().page_size(4)));
+    let round = tokio::spawn({
+        let (r, rounds) = (Arc::clone(&r), rounds.clone());
+        async move { rounds.run(&r).await }
+    });
+    eventually(|| fifo.queued_deltas() == 3).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(fifo.queued_deltas(), 3, "decoded into the queue past its bound");
+    assert!(!fifo.has_synced());
+    let popped = pop_all(&fifo, 10).await;
+    let expected: Vec<String> = (0..10).map(|i| format!("pod-{i}@1")).collect();
+    assert_eq!(popped, expected, "the full list, once, without the page whose token expired");
+    assert!(fifo.has_synced());
+    assert_eq!(lw.list_rvs(), ["0", "", "0"]);
+    eventually(|| !lw.watch_rvs().is_empty()).await;
+    assert_eq!(lw.watch_rvs(), ["11"]);
+    rounds.cancel_round();
+    round.await.unwrap().unwrap();
+}
+
+// The streaming list for a compact cache: its initial events wait in compact form, and reach
+// the queue at the initial-events-end bookmark, item by item; the watch goes on after them.
+#[tokio::test(start_paused = true)]
+async fn a_compact_streaming_list_enters_the_queue_at_the_bookmark() {
+    let lw = ScriptedLw::new(
+        |_| Err(Error::Transport("no list expected".into())),
+        move |_| {
+            Ok(open_stream_of(vec![
+                added(p("p1", 1)),
+                added(p("p2", 2)),
+                WatchEvent::Modified(Arc::new(p("p1", 3))),
+                bookmark("3", true),
+                added(p("p4", 6)),
+            ]))
+        },
+    );
+    let fifo = Arc::new(crate::delta_fifo::DeltaFifo::<Pod>::new());
+    let store = Arc::new(CompactQueue(Arc::clone(&fifo)));
+    let r = Arc::new(reflector(Arc::clone(&lw), store, streaming_config()));
+    let cancel = CancellationToken::new();
+    let run = tokio::spawn({
+        let (r, cancel) = (Arc::clone(&r), cancel.clone());
+        async move { r.run(cancel).await }
+    });
+    eventually(|| fifo.len() == 3).await;
+    let mut popped = pop_all(&fifo, 3).await;
+    popped[..2].sort();
+    assert_eq!(popped, ["p1@3", "p2@2", "p4@6"]);
+    assert!(fifo.has_synced());
     cancel.cancel();
     run.await.unwrap();
 }

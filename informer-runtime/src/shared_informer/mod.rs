@@ -554,7 +554,9 @@ impl<K: Resource> SharedIndexInformer<K> {
                 queue = queue.with_transform(Arc::clone(transform));
             }
             let queue = Arc::new(queue);
-            let sink = Arc::new(QueueSink::new(Arc::clone(&queue), Arc::clone(&shared.progress)));
+            let compact = matches!(shared.indexer.storage_mode(), StorageMode::Compact { .. });
+            let sink =
+                Arc::new(QueueSink::new(Arc::clone(&queue), Arc::clone(&shared.progress), compact));
             let processor = Arc::downgrade(&shared.processor);
             let mut config = settings.reflector.clone();
             config.resync_period = settings.resync_check_period;

@@ -22,15 +22,20 @@ use crate::resource::{Resource, resource_version};
 use crate::store::{Indexer, ObjectKey};
 
 /// The queue as the reflector sees it: also wakes sync waiters after a replace, since an empty
-/// first list syncs without any pop.
+/// first list syncs without any pop, and asks for lists in compact form for a compact cache.
 pub(super) struct QueueSink<K> {
     queue: Arc<DeltaFifo<K>>,
     progress: Arc<Notify>,
+    compact_lists: bool,
 }
 
 impl<K> QueueSink<K> {
-    pub(super) fn new(queue: Arc<DeltaFifo<K>>, progress: Arc<Notify>) -> Self {
-        Self { queue, progress }
+    pub(super) fn new(
+        queue: Arc<DeltaFifo<K>>,
+        progress: Arc<Notify>,
+        compact_lists: bool,
+    ) -> Self {
+        Self { queue, progress, compact_lists }
     }
 }
 
@@ -50,6 +55,24 @@ impl<K: Resource> ReflectorStore<K> for QueueSink<K> {
     fn replace(&self, list: Vec<Arc<K>>, _resource_version: &str) {
         self.queue.replace(list);
         self.progress.notify_waiters();
+    }
+
+    fn start_replace(&self) {
+        self.queue.start_replace();
+    }
+
+    fn replace_item(&self, obj: Arc<K>) -> Option<Arc<K>> {
+        self.queue.replace_item(obj);
+        None
+    }
+
+    fn finish_replace(&self, rest: Vec<Arc<K>>, _resource_version: &str) {
+        self.queue.finish_replace(rest);
+        self.progress.notify_waiters();
+    }
+
+    fn compact_lists(&self) -> bool {
+        self.compact_lists
     }
 
     fn resync(&self) {

@@ -6,6 +6,7 @@
 //! form instead and decodes them on read ([`Indexer::with_compact_storage`]); reads still hand
 //! out `Arc<K>`.
 
+pub(crate) mod compact;
 mod index;
 mod labels;
 mod members;

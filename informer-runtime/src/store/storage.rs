@@ -8,11 +8,7 @@
 //! choice); [`Compact`] is the other mode, chosen per cache with
 //! [`StorageMode::Compact`].
 //!
-//! Why JSON: it is self-describing, which k8s-openapi's serde needs (it skips `None` fields, so
-//! a format that relies on field positions, such as bincode, cannot read its own output back),
-//! and `serde_json` is already a dependency. A pod without `managedFields` is about 7 KB of
-//! JSON where the decoded `Pod` takes about 26 KB of heap (`bench/PROFILES.md`: k8s-openapi's
-//! structs hold every optional sub-struct inline).
+//! The compact form is the object's JSON ([`compact`](super::compact) says why).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -21,8 +17,7 @@ use std::sync::Arc;
 use quick_cache::sync::Cache as RecentCache;
 
 use super::ObjectKey;
-#[cfg(feature = "client")]
-use crate::client::object_decoder::ObjectDecoder;
+use super::compact::{self, Decoders};
 use crate::resource::Resource;
 
 /// Label maps, as objects carry them.
@@ -161,7 +156,7 @@ impl Decoded {
 
 /// An object held as its JSON, with what selectors need beside it.
 pub(super) struct Encoded {
-    /// `serde_json::to_vec` of the object, at its exact length.
+    /// The object's [compact form](compact::encode).
     json: Box<[u8]>,
     /// The object's labels, decoded: the label index and selector matching read them without
     /// decoding the object.
@@ -196,52 +191,20 @@ impl<K> Clone for Slot<K> {
 pub(super) struct Compact<K> {
     recent: Option<RecentCache<ObjectKey, Arc<K>>>,
     capacity: usize,
-    /// Decoders with their parse buffers, for reuse: each read takes one (or makes one) and
-    /// puts it back, so there are about as many as readers at once, and at most
-    /// [`POOLED_DECODERS`] are kept.
-    #[cfg(feature = "client")]
-    decoders: parking_lot::Mutex<Vec<ObjectDecoder<K>>>,
+    decoders: Decoders<K>,
 }
-
-/// How many idle decoders a compact store keeps (each holds buffers the size of the largest
-/// object it decoded, up to 256 KiB).
-#[cfg(feature = "client")]
-const POOLED_DECODERS: usize = 4;
 
 impl<K: Resource> Compact<K> {
     pub(super) fn new(recent: usize) -> Self {
         Self {
             recent: (recent > 0).then(|| recent_cache(recent)),
             capacity: recent,
-            #[cfg(feature = "client")]
-            decoders: parking_lot::Mutex::new(Vec::new()),
+            decoders: Decoders::default(),
         }
-    }
-
-    /// Decodes `json` with the HTTP client's decoder when the `client` feature is on: simd-json,
-    /// about twice as fast as `serde_json` on pods, and every `Vec` of the object at its exact
-    /// length, so an object a read hands out is as small as one the watch decoded. It keeps
-    /// `managedFields`: the JSON holds what the cache was given.
-    #[cfg(feature = "client")]
-    fn decode_json(&self, json: &[u8]) -> Result<K, serde_json::Error> {
-        let taken = self.decoders.lock().pop();
-        let mut decoder = taken.unwrap_or_else(|| ObjectDecoder::new(true));
-        let decoded = decoder.decode(json);
-        let mut pool = self.decoders.lock();
-        if pool.len() < POOLED_DECODERS {
-            pool.push(decoder);
-        }
-        decoded
-    }
-
-    #[cfg(not(feature = "client"))]
-    #[allow(clippy::unused_self, reason = "the same call as with the `client` feature")]
-    fn decode_json(&self, json: &[u8]) -> Result<K, serde_json::Error> {
-        serde_json::from_slice(json)
     }
 
     fn decode(&self, key: &ObjectKey, encoded: &Encoded) -> Option<Arc<K>> {
-        match self.decode_json(&encoded.json) {
+        match self.decoders.decode(&encoded.json) {
             Ok(obj) => Some(Arc::new(obj)),
             Err(error) => {
                 // Bytes this store encoded from a valid object; only a type whose serde does not
@@ -296,11 +259,10 @@ impl<K: Resource> Storage<K> for Compact<K> {
     type Entry = Slot<K>;
 
     fn entry(&self, key: &ObjectKey, obj: &Arc<K>) -> Slot<K> {
-        match serde_json::to_vec(&**obj) {
-            Ok(json) => Slot::Encoded(Arc::new(Encoded {
-                json: json.into_boxed_slice(),
-                labels: obj.meta().labels.clone(),
-            })),
+        match compact::encode(&**obj) {
+            Ok(json) => {
+                Slot::Encoded(Arc::new(Encoded { json, labels: obj.meta().labels.clone() }))
+            }
             Err(error) => {
                 tracing::warn!(
                     kind = K::KIND,

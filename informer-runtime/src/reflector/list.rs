@@ -1,0 +1,235 @@
+//! The list step of the [reflector](super): all pages of one list, a continue token that
+//! expires or comes round again, and the handover of the complete list to the store.
+//!
+//! Every item goes through the reflector's [`ListIntake`] as soon as it is decoded: an item the
+//! store holds unchanged is swapped for the held object (a relist then holds no second copy),
+//! and for a store that [holds lists compactly](ReflectorStore::compact_lists) the item waits in
+//! its [compact form](crate::store::compact) until the list is complete. Only a complete list
+//! reaches the store: as one [`replace`](ReflectorStore::replace), or, compactly held, item by
+//! item ([`Reflector::hand_over`]), each decoded again only when the store has room for it.
+
+use std::hash::BuildHasher;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use super::{Reflector, ReflectorStore};
+use crate::listwatch::{Error, ListIntake, ListOptions};
+use crate::resource::Resource;
+use crate::store::compact::Decoders;
+
+impl<K: Resource> Reflector<K> {
+    /// Lists and replaces the store. `Ok(false)` when cancelled first.
+    pub(super) async fn list(&self, cancel: &CancellationToken) -> Result<bool, Error> {
+        let rv = self.relist_resource_version();
+        let intake = Arc::new(StoreIntake::new(Arc::clone(&self.store)));
+        let listing = async {
+            match self.list_pages(&rv, &intake).await {
+                Err(e) if e.is_expired() || e.is_resource_version_too_large() => {
+                    tracing::debug!(resource = %self.resource, rv, error = %e, "relisting with a consistent read");
+                    self.state.lock().resource_version_unavailable = true;
+                    intake.clear();
+                    self.list_pages(&self.relist_resource_version(), &intake).await
+                }
+                result => result,
+            }
+        };
+        let (items, list_rv, paginated) = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Ok(false),
+            result = listing => result?,
+        };
+        {
+            let mut state = self.state.lock();
+            if rv == "0" && paginated {
+                state.paginated_result = true;
+            }
+            state.resource_version_unavailable = false;
+        }
+        let compact = intake.staged();
+        tracing::debug!(resource = %self.resource, items = items.len() + compact.len(), rv = list_rv, "listed");
+        if compact.is_empty() {
+            self.store.replace(items, &list_rv);
+        } else {
+            let decoders = Decoders::<K>::default();
+            let decoded = compact.into_iter().map(|json| match decoders.decode(&json) {
+                Ok(obj) => Some(Arc::new(obj)),
+                // Bytes encoded from an object of this very type: only a type whose serde does
+                // not round-trip gets here. Logged, never a panic; the object is left out of
+                // this list, so a relist or its next change brings it back.
+                Err(error) => {
+                    tracing::error!(
+                        resource = %self.resource,
+                        %error,
+                        "a listed object held in compact form could not be decoded again; it is left out of this list"
+                    );
+                    None
+                }
+            });
+            if !self.hand_over(decoded, items, &list_rv, cancel).await {
+                return Ok(false);
+            }
+        }
+        self.set_last_sync_resource_version(&list_rv);
+        Ok(true)
+    }
+
+    /// Replaces the store with a complete list, item by item: `lazy` makes each object (its
+    /// decoding) only when the store has room for it (see [`ReflectorStore::poll_ready`]), and
+    /// `rest` holds objects decoded already. `false` when cancelled first.
+    pub(super) async fn hand_over(
+        &self,
+        mut lazy: impl Iterator<Item = Option<Arc<K>>>,
+        mut rest: Vec<Arc<K>>,
+        resource_version: &str,
+        cancel: &CancellationToken,
+    ) -> bool {
+        self.store.start_replace();
+        loop {
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return false,
+                () = std::future::poll_fn(|cx| self.store.poll_ready(cx)) => {}
+            }
+            match lazy.next() {
+                Some(Some(obj)) => rest.extend(self.store.replace_item(obj)),
+                Some(None) => {}
+                None => break,
+            }
+        }
+        self.store.finish_replace(rest, resource_version);
+        true
+    }
+
+    /// All pages of one list at `rv`, their items handed to `intake` as they are decoded: the
+    /// items it gave back, the version of the first page, and whether the answer came in
+    /// several pages.
+    async fn list_pages(
+        &self,
+        rv: &str,
+        intake: &Arc<StoreIntake<K>>,
+    ) -> Result<(Vec<Arc<K>>, String, bool), Error> {
+        let mut options = ListOptions {
+            label_selector: self.config.label_selector.clone(),
+            field_selector: self.config.field_selector.clone(),
+            resource_version: rv.to_owned(),
+            resource_version_match: None,
+            limit: self.page_size_for(rv),
+            continue_token: None,
+            keep_managed_fields: self.config.keep_managed_fields,
+        };
+        let into: Arc<dyn ListIntake<K>> = Arc::clone(intake) as _;
+        let mut items = Vec::new();
+        let mut list_rv = None;
+        let mut paginated = false;
+        // The continue tokens of this list, hashed: a server that hands one out again would be
+        // paged through forever (client-go does not check; a token is a position in one
+        // snapshot, so it can never come back in a list that moves on).
+        let tokens = std::collections::hash_map::RandomState::new();
+        let mut seen = std::collections::HashSet::new();
+        loop {
+            match self.lister_watcher.list_into(&options, Arc::clone(&into)).await {
+                Err(e) if e.is_expired() && options.continue_token.is_some() => {
+                    // The snapshot behind the continue token was compacted away mid-list: one
+                    // full list at the version first asked for keeps the result consistent.
+                    tracing::debug!(resource = %self.resource, rv, "continue token expired; full list");
+                    let full = ListOptions {
+                        resource_version: rv.to_owned(),
+                        limit: None,
+                        continue_token: None,
+                        ..options
+                    };
+                    intake.clear();
+                    let page = self.lister_watcher.list_into(&full, into).await?;
+                    return Ok((page.items, page.resource_version, paginated));
+                }
+                Err(e) => return Err(e),
+                Ok(page) => {
+                    let page_rv = page.resource_version;
+                    list_rv.get_or_insert(page_rv);
+                    if items.is_empty() {
+                        items = page.items;
+                    } else {
+                        items.extend(page.items);
+                    }
+                    match page.continue_token {
+                        Some(token) if !token.is_empty() => {
+                            if !seen.insert(tokens.hash_one(&token)) {
+                                return Err(Error::Decode(format!(
+                                    "{} list: the server handed out the continue token {:?} a \
+                                     second time in one list, so paging would never end; the \
+                                     list is retried from the start",
+                                    self.resource,
+                                    shorten(&token)
+                                )));
+                            }
+                            options.continue_token = Some(token);
+                            // A version with a continue token is an error on the server.
+                            options.resource_version.clear();
+                            options.resource_version_match = None;
+                            paginated = true;
+                        }
+                        _ => return Ok((items, list_rv.unwrap_or_default(), paginated)),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The reflector's [`ListIntake`]: the store's unchanged objects stand in for listed ones, and
+/// for a store that [holds lists compactly](ReflectorStore::compact_lists), each item is kept
+/// in its [compact form](crate::store::compact) as soon as it is decoded, until the list is
+/// complete and [`Reflector::deliver`] hands it over.
+struct StoreIntake<K> {
+    store: Arc<dyn ReflectorStore<K>>,
+    /// The compact forms of the list's items so far, when the store asks for them.
+    compact: Option<Mutex<Vec<Box<[u8]>>>>,
+}
+
+impl<K: Resource> StoreIntake<K> {
+    fn new(store: Arc<dyn ReflectorStore<K>>) -> Self {
+        let compact = store.compact_lists().then(Mutex::default);
+        Self { store, compact }
+    }
+
+    /// Forgets the items taken so far: the list starts again.
+    fn clear(&self) {
+        if let Some(compact) = &self.compact {
+            *compact.lock() = Vec::new();
+        }
+    }
+
+    /// The items taken, in their compact forms.
+    fn staged(&self) -> Vec<Box<[u8]>> {
+        self.compact.as_ref().map(|c| std::mem::take(&mut *c.lock())).unwrap_or_default()
+    }
+}
+
+impl<K: Resource> ListIntake<K> for StoreIntake<K> {
+    fn unchanged(&self, listed: &K) -> Option<Arc<K>> {
+        self.store.unchanged(listed)
+    }
+
+    fn take(&self, item: Arc<K>) -> Option<Arc<K>> {
+        let Some(compact) = &self.compact else { return Some(item) };
+        match crate::store::compact::encode(&*item) {
+            Ok(json) => {
+                compact.lock().push(json);
+                None
+            }
+            // Kept decoded rather than lost (a `Serialize` impl that can refuse); the store
+            // logs it when it finds it cannot hold the object compactly either.
+            Err(_) => Some(item),
+        }
+    }
+}
+
+/// At most the first 64 characters of `token`, for a message.
+fn shorten(token: &str) -> String {
+    match token.char_indices().nth(64) {
+        Some((end, _)) => format!("{}…", &token[..end]),
+        None => token.to_owned(),
+    }
+}
