@@ -11,8 +11,8 @@
 //! only each pod's metadata, and the cache holds nothing else (without `managedFields`, unless
 //! kept as above).
 //!
-//! With `--compact-storage RECENT` the cache holds each pod as JSON, `RECENT` recently read
-//! ones decoded (`FactoryBuilder::compact_storage`).
+//! With `--compact-storage RECENT` the cache holds each pod as compressed JSON, `RECENT`
+//! recently read ones decoded (`FactoryBuilder::compact_storage`).
 //!
 //! With `--view` it runs the informer of [`PodView`], a `#[derive(Informer)]` view of pods with
 //! the fields a typical controller reads ([`informer_bench::view`]), decoded straight from each

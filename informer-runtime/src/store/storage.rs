@@ -1,5 +1,5 @@
 //! How the cache holds its objects: decoded (`Arc<K>`, the default) or compact (the object's
-//! JSON, decoded again when read, with a bounded cache of recently read objects).
+//! JSON, compressed, decoded again when read, with a bounded cache of recently read objects).
 //!
 //! The store's table and its indices are written once, generically over a [`Storage`]: what an
 //! entry is, how an entry is made from a new object, and how an object is had back from an
@@ -8,7 +8,8 @@
 //! choice); [`Compact`] is the other mode, chosen per cache with
 //! [`StorageMode::Compact`].
 //!
-//! The compact form is the object's JSON ([`compact`](super::compact) says why).
+//! The compact form is the object's JSON, LZ4-compressed ([`compact`](super::compact) says
+//! why).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -37,8 +38,8 @@ pub enum StorageMode {
     /// Objects are held decoded, as `Arc<K>`: a read clones an `Arc`. The default.
     #[default]
     Decoded,
-    /// Objects are held as their JSON, with their labels decoded beside it; a read decodes the
-    /// object, unless it is among the `recent` objects read or written last, which are kept
+    /// Objects are held as their JSON, compressed, with their labels decoded beside it; a read
+    /// decodes the object, unless it is among the `recent` objects read or written last, which are kept
     /// decoded (zero keeps none).
     Compact {
         /// How many recently read or written objects are kept decoded, at most.
@@ -154,7 +155,7 @@ impl Decoded {
     }
 }
 
-/// An object held as its JSON, with what selectors need beside it.
+/// An object held in its compact form, with what selectors need beside it.
 pub(super) struct Encoded {
     /// The object's [compact form](compact::encode).
     json: Box<[u8]>,
@@ -181,7 +182,7 @@ impl<K> Clone for Slot<K> {
     }
 }
 
-/// Objects held as JSON, decoded on read, with a bounded cache of recently used ones.
+/// Objects held in compact form, decoded on read, with a bounded cache of recently used ones.
 ///
 /// The cache of recent objects is [`quick_cache`]'s (S3-FIFO eviction, concurrent reads): an
 /// object read once, as by a lister's `list` of a whole namespace, is evicted before one read

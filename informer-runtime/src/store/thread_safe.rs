@@ -321,12 +321,12 @@ impl<K: Resource> Indexer<K> {
         with_table!(&mut *self.cache.inner.write(), |table| table.set_label_index(enabled));
     }
 
-    /// Holds the objects in a compact form: each as its JSON, with its labels decoded beside it,
-    /// and the `recent` objects read or written last kept decoded too (zero keeps none).
-    /// Objects already stored are converted at once.
+    /// Holds the objects in a compact form: each as its JSON, LZ4-compressed, with its labels
+    /// decoded beside it, and the `recent` objects read or written last kept decoded too (zero
+    /// keeps none). Objects already stored are converted at once.
     ///
-    /// Reads hand out `Arc<K>` as before, decoded from the JSON on each read of an object that
-    /// is not among the recent ones. Indices and the label index are computed on the decoded
+    /// Reads hand out `Arc<K>` as before, decoded from the compact form on each read of an
+    /// object that is not among the recent ones. Indices and the label index are computed on the decoded
     /// object when it is stored, so every query answers exactly as in the default mode; only
     /// the objects it returns are decoded, never the ones it passes over.
     ///
@@ -334,11 +334,11 @@ impl<K: Resource> Indexer<K> {
     ///
     /// When memory matters more than the cost of a read. A decoded k8s-openapi object takes
     /// several times its JSON (a pod: about 26 KB of heap for 7 KB of JSON, since every optional
-    /// sub-struct is held inline), so a compact cache takes about a quarter of the memory (20,000
-    /// recorded pods: 183 MiB against 691 MiB, `examples/compact_reads.rs`). In exchange a read
-    /// of an object not among the recent ones costs a decode (about 20 µs for such a pod, with
-    /// the `client` feature's simd-json decoder, against 0.5 µs), and so does each object a
-    /// `list` returns: the mode suits large caches read mostly through handler notifications
+    /// sub-struct is held inline), and the JSON compresses about 2.5 times, so a compact cache
+    /// takes about an eighth of the memory (20,000 recorded pods: 82 MiB against 690 MiB,
+    /// `examples/compact_reads.rs`). In exchange a read of an object not among the recent ones
+    /// costs a decompression and a decode (about 22 µs for such a pod, with the `client`
+    /// feature's simd-json decoder, against 0.6 µs), and so does each object a `list` returns: the mode suits large caches read mostly through handler notifications
     /// and by key within a working set, not controllers that list whole namespaces in a hot
     /// loop. Choose `recent` at about the number of objects read repeatedly (the objects of one
     /// reconcile); each one kept costs a decoded object; a recent object reads as fast as in the
@@ -351,7 +351,12 @@ impl<K: Resource> Indexer<K> {
     ///
     /// The type's `Serialize` and `Deserialize` must round-trip (k8s-openapi's types,
     /// `informer-gen`'s and kube-rs's do). An object that cannot be encoded is kept decoded (a
-    /// warning is logged); one whose JSON cannot be decoded reads as absent (an error is logged).
+    /// warning is logged); one whose compact form cannot be decoded reads as absent (an error is
+    /// logged).
+    ///
+    /// An informer with a compact cache never holds a whole list decoded either: each listed
+    /// object waits in compact form until the list is complete, then is decoded again as the
+    /// informer's queue has room for it (see [`ReflectorStore::compact_lists`](crate::reflector::ReflectorStore::compact_lists)).
     ///
     /// ```
     /// # use informer_runtime::{Indexer, lister::Lister, selector::LabelSelector};

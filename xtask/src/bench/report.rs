@@ -104,7 +104,8 @@ pub(crate) fn render(cx: &Context<'_>) -> String {
         cx,
         "compact",
         "Initial sync, full pods, this project's cache in compact storage (each pod held as \
-         JSON, 1,024 recently read ones decoded; `compact_storage(1024)`); the others as in the \
+         LZ4-compressed JSON, 1,024 recently read ones decoded; `compact_storage(1024)`; a list \
+         waits compressed until it is complete); the others as in the \
          first table",
     );
     sync_table(
