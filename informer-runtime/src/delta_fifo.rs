@@ -227,6 +227,10 @@ impl<K> State<K> {
     }
 }
 
+/// The most deltas a bounded queue holds while a list is handed over item by item (see
+/// [`DeltaFifo::with_max_queued_deltas`]).
+pub const HANDOVER_BOUND: usize = 64;
+
 /// A queue of per-object deltas; see the [module documentation](self).
 #[doc(alias = "DeltaFIFO")]
 pub struct DeltaFifo<K> {
@@ -288,7 +292,8 @@ impl<K: Resource> DeltaFifo<K> {
     ///
     /// So a burst of watch events costs at most about `max` decoded objects beyond the cache,
     /// and the rest waits in the connection (and on the server); a list that waits in compact
-    /// form is decoded no faster than the cache takes it. A list held decoded is in memory
+    /// form is decoded no faster than the cache takes it, and at most
+    /// [`HANDOVER_BOUND`] of its items wait decoded here. A list held decoded is in memory
     /// already when it is queued, and a resync replays objects the cache holds: neither is
     /// bounded. The shared informer sets it
     /// ([`with_max_queued_deltas`](crate::shared_informer::SharedIndexInformer::with_max_queued_deltas)).
@@ -304,7 +309,7 @@ impl<K: Resource> DeltaFifo<K> {
     /// waits at a time: a second one's waker replaces the first's.
     pub fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<()> {
         let mut state = self.state.lock();
-        if state.queued_deltas < self.max_queued_deltas || state.closed {
+        if state.queued_deltas < self.bound(&state) || state.closed {
             state.producer = None;
             return Poll::Ready(());
         }
@@ -313,6 +318,17 @@ impl<K: Resource> DeltaFifo<K> {
             None => state.producer = Some(cx.waker().clone()),
         }
         Poll::Pending
+    }
+
+    /// The bound [`poll_ready`](Self::poll_ready) holds the producer to now: while a list is
+    /// handed over [item by item](Self::replace_item), at most [`HANDOVER_BOUND`], since each
+    /// of its items is decoded only to wait here, and a few dozen keep the consumer busy.
+    fn bound(&self, state: &State<K>) -> usize {
+        if state.listed.is_some() {
+            self.max_queued_deltas.min(HANDOVER_BOUND)
+        } else {
+            self.max_queued_deltas
+        }
     }
 
     /// Deltas queued, over every key.
@@ -593,7 +609,7 @@ impl<K: Resource> DeltaFifo<K> {
                     state.queued_deltas = state.queued_deltas.saturating_sub(deltas.len());
                     // Woken at half the bound, not just below it: the producer then queues a
                     // batch before it waits again, instead of waking at every pop.
-                    if state.queued_deltas <= self.max_queued_deltas / 2 {
+                    if state.queued_deltas <= self.bound(&state) / 2 {
                         if let Some(producer) = state.producer.take() {
                             producer.wake();
                         }

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use embedded_apiserver::ApiServer;
 use informer_runtime::client::{Client, Config};
+use informer_runtime::delta_fifo::HANDOVER_BOUND;
 use informer_runtime::reflector::ReflectorConfig;
 use informer_runtime::{GroupVersionResource, SharedIndexInformer, SharedInformerFactory};
 use k8s_openapi::api::core::v1::Pod;
@@ -247,9 +248,16 @@ informer_runtime::impl_resource!(
 );
 
 /// Syncs a factory's informer of [`CountedConfigMap`]s (compact or not, with a queue bound of
-/// `bound`); the most of them decoded at once meanwhile, and the cache's size.
-async fn most_decoded_during_sync(client: &Client, compact: bool, bound: usize) -> (usize, usize) {
-    let mut builder = SharedInformerFactory::builder(client.clone()).max_queued_deltas(bound);
+/// `bound` or the default); the most of them decoded at once meanwhile, and the cache's size.
+async fn most_decoded_during_sync(
+    client: &Client,
+    compact: bool,
+    bound: Option<usize>,
+) -> (usize, usize) {
+    let mut builder = SharedInformerFactory::builder(client.clone());
+    if let Some(bound) = bound {
+        builder = builder.max_queued_deltas(bound);
+    }
     if compact {
         builder = builder.compact_storage(0);
     }
@@ -265,9 +273,10 @@ async fn most_decoded_during_sync(client: &Client, compact: bool, bound: usize) 
 }
 
 // A list reaches a compact cache without ever being held decoded whole (issue 18): each item
-// waits for the end of the list as JSON, then is decoded again only as the queue has room. A
-// decoded cache holds every object decoded, of course; a compact one, with no recent objects
-// kept and no handler, about the queue's bound.
+// waits for the end of the list in compact form, then is decoded again only as the queue has
+// room. A decoded cache holds every object decoded, of course; a compact one, with no recent
+// objects kept and no handler, about the queue's bound during the handover: the informer's
+// bound when smaller, else the queue's handover bound (64).
 #[tokio::test]
 async fn over_http_a_compact_cache_never_holds_a_whole_list_decoded() {
     const MAPS: usize = 2_000;
@@ -284,12 +293,17 @@ async fn over_http_a_compact_cache_never_holds_a_whole_list_decoded() {
         server.create(&gvr, map).unwrap();
     }
     let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
-    let (decoded, cached) = most_decoded_during_sync(&client, false, BOUND).await;
+    let (decoded, cached) = most_decoded_during_sync(&client, false, Some(BOUND)).await;
     assert_eq!(cached, MAPS);
     assert!(decoded >= MAPS, "a decoded cache holds every object: {decoded}");
-    let (compact, cached) = most_decoded_during_sync(&client, true, BOUND).await;
-    assert_eq!(cached, MAPS);
-    // The queue's bound, one being applied to the cache, one being decoded for the queue,
-    // one being decoded off the list.
-    assert!(compact <= BOUND + 3, "{compact} config maps decoded at once, with a bound of {BOUND}");
+    // The bound, one being applied to the cache, one being decoded for the queue, one being
+    // decoded off the list.
+    for (bound, most) in [(Some(BOUND), BOUND), (None, HANDOVER_BOUND)] {
+        let (compact, cached) = most_decoded_during_sync(&client, true, bound).await;
+        assert_eq!(cached, MAPS);
+        assert!(
+            compact <= most + 3,
+            "{compact} config maps decoded at once, with a bound of {most}"
+        );
+    }
 }

@@ -780,13 +780,31 @@ async fn a_restarted_replace_counts_only_its_own_items_as_listed() {
     );
 }
 
-// The bound holds back an item-by-item handover as it holds back watch events.
+// The bound holds back an item-by-item handover as it holds back watch events, and during a
+// handover it is at most HANDOVER_BOUND: those items are decoded only to wait in the queue.
 #[tokio::test]
 async fn a_bounded_queue_holds_an_item_by_item_replace_back() {
-    let f = DeltaFifo::<Pod>::new().with_max_queued_deltas(2);
+    let f = DeltaFifo::<Pod>::new().with_max_queued_deltas(1000);
     let wakes = Arc::new(CountingWaker(AtomicUsize::new(0)));
     let waker = std::task::Waker::from(Arc::clone(&wakes));
     let mut cx = Context::from_waker(&waker);
+    f.start_replace();
+    for i in 0..HANDOVER_BOUND {
+        assert!(f.poll_ready(&mut cx).is_ready(), "item {i}");
+        f.replace_item(obj(&format!("p{i}"), 1));
+    }
+    assert!(f.poll_ready(&mut cx).is_pending(), "the handover's bound");
+    for _ in 0..HANDOVER_BOUND / 2 {
+        pop(&f).await;
+    }
+    assert_eq!(wakes.0.load(Ordering::SeqCst), 1, "woken at half the handover's bound");
+    f.finish_replace(Vec::new());
+    for i in 0..100 {
+        f.add(obj(&format!("w{i}"), 2));
+    }
+    assert!(f.poll_ready(&mut cx).is_ready(), "watch events have the whole bound again");
+
+    let f = DeltaFifo::<Pod>::new().with_max_queued_deltas(2);
     f.start_replace();
     f.replace_item(obj("a", 1));
     assert!(f.poll_ready(&mut cx).is_ready());

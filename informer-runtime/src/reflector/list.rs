@@ -53,7 +53,7 @@ impl<K: Resource> Reflector<K> {
             self.store.replace(items, &list_rv);
         } else {
             let decoders = Decoders::<K>::default();
-            let decoded = compact.into_iter().map(|json| match decoders.decode(&json) {
+            let decoded = compact.into_iter().map(|json| match decoders.decode(&json, None) {
                 Ok(obj) => Some(Arc::new(obj)),
                 // Bytes encoded from an object of this very type: only a type whose serde does
                 // not round-trip gets here. Logged, never a panic; the object is left out of
@@ -214,7 +214,8 @@ impl<K: Resource> ListIntake<K> for StoreIntake<K> {
 
     fn take(&self, item: Arc<K>) -> Option<Arc<K>> {
         let Some(compact) = &self.compact else { return Some(item) };
-        match crate::store::compact::encode(&*item) {
+        // No dictionary: what waits here is gone once the list is handed over.
+        match crate::store::compact::encode(&*item, None) {
             Ok(json) => {
                 compact.lock().push(json);
                 None

@@ -13,6 +13,16 @@
 //! must read back alone, and a pod's JSON repeats its own field names (every container and
 //! volume spells out the same keys), which LZ4 finds within the object: 2.3 to 4.9 times
 //! smaller on the recorded pods, for 1.5 to 4 µs to decompress against about 20 µs to decode.
+//!
+//! What objects of one cache have in common (the same keys, namespaces, images, node names,
+//! owner kinds, label keys and values) a [`Dictionary`] gives every object of a cache to refer
+//! to: the first objects' JSON, up to LZ4's window of 64 KiB. This is what interning the
+//! repeated strings would save, without a type of our own for every string of every
+//! k8s-openapi struct: the recorded kind pods without `managedFields`, each compressed with the
+//! others as the dictionary, come out 5.3 times smaller than their JSON, against 2.8 times
+//! without it.
+
+use std::sync::OnceLock;
 
 use serde::Serialize;
 
@@ -20,14 +30,82 @@ use serde::Serialize;
 use crate::client::object_decoder::ObjectDecoder;
 use crate::resource::Resource;
 
-/// `obj`'s compact form: its JSON, compressed, at its exact length.
+/// The first byte of a compact form: compressed on its own.
+const PLAIN: u8 = 0;
+/// The first byte of a compact form: compressed with its cache's [`Dictionary`].
+const WITH_DICTIONARY: u8 = 1;
+
+/// How much JSON a [`Dictionary`] holds: LZ4's window, beyond which no match can refer.
+const DICTIONARY_BYTES: usize = 64 * 1024;
+
+/// How much of one object's JSON goes into a [`Dictionary`], so that it learns from at least
+/// four objects.
+const DICTIONARY_BYTES_PER_OBJECT: usize = DICTIONARY_BYTES / 4;
+
+/// JSON typical of one cache's objects, which every compact form of the cache may refer to.
+///
+/// It learns from the first objects encoded with it (up to [`DICTIONARY_BYTES`], at most
+/// [`DICTIONARY_BYTES_PER_OBJECT`] of each), which are compressed on their own; once it is
+/// full it never changes, since every form made with it needs it to be read back.
+#[derive(Default)]
+pub(crate) struct Dictionary {
+    learning: parking_lot::Mutex<Vec<u8>>,
+    learnt: OnceLock<Box<[u8]>>,
+}
+
+impl Dictionary {
+    /// The dictionary to compress `json` with, once there is one; until then, learns from
+    /// `json`.
+    fn for_encoding(&self, json: &[u8]) -> Option<&[u8]> {
+        if let Some(learnt) = self.learnt.get() {
+            return Some(learnt);
+        }
+        let mut learning = self.learning.lock();
+        let room = DICTIONARY_BYTES.saturating_sub(learning.len()).min(DICTIONARY_BYTES_PER_OBJECT);
+        learning.extend_from_slice(&json[..json.len().min(room)]);
+        if learning.len() >= DICTIONARY_BYTES {
+            let _ = self.learnt.set(std::mem::take(&mut *learning).into_boxed_slice());
+        }
+        None
+    }
+
+    /// The dictionary, once learnt.
+    fn learnt(&self) -> Option<&[u8]> {
+        self.learnt.get().map(|learnt| &**learnt)
+    }
+}
+
+/// `obj`'s compact form: its JSON, compressed (with `dictionary`'s help once it has learnt),
+/// at its exact length: a tag byte, the JSON's length, the LZ4 block.
 ///
 /// # Errors
 ///
-/// What `obj`'s `Serialize` refuses (a map with non-string keys, a custom impl's error).
-pub(crate) fn encode<K: Serialize>(obj: &K) -> Result<Box<[u8]>, serde_json::Error> {
+/// What `obj`'s `Serialize` refuses (a map with non-string keys, a custom impl's error), and
+/// JSON over 4 GiB.
+pub(crate) fn encode<K: Serialize>(
+    obj: &K,
+    dictionary: Option<&Dictionary>,
+) -> Result<Box<[u8]>, serde_json::Error> {
     let json = serde_json::to_vec(obj)?;
-    Ok(lz4_flex::block::compress_prepend_size(&json).into_boxed_slice())
+    let length = u32::try_from(json.len()).map_err(|_| {
+        <serde_json::Error as serde::ser::Error>::custom("an object of over 4 GiB of JSON")
+    })?;
+    let dictionary = dictionary.and_then(|d| d.for_encoding(&json));
+    let mut form = vec![0; 5 + lz4_flex::block::get_maximum_output_size(json.len())];
+    form[0] = if dictionary.is_some() { WITH_DICTIONARY } else { PLAIN };
+    form[1..5].copy_from_slice(&length.to_le_bytes());
+    let compressed = match dictionary {
+        Some(dictionary) => {
+            lz4_flex::block::compress_into_with_dict(&json, &mut form[5..], dictionary)
+        }
+        None => lz4_flex::block::compress_into(&json, &mut form[5..]),
+    };
+    // The output has the room LZ4 says the worst case needs.
+    let compressed = compressed.map_err(|error| {
+        <serde_json::Error as serde::ser::Error>::custom(format!("compressing an object: {error}"))
+    })?;
+    form.truncate(5 + compressed);
+    Ok(form.into_boxed_slice())
 }
 
 /// What turns JSON into a `K`: the HTTP client's decoder with the `client` feature.
@@ -82,7 +160,7 @@ impl<K> Default for Decoders<K> {
 }
 
 impl<K: Resource> Decoders<K> {
-    /// Decodes a compact form made by [`encode`]. With the `client` feature, through the HTTP
+    /// Decodes a compact form made by [`encode`] with `dictionary`. With the `client` feature, through the HTTP
     /// client's decoder: simd-json, about twice as fast as `serde_json` on pods, and every
     /// `Vec` of the object at its exact length, so an object decoded here is as small as one the
     /// watch decoded. It keeps `managedFields`: the JSON holds what the object held.
@@ -90,12 +168,16 @@ impl<K: Resource> Decoders<K> {
     /// # Errors
     ///
     /// A `serde_json` error saying why `compact` is not the compact form of a `K`.
-    pub(crate) fn decode(&self, compact: &[u8]) -> Result<K, serde_json::Error> {
+    pub(crate) fn decode(
+        &self,
+        compact: &[u8],
+        dictionary: Option<&Dictionary>,
+    ) -> Result<K, serde_json::Error> {
         let taken = self.pool.lock().pop();
         let mut slot =
             taken.unwrap_or_else(|| Slot { decoder: Decoder::new(true), json: Vec::new() });
-        let decoded =
-            decompress(compact, &mut slot.json).and_then(|()| slot.decoder.decode(&slot.json));
+        let decoded = decompress(compact, dictionary, &mut slot.json)
+            .and_then(|()| slot.decoder.decode(&slot.json));
         let mut pool = self.pool.lock();
         if pool.len() < POOLED_DECODERS {
             pool.push(slot);
@@ -105,24 +187,37 @@ impl<K: Resource> Decoders<K> {
 }
 
 /// Decompresses `compact` into `json`, which keeps its allocation from one call to the next.
-fn decompress(compact: &[u8], json: &mut Vec<u8>) -> Result<(), serde_json::Error> {
-    let corrupt = |error: lz4_flex::block::DecompressError| {
+fn decompress(
+    compact: &[u8],
+    dictionary: Option<&Dictionary>,
+    json: &mut Vec<u8>,
+) -> Result<(), serde_json::Error> {
+    let corrupt = |why: &dyn std::fmt::Display| {
         <serde_json::Error as serde::de::Error>::custom(format!(
-            "the compact form of a cached object does not decompress: {error}"
+            "the compact form of a cached object does not decompress: {why}"
         ))
     };
-    let (size, block) = lz4_flex::block::uncompressed_size(compact).map_err(corrupt)?;
+    let (tag, rest) = compact.split_first().ok_or_else(|| corrupt(&"it is empty"))?;
+    let dictionary = match *tag {
+        PLAIN => None,
+        WITH_DICTIONARY => {
+            Some(dictionary.and_then(Dictionary::learnt).ok_or_else(|| corrupt(&"no dictionary"))?)
+        }
+        other => return Err(corrupt(&format!("unknown tag {other}"))),
+    };
+    let (size, block) = lz4_flex::block::uncompressed_size(rest).map_err(|e| corrupt(&e))?;
     // LZ4 expands a block at most about 255 times: a larger size is not ours, and allocating
     // it could take all the memory there is.
     if size > block.len().saturating_mul(255).saturating_add(16) {
-        return Err(corrupt(lz4_flex::block::DecompressError::OutputTooSmall {
-            expected: size,
-            actual: block.len().saturating_mul(255),
-        }));
+        return Err(corrupt(&format!("{size} bytes declared for a block of {}", block.len())));
     }
     json.clear();
     json.resize(size, 0);
-    let written = lz4_flex::block::decompress_into(block, json).map_err(corrupt)?;
+    let written = match dictionary {
+        Some(dictionary) => lz4_flex::block::decompress_into_with_dict(block, json, dictionary),
+        None => lz4_flex::block::decompress_into(block, json),
+    };
+    let written = written.map_err(|e| corrupt(&e))?;
     json.truncate(written);
     Ok(())
 }
@@ -136,26 +231,60 @@ mod tests {
     use super::*;
     use crate::testing::objects::pod;
 
+    fn labeled(name: &str) -> Pod {
+        let mut pod = pod("default", name, "7");
+        pod.metadata.labels = Some([("app".to_owned(), "web".to_owned())].into());
+        pod
+    }
+
     #[test]
     fn an_object_decodes_from_its_compact_form_as_it_was() {
-        let mut original = pod("default", "web-0", "7");
-        original.metadata.labels = Some([("app".to_owned(), "web".to_owned())].into());
-        let compact = encode(&original).unwrap();
+        let original = labeled("web-0");
+        let compact = encode(&original, None).unwrap();
         let json = serde_json::to_vec(&original).unwrap();
         assert_ne!(&*compact, &json[..], "compressed");
         let decoders = Decoders::<Pod>::default();
         for _ in 0..8 {
-            assert_eq!(decoders.decode(&compact).unwrap(), original);
+            assert_eq!(decoders.decode(&compact, None).unwrap(), original);
         }
+    }
+
+    #[test]
+    fn a_dictionary_learns_from_the_first_objects_then_shrinks_the_rest() {
+        let dictionary = Dictionary::default();
+        let decoders = Decoders::<Pod>::default();
+        let mut forms = Vec::new();
+        let mut learnt_at = None;
+        for i in 0..2000 {
+            let pod = labeled(&format!("web-{i}"));
+            forms.push((encode(&pod, Some(&dictionary)).unwrap(), pod));
+            if learnt_at.is_none() && dictionary.learnt().is_some() {
+                learnt_at = Some(i);
+            }
+        }
+        let learnt_at = learnt_at.expect("a dictionary once 64 KiB of JSON were seen");
+        assert_eq!(dictionary.learnt().map(<[u8]>::len), Some(DICTIONARY_BYTES));
+        let (first, last) = (&forms[0].0, &forms[1999].0);
+        assert_eq!((first[0], last[0]), (PLAIN, WITH_DICTIONARY));
+        assert!(last.len() * 2 < first.len(), "{} bytes, against {}", last.len(), first.len());
+        for (i, (form, pod)) in forms.iter().enumerate() {
+            assert_eq!(&decoders.decode(form, Some(&dictionary)).unwrap(), pod, "object {i}");
+        }
+        // A form made with a dictionary cannot be read without it.
+        let error = decoders.decode(last, None).unwrap_err().to_string();
+        assert!(error.contains("no dictionary"), "{error}");
+        assert!(learnt_at < 2000);
     }
 
     #[test]
     fn what_is_not_a_compact_form_is_an_error_not_a_panic() {
         let decoders = Decoders::<Pod>::default();
-        let not_an_object = lz4_flex::block::compress_prepend_size(b"{\"metadata\":7}");
-        assert!(decoders.decode(&not_an_object).is_err());
-        for junk in [&b""[..], b"\x01", b"\xff\xff\xff\x7f1234", b"\x05\0\0\0\xf0"] {
-            let error = decoders.decode(junk).unwrap_err().to_string();
+        let mut not_an_object = vec![PLAIN];
+        not_an_object.extend(lz4_flex::block::compress_prepend_size(b"{\"metadata\":7}"));
+        assert!(decoders.decode(&not_an_object, None).is_err());
+        for junk in [&b""[..], b"\x00", b"\x07", b"\x00\xff\xff\xff\x7f1234", b"\x00\x05\0\0\0\xf0"]
+        {
+            let error = decoders.decode(junk, None).unwrap_err().to_string();
             assert!(error.contains("does not decompress"), "{junk:?}: {error}");
         }
     }

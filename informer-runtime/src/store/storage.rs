@@ -18,7 +18,7 @@ use std::sync::Arc;
 use quick_cache::sync::Cache as RecentCache;
 
 use super::ObjectKey;
-use super::compact::{self, Decoders};
+use super::compact::{self, Decoders, Dictionary};
 use crate::resource::Resource;
 
 /// Label maps, as objects carry them.
@@ -193,6 +193,8 @@ pub(super) struct Compact<K> {
     recent: Option<RecentCache<ObjectKey, Arc<K>>>,
     capacity: usize,
     decoders: Decoders<K>,
+    /// What every entry's compact form may refer to: JSON typical of this cache's objects.
+    dictionary: Dictionary,
 }
 
 impl<K: Resource> Compact<K> {
@@ -201,11 +203,12 @@ impl<K: Resource> Compact<K> {
             recent: (recent > 0).then(|| recent_cache(recent)),
             capacity: recent,
             decoders: Decoders::default(),
+            dictionary: Dictionary::default(),
         }
     }
 
     fn decode(&self, key: &ObjectKey, encoded: &Encoded) -> Option<Arc<K>> {
-        match self.decoders.decode(&encoded.json) {
+        match self.decoders.decode(&encoded.json, Some(&self.dictionary)) {
             Ok(obj) => Some(Arc::new(obj)),
             Err(error) => {
                 // Bytes this store encoded from a valid object; only a type whose serde does not
@@ -260,7 +263,7 @@ impl<K: Resource> Storage<K> for Compact<K> {
     type Entry = Slot<K>;
 
     fn entry(&self, key: &ObjectKey, obj: &Arc<K>) -> Slot<K> {
-        match compact::encode(&**obj) {
+        match compact::encode(&**obj, Some(&self.dictionary)) {
             Ok(json) => {
                 Slot::Encoded(Arc::new(Encoded { json, labels: obj.meta().labels.clone() }))
             }
