@@ -118,13 +118,27 @@ fn names(pods: &[Arc<PodView>]) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_view_of_pods_syncs_with_handlers_listers_an_index_and_resync() {
+    view_of_pods_syncs(None).await;
+}
+
+// The same in compact storage (issue 18): handlers, listers, indices and resync answer alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_view_of_pods_in_compact_storage_syncs_alike() {
+    view_of_pods_syncs(Some(1)).await;
+}
+
+/// A view informer over HTTP, its cache decoded or compact with `recent` objects decoded.
+async fn view_of_pods_syncs(compact: Option<usize>) {
     let server = ApiServer::start().await.unwrap();
     server.create(&pods(), pod("default", "web-0", "web", "n1")).unwrap();
     server.create(&pods(), pod("default", "db-0", "db", "n1")).unwrap();
     server.create(&pods(), pod("other", "web-1", "web", "n2")).unwrap();
     let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
-    let factory =
-        SharedInformerFactory::builder(client.clone()).resync(Duration::from_secs(1)).build();
+    let mut builder = SharedInformerFactory::builder(client.clone()).resync(Duration::from_secs(1));
+    if let Some(recent) = compact {
+        builder = builder.compact_storage(recent);
+    }
+    let factory = builder.build();
 
     // The alias, as for any derived type; the informer is the factory's of `PodView`.
     let views = PodViewInformer::new(&factory);

@@ -61,13 +61,20 @@ async fn metadata_informers_list_watch_update_delete_and_list_by_label() {
     server.create(&pods(), pod("other", "web-1", "web")).unwrap();
     let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
 
-    // Listing then watching, and a streaming list (a watch with sendInitialEvents).
-    let listing = SharedInformerFactory::new(client.clone());
-    let streaming = SharedInformerFactory::builder(client)
-        .reflector_config(ReflectorConfig::default().streaming_list(true))
-        .build();
+    // Listing then watching, and a streaming list (a watch with sendInitialEvents); each with
+    // a decoded cache and a compact one (issue 18), whose lists wait compressed until complete.
+    let streamed = || ReflectorConfig::default().streaming_list(true);
+    let factories = [
+        SharedInformerFactory::new(client.clone()),
+        SharedInformerFactory::builder(client.clone()).reflector_config(streamed()).build(),
+        SharedInformerFactory::builder(client.clone()).compact_storage(0).build(),
+        SharedInformerFactory::builder(client)
+            .compact_storage(1)
+            .reflector_config(streamed())
+            .build(),
+    ];
     let mut seen = Vec::new();
-    for factory in [&listing, &streaming] {
+    for factory in &factories {
         let (tx, rx) = mpsc::unbounded_channel();
         factory.informer::<PodMeta>().add_event_handler(recording_handler(tx)).unwrap();
         factory.start();
@@ -92,7 +99,7 @@ async fn metadata_informers_list_watch_update_delete_and_list_by_label() {
         assert_eq!(next(rx).await, "DELETE default/db-0");
     }
 
-    for factory in [&listing, &streaming] {
+    for factory in &factories {
         let lister = factory.lister::<PodMeta>();
         let web = LabelSelector::parse("app=web").unwrap();
         let mut names: Vec<String> =
@@ -116,8 +123,9 @@ async fn metadata_informers_list_watch_update_delete_and_list_by_label() {
             r#"pod "db-0" not found"#
         );
     }
-    listing.shutdown().await;
-    streaming.shutdown().await;
+    for factory in &factories {
+        factory.shutdown().await;
+    }
     server.shutdown().await.unwrap();
 }
 
