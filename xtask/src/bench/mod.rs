@@ -269,7 +269,7 @@ fn plan(options: &Options) -> Vec<(usize, Vec<Case>)> {
     if VARIANTS.iter().any(|v| wants(v)) {
         counts.extend(&options.variant_counts);
     }
-    if wants("churn") {
+    if wants("churn") || wants("churn-defaults") {
         counts.push(options.churn_objects);
     }
     if wants("relist") {
@@ -302,19 +302,26 @@ fn plan(options: &Options) -> Vec<(usize, Vec<Case>)> {
                 }
             }
             // Last: it modifies the pods.
-            if wants("churn") && options.churn_objects == objects {
-                let mut handlers = options.handlers.clone();
-                handlers.sort_unstable();
-                handlers.dedup();
-                if !handlers.contains(&1) {
-                    handlers.insert(0, 1);
+            for churn in CHURNS {
+                if wants(churn) && options.churn_objects == objects {
+                    let mut handlers = options.handlers.clone();
+                    handlers.sort_unstable();
+                    handlers.dedup();
+                    if !handlers.contains(&1) {
+                        handlers.insert(0, 1);
+                    }
+                    cases.extend(handlers.into_iter().map(|h| case(churn, h)));
                 }
-                cases.extend(handlers.into_iter().map(|h| case("churn", h)));
             }
             (objects, cases)
         })
         .collect()
 }
+
+/// The churn scenarios: every peer with full objects (`churn`; this project keeping
+/// managedFields), and this project's informer as configured by default, skipping them while
+/// decoding (`churn-defaults`; the others' defaults keep them, which `churn` measures).
+pub(crate) const CHURNS: [&str; 2] = ["churn", "churn-defaults"];
 
 /// Peers that register handlers, and so run churn once per handler count.
 fn has_handlers(peer: &str) -> bool {
@@ -349,8 +356,10 @@ fn measure(
                     }
                     marker += 1;
                     let marker_name = format!("bench-marker-{marker}");
-                    // Only this project's informer has a compact cache to list from.
-                    if case.scenario == "lister-compact" && peer != report::OURS {
+                    // Only this project's informer has a compact cache to list from, or differs
+                    // by default from what `churn` runs.
+                    let ours_only = matches!(case.scenario, "lister-compact" | "churn-defaults");
+                    if ours_only && peer != report::OURS {
                         continue;
                     }
                     let args = peer_args(options, server, case, peer, &marker_name);
@@ -358,7 +367,7 @@ fn measure(
                     let wrap = options.wrap_for(peer, case, run);
                     let command = PeerCommand { name: peer, exe, args: &args, wrap: &wrap };
                     let outcome = run_peer(&command, timeout, || match case.scenario {
-                        "churn" => {
+                        "churn" | "churn-defaults" => {
                             server.command("wait-watches 1", long)?;
                             server.command(&format!("churn {}", options.churn_events), long)
                         }
@@ -372,7 +381,7 @@ fn measure(
                     if case.scenario == "relist" {
                         server.command(&format!("unmark {marker_name}"), long)?;
                     }
-                    let handlers = if case.scenario == "churn" {
+                    let handlers = if CHURNS.contains(&case.scenario) {
                         format!(" {} handler(s)", case.handlers)
                     } else {
                         String::new()
@@ -391,7 +400,7 @@ fn measure(
                 server.command("paginate off", long)?;
             }
         }
-        if cases.iter().any(|c| c.scenario == "churn") {
+        if cases.iter().any(|c| CHURNS.contains(&c.scenario)) {
             // The ceiling of every churn figure: the server replaying the last churn's events
             // (still in its history now, not after a larger load) to a reader that does not
             // decode them.
@@ -444,6 +453,7 @@ fn peer_args(
         (match case.scenario {
             s if VARIANTS.contains(&s) => "sync",
             "lister-compact" => "lister",
+            "churn-defaults" => "churn",
             s => s,
         })
         .into(),
@@ -461,6 +471,10 @@ fn peer_args(
         "metadata-strip" => ["--metadata-only".to_owned()].into_iter().chain(strip()).collect(),
         "view" => ["--view".to_owned()].into_iter().chain(strip()).collect(),
         "churn" => vec!["--events".into(), options.churn_events.to_string()],
+        "churn-defaults" => ["--events".to_owned(), options.churn_events.to_string()]
+            .into_iter()
+            .chain(strip())
+            .collect(),
         "relist" => vec!["--marker".into(), marker.to_owned()],
         "lister" | "lister-compact" => vec![
             "--namespace".into(),

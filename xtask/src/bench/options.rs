@@ -8,11 +8,11 @@ use super::results::Case;
 pub(crate) const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--counts N,N,...] \
 [--variant-counts N,...] [--churn-objects N] [--churn-events N] [--handlers N,N,...] \
 [--relist-objects N] [--lister-objects N] [--queries N] [--peers informer,kube-rs,floor,client-go] \
-[--scenarios sync,paged,strip,metadata,metadata-strip,view,compact,compact-strip,churn,relist,lister,lister-compact] [--out FILE] [--timeout-s N] \
+[--scenarios sync,paged,strip,metadata,metadata-strip,view,compact,compact-strip,churn,churn-defaults,relist,lister,lister-compact] [--out FILE] [--timeout-s N] \
 [--rerender RESULTS.json] [--wrap 'PROFILER ARGS'] [--system-allocator]";
 
 /// Every scenario, in the order they run at one object count.
-pub(crate) const SCENARIOS: [&str; 12] = [
+pub(crate) const SCENARIOS: [&str; 13] = [
     "sync",
     "paged",
     "strip",
@@ -25,6 +25,7 @@ pub(crate) const SCENARIOS: [&str; 12] = [
     "lister",
     "lister-compact",
     "churn",
+    "churn-defaults",
 ];
 
 /// The scenarios that are an initial sync of another kind of object (at `--variant-counts`).
