@@ -1,7 +1,8 @@
 //! The runtime end to end against a real kube-apiserver and etcd (`tests/kube-apiserver/`):
 //! informers for built-in kinds and custom resources sync, follow churn, and recover from a
 //! restarted API server and a compacted etcd; the client authenticates with a certificate and
-//! with a bearer token to a server that checks both.
+//! with a bearer token to a server that checks both, and writes as controllers do (server-side
+//! apply and its conflicts, patches, status, conditional deletes).
 //!
 //! Tests share one server and keep to a namespace of their own; the disruptive test starts its
 //! own server. Without Go these tests print one line and pass (see `informer_tests::kube_apiserver`).
@@ -16,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use informer_runtime::client::{Auth, Client, ClientError, Config, Identity};
+use informer_runtime::client::{Auth, Client, ClientError, Config, Identity, Patch, PatchParams};
 use informer_runtime::listwatch::ListOptions;
 use informer_runtime::shared_informer::{DeletedObject, ResourceEventHandler};
 use informer_runtime::{LabelSelector, SharedInformerFactory};
@@ -24,7 +25,7 @@ use informer_tests::eventually;
 use informer_tests::kube_apiserver::KubeApiServer;
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Namespace, Pod, PodSpec};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta, Preconditions};
 use parking_lot::Mutex;
 
 /// The generated code for `fixtures/crds`, as `build.rs` writes it.
@@ -438,4 +439,113 @@ async fn client_certificates_and_bearer_tokens_authenticate() {
     let untrusting = client_with(&|c| c.root_certs_pem = None);
     let error = untrusting.get::<Namespace>(None, "kube-system").await.expect_err("TLS fails");
     assert!(error.status().is_none(), "{error}");
+}
+
+/// What a controller writes, where only the real server can say it is right: server-side
+/// apply records the field manager and conflicts with another manager's fields unless forced;
+/// a strategic merge patch merges containers by name; status goes through its subresource;
+/// a delete conditional on a UID that is not the object's conflicts.
+#[tokio::test]
+async fn controller_writes_have_kube_apiservers_semantics() {
+    let Some(server) = shared().await else { return };
+    let client = server.client("cert");
+    let namespace = unique("writes");
+    create_namespace(&client, &namespace).await;
+    let ns = Some(namespace.as_str());
+    let apply = |mode: &str| {
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "applied", "namespace": namespace},
+            "data": {"mode": mode},
+        })
+    };
+    let applied: ConfigMap = client
+        .patch(ns, "applied", &Patch::Apply(apply("fast")), &PatchParams::apply("controller-a"))
+        .await
+        .expect("the first apply creates");
+    let managers: Vec<_> = applied
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .map(|m| (m.manager.as_deref(), m.operation.as_deref()))
+        .collect();
+    assert_eq!(managers, [(Some("controller-a"), Some("Apply"))]);
+    let conflict = client
+        .patch::<ConfigMap, _>(
+            ns,
+            "applied",
+            &Patch::Apply(apply("slow")),
+            &PatchParams::apply("controller-b"),
+        )
+        .await
+        .expect_err("controller-a owns data.mode");
+    assert!(conflict.is_conflict(), "{conflict}");
+    let forced: ConfigMap = client
+        .patch(
+            ns,
+            "applied",
+            &Patch::Apply(apply("slow")),
+            &PatchParams::apply("controller-b").force(),
+        )
+        .await
+        .expect("a forced apply takes the field over");
+    assert_eq!(forced.data.as_ref().and_then(|d| d.get("mode")).map(String::as_str), Some("slow"));
+
+    let mut two_containers = pod(&namespace, "web", "node-1");
+    if let Some(spec) = two_containers.spec.as_mut() {
+        let sidecar = Container { name: "sidecar".to_owned(), ..spec.containers[0].clone() };
+        spec.containers.push(sidecar);
+    }
+    let created = client.create(ns, &two_containers).await.expect("the pod");
+    // Containers merge by name: the image of `app` changes (a pod allows that) and `sidecar`
+    // stays. A merge patch replaces the list with `app` alone, which a pod refuses (its
+    // containers cannot be removed).
+    let image = serde_json::json!({"spec": {"containers": [
+        {"name": "app", "image": "registry.k8s.io/pause:3.9"},
+    ]}});
+    let merged = client
+        .patch::<Pod, _>(ns, "web", &Patch::Merge(&image), &PatchParams::default())
+        .await
+        .expect_err("a merge patch replaces the whole list");
+    assert!(merged.status().is_some_and(|s| s.code == 422), "{merged}");
+    let patched: Pod = client
+        .patch(ns, "web", &Patch::Strategic(&image), &PatchParams::default())
+        .await
+        .expect("a strategic merge patch merges the container by name");
+    let containers = &patched.spec.as_ref().expect("spec").containers;
+    let images: Vec<_> = containers.iter().map(|c| (c.name.as_str(), c.image.as_deref())).collect();
+    assert_eq!(
+        images,
+        [
+            ("app", Some("registry.k8s.io/pause:3.9")),
+            ("sidecar", Some("registry.k8s.io/pause:3.10"))
+        ]
+    );
+
+    let status = serde_json::json!({"status": {"phase": "Running"}});
+    let running: Pod = client
+        .patch_status(ns, "web", &Patch::Merge(&status), &PatchParams::default())
+        .await
+        .expect("the status subresource");
+    assert_eq!(running.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Running"));
+
+    let wrong_uid = DeleteOptions {
+        preconditions: Some(Preconditions {
+            uid: Some("not-the-uid".to_owned()),
+            ..Preconditions::default()
+        }),
+        ..DeleteOptions::default()
+    };
+    let refused = client.delete_with::<Pod>(ns, "web", &wrong_uid).await.expect_err("wrong UID");
+    assert!(refused.is_conflict(), "{refused}");
+    let right_uid = DeleteOptions {
+        preconditions: Some(Preconditions {
+            uid: created.metadata.uid.clone(),
+            ..Preconditions::default()
+        }),
+        grace_period_seconds: Some(0),
+        ..DeleteOptions::default()
+    };
+    client.delete_with::<Pod>(ns, "web", &right_uid).await.expect("the right UID deletes");
 }

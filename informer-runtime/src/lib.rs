@@ -15,7 +15,8 @@
 //!
 //! Most programs need only the [`SharedInformerFactory`]: ask it for the informers of the types
 //! you care about, register handlers, start it, wait for the caches, read through [listers].
-//! See the example in the [`factory`] module.
+//! See the example in the [`factory`] module. A controller's handlers hand keys to a
+//! [`workqueue::WorkQueue`], whose workers reconcile them.
 //!
 //! # The data flow
 //!
@@ -37,6 +38,10 @@
 //!
 //!  lister.rs reads the store; factory.rs owns one informer per resource type;
 //!  informers/ holds the generated typed accessors (factory.core().v1().pods()).
+//!
+//!  After the handlers, a controller's own flow:
+//!    ─▶ workqueue/enqueue.rs                handlers that turn events into keys
+//!    ─▶ workqueue.rs                        keys, once each, to workers; delays and backoff
 //! ```
 //!
 //! # Testing your controllers
@@ -70,6 +75,7 @@ pub mod resource;
 pub mod selector;
 pub mod shared_informer;
 pub mod store;
+pub mod workqueue;
 
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

@@ -14,11 +14,11 @@ use std::time::Duration;
 
 use embedded_apiserver::ApiServer;
 use futures::StreamExt;
-use informer_runtime::client::{Client, Config};
+use informer_runtime::client::{Client, Config, Patch, PatchParams};
 use informer_runtime::listwatch::{ListOptions, ResourceVersionMatch, WatchEvent, WatchOptions};
 use informer_runtime::{GroupVersionResource, HandlerFuncs, LabelSelector, SharedInformerFactory};
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, PodSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta, Preconditions};
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -80,6 +80,124 @@ async fn typed_requests_with_optimistic_concurrency() {
 
     within(client.delete::<ConfigMap>(Some("default"), "settings")).await.unwrap();
     let gone = within(client.get::<ConfigMap>(Some("default"), "settings")).await.unwrap_err();
+    assert!(gone.is_not_found(), "{gone}");
+}
+
+/// Server-side apply as the embedded server approximates it (create or merge; it keeps no
+/// managedFields, so ownership and its conflicts are checked against kube-apiserver in
+/// `tests/kube_apiserver.rs`).
+#[tokio::test]
+async fn server_side_apply_creates_then_changes_the_object() {
+    let (_server, client) = start().await;
+    let apply = |mode: &str| {
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "applied", "namespace": "default"},
+            "data": {"mode": mode},
+        })
+    };
+    let params = PatchParams::apply("controller-a").force();
+    let created: ConfigMap =
+        within(client.patch(Some("default"), "applied", &Patch::Apply(apply("fast")), &params))
+            .await
+            .unwrap();
+    assert_eq!(created.data.as_ref().unwrap()["mode"], "fast");
+    let changed: ConfigMap =
+        within(client.patch(Some("default"), "applied", &Patch::Apply(apply("slow")), &params))
+            .await
+            .unwrap();
+    assert_eq!(changed.data.as_ref().unwrap()["mode"], "slow");
+    assert_eq!(changed.metadata.uid, created.metadata.uid);
+}
+
+/// The other patch formats: a JSON patch whose test fails changes nothing, a merge patch with
+/// a field manager, a dry run that stores nothing.
+#[tokio::test]
+async fn json_and_merge_patches_and_dry_runs() {
+    let (_server, client) = start().await;
+    let cm = ConfigMap {
+        metadata: ObjectMeta { name: Some("applied".to_owned()), ..ObjectMeta::default() },
+        data: Some(BTreeMap::from([("mode".to_owned(), "slow".to_owned())])),
+        ..ConfigMap::default()
+    };
+    within(client.create(Some("default"), &cm)).await.unwrap();
+    let failing = serde_json::json!([
+        {"op": "test", "path": "/data/mode", "value": "fast"},
+        {"op": "replace", "path": "/data/mode", "value": "never"},
+    ]);
+    let refused = within(client.patch::<ConfigMap, _>(
+        Some("default"),
+        "applied",
+        &Patch::Json(&failing),
+        &PatchParams::default(),
+    ))
+    .await
+    .unwrap_err();
+    assert!(refused.status().is_some_and(|s| s.code == 422), "{refused}");
+    let merged: ConfigMap = within(client.patch(
+        Some("default"),
+        "applied",
+        &Patch::Merge(serde_json::json!({"data": {"extra": "1"}})),
+        &PatchParams::default().field_manager("kubectl-edit"),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(merged.data.as_ref().unwrap().len(), 2);
+    let dry: ConfigMap = within(client.patch(
+        Some("default"),
+        "applied",
+        &Patch::Merge(serde_json::json!({"data": {"dry": "1"}})),
+        &PatchParams::default().dry_run(),
+    ))
+    .await
+    .unwrap();
+    assert!(dry.data.as_ref().unwrap().contains_key("dry"));
+    let stored: ConfigMap = within(client.get(Some("default"), "applied")).await.unwrap();
+    assert!(!stored.data.as_ref().unwrap().contains_key("dry"), "a dry run stores nothing");
+}
+
+/// Status through its subresource, conditional on the version; deletes conditional on the UID.
+#[tokio::test]
+async fn status_updates_and_deletes_with_preconditions() {
+    let (_server, client) = start().await;
+    let created = within(client.create(Some("default"), &pod("web"))).await.unwrap();
+    let status = serde_json::json!({"status": {"phase": "Running"}});
+    let patched: Pod = within(client.patch_status(
+        Some("default"),
+        "web",
+        &Patch::Strategic(&status),
+        &PatchParams::default(),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(patched.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Running"));
+    let mut failed = patched.clone();
+    failed.status.as_mut().unwrap().phase = Some("Failed".to_owned());
+    let replaced = within(client.replace_status(Some("default"), "web", &failed)).await.unwrap();
+    assert_eq!(replaced.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Failed"));
+    let stale = within(client.replace_status(Some("default"), "web", &patched)).await.unwrap_err();
+    assert!(stale.is_conflict(), "the status update carried an old version: {stale}");
+
+    // Delete with a precondition: a wrong UID conflicts, the right one deletes.
+    let wrong = DeleteOptions {
+        preconditions: Some(Preconditions {
+            uid: Some("not-this-one".to_owned()),
+            ..Preconditions::default()
+        }),
+        ..DeleteOptions::default()
+    };
+    let refused = within(client.delete_with::<Pod>(Some("default"), "web", &wrong)).await;
+    assert!(refused.unwrap_err().is_conflict());
+    let right = DeleteOptions {
+        preconditions: Some(Preconditions {
+            uid: created.metadata.uid.clone(),
+            ..Preconditions::default()
+        }),
+        propagation_policy: Some("Background".to_owned()),
+        ..DeleteOptions::default()
+    };
+    within(client.delete_with::<Pod>(Some("default"), "web", &right)).await.unwrap();
+    let gone = within(client.get::<Pod>(Some("default"), "web")).await.unwrap_err();
     assert!(gone.is_not_found(), "{gone}");
 }
 

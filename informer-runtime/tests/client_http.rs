@@ -15,12 +15,13 @@ use std::time::Duration;
 
 use client_support::{End, Reply, Server, within};
 use futures::StreamExt;
-use informer_runtime::client::{Auth, Client, ClientError, Config, ExecConfig};
+use informer_runtime::client::{Auth, Client, ClientError, Config, ExecConfig, Patch, PatchParams};
 use informer_runtime::listwatch::{
     Error, ListIntake, ListOptions, ListWatchSource, WatchEvent, WatchOptions,
 };
 use informer_runtime::{LabelSelector, SharedInformerFactory};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
 
 fn pod_json(name: &str, rv: u32) -> String {
     format!(
@@ -599,6 +600,70 @@ async fn typed_requests_use_the_right_method_path_and_body() {
             .iter()
             .all(|r| r.header("user-agent").is_some_and(|ua| ua.starts_with("informer-runtime/")))
     );
+}
+
+#[tokio::test]
+async fn controller_writes_send_their_format_parameters_and_subresource() {
+    let server = Server::start(|request| match request.method.as_str() {
+        "DELETE" => Reply::json(200, r#"{"kind":"Status","apiVersion":"v1","status":"Success"}"#),
+        _ => Reply::json(200, CONFIG_MAP),
+    })
+    .await;
+    let client = client(&server);
+    let body = serde_json::json!({"data": {"b": "2"}});
+    let ns = Some("apps");
+    let apply = PatchParams::apply("ctrl").force();
+    within(client.patch::<ConfigMap, _>(ns, "settings", &Patch::Apply(&body), &apply))
+        .await
+        .unwrap();
+    let merge = PatchParams::default().field_manager("ctrl").dry_run();
+    within(client.patch::<ConfigMap, _>(ns, "settings", &Patch::Merge(&body), &merge))
+        .await
+        .unwrap();
+    let plain = PatchParams::default();
+    within(client.patch::<ConfigMap, _>(ns, "settings", &Patch::Strategic(&body), &plain))
+        .await
+        .unwrap();
+    let ops = serde_json::json!([{"op": "remove", "path": "/data/b"}]);
+    within(client.patch_status::<ConfigMap, _>(ns, "settings", &Patch::Json(&ops), &plain))
+        .await
+        .unwrap();
+    let cm: ConfigMap = serde_json::from_str(CONFIG_MAP).unwrap();
+    within(client.replace_status(ns, "settings", &cm)).await.unwrap();
+    let options = DeleteOptions {
+        propagation_policy: Some("Foreground".to_owned()),
+        ..DeleteOptions::default()
+    };
+    within(client.delete_with::<ConfigMap>(ns, "settings", &options)).await.unwrap();
+
+    let requests = server.requests();
+    let seen: Vec<(&str, &str, Option<&str>)> = requests
+        .iter()
+        .map(|r| (r.method.as_str(), r.target.as_str(), r.header("content-type")))
+        .collect();
+    let path = "/api/v1/namespaces/apps/configmaps/settings";
+    assert_eq!(
+        seen,
+        [
+            (
+                "PATCH",
+                &*format!("{path}?fieldManager=ctrl&force=true"),
+                Some("application/apply-patch+yaml")
+            ),
+            (
+                "PATCH",
+                &*format!("{path}?fieldManager=ctrl&dryRun=All"),
+                Some("application/merge-patch+json")
+            ),
+            ("PATCH", path, Some("application/strategic-merge-patch+json")),
+            ("PATCH", &*format!("{path}/status"), Some("application/json-patch+json")),
+            ("PUT", &*format!("{path}/status"), Some("application/json")),
+            ("DELETE", path, Some("application/json")),
+        ]
+    );
+    assert_eq!(requests[0].body, br#"{"data":{"b":"2"}}"#);
+    assert_eq!(requests[3].body, br#"[{"op":"remove","path":"/data/b"}]"#);
+    assert_eq!(requests[5].body, br#"{"propagationPolicy":"Foreground"}"#);
 }
 
 #[tokio::test]

@@ -1,12 +1,15 @@
 //! [`Client`]: one API server, its connection pool and credentials, and the typed requests a
-//! controller makes (get, create, replace, merge patch, delete). Lists and watches go through
-//! its lister-watcher (`http_lister_watcher`).
+//! controller makes (get, create, replace, patches and server-side apply, status updates,
+//! deletes with preconditions). Lists and watches go through its lister-watcher
+//! (`http_lister_watcher`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
 use reqwest::Method;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use serde::Serialize;
 use url::Url;
 
 use super::auth::Authenticator;
@@ -59,6 +62,79 @@ struct Inner {
 
 /// A request body and its content type.
 type Body = (&'static str, Vec<u8>);
+
+/// A patch in one of the API server's formats: what [`Client::patch`] sends. `P` is what the
+/// body is serialized from: a `serde_json::Value`, a typed object, a struct of your own.
+#[derive(Clone, Debug)]
+pub enum Patch<P> {
+    /// Server-side apply (`application/apply-patch+yaml`; JSON is YAML): the object as the
+    /// [field manager](PatchParams::apply) wants it, with `apiVersion` and `kind`; the
+    /// fields it sets are the ones that manager owns, and the ones it owned and no longer sets
+    /// are removed.
+    Apply(P),
+    /// A JSON merge patch, RFC 7386 (`application/merge-patch+json`): the fields to change,
+    /// `null` to remove one; lists are replaced whole.
+    Merge(P),
+    /// A strategic merge patch (`application/strategic-merge-patch+json`): a merge patch that
+    /// merges lists by their keys (containers by name). Built-in kinds only.
+    Strategic(P),
+    /// A JSON patch, RFC 6902 (`application/json-patch+json`): a list of operations, `test`
+    /// included.
+    Json(P),
+}
+
+/// Options of [`Client::patch`]: who changes the fields, and how.
+#[derive(Clone, Debug, Default)]
+#[must_use]
+pub struct PatchParams {
+    field_manager: Option<String>,
+    force: bool,
+    dry_run: bool,
+}
+
+impl PatchParams {
+    /// The options of a server-side apply by `field_manager` (required for [`Patch::Apply`]:
+    /// the name that owns the fields applied, usually the controller's).
+    pub fn apply(field_manager: impl Into<String>) -> Self {
+        Self::default().field_manager(field_manager)
+    }
+
+    /// Records the fields changed as `name`'s (the server's `fieldManager` parameter).
+    pub fn field_manager(mut self, name: impl Into<String>) -> Self {
+        self.field_manager = Some(name.into());
+        self
+    }
+
+    /// For an apply: takes over the fields other managers own instead of failing with a
+    /// conflict (what a controller that is the source of truth for them does).
+    pub fn force(mut self) -> Self {
+        self.force = true;
+        self
+    }
+
+    /// Validates and answers with the result without storing it (`dryRun=All`).
+    pub fn dry_run(mut self) -> Self {
+        self.dry_run = true;
+        self
+    }
+
+    fn set_query(&self, url: &mut Url) {
+        let mut query = url.query_pairs_mut();
+        if let Some(manager) = &self.field_manager {
+            query.append_pair("fieldManager", manager);
+        }
+        if self.force {
+            query.append_pair("force", "true");
+        }
+        if self.dry_run {
+            query.append_pair("dryRun", "All");
+        }
+        drop(query);
+        if url.query() == Some("") {
+            url.set_query(None);
+        }
+    }
+}
 
 impl Client {
     /// A client for the server and credentials `config` describes.
@@ -254,6 +330,94 @@ impl Client {
         self.request_object(Method::PATCH, url, Some(("application/merge-patch+json", body))).await
     }
 
+    /// Patches an object, in any of the API server's [formats](Patch); returns the result.
+    ///
+    /// A patch names the fields it changes, so `K` may be a view: the result is decoded into
+    /// it. A `409 Conflict` ([`ClientError::is_conflict`]) means a precondition in the patch
+    /// (`metadata.resourceVersion`) failed or, for an apply without
+    /// [`force`](PatchParams::force), that another manager owns a field it sets.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::get`]; `415` for a strategic merge patch of a custom resource.
+    ///
+    /// ```no_run
+    /// # async fn run(client: informer_runtime::client::Client) -> informer_runtime::client::Result<()> {
+    /// use informer_runtime::client::{Patch, PatchParams};
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// // Server-side apply: the controller owns `data.mode` from now on.
+    /// let desired = serde_json::json!({
+    ///     "apiVersion": "v1", "kind": "ConfigMap",
+    ///     "metadata": {"name": "settings", "namespace": "apps"},
+    ///     "data": {"mode": "fast"},
+    /// });
+    /// let params = PatchParams::apply("settings-controller").force();
+    /// let cm: ConfigMap = client.patch(Some("apps"), "settings", &Patch::Apply(&desired), &params).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn patch<K: Resource, P: Serialize>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        patch: &Patch<P>,
+        params: &PatchParams,
+    ) -> Result<K> {
+        let url = self.object_url::<K>(namespace, name)?;
+        self.patch_at(url, patch, params).await
+    }
+
+    /// Patches an object's `status` subresource: only its status changes (for kinds that
+    /// have one: the rest of the patch is ignored).
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::patch`]; `404` for a kind without a status subresource.
+    pub async fn patch_status<K: Resource, P: Serialize>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        patch: &Patch<P>,
+        params: &PatchParams,
+    ) -> Result<K> {
+        let url = self.subresource_url::<K>(namespace, name, "status")?;
+        self.patch_at(url, patch, params).await
+    }
+
+    /// Replaces an object's `status` subresource (an update of its status only); the object's
+    /// `metadata.resourceVersion`, when set, makes it conditional.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::replace`]; `409 Conflict` when the resource version is stale.
+    pub async fn replace_status<K: WholeObject>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        object: &K,
+    ) -> Result<K> {
+        let url = self.subresource_url::<K>(namespace, name, "status")?;
+        let body = encode(&url, object)?;
+        self.request_object(Method::PUT, url, Some(("application/json", body))).await
+    }
+
+    async fn patch_at<K: Resource, P: Serialize>(
+        &self,
+        mut url: Url,
+        patch: &Patch<P>,
+        params: &PatchParams,
+    ) -> Result<K> {
+        params.set_query(&mut url);
+        let (content_type, value) = match patch {
+            Patch::Apply(p) => ("application/apply-patch+yaml", p),
+            Patch::Merge(p) => ("application/merge-patch+json", p),
+            Patch::Strategic(p) => ("application/strategic-merge-patch+json", p),
+            Patch::Json(p) => ("application/json-patch+json", p),
+        };
+        let body = encode(&url, value)?;
+        self.request_object(Method::PATCH, url, Some((content_type, body))).await
+    }
+
     /// Deletes an object. The server may keep it for a while (finalizers, graceful deletion).
     ///
     /// # Errors
@@ -261,8 +425,44 @@ impl Client {
     /// As [`Client::get`].
     pub async fn delete<K: Resource>(&self, namespace: Option<&str>, name: &str) -> Result<()> {
         let url = self.object_url::<K>(namespace, name)?;
+        self.delete_at(url, None).await
+    }
+
+    /// Deletes an object with `options`: preconditions (the UID or resource version it must
+    /// still have; `409 Conflict` otherwise), propagation to its dependents, grace period.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::get`]; `409 Conflict` when a precondition fails.
+    ///
+    /// ```no_run
+    /// # async fn run(client: informer_runtime::client::Client) -> informer_runtime::client::Result<()> {
+    /// use k8s_openapi::api::apps::v1::Deployment;
+    /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, Preconditions};
+    /// let options = DeleteOptions {
+    ///     // Only the object this controller saw, not one created since under the same name.
+    ///     preconditions: Some(Preconditions { uid: Some("6f1c…".into()), ..Preconditions::default() }),
+    ///     propagation_policy: Some("Foreground".into()),
+    ///     ..DeleteOptions::default()
+    /// };
+    /// client.delete_with::<Deployment>(Some("apps"), "web", &options).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn delete_with<K: Resource>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<()> {
+        let url = self.object_url::<K>(namespace, name)?;
+        let body = encode(&url, options)?;
+        self.delete_at(url, Some(("application/json", body))).await
+    }
+
+    async fn delete_at(&self, url: Url, body: Option<Body>) -> Result<()> {
         let path = url.path().to_owned();
-        let response = self.send(Method::DELETE, url, None).await;
+        let response = self.send(Method::DELETE, url, body).await;
         // The body (the object or a Status) is not needed; reading it frees the connection for
         // reuse. One too large is dropped unread instead, which closes the connection.
         if let Ok(response) = response {
@@ -272,6 +472,19 @@ impl Client {
             return Ok(());
         }
         response.map(drop).map_err(|e| ClientError::request("DELETE", path, e))
+    }
+
+    fn subresource_url<K: Resource>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        subresource: &str,
+    ) -> Result<Url> {
+        let mut url = self.object_url::<K>(namespace, name)?;
+        if let Ok(mut segments) = url.path_segments_mut() {
+            segments.push(subresource);
+        }
+        Ok(url)
     }
 
     fn collection_url<K: Resource>(&self, namespace: Option<&str>) -> Result<Url> {

@@ -55,4 +55,4 @@ pub use config::{
 };
 pub use error::{ClientError, Result};
 
-pub use api_client::Client;
+pub use api_client::{Client, Patch, PatchParams};
