@@ -15,8 +15,9 @@
 //!
 //! Most programs need only the [`SharedInformerFactory`]: ask it for the informers of the types
 //! you care about, register handlers, start it, wait for the caches, read through [listers].
-//! See the example in the [`factory`] module. A controller's handlers hand keys to a
-//! [`workqueue::WorkQueue`], whose workers reconcile them.
+//! See the example in the [`factory`] module. A [`controller::Controller`] turns informers
+//! into a reconcile loop: its handlers hand keys to a [`workqueue::WorkQueue`], whose workers
+//! call your `reconcile`.
 //!
 //! # The data flow
 //!
@@ -42,6 +43,7 @@
 //!  After the handlers, a controller's own flow:
 //!    ─▶ workqueue/enqueue.rs                handlers that turn events into keys
 //!    ─▶ workqueue.rs                        keys, once each, to workers; delays and backoff
+//!    ─▶ controller.rs                       workers: your reconcile, its result to the queue
 //! ```
 //!
 //! # Testing your controllers
@@ -64,6 +66,7 @@
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub mod client;
 pub mod clock;
+pub mod controller;
 pub mod delta_fifo;
 pub mod factory;
 pub mod informers;

@@ -1,0 +1,305 @@
+//! The reconcile loop over a `FakeSource`: what reconcile sees, what its results do to the
+//! key, and shutdown.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::testing::FakeSource;
+use crate::workqueue::ExponentialBackoff;
+
+/// How long a test waits for a condition before it fails.
+const DEADLINE: Duration = Duration::from_secs(10);
+
+fn configmap(name: &str, value: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            namespace: Some("default".into()),
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([("value".to_owned(), value.to_owned())])),
+        ..ConfigMap::default()
+    }
+}
+
+fn value(cm: &ConfigMap) -> String {
+    cm.data.as_ref().and_then(|d| d.get("value")).cloned().unwrap_or_default()
+}
+
+/// Waits until `condition` holds, yielding to other tasks; fails after [`DEADLINE`].
+async fn until(what: &str, mut condition: impl FnMut() -> bool) {
+    let wait = async {
+        while !condition() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    };
+    assert!(tokio::time::timeout(DEADLINE, wait).await.is_ok(), "timed out waiting until {what}");
+}
+
+/// A queue that retries after 1 ms (doubling), so that tests of retries run at once.
+fn fast_queue() -> WorkQueue<ObjectKey> {
+    WorkQueue::builder()
+        .rate_limiter(ExponentialBackoff::new(Duration::from_millis(1), Duration::from_millis(50)))
+        .build()
+}
+
+/// What reconcile saw: the key and the object's value, or `None` once it was gone.
+type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
+fn recording(
+    seen: &Seen,
+) -> impl Fn(Request<ConfigMap>) -> BoxFuture<'static, Result<Action, std::io::Error>>
++ Send
++ Sync
++ 'static {
+    let seen = Arc::clone(seen);
+    move |request: Request<ConfigMap>| {
+        seen.lock().push((request.key.to_string(), request.object.as_deref().map(value)));
+        Box::pin(async { Ok(Action::Done) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_object_is_reconciled_with_its_cached_state_and_again_when_it_changes() {
+    let source = FakeSource::new();
+    source.add(configmap("a", "1"));
+    source.add(configmap("b", "1"));
+    let factory = SharedInformerFactory::new(source.clone());
+    let seen = Seen::default();
+    let stop = CancellationToken::new();
+    let run = tokio::spawn(
+        Controller::<ConfigMap, _>::new(&factory).workers(2).run(recording(&seen), stop.clone()),
+    );
+    let has = |entry: (&str, Option<&str>)| {
+        let seen = seen.lock();
+        seen.iter().any(|(k, v)| (k.as_str(), v.as_deref()) == entry)
+    };
+    until("a and b are reconciled", || {
+        has(("default/a", Some("1"))) && has(("default/b", Some("1")))
+    })
+    .await;
+    source.modify(configmap("a", "2"));
+    until("a is reconciled again", || has(("default/a", Some("2")))).await;
+    source.delete(&configmap("b", "1"));
+    until("b is reconciled once gone", || has(("default/b", None))).await;
+    stop.cancel();
+    let report =
+        tokio::time::timeout(DEADLINE, run).await.expect("ends").expect("task").expect("runs");
+    assert!(report.synced && report.is_clean(), "{report:?}");
+    assert_eq!(report.failed, 0);
+    assert!(report.succeeded >= 4, "{report:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_to_an_owned_or_watched_object_reconciles_its_primary() {
+    let source = FakeSource::new();
+    source.add(configmap("parent", "1"));
+    source.add(configmap("named", "1"));
+    let factory = SharedInformerFactory::new(source.clone());
+    let seen = Seen::default();
+    let stop = CancellationToken::new();
+    let controller = Controller::<ConfigMap, _>::new(&factory)
+        .owns::<Secret>()
+        // A secret names the configmap that reads it in its `reader` label.
+        .watches(|secret: &Secret| {
+            let meta = &secret.metadata;
+            let reader = meta.labels.as_ref().and_then(|l| l.get("reader")).cloned();
+            reader.map(|name| ObjectKey::new(meta.namespace.as_deref(), &name))
+        });
+    let run = tokio::spawn(controller.run(recording(&seen), stop.clone()));
+    let count = |key: &str| seen.lock().iter().filter(|(k, _)| k == key).count();
+    until("both are reconciled once", || {
+        count("default/parent") == 1 && count("default/named") == 1
+    })
+    .await;
+
+    let owned = Secret {
+        metadata: ObjectMeta {
+            namespace: Some("default".into()),
+            name: Some("child".into()),
+            owner_references: Some(vec![OwnerReference {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                name: "parent".into(),
+                uid: "uid-parent".into(),
+                controller: Some(true),
+                ..OwnerReference::default()
+            }]),
+            labels: Some(BTreeMap::from([("reader".to_owned(), "named".to_owned())])),
+            ..ObjectMeta::default()
+        },
+        ..Secret::default()
+    };
+    source.add(owned);
+    until("the owner and the reader are reconciled again", || {
+        count("default/parent") == 2 && count("default/named") == 2
+    })
+    .await;
+    assert_eq!(count("default/child"), 0, "a secret's own key is not a configmap's");
+    stop.cancel();
+    let report =
+        tokio::time::timeout(DEADLINE, run).await.expect("ends").expect("task").expect("runs");
+    assert!(report.is_clean());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_reconcile_is_retried_after_its_backoff_and_a_success_forgets_it() {
+    let source = FakeSource::new();
+    source.add(configmap("flaky", "1"));
+    let factory = SharedInformerFactory::new(source.clone());
+    let queue = fast_queue();
+    let attempts = Arc::new(AtomicU32::new(0));
+    let stop = CancellationToken::new();
+    let reconcile = {
+        let attempts = Arc::clone(&attempts);
+        move |_: Request<ConfigMap>| {
+            let attempt = attempts.fetch_add(1, Ordering::SeqCst) + 1;
+            async move {
+                match attempt {
+                    1 | 2 => Err(std::io::Error::other(format!("attempt {attempt} fails"))),
+                    3 => panic!("attempt 3 panics"),
+                    _ => Ok(Action::Done),
+                }
+            }
+        }
+    };
+    let run = tokio::spawn(
+        Controller::<ConfigMap, _>::new(&factory).queue(queue.clone()).run(reconcile, stop.clone()),
+    );
+    until("the fourth attempt succeeds", || attempts.load(Ordering::SeqCst) == 4).await;
+    until("the key is forgotten", || {
+        queue.num_requeues(&ObjectKey::new(Some("default"), "flaky")) == 0
+    })
+    .await;
+    stop.cancel();
+    let report =
+        tokio::time::timeout(DEADLINE, run).await.expect("ends").expect("task").expect("runs");
+    assert_eq!((report.failed, report.succeeded), (3, 1), "{report:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requeue_after_reconciles_again_without_a_change() {
+    let source = FakeSource::new();
+    source.add(configmap("periodic", "1"));
+    let factory = SharedInformerFactory::new(source.clone());
+    let attempts = Arc::new(AtomicU32::new(0));
+    let stop = CancellationToken::new();
+    let reconcile = {
+        let attempts = Arc::clone(&attempts);
+        move |_: Request<ConfigMap>| {
+            attempts.fetch_add(1, Ordering::SeqCst);
+            async { Ok::<_, std::io::Error>(Action::RequeueAfter(Duration::from_millis(5))) }
+        }
+    };
+    let run = tokio::spawn(Controller::<ConfigMap, _>::new(&factory).run(reconcile, stop.clone()));
+    until("three reconciles of one unchanged object", || attempts.load(Ordering::SeqCst) >= 3)
+        .await;
+    stop.cancel();
+    let report =
+        tokio::time::timeout(DEADLINE, run).await.expect("ends").expect("task").expect("runs");
+    assert_eq!(report.failed, 0);
+}
+
+#[cfg(feature = "client")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conflict_is_retried_at_once_and_a_second_one_backs_off() {
+    use crate::client::ClientError;
+    use crate::listwatch::Status;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("writing the status")]
+    struct WriteFailed(#[source] ClientError);
+
+    let source = FakeSource::new();
+    source.add(configmap("contended", "1"));
+    let factory = SharedInformerFactory::new(source.clone());
+    // A backoff of an hour: a retry that waits for it does not come within the test.
+    let queue = WorkQueue::builder()
+        .rate_limiter(ExponentialBackoff::new(Duration::from_secs(3600), Duration::from_secs(3600)))
+        .build();
+    let attempts = Arc::new(AtomicU32::new(0));
+    let stop = CancellationToken::new();
+    let reconcile = {
+        let attempts = Arc::clone(&attempts);
+        move |_: Request<ConfigMap>| {
+            attempts.fetch_add(1, Ordering::SeqCst);
+            async {
+                let status = Status::new(409, "Conflict", "the object has been modified");
+                let conflict =
+                    ClientError::Api { method: "PUT", path: "/x".into(), status: Box::new(status) };
+                Err::<Action, _>(WriteFailed(conflict))
+            }
+        }
+    };
+    let run = tokio::spawn(
+        Controller::<ConfigMap, _>::new(&factory).queue(queue.clone()).run(reconcile, stop.clone()),
+    );
+    until("the second conflict waits for its backoff", || queue.delayed() == 1).await;
+    assert_eq!(attempts.load(Ordering::SeqCst), 2, "the first conflict was retried at once");
+    stop.cancel();
+    let report =
+        tokio::time::timeout(DEADLINE, run).await.expect("ends").expect("task").expect("runs");
+    assert_eq!(report.failed, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_stops_taking_keys_and_reports_reconciles_that_outlive_its_timeout() {
+    let source = FakeSource::new();
+    source.add(configmap("slow", "1"));
+    let factory = SharedInformerFactory::new(source.clone());
+    let started = Arc::new(Notify::new());
+    let release = Arc::new(Notify::new());
+    let stop = CancellationToken::new();
+    let reconcile = {
+        let (started, release) = (Arc::clone(&started), Arc::clone(&release));
+        move |_: Request<ConfigMap>| {
+            let (started, release) = (Arc::clone(&started), Arc::clone(&release));
+            async move {
+                started.notify_one();
+                release.notified().await;
+                Ok::<_, std::io::Error>(Action::Done)
+            }
+        }
+    };
+    let run = tokio::spawn(
+        Controller::<ConfigMap, _>::new(&factory)
+            .shutdown_timeout(Duration::from_millis(20))
+            .run(reconcile, stop.clone()),
+    );
+    tokio::time::timeout(DEADLINE, started.notified()).await.expect("the reconcile starts");
+    stop.cancel();
+    let report =
+        tokio::time::timeout(DEADLINE, run).await.expect("ends").expect("task").expect("runs");
+    assert_eq!(report.unfinished, [ObjectKey::new(Some("default"), "slow")]);
+    assert!(!report.is_clean());
+    release.notify_one();
+}
+
+#[tokio::test]
+async fn a_stop_before_the_caches_sync_reconciles_nothing() {
+    let source = FakeSource::new();
+    source.fail_next_lists(usize::MAX, crate::listwatch::Error::Transport("down".into()));
+    let factory = SharedInformerFactory::new(source.clone());
+    let stop = CancellationToken::new();
+    stop.cancel();
+    let seen = Seen::default();
+    let report = tokio::time::timeout(
+        DEADLINE,
+        Controller::<ConfigMap, _>::new(&factory).run(recording(&seen), stop),
+    )
+    .await
+    .expect("ends")
+    .expect("runs");
+    assert!(!report.synced);
+    assert!(seen.lock().is_empty());
+    factory.shutdown().await;
+}
