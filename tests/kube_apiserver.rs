@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use informer_runtime::client::{Auth, Client, ClientError, Config, Identity, Patch, PatchParams};
+use informer_runtime::leader_election::{LeaderElection, Leadership};
 use informer_runtime::listwatch::ListOptions;
 use informer_runtime::shared_informer::{DeletedObject, ResourceEventHandler};
 use informer_runtime::{LabelSelector, SharedInformerFactory};
@@ -27,6 +28,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Container, Namespace, Pod, PodSpec};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta, Preconditions};
 use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
 
 /// The generated code for `fixtures/crds`, as `build.rs` writes it.
 mod crds {
@@ -548,4 +550,47 @@ async fn controller_writes_have_kube_apiservers_semantics() {
         ..DeleteOptions::default()
     };
     client.delete_with::<Pod>(ns, "web", &right_uid).await.expect("the right UID deletes");
+}
+
+/// Leader election against the real server's Leases: one of two candidates leads; when it
+/// stops, it releases the Lease and the other takes over, after the first stopped working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_election_hands_over_through_a_real_lease() {
+    let Some(server) = shared().await else { return };
+    let client = server.client("cert");
+    let namespace = unique("election");
+    create_namespace(&client, &namespace).await;
+    let log = Arc::new(Mutex::new(Vec::<String>::new()));
+    let candidate = |identity: &'static str| {
+        let election = LeaderElection::builder(client.clone(), &namespace, "controller", identity)
+            .lease_duration(Duration::from_secs(3))
+            .renew_deadline(Duration::from_secs(2))
+            .retry_period(Duration::from_millis(200))
+            .build()
+            .expect("valid settings");
+        let stop = CancellationToken::new();
+        let log = Arc::clone(&log);
+        let task = tokio::spawn({
+            let stop = stop.clone();
+            async move {
+                election
+                    .run(stop, |leading| async move {
+                        log.lock().push(format!("{identity} started"));
+                        leading.cancelled().await;
+                        log.lock().push(format!("{identity} stopped"));
+                    })
+                    .await
+            }
+        });
+        (stop, task)
+    };
+    let (stop_a, task_a) = candidate("a");
+    eventually("a to lead", DEADLINE, || log.lock().contains(&"a started".to_owned())).await;
+    let (stop_b, task_b) = candidate("b");
+    stop_a.cancel();
+    assert_eq!(task_a.await.expect("a's run"), Leadership::Released);
+    eventually("b to lead", DEADLINE, || log.lock().contains(&"b started".to_owned())).await;
+    assert_eq!(*log.lock(), ["a started", "a stopped", "b started"]);
+    stop_b.cancel();
+    assert_eq!(task_b.await.expect("b's run"), Leadership::Released);
 }

@@ -70,6 +70,9 @@ pub mod controller;
 pub mod delta_fifo;
 pub mod factory;
 pub mod informers;
+#[cfg(feature = "client")]
+#[cfg_attr(docsrs, doc(cfg(feature = "client")))]
+pub mod leader_election;
 pub mod lister;
 pub mod listwatch;
 pub mod metadata;
