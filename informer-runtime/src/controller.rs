@@ -71,6 +71,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::factory::SharedInformerFactory;
+use crate::instrument::{ControllerObserver, ReconcileResult};
 use crate::listwatch::ListWatchSource;
 use crate::resource::Resource;
 use crate::shared_informer::{InformerError, ResourceEventHandler};
@@ -157,6 +158,8 @@ pub struct Controller<K: Resource, S: ListWatchSource> {
     shutdown_timeout: Duration,
     registrations: Vec<Registration>,
     syncs: Vec<SyncWait>,
+    #[cfg(feature = "metrics")]
+    metrics: Option<crate::metrics::Metrics>,
     primary: std::marker::PhantomData<fn() -> K>,
 }
 
@@ -172,6 +175,8 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
             shutdown_timeout: Duration::from_secs(30),
             registrations: Vec::new(),
             syncs: Vec::new(),
+            #[cfg(feature = "metrics")]
+            metrics: None,
             primary: std::marker::PhantomData,
         };
         this.watch_with::<K>(|queue| Arc::new(EnqueueObject::new(queue.clone())))
@@ -238,6 +243,16 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
         self
     }
 
+    /// Records controller-runtime's reconcile metrics (`controller_runtime_reconcile_total`,
+    /// ...) and its work queue's (`workqueue_*`) in `metrics`, labelled with the controller's
+    /// [name](Self::name). A [queue](Self::queue) given here keeps its own metrics setting.
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    pub fn metrics(mut self, metrics: &crate::metrics::Metrics) -> Self {
+        self.metrics = Some(metrics.clone());
+        self
+    }
+
     /// How long reconciles in flight may take to finish once `stop` is cancelled (30 s by
     /// default); those still running after it are reported and left to end on their own.
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
@@ -261,9 +276,20 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
         Fut: Future<Output = Result<Action, E>> + Send + 'static,
         E: StdError + Send + Sync + 'static,
     {
+        #[cfg(feature = "metrics")]
+        let (observer, queue_builder) = match &self.metrics {
+            Some(metrics) => (
+                Some(metrics.controller_observer(&self.name)),
+                WorkQueue::builder().name(self.name.clone()).metrics(metrics),
+            ),
+            None => (None, WorkQueue::builder().name(self.name.clone())),
+        };
+        #[cfg(not(feature = "metrics"))]
+        let (observer, queue_builder): (Option<Arc<dyn ControllerObserver>>, _) =
+            (None, WorkQueue::builder().name(self.name.clone()));
         let Self { factory, name, workers, queue, shutdown_timeout, registrations, syncs, .. } =
             self;
-        let queue = queue.unwrap_or_else(|| WorkQueue::builder().name(name.clone()).build());
+        let queue = queue.unwrap_or_else(|| queue_builder.build());
         let mut removals = Vec::with_capacity(registrations.len());
         for register in registrations {
             match register(&queue) {
@@ -293,6 +319,7 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
                 conflicted: Mutex::new(HashSet::new()),
                 in_flight: Mutex::new(HashSet::new()),
                 counts: Mutex::new((0, 0)),
+                observer,
             });
             let tasks = tokio_util::task::TaskTracker::new();
             for _ in 0..workers {
@@ -343,6 +370,8 @@ struct Workers<K, F> {
     in_flight: Mutex<HashSet<ObjectKey>>,
     /// Reconciles that succeeded and that failed.
     counts: Mutex<(u64, u64)>,
+    /// Metrics, when asked for.
+    observer: Option<Arc<dyn ControllerObserver>>,
 }
 
 impl<K, F, Fut, E> Workers<K, F>
@@ -366,9 +395,23 @@ where
                 tracing::info_span!("reconcile", controller = %self.name, key = %request.key);
             let key = request.key.clone();
             self.in_flight.lock().insert(key.clone());
+            if let Some(observer) = &self.observer {
+                observer.active_workers(1);
+            }
+            let started = std::time::Instant::now();
             let outcome =
                 AssertUnwindSafe((self.reconcile)(request)).catch_unwind().instrument(span).await;
             self.in_flight.lock().remove(&key);
+            if let Some(observer) = &self.observer {
+                observer.active_workers(-1);
+                let result = match &outcome {
+                    Ok(Ok(Action::Done)) => ReconcileResult::Success,
+                    Ok(Ok(Action::RequeueAfter(_))) => ReconcileResult::RequeueAfter,
+                    Ok(Err(_)) => ReconcileResult::Error,
+                    Err(_) => ReconcileResult::Panic,
+                };
+                observer.reconciled(result, started.elapsed());
+            }
             self.settle(&key, outcome);
             drop(taken);
         }

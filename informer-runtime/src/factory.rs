@@ -98,6 +98,8 @@ pub struct FactoryBuilder<S> {
     shutdown_timeout: Option<Duration>,
     backlog_warning: Option<usize>,
     max_queued_deltas: Option<usize>,
+    #[cfg(feature = "metrics")]
+    metrics: Option<crate::metrics::Metrics>,
 }
 
 impl<S: ListWatchSource> FactoryBuilder<S> {
@@ -284,6 +286,16 @@ impl<S: ListWatchSource> FactoryBuilder<S> {
     #[must_use]
     pub fn handler_backlog_warning(mut self, mark: usize) -> Self {
         self.backlog_warning = Some(mark);
+        self
+    }
+
+    /// Records every informer's metrics (`informer_events_total`, ...) in `metrics`; see
+    /// [`SharedIndexInformer::with_metrics`].
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    #[must_use]
+    pub fn metrics(mut self, metrics: &crate::metrics::Metrics) -> Self {
+        self.metrics = Some(metrics.clone());
         self
     }
 
@@ -539,6 +551,8 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
             shutdown_timeout: None,
             backlog_warning: None,
             max_queued_deltas: None,
+            #[cfg(feature = "metrics")]
+            metrics: None,
         }
     }
 
@@ -601,6 +615,10 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
         }
         if let Some(max) = options.max_queued_deltas {
             informer = informer.with_max_queued_deltas(max);
+        }
+        #[cfg(feature = "metrics")]
+        if let Some(metrics) = &options.metrics {
+            informer = informer.with_metrics(metrics);
         }
         let typed = options
             .typed_transforms

@@ -70,12 +70,16 @@ pub mod controller;
 pub mod delta_fifo;
 pub mod factory;
 pub mod informers;
+mod instrument;
 #[cfg(feature = "client")]
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub mod leader_election;
 pub mod lister;
 pub mod listwatch;
 pub mod metadata;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
 pub mod reflector;
 pub mod resource;
 pub mod selector;

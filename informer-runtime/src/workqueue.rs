@@ -65,6 +65,9 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use crate::clock::{SharedClock, TokioClock, later};
+use crate::instrument::QueueObserver;
+#[cfg(feature = "metrics")]
+use crate::instrument::QueueProbe;
 
 pub use enqueue::{EnqueueMapped, EnqueueObject, EnqueueOwner};
 pub use rate_limiter::{
@@ -84,6 +87,8 @@ pub struct WorkQueue<T> {
 
 struct Shared<T> {
     state: Mutex<State<T>>,
+    /// Metrics, when asked for ([`WorkQueueBuilder::metrics`]).
+    observer: Option<Arc<dyn QueueObserver>>,
     /// A key became ready, a delay changed, or the queue shut down: waiting workers look again.
     changed: Notify,
     /// No key is handed out any more: drains look again.
@@ -111,6 +116,8 @@ pub struct WorkQueueBuilder<T> {
     limiter: Option<Box<dyn RateLimiter<T>>>,
     clock: SharedClock,
     name: String,
+    #[cfg(feature = "metrics")]
+    metrics: Option<crate::metrics::Metrics>,
 }
 
 impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueueBuilder<T> {
@@ -134,20 +141,38 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueueBuilder<T> {
         self
     }
 
+    /// Records client-go's work-queue metrics (`workqueue_depth`, `workqueue_adds_total`,
+    /// ...) in `metrics`, labelled with the queue's [name](Self::name).
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    pub fn metrics(mut self, metrics: &crate::metrics::Metrics) -> Self {
+        self.metrics = Some(metrics.clone());
+        self
+    }
+
     /// The queue.
     #[must_use]
     pub fn build(self) -> WorkQueue<T> {
         let limiter = self.limiter.unwrap_or_else(|| Box::new(default_controller_rate_limiter()));
-        WorkQueue {
-            shared: Arc::new(Shared {
-                state: Mutex::new(State::new()),
-                changed: Notify::new(),
-                idle: Notify::new(),
-                limiter,
-                clock: self.clock,
-                name: self.name,
-            }),
+        #[cfg(feature = "metrics")]
+        let observer = self.metrics.as_ref().map(|m| m.queue_observer(&self.name));
+        #[cfg(not(feature = "metrics"))]
+        let observer: Option<Arc<dyn QueueObserver>> = None;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::new(observer.is_some())),
+            observer,
+            changed: Notify::new(),
+            idle: Notify::new(),
+            limiter,
+            clock: self.clock,
+            name: self.name,
+        });
+        #[cfg(feature = "metrics")]
+        if let Some(metrics) = &self.metrics {
+            let probe: std::sync::Weak<dyn QueueProbe> = Arc::downgrade(&shared) as _;
+            metrics.watch_queue(&shared.name, probe);
         }
+        WorkQueue { shared }
     }
 }
 
@@ -175,13 +200,23 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     ///     .build();
     /// ```
     pub fn builder() -> WorkQueueBuilder<T> {
-        WorkQueueBuilder { limiter: None, clock: Arc::new(TokioClock), name: String::new() }
+        WorkQueueBuilder {
+            limiter: None,
+            clock: Arc::new(TokioClock),
+            name: String::new(),
+            #[cfg(feature = "metrics")]
+            metrics: None,
+        }
     }
 
     /// Marks `item` to be processed: handed to a worker once, however often it is added before
     /// a worker takes it. Ignored once the queue [shuts down](Self::shut_down).
     pub fn add(&self, item: T) {
-        if self.shared.state.lock().add(item) {
+        let (dirty, ready) = self.shared.state.lock().add(item, self.shared.clock.now());
+        if let (true, Some(observer)) = (dirty, &self.shared.observer) {
+            observer.added();
+        }
+        if ready {
             self.shared.changed.notify_one();
         }
     }
@@ -210,6 +245,9 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     /// failure of it): how a worker retries a key that failed.
     pub fn add_rate_limited(&self, item: T) {
         let delay = self.shared.limiter.when(&item, self.shared.clock.now());
+        if let (Some(observer), false) = (&self.shared.observer, self.is_shutting_down()) {
+            observer.retried();
+        }
         self.add_after(item, delay);
     }
 
@@ -239,14 +277,15 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
             let now = self.shared.clock.now();
             let next = {
                 let mut state = self.shared.state.lock();
-                state.promote_due(now);
-                if let Some(item) = state.take() {
+                self.promote_due(&mut state, now);
+                if let Some((item, waited)) = state.take(now) {
                     let more = state.ready_len() > 0;
                     drop(state);
                     if more {
                         // Several keys became due at once: wake another worker for the rest.
                         self.shared.changed.notify_one();
                     }
+                    self.observe_wait(waited);
                     return Some(Taken { queue: self.clone(), item });
                 }
                 if state.is_shutting_down() {
@@ -270,18 +309,39 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     /// The next ready key, if there is one now.
     #[must_use]
     pub fn try_get(&self) -> Option<Taken<T>> {
+        let now = self.shared.clock.now();
         let mut state = self.shared.state.lock();
-        state.promote_due(self.shared.clock.now());
-        let item = state.take()?;
+        self.promote_due(&mut state, now);
+        let (item, waited) = state.take(now)?;
         drop(state);
+        self.observe_wait(waited);
         Some(Taken { queue: self.clone(), item })
+    }
+
+    /// Moves the keys whose delay is over to the ready ones, counting them as adds.
+    fn promote_due(&self, state: &mut State<T>, now: std::time::Instant) {
+        let promoted = state.promote_due(now);
+        if let Some(observer) = &self.shared.observer {
+            for _ in 0..promoted {
+                observer.added();
+            }
+        }
+    }
+
+    fn observe_wait(&self, waited: Option<Duration>) {
+        if let (Some(observer), Some(waited)) = (&self.shared.observer, waited) {
+            observer.queued_for(waited);
+        }
     }
 
     fn done(&self, item: &T) {
         let mut state = self.shared.state.lock();
-        let ready = state.done(item);
+        let (ready, worked) = state.done(item, self.shared.clock.now());
         let idle = state.processing_len() == 0;
         drop(state);
+        if let (Some(observer), Some(worked)) = (&self.shared.observer, worked) {
+            observer.worked_for(worked);
+        }
         if ready {
             self.shared.changed.notify_one();
         }
@@ -293,8 +353,9 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     /// The number of keys ready for a worker (client-go's `Len`).
     #[must_use]
     pub fn len(&self) -> usize {
+        let now = self.shared.clock.now();
         let mut state = self.shared.state.lock();
-        state.promote_due(self.shared.clock.now());
+        self.promote_due(&mut state, now);
         state.ready_len()
     }
 
@@ -349,6 +410,17 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     #[must_use]
     pub fn is_shutting_down(&self) -> bool {
         self.shared.state.lock().is_shutting_down()
+    }
+}
+
+#[cfg(feature = "metrics")]
+impl<T: Clone + Eq + Hash + Send + Sync + 'static> QueueProbe for Shared<T> {
+    fn depth(&self) -> usize {
+        self.state.lock().ready_len()
+    }
+
+    fn in_progress(&self) -> (Duration, Duration) {
+        self.state.lock().in_progress(self.clock.now())
     }
 }
 

@@ -50,6 +50,7 @@ pub use reflector_store::ReflectorStore;
 use self::backoff::Backoff;
 use self::state::{Next, WatchEnd, next_after};
 use crate::clock::{Random, SharedClock, TokioClock};
+use crate::instrument::{InformerObserver, WatchRestart};
 use crate::listwatch::{
     Error, ListerWatcher, ResourceVersionMatch, WatchEvent, WatchOptions, WatchStream,
 };
@@ -241,6 +242,10 @@ pub struct Reflector<K> {
     watch_error_handler: Option<WatchErrorHandler>,
     state: Mutex<SyncState>,
     backoff: Mutex<Backoff>,
+    /// Metrics, when the informer has them.
+    observer: Option<Arc<dyn InformerObserver>>,
+    /// Whether a list completed already: the next ones are relists.
+    listed: std::sync::atomic::AtomicBool,
 }
 
 impl<K: Resource> Reflector<K> {
@@ -269,7 +274,38 @@ impl<K: Resource> Reflector<K> {
             watch_error_handler: None,
             state: Mutex::new(SyncState::default()),
             backoff: Mutex::new(backoff),
+            observer: None,
+            listed: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Records events, lists and watch restarts for metrics.
+    #[must_use]
+    pub(crate) fn with_observer(mut self, observer: Option<Arc<dyn InformerObserver>>) -> Self {
+        self.observer = observer;
+        self
+    }
+
+    /// A list (plain or streaming) completed.
+    fn observe_listed(&self) {
+        let relist = self.listed.swap(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(observer) = &self.observer {
+            observer.listed(relist);
+        }
+    }
+
+    /// A watch ended: why, unless the reflector is stopping.
+    fn observe_watch_end(&self, end: &WatchEnd) {
+        let Some(observer) = &self.observer else { return };
+        let reason = match end {
+            WatchEnd::Stopped | WatchEnd::InitialEventsEnd => return,
+            WatchEnd::Closed { .. } => WatchRestart::Closed,
+            WatchEnd::DeadlineExceeded => WatchRestart::Timeout,
+            WatchEnd::Failed(e) if e.is_expired() => WatchRestart::Expired,
+            WatchEnd::Failed(e) if e.is_too_many_requests() => WatchRestart::Throttled,
+            WatchEnd::Failed(_) => WatchRestart::Error,
+        };
+        observer.watch_restarted(reason);
     }
 
     /// Uses `clock` for backoff, resync and watch deadlines.
@@ -386,6 +422,7 @@ impl<K: Resource> Reflector<K> {
                 return Ok(());
             }
         }
+        self.observe_listed();
         let mut resync = ResyncTimer::new(self);
         self.watch(stream, &mut resync, cancel).await
     }
@@ -493,6 +530,7 @@ impl<K: Resource> Reflector<K> {
             let deadline = timeout.saturating_add(self.config.watch_deadline_margin);
             let end =
                 self.handle_watch(&mut watch, &*self.store, None, deadline, resync, cancel).await;
+            self.observe_watch_end(&end);
             match next_after(&end) {
                 Next::Stop => return Ok(()),
                 Next::Rewatch => {
@@ -583,6 +621,15 @@ impl<K: Resource> Reflector<K> {
                 Some(Err(e)) => return WatchEnd::Failed(e),
                 Some(Ok(event)) => event,
             };
+            if let Some(observer) = &self.observer {
+                observer.event(match &event {
+                    WatchEvent::Added(_) => "ADDED",
+                    WatchEvent::Modified(_) => "MODIFIED",
+                    WatchEvent::Deleted(_) => "DELETED",
+                    WatchEvent::Bookmark(_) => "BOOKMARK",
+                    WatchEvent::Error(_) => "ERROR",
+                });
+            }
             let rv = match event {
                 WatchEvent::Added(obj) => {
                     let rv = resource_version(&*obj).to_owned();

@@ -79,6 +79,7 @@ use self::process_loop::{QueueSink, Sinks};
 use self::processor::{MINIMUM_RESYNC_PERIOD, Processor, determine_resync_period};
 use crate::clock::{Random, SharedClock, TokioClock};
 use crate::delta_fifo::{DeltaFifo, TransformFn};
+use crate::instrument::InformerObserver;
 use crate::lister::Lister;
 use crate::listwatch::ListerWatcher;
 use crate::reflector::{Reflector, ReflectorConfig, ReflectorError, WatchErrorHandler};
@@ -109,6 +110,8 @@ struct Settings<K> {
     random: Random,
     shutdown_timeout: Duration,
     max_queued_deltas: usize,
+    /// Metrics, when asked for.
+    observer: Option<Arc<dyn InformerObserver>>,
     started: bool,
     stopped: bool,
 }
@@ -162,6 +165,7 @@ impl<K: Resource> SharedIndexInformer<K> {
                     random: Random::default(),
                     shutdown_timeout: shutdown::DEFAULT_SHUTDOWN_TIMEOUT,
                     max_queued_deltas: DEFAULT_MAX_QUEUED_DELTAS,
+                    observer: None,
                     started: false,
                     stopped: false,
                 }),
@@ -300,6 +304,23 @@ impl<K: Resource> SharedIndexInformer<K> {
     pub fn with_handler_backlog_warning(self, mark: usize) -> Self {
         self.shared.processor.set_backlog_mark(mark);
         self
+    }
+
+    /// Records this informer's metrics (`informer_events_total`, ...) in `metrics`, labelled
+    /// `resource="<plural>[.<group>]"`, for metadata-only informers and views with what they
+    /// hold appended (`pods(metadata)`, `pods(view PodView)`). The factory does this for
+    /// every informer it makes ([`FactoryBuilder::metrics`](crate::factory::FactoryBuilder::metrics)).
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    #[must_use]
+    pub fn with_metrics(self, metrics: &crate::metrics::Metrics) -> Self {
+        let resource = metric_resource::<K>();
+        let observer = metrics.informer_observer(&resource);
+        let this = self.configure(|shared| shared.settings.get_mut().observer = Some(observer));
+        let probe: std::sync::Weak<dyn crate::instrument::InformerProbe> =
+            Arc::downgrade(&this.shared) as _;
+        metrics.watch_informer(&resource, probe);
+        this
     }
 
     /// The randomness for jitter and watch timeouts.
@@ -569,6 +590,17 @@ impl<K: Resource> SharedIndexInformer<K> {
             if let Some(handler) = &settings.watch_error_handler {
                 reflector = reflector.with_watch_error_handler(Arc::clone(handler));
             }
+            reflector = reflector.with_observer(settings.observer.clone());
+            if let Some(observer) = settings.observer.clone() {
+                // The time to the first sync, measured from here.
+                let (informer, clock) = (self.clone(), Arc::clone(&shared.clock));
+                let start = clock.now();
+                tokio::spawn(async move {
+                    if informer.wait_for_sync().await {
+                        observer.synced(clock.now().saturating_duration_since(start));
+                    }
+                });
+            }
             let reflector = Arc::new(reflector);
             // `started` was false and is now true under this lock: nobody set these before.
             let _ = shared.queue.set(Arc::clone(&queue));
@@ -587,6 +619,38 @@ impl<K: Resource> SharedIndexInformer<K> {
         let unfinished = shared.processor.stop(shutdown_timeout).await;
         shared.progress.notify_waiters();
         ShutdownReport::new(unfinished)
+    }
+}
+
+/// The `resource` label of an informer's metrics.
+#[cfg(feature = "metrics")]
+fn metric_resource<K: Resource>() -> String {
+    let resource = if K::GROUP.is_empty() {
+        K::PLURAL.to_owned()
+    } else {
+        format!("{}.{}", K::PLURAL, K::GROUP)
+    };
+    if K::METADATA_ONLY {
+        format!("{resource}(metadata)")
+    } else if K::PARTIAL {
+        // The view's own type name, without its path and generics.
+        let name = std::any::type_name::<K>();
+        let name = name.split('<').next().unwrap_or(name);
+        let name = name.rsplit("::").next().unwrap_or(name);
+        format!("{resource}(view {name})")
+    } else {
+        resource
+    }
+}
+
+#[cfg(feature = "metrics")]
+impl<K: Resource> crate::instrument::InformerProbe for Shared<K> {
+    fn last_sync_resource_version(&self) -> String {
+        self.reflector.get().map(|r| r.last_sync_resource_version()).unwrap_or_default()
+    }
+
+    fn pending(&self) -> Vec<(u64, usize)> {
+        self.processor.pending_by_handler()
     }
 }
 

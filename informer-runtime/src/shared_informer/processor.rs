@@ -314,6 +314,12 @@ impl<K: Resource> Processor<K> {
         Some((listener, receiver))
     }
 
+    /// Each handler's id and pending notifications.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn pending_by_handler(&self) -> Vec<(u64, usize)> {
+        self.listeners.read().iter().map(|l| (l.id(), l.pending())).collect()
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.listeners.read().len()
     }

@@ -5,7 +5,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::hash::Hash;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// What a work queue holds, under its lock.
 ///
@@ -23,61 +23,96 @@ pub(super) struct State<T> {
     processing: HashSet<T>,
     pub(super) delays: Delays<T>,
     shutting_down: bool,
+    /// When each dirty key was added and each processing key taken: kept for metrics only.
+    timing: Option<Timing<T>>,
+}
+
+/// The times metrics need, per key (client-go's `addTimes` and `processingStartTimes`).
+struct Timing<T> {
+    added: HashMap<T, Instant>,
+    taken: HashMap<T, Instant>,
 }
 
 impl<T: Clone + Eq + Hash> State<T> {
-    pub(super) fn new() -> Self {
+    /// An empty queue; `timed` keeps the times metrics need.
+    pub(super) fn new(timed: bool) -> Self {
         Self {
             ready: VecDeque::new(),
             dirty: HashSet::new(),
             processing: HashSet::new(),
             delays: Delays::new(),
             shutting_down: false,
+            timing: timed.then(|| Timing { added: HashMap::new(), taken: HashMap::new() }),
         }
     }
 
-    /// Marks `item` to be processed. Returns whether it became ready for a worker (it was not
-    /// already waiting to be processed, nor being processed).
-    pub(super) fn add(&mut self, item: T) -> bool {
+    /// Marks `item` to be processed, `now`. Returns whether it became dirty (it was not
+    /// waiting to be processed already) and whether it became ready for a worker (nor being
+    /// processed).
+    pub(super) fn add(&mut self, item: T, now: Instant) -> (bool, bool) {
         if self.shutting_down || self.dirty.contains(&item) {
-            return false;
+            return (false, false);
+        }
+        if let Some(timing) = &mut self.timing {
+            timing.added.entry(item.clone()).or_insert(now);
         }
         if self.processing.contains(&item) {
             self.dirty.insert(item);
-            return false;
+            return (true, false);
         }
         self.dirty.insert(item.clone());
         self.ready.push_back(item);
-        true
+        (true, true)
     }
 
-    /// Hands the first ready key to a worker.
-    pub(super) fn take(&mut self) -> Option<T> {
+    /// Hands the first ready key to a worker, `now`; with how long it waited, when timed.
+    pub(super) fn take(&mut self, now: Instant) -> Option<(T, Option<Duration>)> {
         let item = self.ready.pop_front()?;
         self.dirty.remove(&item);
         self.processing.insert(item.clone());
-        Some(item)
+        let waited = self.timing.as_mut().and_then(|timing| {
+            timing.taken.insert(item.clone(), now);
+            timing.added.remove(&item).map(|at| now.saturating_duration_since(at))
+        });
+        Some((item, waited))
     }
 
-    /// A worker is done with `item`. Returns whether it became ready again (it was added while
-    /// processed).
-    pub(super) fn done(&mut self, item: &T) -> bool {
+    /// A worker is done with `item`, `now`. Returns whether it became ready again (it was added
+    /// while processed), and how long it was held, when timed.
+    pub(super) fn done(&mut self, item: &T, now: Instant) -> (bool, Option<Duration>) {
         if !self.processing.remove(item) {
-            return false;
+            return (false, None);
         }
+        let worked = self.timing.as_mut().and_then(|timing| {
+            timing.taken.remove(item).map(|at| now.saturating_duration_since(at))
+        });
         if self.dirty.contains(item) {
             self.ready.push_back(item.clone());
-            return true;
+            return (true, worked);
         }
-        false
+        (false, worked)
+    }
+
+    /// How long the keys being processed have been held, summed, and the longest (zero when
+    /// not timed).
+    #[cfg(any(test, feature = "metrics"))]
+    pub(super) fn in_progress(&self, now: Instant) -> (Duration, Duration) {
+        let Some(timing) = &self.timing else { return (Duration::ZERO, Duration::ZERO) };
+        timing
+            .taken
+            .values()
+            .map(|at| now.saturating_duration_since(*at))
+            .fold((Duration::ZERO, Duration::ZERO), |(sum, longest), held| {
+                (sum.saturating_add(held), longest.max(held))
+            })
     }
 
     /// Moves the delayed keys whose time has come to the ready ones. Returns how many became
-    /// ready.
+    /// dirty.
     pub(super) fn promote_due(&mut self, now: Instant) -> usize {
         let mut promoted = 0;
         while let Some(item) = self.delays.pop_due(now) {
-            promoted += usize::from(self.add(item));
+            promoted += usize::from(self.add(item, now).0);
         }
         promoted
     }
@@ -87,6 +122,10 @@ impl<T: Clone + Eq + Hash> State<T> {
     pub(super) fn shut_down(&mut self) {
         self.shutting_down = true;
         self.delays = Delays::new();
+        if let Some(timing) = &mut self.timing {
+            // Dirty keys that are not ready (being processed) keep their add time until done.
+            timing.added.retain(|item, _| self.dirty.contains(item));
+        }
     }
 
     pub(super) fn is_shutting_down(&self) -> bool {
@@ -226,14 +265,34 @@ mod tests {
 
     #[test]
     fn a_key_added_while_processed_is_ready_again_when_done() {
-        let mut state = State::new();
-        assert!(state.add("a"));
-        assert_eq!(state.take(), Some("a"));
-        assert!(!state.add("a"), "not ready while a worker holds it");
-        assert_eq!(state.take(), None);
-        assert!(state.done(&"a"));
-        assert_eq!(state.take(), Some("a"));
-        assert!(!state.done(&"a"));
+        let now = Instant::now();
+        let mut state = State::new(false);
+        assert_eq!(state.add("a", now), (true, true));
+        assert_eq!(state.take(now), Some(("a", None)));
+        assert_eq!(state.add("a", now), (true, false), "not ready while a worker holds it");
+        assert_eq!(state.take(now), None);
+        assert_eq!(state.done(&"a", now), (true, None));
+        assert_eq!(state.take(now), Some(("a", None)));
+        assert_eq!(state.done(&"a", now), (false, None));
         assert_eq!((state.ready_len(), state.processing_len()), (0, 0));
+    }
+
+    #[test]
+    fn a_timed_queue_measures_the_wait_from_the_first_add_and_the_work_until_done() {
+        let start = Instant::now();
+        let at = |ms| start + Duration::from_millis(ms);
+        let mut state = State::new(true);
+        state.add("a", at(0));
+        state.add("a", at(5)); // already dirty: the wait counts from the first add
+        assert_eq!(state.take(at(10)), Some(("a", Some(Duration::from_millis(10)))));
+        state.add("b", at(10));
+        state.take(at(12));
+        assert_eq!(
+            state.in_progress(at(20)),
+            (Duration::from_millis(18), Duration::from_millis(10)),
+            "a held 10 ms, b 8 ms"
+        );
+        assert_eq!(state.done(&"a", at(30)), (false, Some(Duration::from_millis(20))));
+        assert_eq!(state.in_progress(at(30)).1, Duration::from_millis(18));
     }
 }
