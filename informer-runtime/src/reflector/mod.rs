@@ -43,6 +43,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 pub use backoff::BackoffConfig;
 pub use reflector_store::ReflectorStore;
@@ -414,9 +415,9 @@ impl<K: Resource> Reflector<K> {
             }
         }
         if stream.is_none() {
-            let listed = self.list(cancel).await.map_err(|source| ReflectorError::List {
-                resource: self.resource.clone(),
-                source,
+            let span = tracing::debug_span!("list", resource = %self.resource);
+            let listed = self.list(cancel).instrument(span).await.map_err(|source| {
+                ReflectorError::List { resource: self.resource.clone(), source }
             })?;
             if !listed {
                 return Ok(());
@@ -509,7 +510,13 @@ impl<K: Resource> Reflector<K> {
             } else {
                 let timeout = self.watch_timeout();
                 let options = self.watch_options(self.last_sync_resource_version(), timeout);
-                match resync.race(self.lister_watcher.watch(&options), cancel).await {
+                let span = tracing::debug_span!(
+                    "watch",
+                    resource = %self.resource,
+                    resource_version = %options.resource_version
+                );
+                let open = self.lister_watcher.watch(&options).instrument(span);
+                match resync.race(open, cancel).await {
                     None => return Ok(()),
                     Some(Ok(watch)) => (watch, timeout),
                     Some(Err(e)) if e.is_watch_retriable() => {
@@ -528,8 +535,11 @@ impl<K: Resource> Reflector<K> {
                 }
             };
             let deadline = timeout.saturating_add(self.config.watch_deadline_margin);
-            let end =
-                self.handle_watch(&mut watch, &*self.store, None, deadline, resync, cancel).await;
+            let span = tracing::debug_span!("watch stream", resource = %self.resource);
+            let end = self
+                .handle_watch(&mut watch, &*self.store, None, deadline, resync, cancel)
+                .instrument(span)
+                .await;
             self.observe_watch_end(&end);
             match next_after(&end) {
                 Next::Stop => return Ok(()),
