@@ -1251,6 +1251,7 @@ const BUILT_INS: &[(&str, &[&str])] = &[
     ("/apis/batch/v1", &["cronjobs", "cronjobs/status", "jobs", "jobs/status"]),
     ("/apis/coordination.k8s.io/v1", &["leases"]),
     ("/apis/discovery.k8s.io/v1", &["endpointslices"]),
+    ("/apis/events.k8s.io/v1", &["events"]),
     (
         "/apis/apiextensions.k8s.io/v1",
         &["customresourcedefinitions", "customresourcedefinitions/status"],
@@ -1275,8 +1276,14 @@ async fn discovery(t: &Target, _ns: &str) -> Transcript {
         json!({"http": api.status, "kind": api.body["kind"], "versions": api.body["versions"]}),
     );
     let apis = t.get("/apis").await;
-    let known =
-        ["apps", "batch", "coordination.k8s.io", "discovery.k8s.io", "apiextensions.k8s.io"];
+    let known = [
+        "apps",
+        "batch",
+        "coordination.k8s.io",
+        "discovery.k8s.io",
+        "events.k8s.io",
+        "apiextensions.k8s.io",
+    ];
     let groups: Vec<Value> = apis.body["groups"]
         .as_array()
         .into_iter()

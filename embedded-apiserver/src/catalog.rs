@@ -228,6 +228,7 @@ const BUILTINS: &[Builtin] = &[
     ("batch", "v1", "CronJob", "cronjobs", true, &["cj"], ALL, true, false),
     ("coordination.k8s.io", "v1", "Lease", "leases", true, NONE, NONE, false, false),
     ("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", true, NONE, NONE, false, false),
+    ("events.k8s.io", "v1", "Event", "events", true, &["ev"], NONE, false, false),
     ("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false, &["crd", "crds"], &["api-extensions"], true, true),
 ];
 
@@ -382,6 +383,7 @@ fn group_priority(group: &str) -> u32 {
     match group {
         "" => 18_000,
         "apps" => 17_800,
+        "events.k8s.io" => 17_750,
         "batch" => 17_400,
         "apiextensions.k8s.io" => 16_700,
         "coordination.k8s.io" => 16_500,

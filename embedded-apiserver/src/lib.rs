@@ -52,7 +52,8 @@
 //!
 //! - **Storage.** Objects are JSON, in any number of resource types: built-ins (core/v1 pods,
 //!   namespaces, configmaps, secrets, services, serviceaccounts, nodes, events, endpoints,
-//!   persistentvolumes(claims); apps/v1; batch/v1; leases; endpointslices; CRDs), types
+//!   persistentvolumes(claims); apps/v1; batch/v1; leases; endpointslices; events.k8s.io/v1
+//!   events; CRDs), types
 //!   declared in the [`Config`], and the types of CRDs created through the API (every served
 //!   version, with its scope, names and printer columns; `Established` at once). One global
 //!   resourceVersion counter, as etcd's revision.

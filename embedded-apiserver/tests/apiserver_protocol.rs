@@ -314,7 +314,14 @@ async fn discovery_edges_match_kube_apiserver() {
         groups["groups"].as_array().unwrap().iter().filter_map(|g| g["name"].as_str()).collect();
     assert_eq!(
         order,
-        ["apps", "batch", "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io"],
+        [
+            "apps",
+            "events.k8s.io",
+            "batch",
+            "apiextensions.k8s.io",
+            "coordination.k8s.io",
+            "discovery.k8s.io"
+        ],
         "kube-aggregator's priority order"
     );
     server.shutdown().await.unwrap();

@@ -68,6 +68,9 @@ pub mod client;
 pub mod clock;
 pub mod controller;
 pub mod delta_fifo;
+#[cfg(feature = "client")]
+#[cfg_attr(docsrs, doc(cfg(feature = "client")))]
+pub mod events;
 pub mod factory;
 pub mod informers;
 mod instrument;

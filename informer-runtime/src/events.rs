@@ -1,0 +1,429 @@
+//! An event recorder: `events.k8s.io/v1` Events about objects, as client-go's
+//! `tools/events` writes them, repeats folded into series and floods held back.
+//!
+//! [`EventRecorder::publish`] never waits: it hands the event to a task that writes it. That
+//! task keeps what it wrote:
+//!
+//! - **Repeats become a series.** An event like one written in the last 6 minutes (same
+//!   object, related object, type, reason, action and note) is not written again: the first
+//!   repeat patches the Event with `series.count = 2`, the next ones only count, and the count
+//!   is written every 30 minutes while the series goes on (client-go's isomorphic events,
+//!   `finishTime` and `refreshInterval`). A series quiet for 6 minutes ends; the next
+//!   occurrence starts a new Event.
+//! - **Floods are held back.** Each object has a bucket of 25 events, refilled by one every 5
+//!   minutes (client-go's `EventSourceObjectSpamFilter`); events of an empty bucket are dropped,
+//!   counted in [`dropped`](EventRecorder::dropped). At most 1,000 events wait to be written, and
+//!   at most 4,096 series are remembered (the oldest are forgotten first): a hot loop costs
+//!   neither the server nor the program's memory.
+//!
+//! Events are best effort, as everywhere in Kubernetes: a failed write is logged and dropped.
+//!
+//! ```no_run
+//! use informer_runtime::client::Client;
+//! use informer_runtime::events::{EventRecorder, EventType};
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//!
+//! # async fn run(client: Client, cm: ConfigMap) {
+//! let recorder = EventRecorder::new(client, "example.com/configmapset-controller", "pod-7f9c");
+//! recorder.publish(&cm, EventType::Normal, "Created", "Create", "created for set web");
+//! recorder.flush().await; // before exiting: what was published is written
+//! # }
+//! ```
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::events::v1::{Event, EventSeries};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::client::{Client, Patch, PatchParams};
+use crate::clock::{SharedClock, TokioClock};
+use crate::resource::Resource;
+
+/// How long after its last occurrence a series goes on (client-go's `finishTime`).
+const SERIES_FINISH: Duration = Duration::from_secs(6 * 60);
+/// How often a running series' count is written (client-go's `refreshInterval`).
+const SERIES_REFRESH: Duration = Duration::from_secs(30 * 60);
+/// Events an object may have at once, and how often one more is allowed (client-go's
+/// `defaultSpamBurst` and `defaultSpamQPS`).
+const SPAM_BURST: f64 = 25.0;
+const SPAM_REFILL: Duration = Duration::from_secs(5 * 60);
+/// Events waiting to be written; more are dropped (client-go's `maxQueuedEvents`).
+const QUEUE: usize = 1000;
+/// Series and buckets remembered; the oldest go first.
+const REMEMBERED: usize = 4096;
+
+/// The `type` of an Event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventType {
+    /// Something expected happened.
+    Normal,
+    /// Something may need attention.
+    Warning,
+}
+
+impl EventType {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Normal => "Normal",
+            Self::Warning => "Warning",
+        }
+    }
+}
+
+/// Writes Events for one controller instance; see the [module docs](self). Cheap to clone;
+/// the writing task ends when the last clone is dropped, after writing what was published.
+#[derive(Clone, Debug)]
+pub struct EventRecorder {
+    sender: mpsc::Sender<Command>,
+    dropped: Arc<AtomicU64>,
+}
+
+/// What the task is asked to do.
+enum Command {
+    Publish(Box<Published>),
+    Flush(oneshot::Sender<()>),
+}
+
+struct Published {
+    regarding: ObjectReference,
+    related: Option<ObjectReference>,
+    kind: EventType,
+    reason: String,
+    action: String,
+    note: String,
+}
+
+/// What makes two events the same (client-go's `getKey` for isomorphic events).
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct SeriesKey {
+    /// The regarding object, as [`identity`] writes it.
+    regarding: String,
+    related: Option<String>,
+    kind: EventType,
+    reason: String,
+    action: String,
+    note: String,
+}
+
+/// An Event written, and its series.
+struct Series {
+    namespace: String,
+    name: String,
+    count: i32,
+    last_seen: Instant,
+    /// Whether the count moved since it was last written.
+    unwritten: bool,
+}
+
+impl EventRecorder {
+    /// A recorder for `controller` (`reportingController`, such as
+    /// `example.com/my-controller`) running as `instance` (`reportingInstance`, such as the
+    /// pod's name), writing through `client`.
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime.
+    #[must_use]
+    pub fn new(client: Client, controller: impl Into<String>, instance: impl Into<String>) -> Self {
+        Self::with_clock(client, controller, instance, Arc::new(TokioClock))
+    }
+
+    /// As [`new`](Self::new), measuring series and buckets on `clock` (tests step a
+    /// `testing::FakeClock`).
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime.
+    #[must_use]
+    pub fn with_clock(
+        client: Client,
+        controller: impl Into<String>,
+        instance: impl Into<String>,
+        clock: SharedClock,
+    ) -> Self {
+        let (sender, receiver) = mpsc::channel(QUEUE);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let writer = Writer {
+            client,
+            controller: controller.into(),
+            instance: instance.into(),
+            clock,
+            series: HashMap::new(),
+            buckets: HashMap::new(),
+            dropped: Arc::clone(&dropped),
+        };
+        tokio::spawn(writer.run(receiver));
+        Self { sender, dropped }
+    }
+
+    /// Records an event about `regarding`: its `type`, `reason` (why, `CamelCase`, at most 128
+    /// characters), `action` (what was done or failed, at most 128) and `note` (for humans, at
+    /// most 1 kB). Returns at once.
+    pub fn publish<K: Resource>(
+        &self,
+        regarding: &K,
+        kind: EventType,
+        reason: &str,
+        action: &str,
+        note: &str,
+    ) {
+        self.publish_related::<K, K>(regarding, None, kind, reason, action, note);
+    }
+
+    /// As [`publish`](Self::publish), naming a second object the event is about (the `Pod` a
+    /// `ReplicaSet` created, say).
+    pub fn publish_related<K: Resource, R: Resource>(
+        &self,
+        regarding: &K,
+        related: Option<&R>,
+        kind: EventType,
+        reason: &str,
+        action: &str,
+        note: &str,
+    ) {
+        let event = Published {
+            regarding: reference(regarding),
+            related: related.map(reference),
+            kind,
+            reason: truncate(reason, 128),
+            action: truncate(action, 128),
+            note: truncate(note, 1024),
+        };
+        if self.sender.try_send(Command::Publish(Box::new(event))).is_err() {
+            let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            tracing::warn!(dropped, "event queue full ({QUEUE} waiting): event dropped");
+        }
+    }
+
+    /// Waits until every event published before it is written (or given up).
+    pub async fn flush(&self) {
+        let (done, wait) = oneshot::channel();
+        if self.sender.send(Command::Flush(done)).await.is_ok() {
+            let _ = wait.await;
+        }
+    }
+
+    /// Events dropped so far: by the per-object bucket, or because too many waited.
+    #[must_use]
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// A reference to `obj` for an Event.
+fn reference<K: Resource>(obj: &K) -> ObjectReference {
+    let meta = obj.meta();
+    ObjectReference {
+        api_version: Some(K::API_VERSION.to_owned()),
+        kind: Some(K::KIND.to_owned()),
+        name: meta.name.clone(),
+        namespace: meta.namespace.clone(),
+        uid: meta.uid.clone(),
+        resource_version: meta.resource_version.clone(),
+        field_path: None,
+    }
+}
+
+/// What tells objects apart: their kind, namespace, name and UID.
+fn identity(reference: &ObjectReference) -> String {
+    let part = |s: &Option<String>| s.as_deref().unwrap_or_default().to_owned();
+    format!(
+        "{}/{}/{}/{}/{}",
+        part(&reference.api_version),
+        part(&reference.kind),
+        part(&reference.namespace),
+        part(&reference.name),
+        part(&reference.uid)
+    )
+}
+
+/// At most `max` bytes of `text`, cut at a character boundary.
+fn truncate(text: &str, max: usize) -> String {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
+/// The task that writes.
+struct Writer {
+    client: Client,
+    controller: String,
+    instance: String,
+    clock: SharedClock,
+    series: HashMap<SeriesKey, Series>,
+    /// Per object (its UID, or kind/namespace/name): tokens and when they were counted.
+    buckets: HashMap<String, (f64, Instant)>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl Writer {
+    async fn run(mut self, mut receiver: mpsc::Receiver<Command>) {
+        let clock = Arc::clone(&self.clock);
+        let mut next_refresh = crate::clock::later(clock.now(), SERIES_REFRESH);
+        loop {
+            let until = next_refresh.saturating_duration_since(clock.now());
+            let command = tokio::select! {
+                command = receiver.recv() => command,
+                () = clock.sleep(until) => {
+                    self.refresh().await;
+                    next_refresh = crate::clock::later(clock.now(), SERIES_REFRESH);
+                    continue;
+                }
+            };
+            match command {
+                Some(Command::Publish(event)) => self.record(*event).await,
+                Some(Command::Flush(done)) => {
+                    let _ = done.send(());
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// Takes a token from the object's bucket; false when it is empty.
+    fn allow(&mut self, regarding: &ObjectReference, now: Instant) -> bool {
+        let id = identity(regarding);
+        if self.buckets.len() >= REMEMBERED && !self.buckets.contains_key(&id) {
+            // Forget the object whose bucket was used longest ago.
+            if let Some(oldest) =
+                self.buckets.iter().min_by_key(|(_, (_, at))| *at).map(|(k, _)| k.clone())
+            {
+                self.buckets.remove(&oldest);
+            }
+        }
+        let (tokens, at) = self.buckets.entry(id).or_insert((SPAM_BURST, now));
+        let refilled = now.saturating_duration_since(*at).as_secs_f64() / SPAM_REFILL.as_secs_f64();
+        *tokens = (*tokens + refilled).min(SPAM_BURST);
+        *at = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    async fn record(&mut self, event: Published) {
+        let now = self.clock.now();
+        let key = SeriesKey {
+            regarding: identity(&event.regarding),
+            related: event.related.as_ref().map(identity),
+            kind: event.kind,
+            reason: event.reason.clone(),
+            action: event.action.clone(),
+            note: event.note.clone(),
+        };
+        if let Some(series) = self.series.get_mut(&key) {
+            if now.saturating_duration_since(series.last_seen) < SERIES_FINISH {
+                series.count = series.count.saturating_add(1);
+                series.last_seen = now;
+                series.unwritten = true;
+                if series.count == 2 {
+                    // The first repeat is written at once; the next ones at the refresh.
+                    let (namespace, name) = (series.namespace.clone(), series.name.clone());
+                    self.write_series(&key, &namespace, &name, 2).await;
+                }
+                return;
+            }
+            self.series.remove(&key);
+        }
+        if !self.allow(&event.regarding, now) {
+            let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            tracing::debug!(
+                object = ?event.regarding.name,
+                reason = %event.reason,
+                dropped,
+                "too many events about one object: dropped"
+            );
+            return;
+        }
+        let namespace = event
+            .regarding
+            .namespace
+            .clone()
+            .filter(|ns| !ns.is_empty())
+            .unwrap_or_else(|| "default".to_owned());
+        let name = format!(
+            "{}.{:016x}",
+            event.regarding.name.as_deref().unwrap_or("unnamed"),
+            fastrand::u64(..)
+        );
+        let written = Event {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            event_time: Some(MicroTime(Timestamp::now())),
+            type_: Some(event.kind.as_str().to_owned()),
+            reason: Some(event.reason),
+            action: Some(event.action),
+            note: Some(event.note),
+            regarding: Some(event.regarding),
+            related: event.related,
+            reporting_controller: Some(self.controller.clone()),
+            reporting_instance: Some(self.instance.clone()),
+            ..Event::default()
+        };
+        if let Err(e) = self.client.create(Some(&namespace), &written).await {
+            tracing::warn!(namespace, name, error = %e, "writing an event failed; dropped");
+            return;
+        }
+        if self.series.len() >= REMEMBERED {
+            if let Some(oldest) =
+                self.series.iter().min_by_key(|(_, s)| s.last_seen).map(|(k, _)| k.clone())
+            {
+                self.series.remove(&oldest);
+            }
+        }
+        self.series
+            .insert(key, Series { namespace, name, count: 1, last_seen: now, unwritten: false });
+    }
+
+    /// Writes the count of every running series that moved; forgets the finished ones.
+    async fn refresh(&mut self) {
+        let now = self.clock.now();
+        self.series.retain(|_, s| {
+            now.saturating_duration_since(s.last_seen) < SERIES_FINISH || s.unwritten
+        });
+        let due: Vec<_> = self
+            .series
+            .iter()
+            .filter(|(_, s)| s.unwritten && s.count > 1)
+            .map(|(k, s)| (k.clone(), s.namespace.clone(), s.name.clone(), s.count))
+            .collect();
+        for (key, namespace, name, count) in due {
+            self.write_series(&key, &namespace, &name, count).await;
+        }
+        self.series.retain(|_, s| now.saturating_duration_since(s.last_seen) < SERIES_FINISH);
+    }
+
+    async fn write_series(&mut self, key: &SeriesKey, namespace: &str, name: &str, count: i32) {
+        let last = self.series.get(key).map(|s| s.last_seen);
+        let series = EventSeries { count, last_observed_time: MicroTime(Timestamp::now()) };
+        let body = serde_json::json!({ "series": series });
+        let result = self
+            .client
+            .patch::<Event, _>(Some(namespace), name, &Patch::Merge(&body), &PatchParams::default())
+            .await;
+        match result {
+            Ok(_) => {
+                if let Some(series) = self.series.get_mut(key) {
+                    // Only if nothing came in meanwhile.
+                    if Some(series.last_seen) == last && series.count == count {
+                        series.unwritten = false;
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(namespace, name, error = %e, "writing an event series failed"),
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! The event recorder over real HTTP against the embedded API server, in virtual time: repeats
+//! fold into one Event's series, written at once for the first repeat and at each refresh
+//! after; a series ends after 6 quiet minutes; a hot loop about one object is held back.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use embedded_apiserver::ApiServer;
+use embedded_apiserver::testing::eventually;
+use informer_runtime::GroupVersionResource;
+use informer_runtime::client::{Client, Config};
+use informer_runtime::events::{EventRecorder, EventType};
+use informer_runtime::testing::FakeClock;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::Value;
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+struct Setup {
+    server: ApiServer,
+    clock: FakeClock,
+    recorder: EventRecorder,
+    configmap: ConfigMap,
+}
+
+async fn setup() -> Setup {
+    let server = ApiServer::start().await.unwrap();
+    let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
+    let configmap = ConfigMap {
+        metadata: ObjectMeta { name: Some("settings".to_owned()), ..ObjectMeta::default() },
+        ..ConfigMap::default()
+    };
+    let configmap = client.create(Some("default"), &configmap).await.unwrap();
+    let clock = FakeClock::new();
+    let recorder = EventRecorder::with_clock(
+        client,
+        "example.com/settings-controller",
+        "replica-1",
+        Arc::new(clock.clone()),
+    );
+    Setup { server, clock, recorder, configmap }
+}
+
+fn events(server: &ApiServer) -> Vec<Value> {
+    server.objects(&GroupVersionResource::of::<Event>())
+}
+
+#[tokio::test]
+async fn repeats_fold_into_one_event_with_a_series_until_it_goes_quiet() {
+    let s = setup().await;
+    s.recorder.publish(&s.configmap, EventType::Normal, "Synced", "Sync", "synced 3 keys");
+    s.recorder.flush().await;
+    let written = events(&s.server);
+    assert_eq!(written.len(), 1);
+    let event = &written[0];
+    assert_eq!(event["metadata"]["namespace"], "default");
+    assert_eq!(event["type"], "Normal");
+    assert_eq!(
+        (event["reason"].as_str(), event["action"].as_str()),
+        (Some("Synced"), Some("Sync"))
+    );
+    assert_eq!(event["note"], "synced 3 keys");
+    assert_eq!(event["regarding"]["kind"], "ConfigMap");
+    assert_eq!(event["regarding"]["uid"], s.configmap.metadata.uid.as_deref().unwrap());
+    assert_eq!(event["reportingController"], "example.com/settings-controller");
+    assert_eq!(event["reportingInstance"], "replica-1");
+    assert!(event["eventTime"].is_string());
+    assert!(event.get("series").is_none());
+
+    for _ in 0..10 {
+        s.recorder.publish(&s.configmap, EventType::Normal, "Synced", "Sync", "synced 3 keys");
+    }
+    s.recorder.flush().await;
+    let written = events(&s.server);
+    assert_eq!(written.len(), 1, "repeats are not new events");
+    assert_eq!(written[0]["series"]["count"], 2, "the first repeat is written at once");
+
+    // The refresh writes the count of the series; it ended 6 quiet minutes in.
+    s.clock.step(Duration::from_secs(30 * 60));
+    eventually("the series count to be written", DEADLINE, || {
+        events(&s.server).first().map(|e| e["series"]["count"].clone()) == Some(11.into())
+    })
+    .await;
+    s.recorder.publish(&s.configmap, EventType::Normal, "Synced", "Sync", "synced 3 keys");
+    s.recorder.flush().await;
+    assert_eq!(events(&s.server).len(), 2, "after the series ended, a new event");
+    assert_eq!(s.recorder.dropped(), 0);
+}
+
+#[tokio::test]
+async fn a_hot_loop_about_one_object_is_held_back_and_others_are_not() {
+    let s = setup().await;
+    for i in 0..100 {
+        let note = format!("attempt {i} failed");
+        s.recorder.publish(&s.configmap, EventType::Warning, "Failed", "Reconcile", &note);
+    }
+    s.recorder.flush().await;
+    assert_eq!(events(&s.server).len(), 25, "a burst of 25 per object");
+    assert_eq!(s.recorder.dropped(), 75);
+
+    // Another object has a bucket of its own; a cluster-scoped one's events go to "default".
+    let namespace = Namespace {
+        metadata: ObjectMeta {
+            name: Some("apps".to_owned()),
+            uid: Some("ns-uid".to_owned()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    s.recorder.publish(&namespace, EventType::Normal, "Seen", "Observe", "a namespace");
+    s.recorder.flush().await;
+    let written = events(&s.server);
+    assert_eq!(written.len(), 26);
+    assert!(
+        written
+            .iter()
+            .any(|e| e["regarding"]["kind"] == "Namespace"
+                && e["metadata"]["namespace"] == "default")
+    );
+
+    // One more token every 5 minutes.
+    s.clock.step(Duration::from_secs(5 * 60));
+    s.recorder.publish(
+        &s.configmap,
+        EventType::Warning,
+        "Failed",
+        "Reconcile",
+        "attempt 100 failed",
+    );
+    s.recorder.publish(
+        &s.configmap,
+        EventType::Warning,
+        "Failed",
+        "Reconcile",
+        "attempt 101 failed",
+    );
+    s.recorder.flush().await;
+    assert_eq!(events(&s.server).len(), 27);
+    assert_eq!(s.recorder.dropped(), 76);
+}
