@@ -22,7 +22,9 @@
 //!
 //! [`run`](Controller::run) starts the factory's informers, waits for their caches, runs the
 //! workers until `stop` is cancelled, then stops taking keys and gives the reconciles in flight
-//! [`shutdown_timeout`](Controller::shutdown_timeout) to finish. [`stop_on_signal`] gives a
+//! [`shutdown_timeout`](Controller::shutdown_timeout) to finish; dropping its future stops the
+//! workers at once (so does a [leader election](crate::leader_election) that loses its lease
+//! and gives up waiting). [`stop_on_signal`] gives a
 //! token cancelled by `SIGTERM` or Ctrl-C.
 //!
 //! ```no_run
@@ -254,7 +256,8 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
     }
 
     /// How long reconciles in flight may take to finish once `stop` is cancelled (30 s by
-    /// default); those still running after it are reported and left to end on their own.
+    /// default); those still running after it are reported and cancelled (dropped at their
+    /// next `.await`). Dropping the future of [`run`](Self::run) cancels them at once.
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = timeout;
         self
@@ -321,14 +324,16 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
                 counts: Mutex::new((0, 0)),
                 observer,
             });
-            let tasks = tokio_util::task::TaskTracker::new();
+            // A set of tasks aborted when dropped: if this future is dropped (a leader that
+            // lost its lease drops its work), no worker goes on writing.
+            let mut tasks = tokio::task::JoinSet::new();
             for _ in 0..workers {
                 let (shared, stop) = (Arc::clone(&shared), stop.clone());
                 tasks.spawn(async move { shared.work(stop).await });
             }
-            tasks.close();
             stop.cancelled().await;
-            if tokio::time::timeout(shutdown_timeout, tasks.wait()).await.is_err() {
+            let finished = async { while tasks.join_next().await.is_some() {} };
+            if tokio::time::timeout(shutdown_timeout, finished).await.is_err() {
                 let mut unfinished: Vec<_> = shared.in_flight.lock().iter().cloned().collect();
                 unfinished.sort();
                 tracing::warn!(
@@ -337,6 +342,7 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
                     "reconciles still running after the shutdown timeout of {shutdown_timeout:?}"
                 );
                 report.unfinished = unfinished;
+                tasks.abort_all();
             }
             (report.succeeded, report.failed) = *shared.counts.lock();
         }

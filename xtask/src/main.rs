@@ -2,6 +2,9 @@
 //!
 //! - `cargo xtask demo [--objects N] [--kubeconfig PATH [--seconds N]]`: the informer machinery
 //!   end to end over HTTP on the embedded API server, or read-only against a real cluster.
+//! - `cargo xtask demo-controller [--sets N]`: the `ConfigMapSet` controller of
+//!   `examples/controller` on the embedded API server, two replicas behind a Lease, through
+//!   faults and a killed leader, with progress lines.
 //! - `cargo xtask serve [--addr 127.0.0.1:PORT]`: the embedded API server alone, for any client.
 //! - `cargo xtask codegen [--check]`: regenerate (or check) the generated typed accessors.
 //! - `cargo xtask compare-kopium [--crds DIR] [--out FILE] [--work DIR] [--only NAME]`: the table
@@ -20,6 +23,7 @@ mod bench;
 mod codegen;
 mod compare;
 mod demo;
+mod demo_controller;
 mod fuzz;
 mod kube_apiserver;
 mod soak;
@@ -27,12 +31,13 @@ mod widget;
 
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <demo [--objects N] [--kubeconfig PATH] [--seconds N] | serve [--addr HOST:PORT] | codegen [--check] | compare-kopium [--crds DIR] [--out FILE] [--work DIR] [--only NAME] | kube-apiserver [--dir DIR] | bench [--quick] [--runs N] [--counts N,...] (see bench --help) | soak --minutes N [--seed S] | fuzz [--minutes N] [--target NAME] | ci>";
+const USAGE: &str = "usage: cargo xtask <demo [--objects N] [--kubeconfig PATH] [--seconds N] | demo-controller [--sets N] | serve [--addr HOST:PORT] | codegen [--check] | compare-kopium [--crds DIR] [--out FILE] [--work DIR] [--only NAME] | kube-apiserver [--dir DIR] | bench [--quick] [--runs N] [--counts N,...] (see bench --help) | soak --minutes N [--seed S] | fuzz [--minutes N] [--target NAME] | ci>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("demo") => demo::run(&args[1..]),
+        Some("demo-controller") => demo_controller::run(&args[1..]),
         Some("serve") => serve(&args[1..]),
         Some("codegen") => codegen::run(&args[1..]),
         Some("compare-kopium") => compare::run(&args[1..]),
@@ -95,7 +100,8 @@ fn ci() -> Result<(), String> {
     );
     drop(server);
     tested?;
-    cargo(&["xtask", "demo", "--objects", "1000"], &[("KUBECONFIG", "")])
+    cargo(&["xtask", "demo", "--objects", "1000"], &[("KUBECONFIG", "")])?;
+    cargo(&["xtask", "demo-controller"], &[])
 }
 
 /// `cargo xtask serve` as a user runs it, checked by kubectl: the protocol tests cover the

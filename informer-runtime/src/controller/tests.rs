@@ -303,3 +303,38 @@ async fn a_stop_before_the_caches_sync_reconciles_nothing() {
     assert!(seen.lock().is_empty());
     factory.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_run_cancels_the_reconciles_in_flight() {
+    /// Sets its flag when dropped: the reconcile future it lives in was cancelled.
+    struct Dropped(Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let source = FakeSource::new();
+    source.add(configmap("busy", "1"));
+    let factory = SharedInformerFactory::new(source.clone());
+    let started = Arc::new(Notify::new());
+    let cancelled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reconcile = {
+        let (started, cancelled) = (Arc::clone(&started), Arc::clone(&cancelled));
+        move |_: Request<ConfigMap>| {
+            let (started, guard) = (Arc::clone(&started), Dropped(Arc::clone(&cancelled)));
+            async move {
+                let _guard = guard;
+                started.notify_one();
+                std::future::pending::<()>().await;
+                Ok::<_, std::io::Error>(Action::Done)
+            }
+        }
+    };
+    let run = tokio::spawn(
+        Controller::<ConfigMap, _>::new(&factory).run(reconcile, CancellationToken::new()),
+    );
+    tokio::time::timeout(DEADLINE, started.notified()).await.expect("the reconcile starts");
+    run.abort();
+    let _ = run.await;
+    until("the reconcile in flight is dropped", || cancelled.load(Ordering::SeqCst)).await;
+}

@@ -1,0 +1,66 @@
+//! The `ConfigMapSet` controller as a program, for a real cluster:
+//!
+//! ```sh
+//! cargo run -p example-controller --example configmapset_controller -- --install-crd
+//! ```
+//!
+//! It reads `KUBECONFIG` (or `~/.kube/config`, or the pod's service account), creates the CRD
+//! when asked, serves metrics on `--metrics-addr` (`127.0.0.1:8080` by default) at `/metrics`,
+//! and runs one replica (named by `POD_NAME`, else `HOSTNAME`) until `SIGTERM` or Ctrl-C. Run it
+//! twice to see one lead and the other wait.
+
+use std::net::SocketAddr;
+
+use example_controller::{ConfigMapSet, Settings};
+use informer_runtime::client::Client;
+use informer_runtime::controller::stop_on_signal;
+use informer_runtime::metrics::Metrics;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let mut install = false;
+    let mut metrics_addr: SocketAddr = "127.0.0.1:8080".parse()?;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--install-crd" => install = true,
+            "--metrics-addr" => {
+                metrics_addr = args.next().ok_or("--metrics-addr needs HOST:PORT")?.parse()?;
+            }
+            other => {
+                return Err(
+                    format!("unknown option {other:?}; use --install-crd, --metrics-addr").into()
+                );
+            }
+        }
+    }
+    let client = Client::try_default()?;
+    if install {
+        match client.create(None, &ConfigMapSet::crd()).await {
+            Err(e) if e.is_conflict() => tracing::info!("the CRD exists already"),
+            other => drop(other?),
+        }
+    }
+    let identity = std::env::var("POD_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| format!("configmapset-{}", std::process::id()));
+    let metrics = Metrics::new();
+    let stop = stop_on_signal();
+    let listener = tokio::net::TcpListener::bind(metrics_addr).await?;
+    tracing::info!(%metrics_addr, %identity, "metrics at /metrics; campaigning");
+    let serving = tokio::spawn({
+        let (metrics, stop) = (metrics.clone(), stop.clone());
+        async move { metrics.serve(listener, stop).await }
+    });
+    let mut settings = Settings::new(identity);
+    settings.metrics = Some(metrics);
+    let outcome = example_controller::run(client, settings, stop).await?;
+    tracing::info!(?outcome, "stopped");
+    serving.await??;
+    Ok(())
+}

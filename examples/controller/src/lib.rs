@@ -1,0 +1,505 @@
+//! A controller on this project's informers, whole: `ConfigMapSet`, a cluster-scoped custom
+//! resource asking for the same config map in several namespaces, and the controller that makes
+//! it so.
+//!
+//! The controller [`run`]s behind a Lease (one replica of several reconciles), watches
+//! `ConfigMapSet`s, the config maps it owns (owner references with `controller: true`) and
+//! namespaces (a namespace created later gets its config map), and for each set:
+//!
+//! - puts a finalizer on it, and when it is deleted removes its config maps before letting it go;
+//! - creates or updates a config map named after the set in each listed namespace that exists,
+//!   and deletes the ones in namespaces no longer listed;
+//! - writes its status: a `Ready` condition (false, `NamespaceMissing`, while a listed namespace
+//!   does not exist), `observedGeneration` and how many config maps are in place;
+//! - records Events for what it creates, updates and deletes, and metrics.
+//!
+//! Every read comes from the informers' listers; writes carry the version read, so a stale
+//! cache gets a `409 Conflict`, which the controller retries at once.
+//!
+//! ```
+//! use example_controller::ConfigMapSet;
+//!
+//! let set: ConfigMapSet = serde_json::from_value(serde_json::json!({
+//!     "apiVersion": "sets.example.com/v1",
+//!     "kind": "ConfigMapSet",
+//!     "metadata": {"name": "web"},
+//!     "spec": {"namespaces": ["shop", "blog"], "data": {"mode": "fast"}},
+//! }))?;
+//! assert_eq!(set.spec.namespaces.len(), 2);
+//! assert_eq!(ConfigMapSet::crd().metadata.name.as_deref(), Some("configmapsets.sets.example.com"));
+//! # Ok::<(), serde_json::Error>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use informer_derive::Informer;
+use informer_runtime::client::{Client, ClientError, Patch, PatchParams};
+use informer_runtime::controller::{Action, Controller, ControllerError, Request};
+use informer_runtime::events::{EventRecorder, EventType};
+use informer_runtime::leader_election::{LeaderElection, LeaderElectionError, Leadership};
+use informer_runtime::metrics::Metrics;
+use informer_runtime::selector::LabelSelector;
+use informer_runtime::{Lister, ObjectKey, Resource, SharedInformerFactory};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    Condition, DeleteOptions, ObjectMeta, OwnerReference, Preconditions, Time,
+};
+use k8s_openapi::jiff::Timestamp;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+/// The finalizer the controller puts on every set, to delete its config maps first.
+pub const FINALIZER: &str = "sets.example.com/cleanup";
+/// The label on every config map a set owns: the set's name.
+pub const OWNER_LABEL: &str = "sets.example.com/owner";
+/// The controller's name: its Lease, its Events' `reportingController`, its metrics' label.
+pub const CONTROLLER: &str = "configmapset-controller";
+
+/// The same config map in several namespaces.
+#[derive(Clone, Debug, PartialEq, Deserialize, Informer)]
+#[informer(group = "sets.example.com", version = "v1", cluster, status, shortname = "cms")]
+pub struct ConfigMapSet {
+    /// Standard object metadata.
+    pub metadata: ObjectMeta,
+    /// What is asked for.
+    pub spec: ConfigMapSetSpec,
+    /// What is in place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ConfigMapSetStatus>,
+}
+
+/// The namespaces and the data.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigMapSetSpec {
+    /// Where a config map named after the set should be.
+    pub namespaces: Vec<String>,
+    /// The data of each.
+    #[serde(default)]
+    pub data: BTreeMap<String, String>,
+}
+
+/// What the controller found and did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigMapSetStatus {
+    /// `Ready`: every listed namespace has its config map.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+    /// The generation of the spec this status is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// config maps in place.
+    #[serde(default)]
+    pub ready: i32,
+}
+
+/// Why a reconcile failed; the controller retries it.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A request to the API server failed (a `409 Conflict` is retried at once).
+    #[error("{0}")]
+    Client(#[from] ClientError),
+}
+
+/// Why the controller could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The leader election's settings.
+    #[error("{0}")]
+    Election(#[from] LeaderElectionError),
+    /// The controller's informers.
+    #[error("{0}")]
+    Controller(#[from] ControllerError),
+}
+
+/// How a replica runs.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// This replica's name in the Lease (the pod's name, in a cluster).
+    pub identity: String,
+    /// Where the Lease is.
+    pub lease_namespace: String,
+    /// Lease duration, renew deadline and retry period (client-go's 15 s, 10 s, 2 s by default).
+    pub lease: (Duration, Duration, Duration),
+    /// Workers reconciling at once.
+    pub workers: usize,
+    /// Where metrics go, if anywhere.
+    pub metrics: Option<Metrics>,
+}
+
+impl Settings {
+    /// The defaults, for `identity`.
+    #[must_use]
+    pub fn new(identity: impl Into<String>) -> Self {
+        Self {
+            identity: identity.into(),
+            lease_namespace: "default".to_owned(),
+            lease: (Duration::from_secs(15), Duration::from_secs(10), Duration::from_secs(2)),
+            workers: 2,
+            metrics: None,
+        }
+    }
+}
+
+/// Runs one replica until `stop`: campaigns for the Lease, and while leading runs the
+/// controller. Returns how leadership ended.
+///
+/// # Errors
+///
+/// [`RunError`] for unusable leader-election settings; the controller's own failures are
+/// logged, and end its leadership.
+pub async fn run(
+    client: Client,
+    settings: Settings,
+    stop: CancellationToken,
+) -> Result<Leadership, RunError> {
+    let (lease, renew, retry) = settings.lease;
+    let election = LeaderElection::builder(
+        client.clone(),
+        &settings.lease_namespace,
+        CONTROLLER,
+        &settings.identity,
+    )
+    .lease_duration(lease)
+    .renew_deadline(renew)
+    .retry_period(retry)
+    .build()?;
+    let outcome = election
+        .run(stop, |leading| async move {
+            tracing::info!(identity = %settings.identity, "leading: starting the controller");
+            if let Err(e) = lead(client, &settings, leading).await {
+                tracing::error!(error = %e, "the controller stopped");
+            }
+        })
+        .await;
+    Ok(outcome)
+}
+
+/// What reconciles share.
+struct Context {
+    client: Client,
+    configmaps: Lister<ConfigMap>,
+    namespaces: Lister<Namespace>,
+    recorder: EventRecorder,
+}
+
+/// The controller, while this replica leads.
+async fn lead(
+    client: Client,
+    settings: &Settings,
+    stop: CancellationToken,
+) -> Result<(), RunError> {
+    let mut factory = SharedInformerFactory::builder(client.clone());
+    if let Some(metrics) = &settings.metrics {
+        factory = factory.metrics(metrics);
+    }
+    let factory = factory.build();
+    let sets = factory.lister::<ConfigMapSet>();
+    let mut controller = Controller::<ConfigMapSet, _>::new(&factory)
+        .name("configmapsets")
+        .owns::<ConfigMap>()
+        // A namespace that appears (or goes) concerns every set that lists it.
+        .watches(move |namespace: &Namespace| {
+            let name = namespace.metadata.name.clone().unwrap_or_default();
+            sets.list(&LabelSelector::everything())
+                .into_iter()
+                .filter(|set| set.spec.namespaces.contains(&name))
+                .map(|set| ObjectKey::of(&*set))
+                .collect::<Vec<_>>()
+        })
+        .workers(settings.workers);
+    if let Some(metrics) = &settings.metrics {
+        controller = controller.metrics(metrics);
+    }
+    let context = Arc::new(Context {
+        client: client.clone(),
+        configmaps: factory.lister::<ConfigMap>(),
+        namespaces: factory.lister::<Namespace>(),
+        recorder: EventRecorder::new(client, CONTROLLER, settings.identity.clone()),
+    });
+    let recorder = context.recorder.clone();
+    let report = controller
+        .run(
+            move |request| {
+                let context = Arc::clone(&context);
+                async move { reconcile(&context, request).await }
+            },
+            stop,
+        )
+        .await;
+    factory.shutdown().await;
+    recorder.flush().await;
+    let report = report?;
+    tracing::info!(succeeded = report.succeeded, failed = report.failed, "controller stopped");
+    Ok(())
+}
+
+/// Makes the world what one set asks for.
+async fn reconcile(cx: &Context, request: Request<ConfigMapSet>) -> Result<Action, Error> {
+    // Gone: its finalizer ran, nothing is left to do.
+    let Some(set) = request.object else { return Ok(Action::Done) };
+    let name = set.metadata.name.clone().unwrap_or_default();
+    let uid = set.metadata.uid.clone().unwrap_or_default();
+    let owned: Vec<Arc<ConfigMap>> = cx
+        .configmaps
+        .list(&LabelSelector::everything())
+        .into_iter()
+        .filter(|cm| {
+            cm.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.uid == uid && o.controller == Some(true))
+        })
+        .collect();
+    let finalizers = set.metadata.finalizers.clone().unwrap_or_default();
+
+    if set.metadata.deletion_timestamp.is_some() {
+        for cm in &owned {
+            delete(cx, &set, cm).await?;
+        }
+        if owned.is_empty() && finalizers.iter().any(|f| f == FINALIZER) {
+            let rest: Vec<_> = finalizers.into_iter().filter(|f| f != FINALIZER).collect();
+            set_finalizers(cx, &set, rest).await?;
+        }
+        // The config maps' deletions come back through the informer and reconcile again.
+        return Ok(Action::Done);
+    }
+    if !finalizers.iter().any(|f| f == FINALIZER) {
+        let mut with = finalizers;
+        with.push(FINALIZER.to_owned());
+        set_finalizers(cx, &set, with).await?;
+        return Ok(Action::Done);
+    }
+
+    let mut missing = Vec::new();
+    let mut ready = 0;
+    for namespace in &set.spec.namespaces {
+        if cx.namespaces.get(namespace).is_err() {
+            missing.push(namespace.as_str());
+            continue;
+        }
+        let current = cx.configmaps.namespace(namespace).get(&name).ok();
+        ensure(cx, &set, namespace, current.as_deref()).await?;
+        ready += 1;
+    }
+    for cm in owned.iter().filter(|cm| {
+        cm.metadata.namespace.as_ref().is_none_or(|ns| !set.spec.namespaces.contains(ns))
+    }) {
+        delete(cx, &set, cm).await?;
+    }
+    write_status(cx, &set, &missing, ready).await?;
+    Ok(Action::Done)
+}
+
+/// The owner reference of what `set` creates.
+fn owner(set: &ConfigMapSet) -> OwnerReference {
+    OwnerReference {
+        api_version: ConfigMapSet::API_VERSION.to_owned(),
+        kind: ConfigMapSet::KIND.to_owned(),
+        name: set.metadata.name.clone().unwrap_or_default(),
+        uid: set.metadata.uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+/// Creates or updates the config map of `set` in `namespace`.
+async fn ensure(
+    cx: &Context,
+    set: &ConfigMapSet,
+    namespace: &str,
+    current: Option<&ConfigMap>,
+) -> Result<(), Error> {
+    let name = set.metadata.name.clone().unwrap_or_default();
+    let label = BTreeMap::from([(OWNER_LABEL.to_owned(), name.clone())]);
+    let Some(current) = current else {
+        let cm = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(namespace.to_owned()),
+                labels: Some(label),
+                owner_references: Some(vec![owner(set)]),
+                ..ObjectMeta::default()
+            },
+            data: Some(set.spec.data.clone()),
+            ..ConfigMap::default()
+        };
+        cx.client.create(Some(namespace), &cm).await?;
+        let note = format!("created ConfigMap {namespace}/{name}");
+        cx.recorder.publish(set, EventType::Normal, "Created", "Create", &note);
+        return Ok(());
+    };
+    let owned = current.metadata.owner_references.iter().flatten().any(|o| *o == owner(set));
+    let labelled = current.metadata.labels.as_ref().and_then(|l| l.get(OWNER_LABEL)) == Some(&name);
+    if owned && labelled && current.data.as_ref() == Some(&set.spec.data) {
+        return Ok(());
+    }
+    // The cached version goes with the update: if the cache is behind, a 409 says so.
+    let mut updated = current.clone();
+    updated.data = Some(set.spec.data.clone());
+    updated.metadata.labels.get_or_insert_with(BTreeMap::new).extend(label);
+    let references = updated.metadata.owner_references.get_or_insert_with(Vec::new);
+    references.retain(|o| o.controller != Some(true));
+    references.push(owner(set));
+    cx.client.replace(Some(namespace), &name, &updated).await?;
+    let note = format!("updated ConfigMap {namespace}/{name}");
+    cx.recorder.publish(set, EventType::Normal, "Updated", "Update", &note);
+    Ok(())
+}
+
+/// Deletes one config map of `set`, only if it is still the one the cache holds.
+async fn delete(cx: &Context, set: &ConfigMapSet, cm: &ConfigMap) -> Result<(), Error> {
+    let (namespace, name) =
+        (cm.metadata.namespace.as_deref(), cm.metadata.name.as_deref().unwrap_or_default());
+    let options = DeleteOptions {
+        preconditions: Some(Preconditions {
+            uid: cm.metadata.uid.clone(),
+            ..Preconditions::default()
+        }),
+        ..DeleteOptions::default()
+    };
+    match cx.client.delete_with::<ConfigMap>(namespace, name, &options).await {
+        Ok(()) => {
+            let note = format!("deleted ConfigMap {}/{name}", namespace.unwrap_or_default());
+            cx.recorder.publish(set, EventType::Normal, "Deleted", "Delete", &note);
+            Ok(())
+        }
+        Err(e) if e.is_not_found() => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Sets the set's finalizers, if it has not changed since it was read.
+async fn set_finalizers(
+    cx: &Context,
+    set: &ConfigMapSet,
+    finalizers: Vec<String>,
+) -> Result<(), Error> {
+    let name = set.metadata.name.as_deref().unwrap_or_default();
+    let patch = serde_json::json!({
+        "metadata": {"finalizers": finalizers, "resourceVersion": set.metadata.resource_version},
+    });
+    cx.client
+        .patch::<ConfigMapSet, _>(None, name, &Patch::Merge(&patch), &PatchParams::default())
+        .await?;
+    Ok(())
+}
+
+/// Writes the status, when it changes.
+async fn write_status(
+    cx: &Context,
+    set: &ConfigMapSet,
+    missing: &[&str],
+    ready: i32,
+) -> Result<(), Error> {
+    let old = set.status.clone().unwrap_or_default();
+    let (status, reason, message) = if missing.is_empty() {
+        ("True", "AllPresent", format!("{ready} ConfigMaps in place"))
+    } else {
+        ("False", "NamespaceMissing", format!("namespaces not found: {}", missing.join(", ")))
+    };
+    let previous = old.conditions.iter().find(|c| c.type_ == "Ready");
+    let unchanged =
+        previous.is_some_and(|c| c.status == status && c.reason == reason && c.message == message);
+    let generation = set.metadata.generation;
+    if unchanged && old.observed_generation == generation && old.ready == ready {
+        return Ok(());
+    }
+    let condition = Condition {
+        type_: "Ready".to_owned(),
+        status: status.to_owned(),
+        reason: reason.to_owned(),
+        message,
+        observed_generation: generation,
+        // The time the status last changed, not the time of this write.
+        last_transition_time: match previous {
+            Some(c) if c.status == status => c.last_transition_time.clone(),
+            _ => Time(Timestamp::now()),
+        },
+    };
+    let status =
+        ConfigMapSetStatus { conditions: vec![condition], observed_generation: generation, ready };
+    let name = set.metadata.name.as_deref().unwrap_or_default();
+    let patch = serde_json::json!({ "status": status });
+    cx.client
+        .patch_status::<ConfigMapSet, _>(None, name, &Patch::Merge(&patch), &PatchParams::default())
+        .await?;
+    if !missing.is_empty() && !unchanged {
+        let note = format!("namespaces not found: {}", missing.join(", "));
+        cx.recorder.publish(set, EventType::Warning, "NamespaceMissing", "Reconcile", &note);
+    }
+    Ok(())
+}
+
+/// Where the world differs from what `sets` ask for, given every config map and namespace;
+/// `None` once it does not: each set not being deleted has its finalizer, a config map with its
+/// data in each listed namespace that exists and in no other, and a status of its generation
+/// whose `Ready` condition says whether every listed namespace exists; a set being deleted
+/// still has config maps. What tests and `cargo xtask demo-controller` wait for.
+#[must_use]
+pub fn difference(
+    sets: &[ConfigMapSet],
+    configmaps: &[ConfigMap],
+    namespaces: &[Namespace],
+) -> Option<String> {
+    let existing: Vec<&str> =
+        namespaces.iter().filter_map(|n| n.metadata.name.as_deref()).collect();
+    for set in sets {
+        let name = set.metadata.name.as_deref().unwrap_or_default();
+        let owned: BTreeMap<&str, &ConfigMap> = configmaps
+            .iter()
+            .filter(|cm| {
+                cm.metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .any(|o| Some(&o.uid) == set.metadata.uid.as_ref())
+            })
+            .map(|cm| (cm.metadata.namespace.as_deref().unwrap_or_default(), cm))
+            .collect();
+        if set.metadata.deletion_timestamp.is_some() {
+            return Some(format!("set {name} is being deleted, {} config maps left", owned.len()));
+        }
+        let wanted: Vec<&str> = set
+            .spec
+            .namespaces
+            .iter()
+            .map(String::as_str)
+            .filter(|n| existing.contains(n))
+            .collect();
+        let have: Vec<&str> = owned.keys().copied().collect();
+        let mut sorted = wanted.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if sorted != have {
+            return Some(format!("set {name}: config maps in {have:?}, wanted {sorted:?}"));
+        }
+        if let Some(ns) =
+            owned.iter().find(|(_, cm)| cm.data.as_ref() != Some(&set.spec.data)).map(|(ns, _)| ns)
+        {
+            return Some(format!("set {name}: the data of {ns}/{name} differs"));
+        }
+        let status = set.status.clone().unwrap_or_default();
+        if status.observed_generation != set.metadata.generation {
+            return Some(format!(
+                "set {name}: status of generation {:?}, not {:?}",
+                status.observed_generation, set.metadata.generation
+            ));
+        }
+        let ready =
+            status.conditions.iter().find(|c| c.type_ == "Ready").map(|c| c.status.as_str());
+        let expected = if wanted.len() == set.spec.namespaces.len() { "True" } else { "False" };
+        if ready != Some(expected) {
+            return Some(format!("set {name}: Ready is {ready:?}, wanted {expected}"));
+        }
+        if !set.metadata.finalizers.iter().flatten().any(|f| f == FINALIZER) {
+            return Some(format!("set {name}: no finalizer"));
+        }
+    }
+    None
+}

@@ -1,0 +1,192 @@
+//! `cargo xtask demo-controller`: the `ConfigMapSet` controller of `examples/controller` on the
+//! embedded API server, with progress lines: two replicas behind a Lease, sets created, changed
+//! and deleted while the server fails and conflicts updates, drops watches and compacts its
+//! history, and the leader killed; the world is checked against what the sets ask for.
+
+use std::time::{Duration, Instant};
+
+use embedded_apiserver::{ApiServer, Failure};
+use example_controller::{ConfigMapSet, ConfigMapSetSpec, Settings, difference};
+use informer_runtime::GroupVersionResource;
+use informer_runtime::client::{Client, Config};
+use informer_runtime::leader_election::Leadership;
+use informer_runtime::metrics::Metrics;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// How long each phase may take to converge.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let mut sets = 20;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--sets" => {
+                let n = args.next().ok_or("--sets needs a value")?;
+                sets = n.parse().map_err(|e| format!("--sets {n:?}: {e}"))?;
+            }
+            other => return Err(format!("unknown demo-controller option {other:?}")),
+        }
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("could not start the tokio runtime: {e}"))?;
+    runtime.block_on(demo(sets))
+}
+
+struct Replica {
+    identity: &'static str,
+    stop: CancellationToken,
+    task: JoinHandle<Result<Leadership, example_controller::RunError>>,
+    metrics: Metrics,
+}
+
+fn replica(client: &Client, identity: &'static str) -> Replica {
+    let metrics = Metrics::new();
+    let mut settings = Settings::new(identity);
+    settings.lease = (Duration::from_secs(3), Duration::from_secs(2), Duration::from_millis(250));
+    settings.metrics = Some(metrics.clone());
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(example_controller::run(client.clone(), settings, stop.clone()));
+    Replica { identity, stop, task, metrics }
+}
+
+fn named(name: &str) -> ObjectMeta {
+    ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() }
+}
+
+fn all<K: informer_runtime::Resource>(server: &ApiServer) -> Vec<K> {
+    let objects = server.objects(&GroupVersionResource::of::<K>());
+    objects.into_iter().filter_map(|o| serde_json::from_value(o).ok()).collect()
+}
+
+/// Waits until the world is what the sets ask for; how long it took.
+async fn converge(server: &ApiServer, what: &str) -> Result<Duration, String> {
+    let start = Instant::now();
+    loop {
+        let sets: Vec<ConfigMapSet> = all(server);
+        let Some(left) = difference(&sets, &all::<ConfigMap>(server), &all::<Namespace>(server))
+        else {
+            let took = start.elapsed();
+            println!("demo-controller: {what}: converged in {} ms", took.as_millis());
+            return Ok(took);
+        };
+        if start.elapsed() > DEADLINE {
+            return Err(format!("{what}: not converged within {DEADLINE:?}: {left}"));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The sum of a counter family in `metrics`, for one label value.
+fn counted(metrics: &Metrics, family: &str, label: &str) -> f64 {
+    metrics
+        .encode()
+        .lines()
+        .filter(|l| l.starts_with(family) && l.contains(label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+fn text(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+async fn demo(count: usize) -> Result<(), String> {
+    let server = ApiServer::start().await.map_err(text)?;
+    let client = Client::new(Config::new(server.url().parse().map_err(text)?)).map_err(text)?;
+    println!("demo-controller: embedded API server at {}", server.url());
+    client.create(None, &ConfigMapSet::crd()).await.map_err(text)?;
+    let namespaces = ["shop", "blog", "docs", "mail"];
+    for ns in namespaces {
+        let namespace = Namespace { metadata: named(ns), ..Namespace::default() };
+        client.create(None, &namespace).await.map_err(text)?;
+    }
+    let mut replicas = vec![replica(&client, "replica-a"), replica(&client, "replica-b")];
+    println!(
+        "demo-controller: two replicas campaign for the Lease default/configmapset-controller"
+    );
+
+    for i in 0..count {
+        // Every third set also lists a namespace that does not exist yet.
+        let mut listed: Vec<String> = (0..2).map(|k| namespaces[(i + k) % 4].to_owned()).collect();
+        if i % 3 == 0 {
+            listed.push("later".to_owned());
+        }
+        let spec = ConfigMapSetSpec {
+            namespaces: listed,
+            data: [("version".to_owned(), "1".to_owned())].into(),
+        };
+        let set = ConfigMapSet { metadata: named(&format!("set-{i}")), spec, status: None };
+        client.create(None, &set).await.map_err(text)?;
+    }
+    converge(&server, &format!("{count} sets created")).await?;
+    let leader = || {
+        server
+            .get(&GroupVersionResource::of::<Lease>(), "default", example_controller::CONTROLLER)
+            .and_then(|lease| lease["spec"]["holderIdentity"].as_str().map(str::to_owned))
+            .unwrap_or_default()
+    };
+    println!("demo-controller: the leader is {}", leader());
+
+    println!(
+        "demo-controller: faults: 5 updates fail (500), 3 conflict (409), watches dropped, history compacted"
+    );
+    let configmaps = "configmaps";
+    server
+        .fail_next(5, Failure::internal_error("etcd timeout").verb("update").resource(configmaps));
+    let conflict = Failure::new(409, "Conflict", "the object has been modified");
+    server.fail_next(3, conflict.verb("update").resource(configmaps));
+    for i in (0..count).step_by(2) {
+        let name = format!("set-{i}");
+        let mut set: ConfigMapSet = client.get(None, &name).await.map_err(text)?;
+        set.spec.data.insert("version".to_owned(), "2".to_owned());
+        client.replace(None, &name, &set).await.map_err(text)?;
+    }
+    server.drop_watches();
+    server.compact();
+    let later = Namespace { metadata: named("later"), ..Namespace::default() };
+    client.create(None, &later).await.map_err(text)?;
+    converge(&server, &format!("{} sets changed, namespace later created", count.div_ceil(2)))
+        .await?;
+
+    let old = leader();
+    let index = replicas.iter().position(|r| r.identity == old).ok_or("no leader")?;
+    let killed = replicas.remove(index);
+    killed.task.abort();
+    let _ = killed.task.await;
+    println!("demo-controller: {old} killed without releasing the Lease");
+    for i in (0..count).step_by(3) {
+        client.delete::<ConfigMapSet>(None, &format!("set-{i}")).await.map_err(text)?;
+    }
+    let took = converge(&server, "a third of the sets deleted (finalizers)").await?;
+    let left = all::<ConfigMapSet>(&server).len();
+    if left != count - count.div_ceil(3) {
+        return Err(format!("{left} sets left after deleting a third of {count}"));
+    }
+    let survivor = replicas.pop().ok_or("no replica left")?;
+    println!(
+        "demo-controller: {} leads now; the work was done {} ms after the deletes",
+        leader(),
+        took.as_millis()
+    );
+    let ok = counted(&survivor.metrics, "controller_runtime_reconcile_total", "result=\"success\"");
+    let failed =
+        counted(&survivor.metrics, "controller_runtime_reconcile_errors_total", "configmapsets");
+    println!(
+        "demo-controller: {} reconciled {ok} times, {failed} failed and were retried",
+        survivor.identity
+    );
+    survivor.stop.cancel();
+    match survivor.task.await.map_err(text)?.map_err(text)? {
+        Leadership::Released => {}
+        other => return Err(format!("the survivor ended with {other:?}")),
+    }
+    println!("demo-controller: OK: every set's config maps, status and finalizer are as it asks");
+    Ok(())
+}
