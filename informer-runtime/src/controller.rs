@@ -305,6 +305,8 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
                 }
             }
         }
+        // However `run` ends, returned or dropped: the handlers go, and the queue shuts down.
+        let _cleanup = Cleanup { removals, queue: queue.clone() };
         factory.start();
         let mut report = ControllerReport::default();
         let synced = futures::future::join_all(syncs.iter().map(|wait| wait()));
@@ -343,12 +345,11 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
                 );
                 report.unfinished = unfinished;
                 tasks.abort_all();
+                // Aborted tasks end at their next poll: wait for that, so that nothing of
+                // this controller runs once `run` has returned.
+                while tasks.join_next().await.is_some() {}
             }
             (report.succeeded, report.failed) = *shared.counts.lock();
-        }
-        queue.shut_down();
-        for remove in removals {
-            remove();
         }
         Ok(report)
     }
@@ -361,6 +362,49 @@ impl<K: Resource, S: ListWatchSource> fmt::Debug for Controller<K, S> {
             .field("workers", &self.workers)
             .field("watches", &self.registrations.len())
             .finish_non_exhaustive()
+    }
+}
+
+/// Unregisters the controller's handlers and shuts its queue down when dropped.
+struct Cleanup {
+    removals: Vec<Box<dyn FnOnce() + Send>>,
+    queue: WorkQueue<ObjectKey>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        self.queue.shut_down();
+        for remove in self.removals.drain(..) {
+            remove();
+        }
+    }
+}
+
+/// A key being reconciled: in the shutdown report's list and the active-workers gauge until
+/// dropped.
+struct InFlight<'a> {
+    keys: &'a Mutex<HashSet<ObjectKey>>,
+    observer: Option<&'a Arc<dyn ControllerObserver>>,
+    key: ObjectKey,
+}
+
+impl<'a> InFlight<'a> {
+    fn new<K, F>(workers: &'a Workers<K, F>, key: ObjectKey) -> Self {
+        workers.in_flight.lock().insert(key.clone());
+        let observer = workers.observer.as_ref();
+        if let Some(observer) = observer {
+            observer.active_workers(1);
+        }
+        Self { keys: &workers.in_flight, observer, key }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.keys.lock().remove(&self.key);
+        if let Some(observer) = self.observer {
+            observer.active_workers(-1);
+        }
     }
 }
 
@@ -400,16 +444,13 @@ where
             let span =
                 tracing::info_span!("reconcile", controller = %self.name, key = %request.key);
             let key = request.key.clone();
-            self.in_flight.lock().insert(key.clone());
-            if let Some(observer) = &self.observer {
-                observer.active_workers(1);
-            }
+            // Undone when the reconcile ends, or when its task is aborted mid-reconcile.
+            let in_flight = InFlight::new(self, key.clone());
             let started = std::time::Instant::now();
             let outcome =
                 AssertUnwindSafe((self.reconcile)(request)).catch_unwind().instrument(span).await;
-            self.in_flight.lock().remove(&key);
+            drop(in_flight);
             if let Some(observer) = &self.observer {
-                observer.active_workers(-1);
                 let result = match &outcome {
                     Ok(Ok(Action::Done)) => ReconcileResult::Success,
                     Ok(Ok(Action::RequeueAfter(_))) => ReconcileResult::RequeueAfter,
@@ -473,15 +514,17 @@ where
     }
 }
 
-/// Whether a `409 Conflict` from the client is in `error`'s source chain.
+/// Whether a `409 Conflict` from the client (reason `Conflict`: a stale version, not an
+/// `AlreadyExists`) is in `error`'s source chain. A wrapper with thiserror's
+/// `#[error(transparent)]` forwards `source()` past the client's error and hides it: wrap it
+/// with `#[from]` or `#[source]`.
 fn is_conflict(error: &(dyn StdError + 'static)) -> bool {
     #[cfg(feature = "client")]
     {
         let mut next = Some(error);
         while let Some(e) = next {
-            if e.downcast_ref::<crate::client::ClientError>()
-                .is_some_and(crate::client::ClientError::is_conflict)
-            {
+            let status = e.downcast_ref::<crate::client::ClientError>().and_then(|c| c.status());
+            if status.is_some_and(|s| s.code == 409 && s.reason == "Conflict") {
                 return true;
             }
             next = e.source();

@@ -8,8 +8,9 @@
 //!   object, related object, type, reason, action and note) is not written again: the first
 //!   repeat patches the Event with `series.count = 2`, the next ones only count, and the count
 //!   is written every 30 minutes while the series goes on (client-go's isomorphic events,
-//!   `finishTime` and `refreshInterval`). A series quiet for 6 minutes ends; the next
-//!   occurrence starts a new Event.
+//!   `finishTime` and `refreshInterval`). A series quiet for 6 minutes ends, its last count
+//!   written; the next occurrence starts a new Event. [`flush`](EventRecorder::flush), and the
+//!   last recorder's drop, write every count not written yet.
 //! - **Floods are held back.** Each object has a bucket of 25 events, refilled by one every 5
 //!   minutes (client-go's `EventSourceObjectSpamFilter`); events of an empty bucket are dropped,
 //!   counted in [`dropped`](EventRecorder::dropped). At most 1,000 events wait to be written, and
@@ -117,6 +118,8 @@ struct Series {
     name: String,
     count: i32,
     last_seen: Instant,
+    /// When the count was last written (or the Event created).
+    written: Instant,
     /// Whether the count moved since it was last written.
     unwritten: bool,
 }
@@ -201,7 +204,8 @@ impl EventRecorder {
         }
     }
 
-    /// Waits until every event published before it is written (or given up).
+    /// Waits until every event published before it is written (or given up), series counts
+    /// included.
     pub async fn flush(&self) {
         let (done, wait) = oneshot::channel();
         if self.sender.send(Command::Flush(done)).await.is_ok() {
@@ -267,23 +271,30 @@ struct Writer {
 impl Writer {
     async fn run(mut self, mut receiver: mpsc::Receiver<Command>) {
         let clock = Arc::clone(&self.clock);
-        let mut next_refresh = crate::clock::later(clock.now(), SERIES_REFRESH);
+        // Every 6 minutes (client-go's `finishTime`): end the quiet series, writing their last
+        // count, and write the count of running ones every 30 minutes (`refreshInterval`).
+        let mut next_tick = crate::clock::later(clock.now(), SERIES_FINISH);
         loop {
-            let until = next_refresh.saturating_duration_since(clock.now());
+            let until = next_tick.saturating_duration_since(clock.now());
             let command = tokio::select! {
                 command = receiver.recv() => command,
                 () = clock.sleep(until) => {
-                    self.refresh().await;
-                    next_refresh = crate::clock::later(clock.now(), SERIES_REFRESH);
+                    self.tick(false).await;
+                    next_tick = crate::clock::later(clock.now(), SERIES_FINISH);
                     continue;
                 }
             };
             match command {
                 Some(Command::Publish(event)) => self.record(*event).await,
                 Some(Command::Flush(done)) => {
+                    self.tick(true).await;
                     let _ = done.send(());
                 }
-                None => break,
+                None => {
+                    // The last recorder is gone: what was counted is written.
+                    self.tick(true).await;
+                    break;
+                }
             }
         }
     }
@@ -332,6 +343,13 @@ impl Writer {
                     self.write_series(&key, &namespace, &name, 2).await;
                 }
                 return;
+            }
+            // The series ended: its last count is written before a new Event starts.
+            let last = series
+                .unwritten
+                .then(|| (series.namespace.clone(), series.name.clone(), series.count));
+            if let Some((namespace, name, count)) = last {
+                self.write_series(&key, &namespace, &name, count).await;
             }
             self.series.remove(&key);
         }
@@ -384,26 +402,30 @@ impl Writer {
                 self.series.remove(&oldest);
             }
         }
-        self.series
-            .insert(key, Series { namespace, name, count: 1, last_seen: now, unwritten: false });
+        self.series.insert(
+            key,
+            Series { namespace, name, count: 1, last_seen: now, written: now, unwritten: false },
+        );
     }
 
-    /// Writes the count of every running series that moved; forgets the finished ones.
-    async fn refresh(&mut self) {
+    /// Writes the counts that are due (every one that moved, with `all`), and forgets the
+    /// series that ended.
+    async fn tick(&mut self, all: bool) {
         let now = self.clock.now();
-        self.series.retain(|_, s| {
-            now.saturating_duration_since(s.last_seen) < SERIES_FINISH || s.unwritten
-        });
+        let ended = |s: &Series| now.saturating_duration_since(s.last_seen) >= SERIES_FINISH;
         let due: Vec<_> = self
             .series
             .iter()
             .filter(|(_, s)| s.unwritten && s.count > 1)
+            .filter(|(_, s)| {
+                all || ended(s) || now.saturating_duration_since(s.written) >= SERIES_REFRESH
+            })
             .map(|(k, s)| (k.clone(), s.namespace.clone(), s.name.clone(), s.count))
             .collect();
         for (key, namespace, name, count) in due {
             self.write_series(&key, &namespace, &name, count).await;
         }
-        self.series.retain(|_, s| now.saturating_duration_since(s.last_seen) < SERIES_FINISH);
+        self.series.retain(|_, s| !ended(s));
     }
 
     async fn write_series(&mut self, key: &SeriesKey, namespace: &str, name: &str, count: i32) {
@@ -417,6 +439,7 @@ impl Writer {
         match result {
             Ok(_) => {
                 if let Some(series) = self.series.get_mut(key) {
+                    series.written = self.clock.now();
                     // Only if nothing came in meanwhile.
                     if Some(series.last_seen) == last && series.count == count {
                         series.unwritten = false;

@@ -333,14 +333,13 @@ impl LeaderElection {
         Fut: Future<Output = ()>,
     {
         let lease = self.lease_name();
-        if !self.acquire(&stop).await {
-            return Leadership::NotAcquired;
-        }
+        let Some(acquired) = self.acquire(&stop).await else { return Leadership::NotAcquired };
+        let renewed = Mutex::new(acquired);
         tracing::info!(lease, identity = %self.inner.identity, "acquired the lease: leading");
         let leading = CancellationToken::new();
         let work = lead(leading.clone());
         tokio::pin!(work);
-        let renewals = self.keep_renewing();
+        let renewals = self.keep_renewing(acquired, &renewed);
         tokio::pin!(renewals);
         let mut outcome = tokio::select! {
             () = &mut work => Leadership::Finished,
@@ -359,10 +358,13 @@ impl LeaderElection {
             tracing::error!(lease, identity = %self.inner.identity, "could not renew the lease: stopping");
             // Another candidate may take over `lease_duration` after it last saw a renewal, which
             // was no earlier than ours: the work must be gone by then.
-            let left = self.time_left_before_takeover();
+            let left = self.time_left_before_takeover(*renewed.lock());
             if self.sleep_or(left, &mut work).await {
                 tracing::error!(lease, "the work did not stop in time: dropped");
             }
+            // No longer ours, whatever was seen last.
+            *self.inner.observed.lock() = None;
+            self.inner.leader.send_replace(None);
         } else if self.inner.release_on_cancel {
             self.release().await;
         }
@@ -373,45 +375,54 @@ impl LeaderElection {
         format!("{}/{}", self.inner.namespace, self.inner.name)
     }
 
-    /// Tries to acquire every `retry_period` (jittered) until it does (true) or `stop` (false).
-    async fn acquire(&self, stop: &CancellationToken) -> bool {
+    /// Tries to acquire every `retry_period` (jittered) until it does, then returns when the
+    /// successful try started (the lease it wrote is at least that recent); `None` on `stop`.
+    async fn acquire(&self, stop: &CancellationToken) -> Option<Instant> {
         loop {
             if stop.is_cancelled() {
-                return false;
+                return None;
             }
+            let started = self.inner.clock.now();
             let attempt = tokio::select! {
                 acquired = self.try_acquire_or_renew() => acquired,
-                () = stop.cancelled() => return false,
+                () = stop.cancelled() => return None,
             };
             if attempt {
-                return true;
+                return Some(started);
             }
             let jitter = 1.0 + JITTER_FACTOR * self.inner.random.next_f64();
             let wait = self.inner.retry_period.mul_f64(jitter);
             tokio::select! {
                 () = self.inner.clock.sleep(wait) => {}
-                () = stop.cancelled() => return false,
+                () = stop.cancelled() => return None,
             }
         }
     }
 
-    /// Renews every `retry_period`; returns once no renewal succeeded for `renew_deadline`.
-    async fn keep_renewing(&self) {
+    /// Renews every `retry_period`, from `renewed` (when the write that won the lease
+    /// started); returns, with when the last successful renewal started, once no renewal
+    /// succeeded for `renew_deadline`. Checked at the deadline itself, not a period after.
+    async fn keep_renewing(&self, mut renewed: Instant, last: &Mutex<Instant>) {
         let clock = &self.inner.clock;
-        let mut renewed = clock.now();
+        let (deadline, period) = (self.inner.renew_deadline, self.inner.retry_period);
+        let left = |renewed: Instant| {
+            deadline.saturating_sub(clock.now().saturating_duration_since(renewed))
+        };
         loop {
-            clock.sleep(self.inner.retry_period).await;
-            let deadline = self
-                .inner
-                .renew_deadline
-                .saturating_sub(clock.now().saturating_duration_since(renewed));
+            clock.sleep(period.min(left(renewed))).await;
+            if left(renewed).is_zero() {
+                return;
+            }
+            // The write others see happens after this instant: time the lease from here.
+            let started = clock.now();
             let attempt = tokio::select! {
                 ok = self.try_acquire_or_renew() => ok,
-                () = clock.sleep(deadline) => false,
+                () = clock.sleep(left(renewed)) => false,
             };
             if attempt {
-                renewed = clock.now();
-            } else if clock.now().saturating_duration_since(renewed) >= self.inner.renew_deadline {
+                renewed = started;
+                *last.lock() = started;
+            } else if left(renewed).is_zero() {
                 return;
             } else {
                 tracing::debug!(lease = self.lease_name(), "renewal failed; retrying");
@@ -419,11 +430,12 @@ impl LeaderElection {
         }
     }
 
-    /// What is left of the lease as others last saw it renewed by us: at most `lease_duration`.
-    fn time_left_before_takeover(&self) -> Duration {
-        let now = self.inner.clock.now();
-        let seen = self.inner.observed.lock().as_ref().map_or(now, |o| o.at);
-        self.inner.lease_duration.saturating_sub(now.saturating_duration_since(seen))
+    /// How long others may still consider the lease ours: `lease_duration` from when our last
+    /// successful write started, and nothing if the lease was seen held by someone else.
+    fn time_left_before_takeover(&self, renewed: Instant) -> Duration {
+        let ours = self.is_leader();
+        let held = self.inner.clock.now().saturating_duration_since(renewed);
+        if ours { self.inner.lease_duration.saturating_sub(held) } else { Duration::ZERO }
     }
 
     /// Waits for `work` at most `limit`; true when it had to be given up.

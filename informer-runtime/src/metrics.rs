@@ -16,7 +16,7 @@
 //! | `workqueue_work_duration_seconds` | `name` | histogram: from a worker taking a key until it is done |
 //! | `workqueue_unfinished_work_seconds` | `name` | seconds the keys being processed have been held, summed |
 //! | `workqueue_longest_running_processor_seconds` | `name` | the longest of those |
-//! | `workqueue_retries_total` | `name` | keys rate limited |
+//! | `workqueue_retries_total` | `name` | keys added with a delay: rate limited, or `RequeueAfter` |
 //! | `informer_events_total` | `resource`, `type` | watch events: `ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK` |
 //! | `informer_lists_total` | `resource`, `kind` | lists completed: `initial`, `relist` |
 //! | `informer_watch_restarts_total` | `resource`, `reason` | watches ended: `closed`, `timeout`, `expired` (410), `throttled` (429), `error` |

@@ -224,6 +224,10 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     /// Adds `item` once `delay` has passed (at once for a zero delay). A key already waiting
     /// keeps the earlier of its two times. Ignored once the queue shuts down.
     pub fn add_after(&self, item: T, delay: Duration) {
+        // client-go counts every delayed add as a retry (`workqueue_retries_total`).
+        if let (Some(observer), false) = (&self.shared.observer, self.is_shutting_down()) {
+            observer.retried();
+        }
         if delay.is_zero() {
             return self.add(item);
         }
@@ -245,9 +249,6 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     /// failure of it): how a worker retries a key that failed.
     pub fn add_rate_limited(&self, item: T) {
         let delay = self.shared.limiter.when(&item, self.shared.clock.now());
-        if let (Some(observer), false) = (&self.shared.observer, self.is_shutting_down()) {
-            observer.retried();
-        }
         self.add_after(item, delay);
     }
 
@@ -320,12 +321,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
 
     /// Moves the keys whose delay is over to the ready ones, counting them as adds.
     fn promote_due(&self, state: &mut State<T>, now: std::time::Instant) {
-        let promoted = state.promote_due(now);
-        if let Some(observer) = &self.shared.observer {
-            for _ in 0..promoted {
-                observer.added();
-            }
-        }
+        self.shared.promote_due(state, now);
     }
 
     fn observe_wait(&self, waited: Option<Duration>) {
@@ -413,10 +409,26 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     }
 }
 
+impl<T: Clone + Eq + Hash + Send + Sync + 'static> Shared<T> {
+    /// Moves the keys whose delay is over to the ready ones, counting them as adds.
+    fn promote_due(&self, state: &mut State<T>, now: std::time::Instant) {
+        let promoted = state.promote_due(now);
+        if let Some(observer) = &self.observer {
+            for _ in 0..promoted {
+                observer.added();
+            }
+        }
+    }
+}
+
 #[cfg(feature = "metrics")]
 impl<T: Clone + Eq + Hash + Send + Sync + 'static> QueueProbe for Shared<T> {
     fn depth(&self) -> usize {
-        self.state.lock().ready_len()
+        // Keys that fell due while every worker was busy are ready: count them.
+        let now = self.clock.now();
+        let mut state = self.state.lock();
+        self.promote_due(&mut state, now);
+        state.ready_len()
     }
 
     fn in_progress(&self) -> (Duration, Duration) {

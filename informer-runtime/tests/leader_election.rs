@@ -26,8 +26,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 const LEASE: Duration = Duration::from_secs(15);
-/// Not a multiple of the retry period: a leader waiting for a renewal's deadline (9, 7, 5, 3
-/// or 1 s left) never looks like a candidate sleeping until its next try (2 s).
+/// A leader whose renewal is in flight waits for its deadline too: 7 s left after a renewal, more
+/// than a candidate sleeping until its next try (at most the retry period) ever waits.
 const RENEW: Duration = Duration::from_secs(9);
 const RETRY: Duration = Duration::from_secs(2);
 /// Real time a test may wait for the candidates' requests.
@@ -107,10 +107,16 @@ impl Harness {
         Candidate { election, stop, task }
     }
 
-    /// Waits until every running candidate sleeps until its next try, with nothing in flight.
+    /// Waits until every running candidate sleeps until its next try (one timer each, of at most
+    /// the retry period), with nothing in flight.
     async fn idle(&self) {
+        let idle = || {
+            let timers = self.clock.pending_timers();
+            timers.len() == self.running.load(Ordering::SeqCst)
+                && timers.iter().all(|t| *t <= RETRY)
+        };
         let wait = async {
-            while self.clock.pending_timers() != vec![RETRY; self.running.load(Ordering::SeqCst)] {
+            while !idle() {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
         };

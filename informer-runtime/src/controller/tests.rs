@@ -337,4 +337,5 @@ async fn dropping_the_run_cancels_the_reconciles_in_flight() {
     run.abort();
     let _ = run.await;
     until("the reconcile in flight is dropped", || cancelled.load(Ordering::SeqCst)).await;
+    assert_eq!(factory.informer::<ConfigMap>().handler_count(), 0, "its handler is removed too");
 }

@@ -111,8 +111,10 @@ impl<T: Clone + Eq + Hash> State<T> {
     /// dirty.
     pub(super) fn promote_due(&mut self, now: Instant) -> usize {
         let mut promoted = 0;
-        while let Some(item) = self.delays.pop_due(now) {
-            promoted += usize::from(self.add(item, now).0);
+        // Added when it fell due, as client-go's waiting loop adds it then: its wait in the
+        // queue counts from there, not from whenever a worker happened to look.
+        while let Some((item, due)) = self.delays.pop_due(now) {
+            promoted += usize::from(self.add(item, due).0);
         }
         promoted
     }
@@ -186,8 +188,8 @@ impl<T: Clone + Eq + Hash> Delays<T> {
         }
     }
 
-    /// The first key due at `now` or before, removed.
-    fn pop_due(&mut self, now: Instant) -> Option<T> {
+    /// The first key due at `now` or before, removed, with when it fell due.
+    fn pop_due(&mut self, now: Instant) -> Option<(T, Instant)> {
         loop {
             let &Reverse((at, seq)) = self.heap.peek()?;
             if at > now {
@@ -197,7 +199,7 @@ impl<T: Clone + Eq + Hash> Delays<T> {
             // A stale entry (its key was asked for earlier since, or already promoted): skip.
             if let Some(item) = self.by_seq.remove(&seq) {
                 self.entries.remove(&item);
-                return Some(item);
+                return Some((item, at));
             }
         }
     }
@@ -236,7 +238,7 @@ mod tests {
         assert_eq!(delays.len(), 1);
         assert_eq!(delays.next_at(), Some(at(10)));
         assert_eq!(delays.pop_due(at(9)), None);
-        assert_eq!(delays.pop_due(at(10)), Some("a"));
+        assert_eq!(delays.pop_due(at(10)), Some(("a", at(10))));
         assert_eq!(delays.pop_due(at(1000)), None, "the stale entry at 50 ms is skipped");
         assert_eq!(delays.next_at(), None);
     }
@@ -248,7 +250,7 @@ mod tests {
         for key in ["c", "a", "b"] {
             delays.insert(key, at);
         }
-        let out: Vec<_> = std::iter::from_fn(|| delays.pop_due(at)).collect();
+        let out: Vec<_> = std::iter::from_fn(|| delays.pop_due(at).map(|(k, _)| k)).collect();
         assert_eq!(out, ["c", "a", "b"]);
     }
 
@@ -260,7 +262,7 @@ mod tests {
             delays.insert("hot", start + Duration::from_millis(ms));
         }
         assert!(delays.heap.len() <= 2 + 64, "heap of {} entries for one key", delays.heap.len());
-        assert_eq!(delays.pop_due(start), Some("hot"));
+        assert_eq!(delays.pop_due(start).map(|(k, _)| k), Some("hot"));
     }
 
     #[test]

@@ -474,3 +474,30 @@ fn enqueue_mapped_adds_what_the_object_maps_to_before_and_after() {
     handler.on_delete(DeletedObject::Object(on("node-c")));
     assert_eq!(drain_keys(&queue), ["node-c"]);
 }
+
+#[cfg(feature = "metrics")]
+#[test]
+fn a_delayed_key_that_fell_due_counts_in_the_depth_and_its_wait_from_its_due_time() {
+    let clock = FakeClock::new();
+    let metrics = crate::metrics::Metrics::new();
+    let queue =
+        WorkQueue::builder().name("q").clock(Arc::new(clock.clone())).metrics(&metrics).build();
+    queue.add_after("later", 10 * MS);
+    clock.step(10 * MS);
+    // No worker asked: the scrape itself sees the key ready.
+    let text = metrics.encode();
+    assert!(text.contains(r#"workqueue_depth{name="q"} 1"#), "{text}");
+    assert!(text.contains(r#"workqueue_retries_total{name="q"} 1"#), "{text}");
+    clock.step(5 * MS);
+    drop(queue.try_get());
+    let text = metrics.encode();
+    // Waited 5 ms since it fell due: in the 10 ms bucket, not the 1 ms one.
+    assert!(
+        text.contains(r#"workqueue_queue_duration_seconds_bucket{le="0.001",name="q"} 0"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"workqueue_queue_duration_seconds_bucket{le="0.01",name="q"} 1"#),
+        "{text}"
+    );
+}
