@@ -195,3 +195,59 @@ async fn generated_informers_sync_from_the_embedded_api_server() {
     factory.shutdown().await;
     server.shutdown().await.expect("a clean stop");
 }
+
+/// A resource the server does not serve: the error says why, from discovery, and an informer
+/// syncs once its CRD is installed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_not_served_is_an_error_that_says_why_and_syncs_once_installed() {
+    use informer_runtime::Resource as _;
+    use informer_runtime::listwatch::ListOptions;
+    use k8s_openapi::api::core::v1::ReplicationController;
+
+    let server = ApiServer::start().await.expect("server starts");
+    let client = Client::new(Config::new(server.url().parse().expect("a url"))).expect("client");
+    let list = ListOptions::default();
+
+    let error = client.lister_watcher::<FooBar>(None).list(&list).await.expect_err("not served");
+    let message = error.to_string();
+    let what = format!(
+        "foobars.{} ({}) is not served by the API server",
+        FooBar::GROUP,
+        FooBar::API_VERSION
+    );
+    assert!(message.contains(&what), "{message}");
+    assert!(
+        message.contains(&format!("the server does not know the group {}", FooBar::GROUP)),
+        "{message}"
+    );
+    assert!(message.contains("install the CustomResourceDefinition"), "{message}");
+    assert_eq!(error.status().map(|s| s.code), Some(404), "still a 404 for the reflector");
+
+    // A core kind the embedded server does not have: its group and version are served.
+    let error = client
+        .lister_watcher::<ReplicationController>(None)
+        .watch(&informer_runtime::listwatch::WatchOptions::default())
+        .await
+        .err()
+        .expect("not served");
+    assert!(
+        error.to_string().contains("v1 is served, but has no resource replicationcontrollers"),
+        "{error}"
+    );
+
+    let factory = SharedInformerFactory::new(client.clone());
+    let informer = factory.informer::<FooBar>();
+    factory.start();
+    let crd: CustomResourceDefinition = serde_json::from_str(FOOBAR_CRD).expect("the CRD");
+    let crd = CustomResourceDefinition {
+        metadata: ObjectMeta { name: crd.metadata.name, ..ObjectMeta::default() },
+        spec: crd.spec,
+        status: None,
+    };
+    client.create(None, &crd).await.expect("the CRD is created");
+    client.create(Some("default"), &foobar("late", "one")).await.expect("late is created");
+    eventually("the informer to sync once the CRD is served", DEADLINE, || informer.has_synced())
+        .await;
+    eventually("the object in its cache", DEADLINE, || informer.cache().len() == 1).await;
+    factory.shutdown().await;
+}

@@ -594,3 +594,24 @@ async fn leader_election_hands_over_through_a_real_lease() {
     stop_b.cancel();
     assert_eq!(task_b.await.expect("b's run"), Leadership::Released);
 }
+
+/// A custom resource whose CRD the real server does not have: the list's 404 says so, from
+/// the server's discovery documents (no test installs the `FooBar` CRD on the shared server).
+#[tokio::test]
+async fn a_resource_the_real_server_does_not_serve_is_an_error_that_says_why() {
+    use crds::k8s_openapi_tests_custom_resource_definition::v1::FooBar;
+    use informer_runtime::Resource as _;
+    let Some(server) = shared().await else { return };
+    let client = server.client("cert");
+    let error = client
+        .lister_watcher::<FooBar>(None)
+        .list(&ListOptions::default())
+        .await
+        .expect_err("not served");
+    let message = error.to_string();
+    assert!(
+        message.contains(&format!("the server does not know the group {}", FooBar::GROUP)),
+        "{message}"
+    );
+    assert_eq!(error.status().map(|s| s.code), Some(404));
+}

@@ -167,7 +167,8 @@ impl<K: Resource> HttpListerWatcher<K> {
                         let body = BodyReader::new(response, limits.read_idle_timeout);
                         decode_response(body, &self.resource, decoder).await
                     }
-                    Err(e) => Err(e),
+                    // A 404 says the resource is not served: say why, from discovery.
+                    Err(e) => Err(super::not_served::explain::<K>(&self.client, e).await),
                 }
             }
             Err(e) => Err(e),
@@ -225,7 +226,10 @@ impl<K: Resource> HttpListerWatcher<K> {
         let mut url = collection_url::<K>(self.client.base_url(), self.namespace.as_deref());
         set_watch_query(&mut url, &options);
         let response =
-            self.client.send_accepting(Method::GET, url, None, object_accept::<K>()).await?;
+            match self.client.send_accepting(Method::GET, url, None, object_accept::<K>()).await {
+                Ok(response) => response,
+                Err(e) => return Err(super::not_served::explain::<K>(&self.client, e).await),
+            };
         let idle = self.client.watch_idle_timeout().unwrap_or_else(|| {
             options
                 .timeout

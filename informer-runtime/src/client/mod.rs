@@ -44,6 +44,7 @@ mod http_lister_watcher;
 mod kubeconfig;
 pub(crate) mod list_page;
 pub(crate) mod list_split;
+mod not_served;
 pub(crate) mod object_decoder;
 pub(crate) mod prune;
 mod request;
