@@ -171,7 +171,7 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
     pub fn new(factory: &SharedInformerFactory<S>) -> Self {
         let this = Self {
             factory: factory.clone(),
-            name: format!("{}.{}", K::PLURAL, K::GROUP).trim_end_matches('.').to_owned(),
+            name: crate::resource::resource_name::<K>(),
             workers: 1,
             queue: None,
             shutdown_timeout: Duration::from_secs(30),

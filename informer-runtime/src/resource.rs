@@ -157,6 +157,11 @@ impl<T> WholeObject for T where
 {
 }
 
+/// `K`'s resource as messages, logs and metrics name it: `pods`, `deployments.apps`.
+pub(crate) fn resource_name<K: Resource>() -> String {
+    if K::GROUP.is_empty() { K::PLURAL.to_owned() } else { format!("{}.{}", K::PLURAL, K::GROUP) }
+}
+
 /// Whether objects of `K` live in a namespace.
 #[must_use]
 pub fn is_namespaced<K: Resource>() -> bool {

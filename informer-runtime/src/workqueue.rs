@@ -225,8 +225,11 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     /// keeps the earlier of its two times. Ignored once the queue shuts down.
     pub fn add_after(&self, item: T, delay: Duration) {
         // client-go counts every delayed add as a retry (`workqueue_retries_total`).
-        if let (Some(observer), false) = (&self.shared.observer, self.is_shutting_down()) {
-            observer.retried();
+        // (The shutdown check takes the lock: only with metrics.)
+        if let Some(observer) = &self.shared.observer {
+            if !self.is_shutting_down() {
+                observer.retried();
+            }
         }
         if delay.is_zero() {
             return self.add(item);

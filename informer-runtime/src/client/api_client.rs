@@ -18,10 +18,10 @@ use super::config::Config;
 use super::error::{
     ClientError, MAX_ERROR_BODY, Result, decode_error, status_from_response, transport_error,
 };
-use super::request::{JSON, collection_url, object_accept, object_url, resource_name};
+use super::request::{JSON, collection_url, object_accept, object_url};
 use super::tls::{self, PinnedHost, TlsOptions};
 use crate::listwatch::Error;
-use crate::resource::{Resource, WholeObject, is_namespaced};
+use crate::resource::{Resource, WholeObject, is_namespaced, resource_name};
 
 /// Sent as `User-Agent`.
 const USER_AGENT: &str = concat!("informer-runtime/", env!("CARGO_PKG_VERSION"));

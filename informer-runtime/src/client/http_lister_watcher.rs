@@ -68,15 +68,13 @@ use super::api_client::Client;
 use super::body::{BodyReader, ReadError};
 use super::error::{cause_chain, io_kind_in_chain, transport_error};
 use super::list_page::PageDecoder;
-use super::request::{
-    collection_url, list_accept, object_accept, resource_name, set_list_query, set_watch_query,
-};
+use super::request::{collection_url, list_accept, object_accept, set_list_query, set_watch_query};
 use super::watch_decode::{Decoded, WatchDecoder};
 use crate::listwatch::{
     Error, ListIntake, ListOptions, ListWatchSource, ListerWatcher, ObjectList, WatchOptions,
     WatchStream,
 };
-use crate::resource::Resource;
+use crate::resource::{Resource, resource_name};
 
 /// Added to a watch's server timeout to make its client-side idle deadline.
 pub(crate) const WATCH_IDLE_MARGIN: Duration = Duration::from_secs(30);

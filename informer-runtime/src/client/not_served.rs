@@ -22,11 +22,7 @@ pub(crate) async fn explain<K: Resource>(client: &Client, error: Error) -> Error
     if status.code != 404 {
         return error;
     }
-    let resource = if K::GROUP.is_empty() {
-        K::PLURAL.to_owned()
-    } else {
-        format!("{}.{}", K::PLURAL, K::GROUP)
-    };
+    let resource = crate::resource::resource_name::<K>();
     let group = if K::GROUP.is_empty() {
         "the core group".to_owned()
     } else {

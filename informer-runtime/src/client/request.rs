@@ -53,11 +53,6 @@ pub(crate) const JSON: &str = "application/json";
 const METADATA_LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
 const METADATA_OBJECT: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 
-/// `plural` for the core group, `plural.group` otherwise: how resources are named in messages.
-pub(crate) fn resource_name<K: Resource>() -> String {
-    if K::GROUP.is_empty() { K::PLURAL.to_owned() } else { format!("{}.{}", K::PLURAL, K::GROUP) }
-}
-
 /// The URL of `K`'s collection under `base` (which may carry a path prefix), in `namespace` when
 /// `K` is namespaced and one is given; a namespace is ignored for cluster-scoped kinds.
 pub(crate) fn collection_url<K: Resource>(base: &Url, namespace: Option<&str>) -> Url {
@@ -171,6 +166,7 @@ mod tests {
 
     use super::*;
     use crate::listwatch::ResourceVersionMatch;
+    use crate::resource::resource_name;
 
     fn base() -> Url {
         Url::parse("https://10.0.0.1:6443").unwrap()

@@ -259,11 +259,7 @@ impl<K: Resource> Reflector<K> {
         let clock: SharedClock = Arc::new(TokioClock);
         let random = Random::default();
         let backoff = Backoff::new(config.backoff.clone(), Arc::clone(&clock), random.clone());
-        let resource = if K::GROUP.is_empty() {
-            K::PLURAL.to_owned()
-        } else {
-            format!("{}.{}", K::PLURAL, K::GROUP)
-        };
+        let resource = crate::resource::resource_name::<K>();
         Self {
             lister_watcher,
             store,

@@ -625,11 +625,7 @@ impl<K: Resource> SharedIndexInformer<K> {
 /// The `resource` label of an informer's metrics.
 #[cfg(feature = "metrics")]
 fn metric_resource<K: Resource>() -> String {
-    let resource = if K::GROUP.is_empty() {
-        K::PLURAL.to_owned()
-    } else {
-        format!("{}.{}", K::PLURAL, K::GROUP)
-    };
+    let resource = crate::resource::resource_name::<K>();
     if K::METADATA_ONLY {
         format!("{resource}(metadata)")
     } else if K::PARTIAL {
