@@ -92,6 +92,16 @@ fn an_enum_value_the_schema_does_not_list_is_kept() {
     assert_eq!(CertificateSpecPrivateKeyAlgorithm::from("ECDSA").as_str(), "ECDSA");
 }
 
+/// The `FooBar` CRD as `kubectl apply` creates it: the recorded one without what the server set.
+fn foobar_crd() -> CustomResourceDefinition {
+    let crd: CustomResourceDefinition = serde_json::from_str(FOOBAR_CRD).expect("the CRD");
+    CustomResourceDefinition {
+        metadata: ObjectMeta { name: crd.metadata.name, ..ObjectMeta::default() },
+        spec: crd.spec,
+        status: None,
+    }
+}
+
 fn foobar(name: &str, prop1: &str) -> FooBar {
     FooBar {
         metadata: ObjectMeta {
@@ -114,13 +124,7 @@ fn foobar(name: &str, prop1: &str) -> FooBar {
 async fn generated_informers_sync_from_the_embedded_api_server() {
     let server = ApiServer::start().await.expect("server starts");
     let client = Client::new(Config::new(server.url().parse().expect("a url"))).expect("client");
-    let crd: CustomResourceDefinition = serde_json::from_str(FOOBAR_CRD).expect("the CRD");
-    let crd = CustomResourceDefinition {
-        metadata: ObjectMeta { name: crd.metadata.name, ..ObjectMeta::default() },
-        spec: crd.spec,
-        status: None,
-    };
-    client.create(None, &crd).await.expect("the CRD is created");
+    client.create(None, &foobar_crd()).await.expect("the CRD is created");
     client.create(Some("default"), &foobar("fb1", "one")).await.expect("fb1 is created");
 
     let factory = SharedInformerFactory::new(client.clone());
@@ -238,13 +242,7 @@ async fn a_resource_not_served_is_an_error_that_says_why_and_syncs_once_installe
     let factory = SharedInformerFactory::new(client.clone());
     let informer = factory.informer::<FooBar>();
     factory.start();
-    let crd: CustomResourceDefinition = serde_json::from_str(FOOBAR_CRD).expect("the CRD");
-    let crd = CustomResourceDefinition {
-        metadata: ObjectMeta { name: crd.metadata.name, ..ObjectMeta::default() },
-        spec: crd.spec,
-        status: None,
-    };
-    client.create(None, &crd).await.expect("the CRD is created");
+    client.create(None, &foobar_crd()).await.expect("the CRD is created");
     client.create(Some("default"), &foobar("late", "one")).await.expect("late is created");
     eventually("the informer to sync once the CRD is served", DEADLINE, || informer.has_synced())
         .await;

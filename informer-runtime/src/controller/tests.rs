@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::testing::FakeSource;
+use crate::testing::wait::until;
 use crate::workqueue::ExponentialBackoff;
 
 /// How long a test waits for a condition before it fails.
@@ -33,16 +34,6 @@ fn configmap(name: &str, value: &str) -> ConfigMap {
 
 fn value(cm: &ConfigMap) -> String {
     cm.data.as_ref().and_then(|d| d.get("value")).cloned().unwrap_or_default()
-}
-
-/// Waits until `condition` holds, yielding to other tasks; fails after [`DEADLINE`].
-async fn until(what: &str, mut condition: impl FnMut() -> bool) {
-    let wait = async {
-        while !condition() {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-    };
-    assert!(tokio::time::timeout(DEADLINE, wait).await.is_ok(), "timed out waiting until {what}");
 }
 
 /// A queue that retries after 1 ms (doubling), so that tests of retries run at once.

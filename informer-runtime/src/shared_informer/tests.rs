@@ -17,6 +17,7 @@ use super::*;
 use crate::clock::Random;
 use crate::listwatch::{Error, Status};
 use crate::testing::objects::{Gate, OpenOnDrop, pod};
+use crate::testing::wait::until;
 use crate::testing::{FakeClock, FakeSource};
 
 const DEADLINE: Duration = Duration::from_secs(10);
@@ -727,15 +728,6 @@ impl std::io::Write for Logs {
 impl Logs {
     fn count(&self, needle: &str) -> usize {
         String::from_utf8_lossy(&self.0.lock()).matches(needle).count()
-    }
-}
-
-/// Polls `cond` until it holds, or fails the test after `DEADLINE`.
-async fn until(what: &str, cond: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !cond() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 

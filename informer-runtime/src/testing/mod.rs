@@ -12,6 +12,8 @@ mod fake_clock;
 mod fake_source;
 #[cfg(test)]
 pub(crate) mod objects;
+#[cfg(test)]
+pub(crate) mod wait;
 
 pub use fake_clock::FakeClock;
 pub use fake_source::FakeSource;

@@ -15,6 +15,7 @@ use crate::ObjectKey;
 use crate::delta_fifo::DeletedFinalStateUnknown;
 use crate::shared_informer::{DeletedObject, ResourceEventHandler};
 use crate::testing::FakeClock;
+use crate::testing::wait::until;
 
 const MS: Duration = Duration::from_millis(1);
 /// How long a test waits for a condition before it fails (real time; nothing here sleeps).
@@ -25,16 +26,6 @@ fn queue_on(clock: &FakeClock) -> WorkQueue<&'static str> {
         .clock(Arc::new(clock.clone()))
         .rate_limiter(ExponentialBackoff::new(MS, Duration::from_secs(1)))
         .build()
-}
-
-/// Waits, yielding to other tasks, until `condition` holds; fails after [`DEADLINE`].
-async fn until(what: &str, mut condition: impl FnMut() -> bool) {
-    let wait = async {
-        while !condition() {
-            tokio::task::yield_now().await;
-        }
-    };
-    assert!(tokio::time::timeout(DEADLINE, wait).await.is_ok(), "timed out waiting until {what}");
 }
 
 // client-go: TestBasic. Producers add overlapping keys while consumers process them; every key
