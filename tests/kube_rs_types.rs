@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use embedded_apiserver::ApiServer;
 use informer_runtime::client::{Client, Config};
-use informer_runtime::{HandlerFuncs, LabelSelector, SharedInformerFactory, impl_resource};
+use informer_runtime::{HandlerFuncs, LabelSelector, Object, SharedInformerFactory, impl_resource};
 use informer_tests::eventually;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

@@ -106,7 +106,10 @@ fn resource_impl(input: &Input, viewed: &syn::Path) -> TokenStream {
             const PLURAL: &'static str = #of::PLURAL;
             type Scope = #of::Scope;
             const PARTIAL: bool = true;
+        }
 
+        #[automatically_derived]
+        impl #rt::Object for #ident {
             fn meta(&self) -> &#meta {
                 #get
             }

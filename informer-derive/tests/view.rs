@@ -18,7 +18,7 @@ use informer_runtime::client::{Client, Config};
 use informer_runtime::reflector::ReflectorConfig;
 use informer_runtime::store::IndexFn;
 use informer_runtime::{
-    GroupVersionResource, HandlerFuncs, LabelSelector, Resource, SharedInformerFactory,
+    GroupVersionResource, HandlerFuncs, LabelSelector, Object, Resource, SharedInformerFactory,
 };
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

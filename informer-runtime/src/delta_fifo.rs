@@ -25,7 +25,7 @@ use std::task::{Context, Poll, Waker};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use crate::resource::Resource;
+use crate::resource::Object;
 use crate::store::{KnownObjects, ObjectKey};
 
 /// Changes every object entering the queue (from add, update, delete or replace) exactly once,
@@ -100,7 +100,7 @@ impl<K> Clone for Delta<K> {
     }
 }
 
-impl<K: Resource> fmt::Debug for Delta<K> {
+impl<K: Object> fmt::Debug for Delta<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Deleted(d) => write!(f, "Deleted({d:?})"),
@@ -140,7 +140,7 @@ impl<K> DeletedObject<K> {
     }
 }
 
-impl<K: Resource> DeletedObject<K> {
+impl<K: Object> DeletedObject<K> {
     /// The key of the deleted object.
     #[must_use]
     pub fn key(&self) -> ObjectKey {
@@ -160,7 +160,7 @@ impl<K> Clone for DeletedObject<K> {
     }
 }
 
-impl<K: Resource> fmt::Debug for DeletedObject<K> {
+impl<K: Object> fmt::Debug for DeletedObject<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Object(o) => write!(f, "Object({})", ObjectDisplay(Some(&**o))),
@@ -184,7 +184,7 @@ impl<K> Clone for DeletedFinalStateUnknown<K> {
     }
 }
 
-impl<K: Resource> fmt::Debug for DeletedFinalStateUnknown<K> {
+impl<K: Object> fmt::Debug for DeletedFinalStateUnknown<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "FinalStateUnknown({:?}, {})", self.key, ObjectDisplay(self.obj.as_deref()))
     }
@@ -193,7 +193,7 @@ impl<K: Resource> fmt::Debug for DeletedFinalStateUnknown<K> {
 /// Objects print as `key@resourceVersion`: full objects would drown a test failure.
 struct ObjectDisplay<'a, K>(Option<&'a K>);
 
-impl<K: Resource> fmt::Display for ObjectDisplay<'_, K> {
+impl<K: Object> fmt::Display for ObjectDisplay<'_, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
             Some(o) => write!(f, "{}@{}", ObjectKey::of(o), crate::resource::resource_version(o)),
@@ -242,13 +242,13 @@ pub struct DeltaFifo<K> {
     max_queued_deltas: usize,
 }
 
-impl<K: Resource> Default for DeltaFifo<K> {
+impl<K: Object> Default for DeltaFifo<K> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<K: Resource> DeltaFifo<K> {
+impl<K: Object> DeltaFifo<K> {
     /// An empty queue that knows no objects: a deletion of a key that is not queued is dropped,
     /// and resync does nothing.
     #[must_use]
@@ -424,7 +424,7 @@ fn dedup_deltas<K>(deltas: &mut Vec<Delta<K>>) {
 }
 
 /// The producer's side: what the reflector writes.
-impl<K: Resource> DeltaFifo<K> {
+impl<K: Object> DeltaFifo<K> {
     /// Queues an [`Added`](Delta::Added) delta for `obj` (watch `ADDED`).
     pub fn add(&self, obj: Arc<K>) {
         self.add_or_update(obj, false);
@@ -576,7 +576,7 @@ impl<K: Resource> DeltaFifo<K> {
 }
 
 /// The consumer's side: what the shared informer's process loop calls.
-impl<K: Resource> DeltaFifo<K> {
+impl<K: Object> DeltaFifo<K> {
     /// Waits for the oldest queued key, and runs `process` on all its deltas before the next pop
     /// can start. `process` gets `is_in_initial_list`: whether these deltas belong to the first
     /// list the queue was filled with.

@@ -62,10 +62,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::clock::SharedClock;
+use crate::dynamic::DynamicObject;
 use crate::lister::{Lister, NotFound};
 use crate::listwatch::ListWatchSource;
 use crate::reflector::ReflectorConfig;
-use crate::resource::{GroupVersionResource, Resource, is_namespaced};
+use crate::resource::{GroupVersionResource, Object, Resource, is_namespaced};
 use crate::selector::LabelSelector;
 use crate::shared_informer::{SharedIndexInformer, ShutdownReport};
 use crate::store::{ObjectKey, StorageMode};
@@ -73,11 +74,19 @@ use crate::store::{ObjectKey, StorageMode};
 /// Why the factory could not answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FactoryError {
-    /// [`for_resource`](SharedInformerFactory::for_resource) knows no type for this resource:
-    /// ask for it once with [`informer`](SharedInformerFactory::informer) or
+    /// [`for_resource`](SharedInformerFactory::for_resource) knows no type for this resource,
+    /// and the factory's source cannot list resources unknown at compile time: ask for its
+    /// type once with [`informer`](SharedInformerFactory::informer) or
     /// [`register`](SharedInformerFactory::register) it.
     #[error("no informer found for {0}")]
     NoInformerFound(GroupVersionResource),
+    /// The factory's source cannot list resources unknown at compile time (the `testing`
+    /// module's `FakeSource`): use a [`Client`](crate::Client), or a typed informer.
+    #[error(
+        "no dynamic informer for {0}: the factory's source lists only Rust types known at \
+         compile time; use an HTTP client (informer_runtime::Client) as the source"
+    )]
+    DynamicNotSupported(GroupVersionResource),
 }
 
 type MetaTransform = Arc<dyn Fn(&mut ObjectMeta) + Send + Sync>;
@@ -131,10 +140,11 @@ impl<S: ListWatchSource> FactoryBuilder<S> {
         self
     }
 
-    /// Resync period of the informer for `K`, instead of the default.
+    /// Resync period of the informer for `K`, instead of the default. For
+    /// [`DynamicObject`], of every dynamic informer.
     #[doc(alias = "WithCustomResyncConfig")]
     #[must_use]
-    pub fn resync_for<K: Resource>(mut self, period: Duration) -> Self {
+    pub fn resync_for<K: Object>(mut self, period: Duration) -> Self {
         self.custom_resync.insert(TypeId::of::<K>(), period);
         self
     }
@@ -153,8 +163,9 @@ impl<S: ListWatchSource> FactoryBuilder<S> {
     }
 
     /// A transform for objects of `K`; it takes precedence over [`transform`](Self::transform).
+    /// For [`DynamicObject`], of every dynamic informer.
     #[must_use]
-    pub fn transform_for<K: Resource>(
+    pub fn transform_for<K: Object>(
         mut self,
         transform: impl Fn(&mut K) + Send + Sync + 'static,
     ) -> Self {
@@ -252,7 +263,7 @@ impl<S: ListWatchSource> FactoryBuilder<S> {
     /// assert_eq!(factory.informer::<Namespace>().cache().storage_mode(), StorageMode::Decoded);
     /// ```
     #[must_use]
-    pub fn compact_storage_for<K: Resource>(mut self, recent: usize) -> Self {
+    pub fn compact_storage_for<K: Object>(mut self, recent: usize) -> Self {
         self.custom_storage.insert(TypeId::of::<K>(), StorageMode::Compact { recent });
         self
     }
@@ -260,7 +271,7 @@ impl<S: ListWatchSource> FactoryBuilder<S> {
     /// Decoded objects (the default) for the informer of `K`, whatever
     /// [`compact_storage`](Self::compact_storage) says for the others.
     #[must_use]
-    pub fn decoded_storage_for<K: Resource>(mut self) -> Self {
+    pub fn decoded_storage_for<K: Object>(mut self) -> Self {
         self.custom_storage.insert(TypeId::of::<K>(), StorageMode::Decoded);
         self
     }
@@ -330,13 +341,23 @@ trait ErasedInformer: Send + Sync {
     fn as_any(&self) -> &dyn Any;
 }
 
-impl<K: Resource> ErasedInformer for SharedIndexInformer<K> {
+impl Entry {
+    fn new<K: Object + DynResource>(informer: &SharedIndexInformer<K>) -> Self {
+        Self {
+            typed: Box::new(informer.clone()),
+            erased: Arc::new(informer.clone()),
+            started: false,
+        }
+    }
+}
+
+impl<K: Object + DynResource> ErasedInformer for SharedIndexInformer<K> {
     fn gvr(&self) -> GroupVersionResource {
-        GroupVersionResource::of::<K>()
+        self.identity().gvr().clone()
     }
 
     fn partial(&self) -> bool {
-        K::PARTIAL
+        self.identity().partial()
     }
 
     fn has_synced(&self) -> bool {
@@ -371,7 +392,7 @@ pub trait DynResource: Any + Send + Sync {
     /// The object's metadata.
     fn metadata(&self) -> &ObjectMeta;
     /// The object's kind.
-    fn kind(&self) -> &'static str;
+    fn kind(&self) -> &str;
     /// The object as JSON.
     ///
     /// # Errors
@@ -387,8 +408,26 @@ impl<K: Resource> DynResource for K {
         self.meta()
     }
 
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> &str {
         K::KIND
+    }
+
+    fn to_json(&self) -> serde_json::Result<serde_json::Value> {
+        serde_json::to_value(self)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl DynResource for DynamicObject {
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn kind(&self) -> &str {
+        DynamicObject::kind(self)
     }
 
     fn to_json(&self) -> serde_json::Result<serde_json::Value> {
@@ -425,9 +464,9 @@ impl GenericInformer {
         GenericLister { erased: Arc::clone(&self.erased) }
     }
 
-    /// The typed informer, when `K` is its type.
+    /// The typed informer, when `K` is its type ([`DynamicObject`] for a dynamic informer).
     #[must_use]
-    pub fn downcast<K: Resource>(&self) -> Option<SharedIndexInformer<K>> {
+    pub fn downcast<K: Object>(&self) -> Option<SharedIndexInformer<K>> {
         self.erased.as_any().downcast_ref::<SharedIndexInformer<K>>().cloned()
     }
 }
@@ -492,6 +531,14 @@ impl CacheSyncReport {
     }
 }
 
+/// What the factory keeps one informer per: a Rust type, or a resource known at run time (and
+/// whether of metadata only).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum InformerKey {
+    Typed(TypeId),
+    Dynamic(GroupVersionResource, bool),
+}
+
 struct Entry {
     typed: Box<dyn Any + Send + Sync>,
     erased: Arc<dyn ErasedInformer>,
@@ -501,7 +548,7 @@ struct Entry {
 type Constructor<S> = fn(&SharedInformerFactory<S>) -> Arc<dyn ErasedInformer>;
 
 struct State<S> {
-    informers: HashMap<TypeId, Entry>,
+    informers: HashMap<InformerKey, Entry>,
     registered: HashMap<GroupVersionResource, Constructor<S>>,
     shutting_down: bool,
 }
@@ -565,37 +612,91 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
     )]
     pub fn informer<K: Resource>(&self) -> SharedIndexInformer<K> {
         let mut state = self.inner.state.lock();
-        if let Some(informer) = state
-            .informers
-            .get(&TypeId::of::<K>())
-            .and_then(|e| e.typed.downcast_ref::<SharedIndexInformer<K>>())
+        let key = InformerKey::Typed(TypeId::of::<K>());
+        if let Some(informer) =
+            state.informers.get(&key).and_then(|e| e.typed.downcast_ref::<SharedIndexInformer<K>>())
         {
             return informer.clone();
         }
-        let informer = self.new_informer::<K>();
+        let options = &self.inner.options;
+        let namespace = options.namespace.as_deref().filter(|_| is_namespaced::<K>());
+        let informer = SharedIndexInformer::new(options.source.lister_watcher::<K>(namespace));
+        let informer = self.configure(informer);
         register::<S, K>(&mut state.registered);
-        state.informers.insert(
-            TypeId::of::<K>(),
-            Entry {
-                typed: Box::new(informer.clone()),
-                erased: Arc::new(informer.clone()),
-                started: false,
-            },
-        );
+        state.informers.insert(key, Entry::new(&informer));
         informer
     }
 
-    fn new_informer<K: Resource>(&self) -> SharedIndexInformer<K> {
+    /// The informer of `gvr`, a resource known only at run time, holding
+    /// [`DynamicObject`]s; created on first request, like [`informer`](Self::informer), and
+    /// shared per resource (client-go's `dynamicinformer.NewDynamicSharedInformerFactory(...)
+    /// .ForResource(gvr)`). Its kind and scope come from the server's discovery when it first
+    /// lists; see the [`dynamic`](crate::dynamic) module. Options set for
+    /// [`DynamicObject`] (`resync_for`, `transform_for`, `compact_storage_for`) apply to it.
+    ///
+    /// # Errors
+    ///
+    /// [`FactoryError::DynamicNotSupported`] when the factory's source cannot list resources
+    /// unknown at compile time.
+    #[doc(alias = "ForResource")]
+    pub fn dynamic_informer(
+        &self,
+        gvr: &GroupVersionResource,
+    ) -> Result<SharedIndexInformer<DynamicObject>, FactoryError> {
+        self.dynamic(gvr, false)
+    }
+
+    /// The informer of the metadata alone of `gvr`'s objects (client-go's
+    /// `metadatainformer`): as [`dynamic_informer`](Self::dynamic_informer), but the server
+    /// sends each object's `ObjectMeta` only, and its objects' `kind` is
+    /// `PartialObjectMetadata`.
+    ///
+    /// # Errors
+    ///
+    /// As [`dynamic_informer`](Self::dynamic_informer).
+    pub fn dynamic_metadata_informer(
+        &self,
+        gvr: &GroupVersionResource,
+    ) -> Result<SharedIndexInformer<DynamicObject>, FactoryError> {
+        self.dynamic(gvr, true)
+    }
+
+    fn dynamic(
+        &self,
+        gvr: &GroupVersionResource,
+        metadata_only: bool,
+    ) -> Result<SharedIndexInformer<DynamicObject>, FactoryError> {
+        let mut state = self.inner.state.lock();
+        let key = InformerKey::Dynamic(gvr.clone(), metadata_only);
+        if let Some(informer) = state
+            .informers
+            .get(&key)
+            .and_then(|e| e.typed.downcast_ref::<SharedIndexInformer<DynamicObject>>())
+        {
+            return Ok(informer.clone());
+        }
         let options = &self.inner.options;
-        let namespace = options.namespace.as_deref().filter(|_| is_namespaced::<K>());
+        let namespace = options.namespace.as_deref();
+        let lister_watcher = options
+            .source
+            .dynamic_lister_watcher(gvr, namespace, metadata_only)
+            .ok_or_else(|| FactoryError::DynamicNotSupported(gvr.clone()))?;
+        let informer = SharedIndexInformer::dynamic(lister_watcher, gvr.clone(), metadata_only);
+        let informer = self.configure(informer);
+        state.informers.insert(key, Entry::new(&informer));
+        Ok(informer)
+    }
+
+    /// Applies the factory's options to a new informer of `K`.
+    fn configure<K: Object>(&self, informer: SharedIndexInformer<K>) -> SharedIndexInformer<K> {
+        let options = &self.inner.options;
         let resync = options
             .custom_resync
             .get(&TypeId::of::<K>())
             .copied()
             .unwrap_or(options.default_resync);
-        let mut informer = SharedIndexInformer::new(options.source.lister_watcher::<K>(namespace))
-            .with_resync(resync)
-            .with_reflector_config(options.reflector.clone());
+        let mut informer =
+            informer.with_resync(resync).with_reflector_config(options.reflector.clone());
         if let Some(clock) = &options.clock {
             informer = informer.with_clock(Arc::clone(clock));
         }
@@ -653,16 +754,19 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
     }
 
     /// The informer for a resource known only at run time: one already asked for, or one whose
-    /// type was [registered](Self::register).
+    /// type was [registered](Self::register), or else a [dynamic
+    /// informer](Self::dynamic_informer) of it, for any resource the server serves.
     ///
     /// A resource has informers of several types when `K` and
     /// [`PartialObjectMetadata<K>`](crate::metadata::PartialObjectMetadata) or a view of `K`
     /// were asked for; the one of `K` (whole objects) is the answer then, as it is what
-    /// client-go's `ForResource` gives. Between parts only (metadata, views), any of them.
+    /// client-go's `ForResource` gives; a typed informer before a dynamic one. Between parts
+    /// only (metadata, views), any of them.
     ///
     /// # Errors
     ///
-    /// [`FactoryError::NoInformerFound`] for an unknown resource.
+    /// [`FactoryError::NoInformerFound`] for a resource no type was registered for when the
+    /// factory's source cannot list resources unknown at compile time.
     #[doc(alias = "ForResource")]
     pub fn for_resource(
         &self,
@@ -670,19 +774,23 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
     ) -> Result<GenericInformer, FactoryError> {
         let constructor = {
             let state = self.inner.state.lock();
-            // Whole objects before metadata only and views, whatever the map's order.
-            let found = state
-                .informers
-                .values()
-                .filter(|e| e.erased.gvr() == *gvr)
-                .min_by_key(|e| e.erased.partial());
-            if let Some(entry) = found {
+            // Whole objects before metadata only and views, typed before dynamic, whatever
+            // the map's order.
+            let found = state.informers.iter().filter(|(_, e)| e.erased.gvr() == *gvr).min_by_key(
+                |(key, e)| (e.erased.partial(), matches!(key, InformerKey::Dynamic(..))),
+            );
+            if let Some((_, entry)) = found {
                 return Ok(GenericInformer { erased: Arc::clone(&entry.erased) });
             }
             state.registered.get(gvr).copied()
         };
-        let constructor = constructor.ok_or_else(|| FactoryError::NoInformerFound(gvr.clone()))?;
-        Ok(GenericInformer { erased: constructor(self) })
+        if let Some(constructor) = constructor {
+            return Ok(GenericInformer { erased: constructor(self) });
+        }
+        match self.dynamic_informer(gvr) {
+            Ok(informer) => Ok(GenericInformer { erased: Arc::new(informer) }),
+            Err(_) => Err(FactoryError::NoInformerFound(gvr.clone())),
+        }
     }
 
     /// Starts every informer asked for and not started yet. Call it again after asking for more;

@@ -2,7 +2,8 @@
 //!
 //! An informer keeps an in-memory, indexed cache of one resource type in step with the API
 //! server, and tells your handlers about every change. This crate has the whole machinery,
-//! generic over the resource type `K`: any k8s-openapi kind, the custom resource types that
+//! generic over the object type `K` (an [`Object`]: metadata and serde), which is most often a
+//! [`Resource`] type known at compile time: any k8s-openapi kind, the custom resource types that
 //! `informer-gen` and `#[derive(Informer)]` generate, and any other type that implements
 //! [`Resource`] (kube-rs's `#[derive(CustomResource)]` roots and kopium's output, with one
 //! [`impl_resource!`] line; see the [`resource`] module). For a kind whose `spec` a controller
@@ -15,7 +16,10 @@
 //!
 //! Most programs need only the [`SharedInformerFactory`]: ask it for the informers of the types
 //! you care about, register handlers, start it, wait for the caches, read through [listers].
-//! See the example in the [`factory`] module. A [`controller::Controller`] turns informers
+//! See the example in the [`factory`] module. For resources known only at run time (generic
+//! tools: dashboards, policy engines, backups), the factory makes dynamic informers by group,
+//! version and resource, whose objects are [`dynamic::DynamicObject`]s: metadata typed, the
+//! rest JSON (see the [`dynamic`] module). A [`controller::Controller`] turns informers
 //! into a reconcile loop: its handlers hand keys to a [`workqueue::WorkQueue`], whose workers
 //! call your `reconcile`.
 //!
@@ -38,6 +42,7 @@
 //!    ─▶ shared_informer/handler.rs          your ResourceEventHandler
 //!
 //!  lister.rs reads the store; factory.rs owns one informer per resource type;
+//!  dynamic.rs is the object of resources known at run time (client/discovery.rs finds them);
 //!  informers/ holds the generated typed accessors (factory.core().v1().pods()).
 //!
 //!  After the handlers, a controller's own flow:
@@ -68,6 +73,7 @@ pub mod client;
 pub mod clock;
 pub mod controller;
 pub mod delta_fifo;
+pub mod dynamic;
 #[cfg(feature = "client")]
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub mod events;
@@ -103,7 +109,9 @@ pub use factory::SharedInformerFactory;
 pub use lister::{Lister, NamespaceLister, NotFound};
 pub use listwatch::{ListWatchSource, ListerWatcher, Status};
 pub use metadata::PartialObjectMetadata;
-pub use resource::{GroupVersionResource, Resource, WholeObject, is_namespaced};
+pub use resource::{
+    ApiResource, GroupVersionResource, Object, Resource, WholeObject, is_namespaced,
+};
 pub use selector::LabelSelector;
 pub use shared_informer::{
     DeletedObject, HandlerFuncs, ResourceEventHandler, ResourceEventHandlerRegistration,

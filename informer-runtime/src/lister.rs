@@ -21,7 +21,8 @@ use std::sync::Arc;
 
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 
-use crate::resource::Resource;
+use crate::dynamic::DynamicObject;
+use crate::resource::{Object, Resource};
 use crate::selector::LabelSelector;
 use crate::store::{Cache, ObjectKey};
 
@@ -35,10 +36,14 @@ pub struct NotFound {
     pub name: String,
 }
 
-fn not_found<K: Resource>(name: &str) -> NotFound {
+/// How client-go's typed listers name `K` in a `NotFound`: its kind, lowercase, with its group.
+fn typed_label<K: Resource>() -> Arc<str> {
     let kind = K::KIND.to_lowercase();
-    let resource = if K::GROUP.is_empty() { kind } else { format!("{kind}.{}", K::GROUP) };
-    NotFound { resource, name: name.to_owned() }
+    if K::GROUP.is_empty() { kind.into() } else { format!("{kind}.{}", K::GROUP).into() }
+}
+
+fn not_found(resource: &str, name: &str) -> NotFound {
+    NotFound { resource: resource.to_owned(), name: name.to_owned() }
 }
 
 /// Reads objects of one kind from a cache.
@@ -69,11 +74,13 @@ fn not_found<K: Resource>(name: &str) -> NotFound {
 #[doc(alias = "GenericLister")]
 pub struct Lister<K> {
     cache: Cache<K>,
+    /// The resource as a [`NotFound`] names it.
+    resource: Arc<str>,
 }
 
 impl<K> Clone for Lister<K> {
     fn clone(&self) -> Self {
-        Self { cache: self.cache.clone() }
+        Self { cache: self.cache.clone(), resource: Arc::clone(&self.resource) }
     }
 }
 
@@ -81,7 +88,14 @@ impl<K: Resource> Lister<K> {
     /// A lister over `cache`.
     #[must_use]
     pub fn new(cache: Cache<K>) -> Self {
-        Self { cache }
+        Self { cache, resource: typed_label::<K>() }
+    }
+}
+
+impl<K: Object> Lister<K> {
+    /// A lister over `cache`, whose [`NotFound`] errors name `resource`.
+    pub(crate) fn named(cache: Cache<K>, resource: Arc<str>) -> Self {
+        Self { cache, resource }
     }
 
     /// Every object whose labels match `selector`, in all namespaces, unordered.
@@ -91,11 +105,25 @@ impl<K: Resource> Lister<K> {
     }
 }
 
+impl<K: Object> Lister<K> {
+    fn in_namespace(&self, namespace: &str) -> NamespaceLister<K> {
+        NamespaceLister {
+            cache: self.cache.clone(),
+            namespace: namespace.to_owned(),
+            resource: Arc::clone(&self.resource),
+        }
+    }
+
+    fn get_cluster_scoped(&self, name: &str) -> Result<Arc<K>, NotFound> {
+        self.cache.get_by_key(name).ok_or_else(|| not_found(&self.resource, name))
+    }
+}
+
 impl<K: Resource<Scope = NamespaceResourceScope>> Lister<K> {
     /// The objects of one namespace.
     #[must_use]
     pub fn namespace(&self, namespace: &str) -> NamespaceLister<K> {
-        NamespaceLister { cache: self.cache.clone(), namespace: namespace.to_owned() }
+        self.in_namespace(namespace)
     }
 }
 
@@ -106,7 +134,27 @@ impl<K: Resource<Scope = ClusterResourceScope>> Lister<K> {
     ///
     /// [`NotFound`] when the cache does not hold it.
     pub fn get(&self, name: &str) -> Result<Arc<K>, NotFound> {
-        self.cache.get_by_key(name).ok_or_else(|| not_found::<K>(name))
+        self.get_cluster_scoped(name)
+    }
+}
+
+/// A dynamic resource's scope is known only at run time: both ways of reading are offered, as
+/// client-go's dynamic lister does. `namespace` of a cluster-scoped resource lists nothing, and
+/// `get` of a namespaced one finds nothing.
+impl Lister<DynamicObject> {
+    /// The objects of one namespace.
+    #[must_use]
+    pub fn namespace(&self, namespace: &str) -> NamespaceLister<DynamicObject> {
+        self.in_namespace(namespace)
+    }
+
+    /// The cluster-scoped object `name`.
+    ///
+    /// # Errors
+    ///
+    /// [`NotFound`] when the cache does not hold it.
+    pub fn get(&self, name: &str) -> Result<Arc<DynamicObject>, NotFound> {
+        self.get_cluster_scoped(name)
     }
 }
 
@@ -114,9 +162,10 @@ impl<K: Resource<Scope = ClusterResourceScope>> Lister<K> {
 pub struct NamespaceLister<K> {
     cache: Cache<K>,
     namespace: String,
+    resource: Arc<str>,
 }
 
-impl<K: Resource> NamespaceLister<K> {
+impl<K: Object> NamespaceLister<K> {
     /// The objects of this namespace whose labels match `selector`, unordered.
     #[must_use]
     pub fn list(&self, selector: &LabelSelector) -> Vec<Arc<K>> {
@@ -130,7 +179,7 @@ impl<K: Resource> NamespaceLister<K> {
     /// [`NotFound`] when the cache does not hold it.
     pub fn get(&self, name: &str) -> Result<Arc<K>, NotFound> {
         let key = ObjectKey::new(Some(&self.namespace), name);
-        self.cache.get_by_key(key.as_str()).ok_or_else(|| not_found::<K>(name))
+        self.cache.get_by_key(key.as_str()).ok_or_else(|| not_found(&self.resource, name))
     }
 }
 
@@ -164,12 +213,12 @@ mod tests {
         StorageMode::Compact { recent: 4 },
     ];
 
-    fn in_mode<K: Resource>(indexer: Indexer<K>, mode: StorageMode) -> Indexer<K> {
+    fn in_mode<K: Object>(indexer: Indexer<K>, mode: StorageMode) -> Indexer<K> {
         indexer.set_storage_mode(mode);
         indexer
     }
 
-    fn names<K: Resource>(objs: &[Arc<K>]) -> Vec<String> {
+    fn names<K: Object>(objs: &[Arc<K>]) -> Vec<String> {
         let mut v: Vec<String> = objs.iter().map(|o| ObjectKey::of(&**o).to_string()).collect();
         v.sort();
         v

@@ -12,7 +12,8 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 
-use crate::resource::Resource;
+use crate::dynamic::DynamicObject;
+use crate::resource::{GroupVersionResource, Object, Resource};
 
 /// A `resourceVersionMatch` rule for lists and streaming lists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -117,7 +118,7 @@ pub enum WatchEvent<K> {
     Error(Status),
 }
 
-impl<K: Resource> fmt::Debug for WatchEvent<K> {
+impl<K: Object> fmt::Debug for WatchEvent<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let show =
             |o: &K| format!("{}@{}", crate::ObjectKey::of(o), crate::resource::resource_version(o));
@@ -365,4 +366,19 @@ impl<K, T: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<T> {
 pub trait ListWatchSource: Clone + Send + Sync + 'static {
     /// A lister-watcher for `K`, limited to `namespace` when given (for namespaced kinds).
     fn lister_watcher<K: Resource>(&self, namespace: Option<&str>) -> Arc<dyn ListerWatcher<K>>;
+
+    /// A lister-watcher for a resource known only at run time (see the
+    /// [`dynamic`](crate::dynamic) module), limited to `namespace` when given and the resource
+    /// is namespaced; with `metadata_only`, of its objects' metadata alone. `None` when this
+    /// source cannot serve resources it does not know at compile time (the default; the
+    /// `testing` module's `FakeSource` is such a source).
+    fn dynamic_lister_watcher(
+        &self,
+        gvr: &GroupVersionResource,
+        namespace: Option<&str>,
+        metadata_only: bool,
+    ) -> Option<Arc<dyn ListerWatcher<DynamicObject>>> {
+        let _ = (gvr, namespace, metadata_only);
+        None
+    }
 }

@@ -43,7 +43,7 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::ser::{SerializeStruct, Serializer};
 use serde::{Deserialize, Serialize};
 
-use crate::resource::Resource;
+use crate::resource::{Object, Resource};
 
 /// `apiVersion` of the objects the API server sends for metadata-only requests.
 pub const API_VERSION: &str = "meta.k8s.io/v1";
@@ -107,7 +107,9 @@ impl<K: Resource> Resource for PartialObjectMetadata<K> {
     const PLURAL: &'static str = K::PLURAL;
     type Scope = K::Scope;
     const METADATA_ONLY: bool = true;
+}
 
+impl<K: Resource> Object for PartialObjectMetadata<K> {
     fn meta(&self) -> &ObjectMeta {
         &self.metadata
     }

@@ -42,12 +42,19 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// A Kubernetes resource type an informer can cache: its identity on the API server and its
-/// object metadata.
+/// An object an informer can cache: a Kubernetes object with [`ObjectMeta`], whatever its Rust
+/// type knows of its resource.
+///
+/// The whole runtime (reflector, `DeltaFIFO`, store, informer, handlers, listers) needs no more
+/// than this; what it needs of the resource's identity (its URL, its kind, its name in logs)
+/// comes with the informer. Typed resources are also [`Resource`]s, whose identity is known at
+/// compile time; a [`DynamicObject`](crate::dynamic::DynamicObject) is only an `Object`, and
+/// its informer learns its identity from the API server's discovery (see the
+/// [`dynamic`](crate::dynamic) module).
 ///
 /// Implemented for every type that implements k8s-openapi's [`Resource`](k8s_openapi::Resource)
-/// and [`Metadata<Ty = ObjectMeta>`](k8s_openapi::Metadata); other types implement it with
-/// [`impl_resource!`](crate::impl_resource) or by hand (see the [module docs](self)).
+/// and [`Metadata<Ty = ObjectMeta>`](k8s_openapi::Metadata), by [`impl_resource!`](crate::impl_resource)
+/// and for [`DynamicObject`](crate::dynamic::DynamicObject).
 ///
 /// The metadata accessors are named [`meta`](Self::meta) and [`meta_mut`](Self::meta_mut), as
 /// in kube-rs, so that they never clash with k8s-openapi's `metadata()` when both traits are in
@@ -57,14 +64,42 @@ use serde::de::DeserializeOwned;
 /// an object the source still holds); the hot path shares objects as `Arc<K>` and never clones.
 ///
 /// ```
+/// use informer_runtime::Object;
+/// use k8s_openapi::api::core::v1::Pod;
+///
+/// let pod = Pod::default();
+/// assert_eq!(pod.meta().name, None);
+/// ```
+pub trait Object: Clone + Serialize + DeserializeOwned + Send + Sync + 'static {
+    /// The object's metadata.
+    fn meta(&self) -> &ObjectMeta;
+
+    /// The object's metadata, to change.
+    fn meta_mut(&mut self) -> &mut ObjectMeta;
+
+    /// Sets the object's `apiVersion` and `kind` if its type keeps them and they are missing
+    /// (API servers leave them out of the items of lists of built-in kinds). Only
+    /// [`DynamicObject`](crate::dynamic::DynamicObject) keeps them; typed objects know theirs.
+    #[doc(hidden)]
+    fn fill_type(&mut self, api_version: &str, kind: &str) {
+        let _ = (api_version, kind);
+    }
+}
+
+/// A Kubernetes resource type whose identity on the API server is known at compile time: an
+/// [`Object`] with a group, version, kind, plural name and scope.
+///
+/// Implemented for every type that implements k8s-openapi's [`Resource`](k8s_openapi::Resource)
+/// and [`Metadata<Ty = ObjectMeta>`](k8s_openapi::Metadata); other types implement it with
+/// [`impl_resource!`](crate::impl_resource) or by hand (see the [module docs](self)).
+///
+/// ```
 /// use informer_runtime::Resource;
 /// use k8s_openapi::api::core::v1::Pod;
 ///
 /// assert_eq!((Pod::GROUP, Pod::VERSION, Pod::KIND, Pod::PLURAL), ("", "v1", "Pod", "pods"));
-/// let pod = Pod::default();
-/// assert_eq!(pod.meta().name, None);
 /// ```
-pub trait Resource: Clone + Serialize + DeserializeOwned + Send + Sync + 'static {
+pub trait Resource: Object {
     /// `apiVersion` as objects carry it: `group/version`, or `version` for the core group.
     const API_VERSION: &'static str;
     /// API group, `""` for the core group.
@@ -90,12 +125,26 @@ pub trait Resource: Clone + Serialize + DeserializeOwned + Send + Sync + 'static
     /// prefers the informer of whole objects. Defaulted, as `METADATA_ONLY`.
     #[doc(hidden)]
     const PARTIAL: bool = Self::METADATA_ONLY;
+}
 
-    /// The object's metadata.
-    fn meta(&self) -> &ObjectMeta;
+impl<T> Object for T
+where
+    T: k8s_openapi::Resource<Scope: 'static>
+        + k8s_openapi::Metadata<Ty = ObjectMeta>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    fn meta(&self) -> &ObjectMeta {
+        k8s_openapi::Metadata::metadata(self)
+    }
 
-    /// The object's metadata, to change.
-    fn meta_mut(&mut self) -> &mut ObjectMeta;
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        k8s_openapi::Metadata::metadata_mut(self)
+    }
 }
 
 impl<T> Resource for T
@@ -115,14 +164,6 @@ where
     const KIND: &'static str = <T as k8s_openapi::Resource>::KIND;
     const PLURAL: &'static str = <T as k8s_openapi::Resource>::URL_PATH_SEGMENT;
     type Scope = <T as k8s_openapi::Resource>::Scope;
-
-    fn meta(&self) -> &ObjectMeta {
-        k8s_openapi::Metadata::metadata(self)
-    }
-
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        k8s_openapi::Metadata::metadata_mut(self)
-    }
 }
 
 /// A [`Resource`] whose values are whole objects, which the API server can store as they are:
@@ -170,14 +211,14 @@ pub fn is_namespaced<K: Resource>() -> bool {
 
 /// `held` if it is the same version of the same object as `listed`: the cache's copy a relist
 /// keeps in place of a newly decoded one.
-pub(crate) fn same_version<K: Resource>(held: Option<Arc<K>>, listed: &K) -> Option<Arc<K>> {
+pub(crate) fn same_version<K: Object>(held: Option<Arc<K>>, listed: &K) -> Option<Arc<K>> {
     let version = listed.meta().resource_version.as_deref().filter(|v| !v.is_empty())?;
     held.filter(|held| held.meta().resource_version.as_deref() == Some(version))
 }
 
 /// The `metadata.resourceVersion` of an object, or `""` when it has none.
 #[must_use]
-pub fn resource_version<K: Resource>(obj: &K) -> &str {
+pub fn resource_version<K: Object>(obj: &K) -> &str {
     obj.meta().resource_version.as_deref().unwrap_or_default()
 }
 
@@ -222,6 +263,78 @@ impl fmt::Display for GroupVersionResource {
             write!(f, "{}, Resource={}", self.version, self.resource)
         } else {
             write!(f, "{}/{}, Resource={}", self.group, self.version, self.resource)
+        }
+    }
+}
+
+/// A resource's whole identity, known at run time: what a URL, a message and a check of the
+/// objects served need.
+///
+/// For a Rust type, [`ApiResource::of`] reads it from the type's [`Resource`] constants; for a
+/// resource learnt at run time, the API server's discovery documents tell it
+/// ([`Client::discover`](crate::client::Client::discover)).
+///
+/// ```
+/// # use informer_runtime::resource::ApiResource;
+/// use k8s_openapi::api::apps::v1::Deployment;
+///
+/// let deployments = ApiResource::of::<Deployment>();
+/// assert_eq!(deployments.api_version(), "apps/v1");
+/// assert_eq!(deployments.to_string(), "deployments.apps");
+/// assert!(deployments.namespaced);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[doc(alias = "APIResource")]
+pub struct ApiResource {
+    /// API group, `""` for the core group.
+    pub group: String,
+    /// API version within the group.
+    pub version: String,
+    /// The kind of its objects, for example `Deployment`.
+    pub kind: String,
+    /// Plural resource name as it appears in URLs, for example `deployments`.
+    pub plural: String,
+    /// Whether its objects live in a namespace.
+    pub namespaced: bool,
+}
+
+impl ApiResource {
+    /// The identity of the Rust type `K`.
+    #[must_use]
+    pub fn of<K: Resource>() -> Self {
+        Self {
+            group: K::GROUP.to_owned(),
+            version: K::VERSION.to_owned(),
+            kind: K::KIND.to_owned(),
+            plural: K::PLURAL.to_owned(),
+            namespaced: is_namespaced::<K>(),
+        }
+    }
+
+    /// `apiVersion` as objects carry it: `group/version`, or `version` for the core group.
+    #[must_use]
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// Its group, version and plural name.
+    #[must_use]
+    pub fn gvr(&self) -> GroupVersionResource {
+        GroupVersionResource::new(&self.group, &self.version, &self.plural)
+    }
+}
+
+/// `plural[.group]`, as kubectl names a resource (`pods`, `deployments.apps`).
+impl fmt::Display for ApiResource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.group.is_empty() {
+            f.write_str(&self.plural)
+        } else {
+            write!(f, "{}.{}", self.plural, self.group)
         }
     }
 }
@@ -306,6 +419,18 @@ macro_rules! impl_resource {
             "unknown scope `", ::core::stringify!($other), "`: write `namespaced` or `cluster`"
         ))
     };
+    (@object $ty:ty) => {
+        #[automatically_derived]
+        impl $crate::Object for $ty {
+            fn meta(&self) -> &$crate::__private::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                &self.metadata
+            }
+
+            fn meta_mut(&mut self) -> &mut $crate::__private::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                &mut self.metadata
+            }
+        }
+    };
     (@impl $ty:ty, $group:literal, $api_version:expr, $version:literal, $kind:literal, $plural:literal, $scope:ident) => {
         #[automatically_derived]
         impl $crate::Resource for $ty {
@@ -315,15 +440,9 @@ macro_rules! impl_resource {
             const KIND: &'static str = $kind;
             const PLURAL: &'static str = $plural;
             type Scope = $crate::impl_resource!(@scope $scope);
-
-            fn meta(&self) -> &$crate::__private::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-                &self.metadata
-            }
-
-            fn meta_mut(&mut self) -> &mut $crate::__private::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-                &mut self.metadata
-            }
         }
+
+        $crate::impl_resource!(@object $ty);
 
         #[automatically_derived]
         impl $crate::resource::WholeObject for $ty {}
@@ -339,15 +458,9 @@ macro_rules! impl_resource {
             const PLURAL: &'static str = <$viewed as $crate::Resource>::PLURAL;
             type Scope = <$viewed as $crate::Resource>::Scope;
             const PARTIAL: bool = true;
-
-            fn meta(&self) -> &$crate::__private::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-                &self.metadata
-            }
-
-            fn meta_mut(&mut self) -> &mut $crate::__private::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-                &mut self.metadata
-            }
         }
+
+        $crate::impl_resource!(@object $ty);
     };
     // The core group: `apiVersion` is the bare version.
     ($ty:ty, group = "", version = $version:literal, kind = $kind:literal, plural = $plural:literal, $scope:ident $(,)?) => {

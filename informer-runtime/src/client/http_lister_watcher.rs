@@ -66,15 +66,17 @@ use tokio::task::JoinHandle;
 
 use super::api_client::Client;
 use super::body::{BodyReader, ReadError};
+use super::discovery::explain;
 use super::error::{cause_chain, io_kind_in_chain, transport_error};
 use super::list_page::PageDecoder;
-use super::request::{collection_url, list_accept, object_accept, set_list_query, set_watch_query};
+use super::request::{Target, set_list_query, set_watch_query};
 use super::watch_decode::{Decoded, WatchDecoder};
+use crate::dynamic::DynamicObject;
 use crate::listwatch::{
     Error, ListIntake, ListOptions, ListWatchSource, ListerWatcher, ObjectList, WatchOptions,
     WatchStream,
 };
-use crate::resource::{Resource, resource_name};
+use crate::resource::{GroupVersionResource, Object, Resource};
 
 /// Added to a watch's server timeout to make its client-side idle deadline.
 pub(crate) const WATCH_IDLE_MARGIN: Duration = Duration::from_secs(30);
@@ -91,6 +93,9 @@ pub(crate) const INLINE_DECODE_MAX: usize = 64 * 1024;
 pub(crate) struct HttpListerWatcher<K> {
     client: Client,
     namespace: Option<String>,
+    /// What is listed and watched: known from `K`, or learnt from discovery.
+    target: TargetSlot,
+    /// `plural[.group]`, for logs and messages.
     resource: Arc<str>,
     prefetch: Arc<Mutex<Option<Prefetch>>>,
     /// A page of the current list was too large to prefetch: prefetch no more of it.
@@ -114,15 +119,71 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// A lister-watcher's target: known when it is made (a Rust type), or found by discovery on
+/// first use (a resource known by group, version and plural only).
+enum TargetSlot {
+    Known(Arc<Target>),
+    Discovered {
+        gvr: GroupVersionResource,
+        metadata_only: bool,
+        /// Set by the first successful discovery; a failed one is tried again by the next list
+        /// or watch, so that an informer syncs once a CRD is installed.
+        found: tokio::sync::OnceCell<Arc<Target>>,
+    },
+}
+
 impl<K: Resource> HttpListerWatcher<K> {
+    /// Lists and watches `K`.
     pub(crate) fn new(client: Client, namespace: Option<&str>) -> Self {
+        Self::with_target(client, namespace, TargetSlot::Known(Arc::new(Target::of::<K>())))
+    }
+}
+
+impl HttpListerWatcher<DynamicObject> {
+    /// Lists and watches `gvr`, whose kind and scope discovery tells on first use.
+    pub(crate) fn dynamic(
+        client: Client,
+        namespace: Option<&str>,
+        gvr: GroupVersionResource,
+        metadata_only: bool,
+    ) -> Self {
+        let found = tokio::sync::OnceCell::new();
+        Self::with_target(client, namespace, TargetSlot::Discovered { gvr, metadata_only, found })
+    }
+}
+
+impl<K: Object> HttpListerWatcher<K> {
+    fn with_target(client: Client, namespace: Option<&str>, target: TargetSlot) -> Self {
+        let resource = match &target {
+            TargetSlot::Known(target) => Arc::clone(target.name()),
+            TargetSlot::Discovered { gvr, .. } if gvr.group.is_empty() => {
+                gvr.resource.as_str().into()
+            }
+            TargetSlot::Discovered { gvr, .. } => format!("{}.{}", gvr.resource, gvr.group).into(),
+        };
         Self {
             client,
             namespace: namespace.map(ToOwned::to_owned),
-            resource: resource_name::<K>().into(),
+            target,
+            resource,
             prefetch: Arc::default(),
             pages_too_large: Arc::default(),
             _kind: PhantomData,
+        }
+    }
+
+    /// What to list and watch; discovered on first use for a dynamic resource.
+    async fn target(&self) -> Result<Arc<Target>, Error> {
+        match &self.target {
+            TargetSlot::Known(target) => Ok(Arc::clone(target)),
+            TargetSlot::Discovered { gvr, metadata_only, found } => found
+                .get_or_try_init(|| async {
+                    let resource = super::discovery::discover(&self.client, gvr).await?;
+                    tracing::debug!(%resource, kind = %resource.kind, namespaced = resource.namespaced, "discovered");
+                    Ok(Arc::new(Target::new(resource, *metadata_only)))
+                })
+                .await
+                .cloned(),
         }
     }
 
@@ -140,10 +201,17 @@ impl<K: Resource> HttpListerWatcher<K> {
             // A new list: its pages may be small enough to prefetch.
             self.pages_too_large.store(false, Ordering::Relaxed);
         }
-        let url = self.url(&options);
+        let target = match self.target().await {
+            Ok(target) => target,
+            Err(e) => {
+                self.prefetch.lock().take();
+                return Err(e);
+            }
+        };
+        let url = self.url(&target, &options);
         let keep = options.keep_managed_fields;
         let limits = self.client.limits();
-        let decoder = PageDecoder::new(Arc::clone(&self.resource), keep, self.prefetcher(options))
+        let decoder = PageDecoder::new(&target, keep, self.prefetcher(&target, options))
             .max_object_size(limits.max_object_size)
             .into_intake(intake);
         let fetched = match prefetched {
@@ -159,14 +227,14 @@ impl<K: Resource> HttpListerWatcher<K> {
                 decode_body(body, decoder).await
             }
             Ok(None) => {
-                let accept = list_accept::<K>();
+                let accept = target.list_accept();
                 match self.client.send_accepting(Method::GET, url, None, accept).await {
                     Ok(response) => {
                         let body = BodyReader::new(response, limits.read_idle_timeout);
                         decode_response(body, &self.resource, decoder).await
                     }
                     // A 404 says the resource is not served: say why, from discovery.
-                    Err(e) => Err(super::not_served::explain::<K>(&self.client, e).await),
+                    Err(e) => Err(explain(&self.client, &target.resource().gvr(), e).await),
                 }
             }
             Err(e) => Err(e),
@@ -178,14 +246,19 @@ impl<K: Resource> HttpListerWatcher<K> {
         decoded
     }
 
-    fn url(&self, options: &ListOptions) -> url::Url {
-        let mut url = collection_url::<K>(self.client.base_url(), self.namespace.as_deref());
+    fn url(&self, target: &Target, options: &ListOptions) -> url::Url {
+        let mut url = target.collection_url(self.client.base_url(), self.namespace.as_deref());
         set_list_query(&mut url, options);
         url
     }
 
     /// What to do with a continue token: fetch the page the reflector will ask for next.
-    fn prefetcher(&self, options: ListOptions) -> impl FnOnce(&str) + Send + 'static {
+    fn prefetcher(
+        &self,
+        target: &Arc<Target>,
+        options: ListOptions,
+    ) -> impl FnOnce(&str) + Send + 'static {
+        let target = Arc::clone(target);
         let client = self.client.clone();
         let namespace = self.namespace.clone();
         let resource = Arc::clone(&self.resource);
@@ -205,9 +278,9 @@ impl<K: Resource> HttpListerWatcher<K> {
                 resource_version_match: None,
                 ..options
             };
-            let mut url = collection_url::<K>(client.base_url(), namespace.as_deref());
+            let mut url = target.collection_url(client.base_url(), namespace.as_deref());
             set_list_query(&mut url, &next);
-            let accept = list_accept::<K>();
+            let accept = target.list_accept();
             let task = runtime.spawn(async move {
                 let page = fetch_page(&client, url, accept, &resource).await;
                 if matches!(page, Ok(None)) {
@@ -221,13 +294,14 @@ impl<K: Resource> HttpListerWatcher<K> {
     }
 
     async fn open_watch(&self, options: WatchOptions) -> Result<WatchStream<K>, Error> {
-        let mut url = collection_url::<K>(self.client.base_url(), self.namespace.as_deref());
+        let target = self.target().await?;
+        let mut url = target.collection_url(self.client.base_url(), self.namespace.as_deref());
         set_watch_query(&mut url, &options);
-        let response =
-            match self.client.send_accepting(Method::GET, url, None, object_accept::<K>()).await {
-                Ok(response) => response,
-                Err(e) => return Err(super::not_served::explain::<K>(&self.client, e).await),
-            };
+        let accept = target.object_accept();
+        let response = match self.client.send_accepting(Method::GET, url, None, accept).await {
+            Ok(response) => response,
+            Err(e) => return Err(explain(&self.client, &target.resource().gvr(), e).await),
+        };
         let idle = self.client.watch_idle_timeout().unwrap_or_else(|| {
             options
                 .timeout
@@ -236,13 +310,13 @@ impl<K: Resource> HttpListerWatcher<K> {
         });
         let body =
             response.bytes_stream().map(|chunk| chunk.map_err(|e| ChunkError::from_reqwest(&e)));
-        let decoder = WatchDecoder::new(Arc::clone(&self.resource), options.keep_managed_fields)
+        let decoder = WatchDecoder::new(&target, options.keep_managed_fields)
             .max_object_size(self.client.limits().max_object_size);
         Ok(watch_stream(body, decoder, idle))
     }
 }
 
-impl<K: Resource> ListerWatcher<K> for HttpListerWatcher<K> {
+impl<K: Object> ListerWatcher<K> for HttpListerWatcher<K> {
     fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ObjectList<K>, Error>> {
         Box::pin(self.list_page(options.clone(), None))
     }
@@ -316,7 +390,7 @@ async fn decode_body<K, F>(
     mut decoder: PageDecoder<K, F>,
 ) -> Result<ObjectList<K>, Error>
 where
-    K: Resource,
+    K: Object,
     F: FnOnce(&str) + Send + 'static,
 {
     if body.len() <= INLINE_DECODE_MAX {
@@ -339,7 +413,7 @@ async fn decode_response<K, F>(
     mut decoder: PageDecoder<K, F>,
 ) -> Result<ObjectList<K>, Error>
 where
-    K: Resource,
+    K: Object,
     F: FnOnce(&str) + Send + 'static,
 {
     if body.content_length().is_some_and(|len| len <= INLINE_DECODE_MAX as u64) {
@@ -438,7 +512,7 @@ pub(crate) fn watch_stream<K, S>(
     idle: Duration,
 ) -> WatchStream<K>
 where
-    K: Resource,
+    K: Object,
     S: Stream<Item = Result<Bytes, ChunkError>> + Send + 'static,
 {
     let state = WatchState {
@@ -467,7 +541,7 @@ struct WatchState<K, S> {
     done: bool,
 }
 
-impl<K: Resource, S: Stream<Item = Result<Bytes, ChunkError>>> WatchState<K, S> {
+impl<K: Object, S: Stream<Item = Result<Bytes, ChunkError>>> WatchState<K, S> {
     async fn next(&mut self) -> Option<Result<crate::listwatch::WatchEvent<K>, Error>> {
         loop {
             if let Some(item) = self.ready.pop_front() {
@@ -559,11 +633,37 @@ impl Client {
     ) -> Arc<dyn ListerWatcher<K>> {
         Arc::new(HttpListerWatcher::<K>::new(self.clone(), namespace))
     }
+
+    /// Lists and watches `gvr`, a resource known only at run time, as
+    /// [`DynamicObject`]s; limited to `namespace` when given and the resource is namespaced.
+    ///
+    /// Its kind and scope come from the server's discovery, read on the first list or watch
+    /// (and again after a failure, so that an informer of a CRD not installed yet syncs once it
+    /// is). With `metadata_only`, the server sends each object's metadata alone (client-go's
+    /// `metadatainformer`); the objects' `kind` is then `PartialObjectMetadata`.
+    #[must_use]
+    pub fn dynamic_lister_watcher(
+        &self,
+        gvr: &GroupVersionResource,
+        namespace: Option<&str>,
+        metadata_only: bool,
+    ) -> Arc<dyn ListerWatcher<DynamicObject>> {
+        Arc::new(HttpListerWatcher::dynamic(self.clone(), namespace, gvr.clone(), metadata_only))
+    }
 }
 
 impl ListWatchSource for Client {
     fn lister_watcher<K: Resource>(&self, namespace: Option<&str>) -> Arc<dyn ListerWatcher<K>> {
         Client::lister_watcher(self, namespace)
+    }
+
+    fn dynamic_lister_watcher(
+        &self,
+        gvr: &GroupVersionResource,
+        namespace: Option<&str>,
+        metadata_only: bool,
+    ) -> Option<Arc<dyn ListerWatcher<DynamicObject>>> {
+        Some(Client::dynamic_lister_watcher(self, gvr, namespace, metadata_only))
     }
 }
 
@@ -583,7 +683,7 @@ mod tests {
 
     fn stream(idle: Duration) -> (Sender, WatchStream<Pod>) {
         let (tx, rx) = mpsc::unbounded();
-        (tx, watch_stream(rx, WatchDecoder::new("pods".into(), false), idle))
+        (tx, watch_stream(rx, WatchDecoder::new(&Target::of::<Pod>(), false), idle))
     }
 
     #[tokio::test(start_paused = true)]
@@ -722,7 +822,7 @@ mod read_ahead_tests {
     fn gated_decoder(
         gate: std::sync::mpsc::Receiver<()>,
     ) -> PageDecoder<Pod, impl FnOnce(&str) + Send + 'static> {
-        PageDecoder::new("pods".into(), false, move |_: &str| {
+        PageDecoder::new(&Target::of::<Pod>(), false, move |_: &str| {
             let _ = gate.recv();
         })
     }

@@ -27,9 +27,9 @@ use super::config::DEFAULT_MAX_OBJECT_SIZE;
 use super::error::{byte_offset, json_error_message};
 use super::list_split::{ListSplitter, Part, Piece, SplitError};
 use super::object_decoder::ObjectDecoder;
-use super::request::served_type;
+use super::request::Target;
 use crate::listwatch::{Error, ListIntake, ObjectList};
-use crate::resource::Resource;
+use crate::resource::Object;
 
 /// Decodes one page of a list of `resource` from its whole body; see [`PageDecoder`].
 ///
@@ -37,13 +37,13 @@ use crate::resource::Resource;
 ///
 /// [`Error::Decode`] naming the resource, the item and the byte offset of the fault.
 #[cfg(test)]
-pub(crate) fn decode_list_page<K: Resource>(
+pub(crate) fn decode_list_page<K: crate::Resource>(
     body: &[u8],
-    resource: &str,
     keep_managed_fields: bool,
     on_continue: impl FnOnce(&str),
 ) -> Result<ObjectList<K>, Error> {
-    let mut decoder = PageDecoder::new(resource.into(), keep_managed_fields, on_continue);
+    let target = Target::of::<K>();
+    let mut decoder = PageDecoder::new(&target, keep_managed_fields, on_continue);
     decoder.push(body)?;
     decoder.finish()
 }
@@ -72,6 +72,12 @@ struct ListMeta {
 pub(crate) struct PageDecoder<K, F> {
     splitter: ListSplitter,
     resource: Arc<str>,
+    /// The list's `kind`: `PodList`, or `PartialObjectMetadataList` for metadata only (a CRD's
+    /// `listKind` is `KindList` unless it says otherwise, which API servers accept but no
+    /// published CRD we know of does).
+    list_kind: String,
+    /// The `apiVersion` and `kind` of items, for the types that keep them.
+    item_type: (Box<str>, Box<str>),
     objects: ObjectDecoder<K>,
     on_continue: Option<F>,
     intake: Option<Arc<dyn ListIntake<K>>>,
@@ -90,11 +96,14 @@ pub(crate) struct PageDecoder<K, F> {
     _kind: PhantomData<fn() -> K>,
 }
 
-impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
-    pub(crate) fn new(resource: Arc<str>, keep_managed_fields: bool, on_continue: F) -> Self {
+impl<K: Object, F: FnOnce(&str)> PageDecoder<K, F> {
+    /// A decoder of a page of `target`'s list.
+    pub(crate) fn new(target: &Target, keep_managed_fields: bool, on_continue: F) -> Self {
         Self {
             splitter: ListSplitter::new(DEFAULT_MAX_OBJECT_SIZE),
-            resource,
+            resource: Arc::clone(target.name()),
+            list_kind: format!("{}List", target.served_type().1),
+            item_type: (target.served_type().0.into(), target.served_type().1.into()),
             objects: ObjectDecoder::new(keep_managed_fields),
             on_continue: Some(on_continue),
             intake: None,
@@ -126,7 +135,7 @@ impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
     /// Whether the body has shown it is a list of `K` at a resource version, so that its items
     /// may go to the intake before the whole body is in.
     fn shows_the_list(&self) -> bool {
-        self.kind.as_deref().is_some_and(|kind| kind == list_kind::<K>())
+        self.kind.as_deref().is_some_and(|kind| kind == self.list_kind)
             && self.meta.resource_version.as_deref().is_some_and(|rv| !rv.is_empty())
     }
 
@@ -177,10 +186,11 @@ impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
                         .map_err(|e| part_error(&self.resource, key, value, offset, &e))?;
                 }
                 Piece::Item { value, offset } => {
-                    let item = self.objects.decode(value).map_err(|e| {
+                    let mut item = self.objects.decode(value).map_err(|e| {
                         let what = format!("item {}", self.decoded);
                         part_error(&self.resource, &what, value, offset, &e)
                     })?;
+                    item.fill_type(&self.item_type.0, &self.item_type.1);
                     self.decoded += 1;
                     let Some(intake) = &self.intake else {
                         self.items.push(Arc::new(item));
@@ -211,7 +221,7 @@ impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
     pub(crate) fn finish(mut self) -> Result<ObjectList<K>, Error> {
         let items = self.decoded;
         self.splitter.finish().map_err(|e| split_error(&self.resource, items, &e))?;
-        let expected = list_kind::<K>();
+        let expected = &self.list_kind;
         let resource = &self.resource;
         match self.kind.as_deref() {
             Some(kind) if kind == expected => {}
@@ -253,13 +263,6 @@ impl<K: Resource, F: FnOnce(&str)> PageDecoder<K, F> {
             continue_token: self.meta.continue_token.filter(|t| !t.is_empty()),
         })
     }
-}
-
-/// The `kind` of a list of `K`: `PodList`, or `PartialObjectMetadataList` for metadata only
-/// (a CRD's `listKind` is `KindList` unless it says otherwise, which API servers accept but
-/// no published CRD we know of does).
-fn list_kind<K: Resource>() -> String {
-    format!("{}List", served_type::<K>().1)
 }
 
 /// The error for a body the splitter refused; `items` is the number of items decoded so far
@@ -304,8 +307,7 @@ mod tests {
         let body = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"7","continue":"tok"},
             "items":[{"metadata":{"name":"a","namespace":"n","resourceVersion":"5"}},{"metadata":{"name":"b","namespace":"n"}}]}"#;
         let mut seen = None;
-        let page =
-            decode_list_page::<Pod>(body, "pods", false, |t| seen = Some(t.to_owned())).unwrap();
+        let page = decode_list_page::<Pod>(body, false, |t| seen = Some(t.to_owned())).unwrap();
         assert_eq!(seen.as_deref(), Some("tok"));
         assert_eq!(page.resource_version, "7");
         assert_eq!(page.continue_token.as_deref(), Some("tok"));
@@ -317,12 +319,11 @@ mod tests {
     fn last_page_has_no_token_and_no_callback() {
         let body =
             br#"{"kind":"PodList","metadata":{"resourceVersion":"9","continue":""},"items":null}"#;
-        let page =
-            decode_list_page::<Pod>(body, "pods", false, |_| panic!("no continue token")).unwrap();
+        let page = decode_list_page::<Pod>(body, false, |_| panic!("no continue token")).unwrap();
         assert!(page.items.is_empty());
         assert_eq!(page.continue_token, None);
         let body = br#"{"kind":"PodList","metadata":{"resourceVersion":"9"},"items":[]}"#;
-        let page = decode_list_page::<Pod>(body, "pods", false, |_| {}).unwrap();
+        let page = decode_list_page::<Pod>(body, false, |_| {}).unwrap();
         assert_eq!((page.items.len(), page.resource_version.as_str()), (0, "9"));
     }
 
@@ -353,7 +354,7 @@ mod tests {
         ];
         for (body, expected) in cases {
             let shown = String::from_utf8_lossy(body);
-            match decode_list_page::<Pod>(body, "pods", false, |_| {}) {
+            match decode_list_page::<Pod>(body, false, |_| {}) {
                 Err(Error::Decode(message)) => {
                     assert!(message.starts_with("pods list: "), "{shown}: {message}");
                     assert!(message.contains(expected), "{shown}: {message}");
@@ -367,20 +368,17 @@ mod tests {
     fn a_metadata_only_list_is_a_partial_object_metadata_list() {
         use crate::metadata::PartialObjectMetadata;
         let body = br#"{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"a","namespace":"n"}}]}"#;
-        let page =
-            decode_list_page::<PartialObjectMetadata<Pod>>(body, "pods", false, |_| {}).unwrap();
+        let page = decode_list_page::<PartialObjectMetadata<Pod>>(body, false, |_| {}).unwrap();
         assert_eq!(page.items.len(), 1);
         let body = br#"{"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[]}"#;
-        assert!(
-            decode_list_page::<PartialObjectMetadata<Pod>>(body, "pods", false, |_| {}).is_err()
-        );
+        assert!(decode_list_page::<PartialObjectMetadata<Pod>>(body, false, |_| {}).is_err());
     }
 
     #[test]
     fn metadata_after_items_still_works() {
         let body = br#"{"items":[{"metadata":{"name":"a"}}],"metadata":{"resourceVersion":"3","continue":"c"},"kind":"PodList"}"#;
         let mut calls = 0;
-        let page = decode_list_page::<Pod>(body, "pods", false, |_| calls += 1).unwrap();
+        let page = decode_list_page::<Pod>(body, false, |_| calls += 1).unwrap();
         assert_eq!((page.items.len(), calls), (1, 1));
     }
 
@@ -388,8 +386,7 @@ mod tests {
     fn errors_name_resource_item_and_byte() {
         let body =
             br#"{"metadata":{},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":7}}]}"#;
-        let Err(Error::Decode(message)) = decode_list_page::<Pod>(body, "pods", false, |_| {})
-        else {
+        let Err(Error::Decode(message)) = decode_list_page::<Pod>(body, false, |_| {}) else {
             panic!("expected a decode error");
         };
         assert!(message.starts_with("pods list: item 1: invalid type: integer `7`"), "{message}");
@@ -399,17 +396,14 @@ mod tests {
 
     #[test]
     fn truncated_and_trailing_bodies_fail() {
-        assert!(
-            decode_list_page::<Pod>(br#"{"items":[{"metadata":{}}"#, "pods", false, |_| {})
-                .is_err()
-        );
-        assert!(decode_list_page::<Pod>(br#"{"items":[]} x"#, "pods", false, |_| {}).is_err());
+        assert!(decode_list_page::<Pod>(br#"{"items":[{"metadata":{}}"#, false, |_| {}).is_err());
+        assert!(decode_list_page::<Pod>(br#"{"items":[]} x"#, false, |_| {}).is_err());
     }
 
     #[test]
     fn real_pod_list() {
         let body = include_bytes!("../../tests/fixtures/kind-v1-36-job-pods-podlist.compact.json");
-        let page = decode_list_page::<Pod>(body, "pods", false, |_| {}).unwrap();
+        let page = decode_list_page::<Pod>(body, false, |_| {}).unwrap();
         assert_eq!(page.resource_version, "636");
         assert!(!page.items.is_empty());
         assert!(page.items.iter().all(|p| p.metadata.namespace.as_deref() == Some("default")));
@@ -418,8 +412,8 @@ mod tests {
     #[test]
     fn items_lose_managed_fields_unless_kept_and_are_otherwise_equal() {
         let body = include_bytes!("../../tests/fixtures/kind-v1-36-job-pods-podlist.compact.json");
-        let pruned = decode_list_page::<Pod>(body, "pods", false, |_| {}).unwrap();
-        let kept = decode_list_page::<Pod>(body, "pods", true, |_| {}).unwrap();
+        let pruned = decode_list_page::<Pod>(body, false, |_| {}).unwrap();
+        let kept = decode_list_page::<Pod>(body, true, |_| {}).unwrap();
         assert_eq!(pruned.items.len(), kept.items.len());
         assert!(kept.items.iter().all(|p| p.metadata.managed_fields.is_some()));
         for (pruned, kept) in pruned.items.iter().zip(&kept.items) {
@@ -435,7 +429,7 @@ mod tests {
         let body = br#"{"metadata":{},"items":[{"metadata":{"name":"a"}},{"metadata":{"managedFields":[{"manager":"m","fieldsV1":{"f:x":{}}}],"name":7}}]}"#;
         let messages: Vec<String> = [false, true]
             .into_iter()
-            .map(|keep| match decode_list_page::<Pod>(body, "pods", keep, |_| {}) {
+            .map(|keep| match decode_list_page::<Pod>(body, keep, |_| {}) {
                 Err(Error::Decode(message)) => message,
                 other => panic!("expected a decode error, got {other:?}"),
             })

@@ -38,16 +38,16 @@ mod api_client;
 mod auth;
 mod body;
 mod config;
+mod discovery;
 mod error;
 mod files;
 mod http_lister_watcher;
 mod kubeconfig;
 pub(crate) mod list_page;
 pub(crate) mod list_split;
-mod not_served;
 pub(crate) mod object_decoder;
 pub(crate) mod prune;
-mod request;
+pub(crate) mod request;
 mod tls;
 pub(crate) mod watch_decode;
 

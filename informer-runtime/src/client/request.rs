@@ -22,29 +22,104 @@
 //! names (`as=PartialObjectMetadataList` for a list, `as=PartialObjectMetadata` for an object
 //! and for each object of a watch) and answers `406 Not Acceptable` to the wrong one.
 
+use std::sync::Arc;
+
 use url::Url;
 
 use crate::listwatch::{ListOptions, WatchOptions};
-use crate::resource::{Resource, is_namespaced};
+use crate::resource::{ApiResource, Resource};
+
+/// What a lister-watcher or a request asks the server for: a resource, and whether whole
+/// objects or their metadata alone. Typed requests make it from `K`'s constants
+/// ([`Target::of`]); a dynamic informer from discovery.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Target {
+    resource: ApiResource,
+    metadata_only: bool,
+    /// `plural[.group]`, for messages and logs.
+    name: Arc<str>,
+    /// The `apiVersion` the objects served carry.
+    api_version: String,
+}
+
+impl Target {
+    /// The target of the Rust type `K`.
+    pub(crate) fn of<K: Resource>() -> Self {
+        Self::new(ApiResource::of::<K>(), K::METADATA_ONLY)
+    }
+
+    /// `resource`'s whole objects, or their metadata only.
+    pub(crate) fn new(resource: ApiResource, metadata_only: bool) -> Self {
+        let name = resource.to_string().into();
+        let api_version = if metadata_only {
+            crate::metadata::API_VERSION.to_owned()
+        } else {
+            resource.api_version()
+        };
+        Self { resource, metadata_only, name, api_version }
+    }
+
+    /// The resource.
+    pub(crate) fn resource(&self) -> &ApiResource {
+        &self.resource
+    }
+
+    /// `plural[.group]`.
+    pub(crate) fn name(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    /// What lists accept.
+    pub(crate) fn list_accept(&self) -> &'static str {
+        if self.metadata_only { METADATA_LIST } else { JSON }
+    }
+
+    /// What watches and single-object requests accept.
+    pub(crate) fn object_accept(&self) -> &'static str {
+        if self.metadata_only { METADATA_OBJECT } else { JSON }
+    }
+
+    /// The `apiVersion` and `kind` of the objects the server sends: a metadata-only request gets
+    /// `meta.k8s.io/v1` `PartialObjectMetadata` objects (in a `PartialObjectMetadataList`).
+    pub(crate) fn served_type(&self) -> (&str, &str) {
+        let kind = if self.metadata_only { crate::metadata::KIND } else { &self.resource.kind };
+        (&self.api_version, kind)
+    }
+
+    /// The URL of the collection under `base` (which may carry a path prefix), in `namespace`
+    /// when the resource is namespaced and one is given; a namespace is ignored for
+    /// cluster-scoped resources.
+    pub(crate) fn collection_url(&self, base: &Url, namespace: Option<&str>) -> Url {
+        let resource = &self.resource;
+        let mut url = base.clone();
+        url.set_query(None);
+        url.set_fragment(None);
+        if let Ok(mut segments) = url.path_segments_mut() {
+            segments.pop_if_empty();
+            if resource.group.is_empty() {
+                segments.push("api");
+            } else {
+                segments.extend(["apis", &resource.group]);
+            }
+            segments.push(&resource.version);
+            if let Some(ns) = namespace.filter(|_| resource.namespaced) {
+                segments.extend(["namespaces", ns]);
+            }
+            segments.push(&resource.plural);
+        }
+        url
+    }
+}
 
 /// What lists of `K` accept.
+#[cfg(test)]
 pub(crate) fn list_accept<K: Resource>() -> &'static str {
-    if K::METADATA_ONLY { METADATA_LIST } else { JSON }
+    Target::of::<K>().list_accept()
 }
 
 /// What watches and single-object requests of `K` accept.
 pub(crate) fn object_accept<K: Resource>() -> &'static str {
-    if K::METADATA_ONLY { METADATA_OBJECT } else { JSON }
-}
-
-/// The `apiVersion` and `kind` of the objects the server sends for `K`: a metadata-only request
-/// gets `meta.k8s.io/v1` `PartialObjectMetadata` objects (in a `PartialObjectMetadataList`).
-pub(crate) fn served_type<K: Resource>() -> (&'static str, &'static str) {
-    if K::METADATA_ONLY {
-        (crate::metadata::API_VERSION, crate::metadata::KIND)
-    } else {
-        (K::API_VERSION, K::KIND)
-    }
+    Target::of::<K>().object_accept()
 }
 
 pub(crate) const JSON: &str = "application/json";
@@ -53,26 +128,9 @@ pub(crate) const JSON: &str = "application/json";
 const METADATA_LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
 const METADATA_OBJECT: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 
-/// The URL of `K`'s collection under `base` (which may carry a path prefix), in `namespace` when
-/// `K` is namespaced and one is given; a namespace is ignored for cluster-scoped kinds.
+/// The URL of `K`'s collection: see [`Target::collection_url`].
 pub(crate) fn collection_url<K: Resource>(base: &Url, namespace: Option<&str>) -> Url {
-    let mut url = base.clone();
-    url.set_query(None);
-    url.set_fragment(None);
-    if let Ok(mut segments) = url.path_segments_mut() {
-        segments.pop_if_empty();
-        if K::GROUP.is_empty() {
-            segments.push("api");
-        } else {
-            segments.extend(["apis", K::GROUP]);
-        }
-        segments.push(K::VERSION);
-        if let Some(ns) = namespace.filter(|_| is_namespaced::<K>()) {
-            segments.extend(["namespaces", ns]);
-        }
-        segments.push(K::PLURAL);
-    }
-    url
+    Target::of::<K>().collection_url(base, namespace)
 }
 
 /// The URL of one object of `K`.

@@ -54,9 +54,9 @@ use serde_json::value::RawValue;
 use super::config::DEFAULT_MAX_OBJECT_SIZE;
 use super::error::{json_error_message, parse_status};
 use super::object_decoder::ObjectDecoder;
-use super::request::served_type;
+use super::request::Target;
 use crate::listwatch::{Bookmark, Error, WatchEvent};
-use crate::resource::Resource;
+use crate::resource::Object;
 
 /// The annotation on the bookmark that ends the initial events of a streaming list.
 const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
@@ -74,6 +74,9 @@ pub(crate) type Decoded<K> = VecDeque<Result<WatchEvent<K>, Error>>;
 pub(crate) struct WatchDecoder<K> {
     /// `plural` or `plural.group`, for error messages.
     resource: Arc<str>,
+    /// The `apiVersion` and `kind` of the objects of events.
+    api_version: Box<str>,
+    kind: Box<str>,
     /// The unfinished line carried over from earlier chunks.
     partial: Vec<u8>,
     /// The longest line decoded: the maximum object size plus [`EVENT_ENVELOPE`].
@@ -91,12 +94,15 @@ pub(crate) struct WatchDecoder<K> {
     _kind: PhantomData<fn() -> K>,
 }
 
-impl<K: Resource> WatchDecoder<K> {
+impl<K: Object> WatchDecoder<K> {
     /// A decoder for a watch of `resource` (named in errors), whose objects keep their
     /// `metadata.managedFields` only if `keep_managed_fields` is set.
-    pub(crate) fn new(resource: Arc<str>, keep_managed_fields: bool) -> Self {
+    pub(crate) fn new(target: &Target, keep_managed_fields: bool) -> Self {
+        let (api_version, kind) = target.served_type();
         Self {
-            resource,
+            resource: Arc::clone(target.name()),
+            api_version: api_version.into(),
+            kind: kind.into(),
             partial: Vec::new(),
             max_line: DEFAULT_MAX_OBJECT_SIZE + EVENT_ENVELOPE,
             max_object_size: DEFAULT_MAX_OBJECT_SIZE,
@@ -301,22 +307,23 @@ impl<K: Resource> WatchDecoder<K> {
             object = rest;
         }
         let object = object.strip_suffix(b"}")?;
-        let (api_version, kind) = served_type::<K>();
-        if !starts_with_type(object, api_version, kind) {
+        if !starts_with_type(object, &self.api_version, &self.kind) {
             return None;
         }
         // The general path reads the object as a `&str`; without this check, invalid UTF-8 in
         // a value the decode skips (managedFields, an unknown field) would pass here alone,
         // since `serde_json` checks only the strings it keeps.
         std::str::from_utf8(object).ok()?;
-        self.objects.decode(object).ok().map(|object| event(Arc::new(object)))
+        let mut object = self.objects.decode(object).ok()?;
+        object.fill_type(&self.api_version, &self.kind);
+        Some(event(Arc::new(object)))
     }
 
     fn decode_object(&mut self, object: &str, object_start: usize) -> Result<Arc<K>, Error> {
         let header: TypeHeader<'_> = serde_json::from_str(object).map_err(|e| {
             self.error_at(object_start, &format!("object: {}", json_error_message(&e)), Some(&e))
         })?;
-        let (api_version, kind) = served_type::<K>();
+        let (api_version, kind) = (&*self.api_version, &*self.kind);
         let api_version_matches = header.api_version.as_deref().is_none_or(|v| v == api_version);
         let kind_matches = header.kind.as_deref().is_none_or(|k| k == kind);
         if !api_version_matches || !kind_matches {
@@ -329,10 +336,14 @@ impl<K: Resource> WatchDecoder<K> {
                 ),
             });
         }
-        self.objects.decode(object.as_bytes()).map(Arc::new).map_err(|e| {
+        let typed = |mut object: K| {
+            object.fill_type(&self.api_version, &self.kind);
+            Arc::new(object)
+        };
+        self.objects.decode(object.as_bytes()).map(typed).map_err(|e| {
             self.error_at(
                 object_start,
-                &format!("{} object: {}", K::KIND, json_error_message(&e)),
+                &format!("{} object: {}", self.kind, json_error_message(&e)),
                 Some(&e),
             )
         })
@@ -434,8 +445,11 @@ mod tests {
     /// Feeds `body` in chunks of `size` bytes, then ends it.
     type Events<K> = Vec<Result<WatchEvent<K>, Error>>;
 
-    fn decode_chunked<K: Resource>(body: &[u8], size: usize) -> (Events<K>, Result<(), Error>) {
-        let mut decoder = WatchDecoder::<K>::new("test".into(), false);
+    fn decode_chunked<K: crate::Resource>(
+        body: &[u8],
+        size: usize,
+    ) -> (Events<K>, Result<(), Error>) {
+        let mut decoder = WatchDecoder::<K>::new(&Target::of::<K>(), false);
         let mut out = Decoded::new();
         for chunk in body.chunks(size) {
             decoder.feed(chunk, &mut out);
@@ -444,14 +458,14 @@ mod tests {
         (out.into_iter().collect(), end)
     }
 
-    fn decode_all<K: Resource>(body: &[u8]) -> Events<K> {
+    fn decode_all<K: crate::Resource>(body: &[u8]) -> Events<K> {
         let (events, end) = decode_chunked(body, body.len().max(1));
         end.unwrap();
         events
     }
 
     /// `ADDED ns/name@rv`, `BOOKMARK rv end`, or the error's message.
-    fn describe<K: Resource>(event: &Result<WatchEvent<K>, Error>) -> String {
+    fn describe<K: Object>(event: &Result<WatchEvent<K>, Error>) -> String {
         match event {
             Ok(WatchEvent::Bookmark(b)) => {
                 format!("BOOKMARK {} {}", b.resource_version, b.initial_events_end)
@@ -496,7 +510,7 @@ mod tests {
     #[test]
     fn objects_lose_managed_fields_unless_kept() {
         let objects = |keep: bool| {
-            let mut decoder = WatchDecoder::<Pod>::new("pods".into(), keep);
+            let mut decoder = WatchDecoder::<Pod>::new(&Target::of::<Pod>(), keep);
             let mut out = Decoded::new();
             decoder.feed(PODS_RV0_BOOKMARKS, &mut out);
             decoder.finish().unwrap();
@@ -521,7 +535,7 @@ mod tests {
     fn pruning_does_not_move_error_positions() {
         let line = br#"{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"managedFields":[{"manager":"m"}],"name":7}}}"#;
         let messages = [false, true].map(|keep| {
-            let mut decoder = WatchDecoder::<Pod>::new("pods".into(), keep);
+            let mut decoder = WatchDecoder::<Pod>::new(&Target::of::<Pod>(), keep);
             let mut out = Decoded::new();
             decoder.feed(line, &mut out);
             decoder.feed(b"\n", &mut out);
@@ -600,15 +614,15 @@ mod tests {
 
     /// The event of one line, through the server-layout path (`None` if it does not take the
     /// line) and through the general one.
-    fn both_paths<K: Resource>(
+    fn both_paths<K: crate::Resource>(
         line: &[u8],
     ) -> (Option<WatchEvent<K>>, Result<WatchEvent<K>, Error>) {
-        let mut decoder = WatchDecoder::<K>::new("test".into(), false);
+        let mut decoder = WatchDecoder::<K>::new(&Target::of::<K>(), false);
         let fast = decoder.decode_object_event_in_server_layout(line);
         (fast, decoder.decode_line_in_any_layout(line))
     }
 
-    fn object<K: Resource>(event: &WatchEvent<K>) -> &K {
+    fn object<K: Object>(event: &WatchEvent<K>) -> &K {
         match event {
             WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => o,
             other => panic!("not an object event: {other:?}"),
@@ -672,14 +686,14 @@ mod tests {
             ),
             (
                 format!("{{\"type\":\"ADDED\",\"object\":{pod}}}\x0c"),
-                "error: decode error: test watch, line 1 (byte 120): not a watch event: trailing \
+                "error: decode error: pods watch, line 1 (byte 120): not a watch event: trailing \
                  characters",
             ),
             (
                 r#"{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":7}}}"#
                     .to_owned(),
                 // Byte 76 is the `7`.
-                "error: decode error: test watch, line 1 (byte 76): Pod object: invalid type: \
+                "error: decode error: pods watch, line 1 (byte 76): Pod object: invalid type: \
                  integer `7`, expected a string",
             ),
         ] {
@@ -763,7 +777,7 @@ mod tests {
         assert_eq!(shown[0], "BOOKMARK 1 false");
         assert!(
             shown[1].starts_with(
-                "error: decode error: test watch, line 2 (byte 67): not a watch event"
+                "error: decode error: pods watch, line 2 (byte 67): not a watch event"
             ),
             "{}",
             shown[1]
@@ -820,7 +834,8 @@ mod tests {
         let body = format!("{}\n{huge}\n{}\n", bookmark(1), bookmark(2));
         let huge_at = bookmark(1).len() + 1;
         for size in [1, 100, 1000, body.len()] {
-            let mut decoder = WatchDecoder::<Pod>::new("pods".into(), false).max_object_size(1000);
+            let mut decoder =
+                WatchDecoder::<Pod>::new(&Target::of::<Pod>(), false).max_object_size(1000);
             let mut out = Decoded::new();
             for chunk in body.as_bytes().chunks(size) {
                 decoder.feed(chunk, &mut out);
@@ -842,7 +857,8 @@ mod tests {
             assert_eq!(shown[2], "BOOKMARK 2 false", "chunks of {size}");
         }
         // Cut off while skipping: reported once, when it grew too long.
-        let mut decoder = WatchDecoder::<Pod>::new("pods".into(), false).max_object_size(1000);
+        let mut decoder =
+            WatchDecoder::<Pod>::new(&Target::of::<Pod>(), false).max_object_size(1000);
         let mut out = Decoded::new();
         decoder.feed(&huge.as_bytes()[..2500], &mut out);
         assert_eq!(out.len(), 1);

@@ -16,10 +16,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Reflector, ReflectorStore};
 use crate::listwatch::{Error, ListIntake, ListOptions};
-use crate::resource::Resource;
+use crate::resource::Object;
 use crate::store::compact::Decoders;
 
-impl<K: Resource> Reflector<K> {
+impl<K: Object> Reflector<K> {
     /// Lists and replaces the store. `Ok(false)` when cancelled first.
     pub(super) async fn list(&self, cancel: &CancellationToken) -> Result<bool, Error> {
         let rv = self.relist_resource_version();
@@ -188,7 +188,7 @@ struct StoreIntake<K> {
     compact: Option<Mutex<Vec<Box<[u8]>>>>,
 }
 
-impl<K: Resource> StoreIntake<K> {
+impl<K: Object> StoreIntake<K> {
     fn new(store: Arc<dyn ReflectorStore<K>>) -> Self {
         let compact = store.compact_lists().then(Mutex::default);
         Self { store, compact }
@@ -207,7 +207,7 @@ impl<K: Resource> StoreIntake<K> {
     }
 }
 
-impl<K: Resource> ListIntake<K> for StoreIntake<K> {
+impl<K: Object> ListIntake<K> for StoreIntake<K> {
     fn unchanged(&self, listed: &K) -> Option<Arc<K>> {
         self.store.unchanged(listed)
     }

@@ -55,7 +55,7 @@ use crate::instrument::{InformerObserver, WatchRestart};
 use crate::listwatch::{
     Error, ListerWatcher, ResourceVersionMatch, WatchEvent, WatchOptions, WatchStream,
 };
-use crate::resource::{Resource, resource_version};
+use crate::resource::{Object, Resource, resource_version};
 use crate::store::Indexer;
 
 /// A list or watch failure, as handed to the [watch-error handler](Reflector::with_watch_error_handler).
@@ -256,10 +256,21 @@ impl<K: Resource> Reflector<K> {
         store: Arc<dyn ReflectorStore<K>>,
         config: ReflectorConfig,
     ) -> Self {
+        Self::named(lister_watcher, store, config, crate::resource::resource_name::<K>())
+    }
+}
+
+impl<K: Object> Reflector<K> {
+    /// [`new`](Self::new), for any object type: `resource` names it in logs.
+    pub(crate) fn named(
+        lister_watcher: Arc<dyn ListerWatcher<K>>,
+        store: Arc<dyn ReflectorStore<K>>,
+        config: ReflectorConfig,
+        resource: String,
+    ) -> Self {
         let clock: SharedClock = Arc::new(TokioClock);
         let random = Random::default();
         let backoff = Backoff::new(config.backoff.clone(), Arc::clone(&clock), random.clone());
-        let resource = crate::resource::resource_name::<K>();
         Self {
             lister_watcher,
             store,
@@ -767,7 +778,7 @@ struct ResyncTimer<'a, K> {
     timer: Option<BoxFuture<'static, ()>>,
 }
 
-impl<'a, K: Resource> ResyncTimer<'a, K> {
+impl<'a, K: Object> ResyncTimer<'a, K> {
     fn new(reflector: &'a Reflector<K>) -> Self {
         let period = reflector.config.resync_period;
         let timer = (!period.is_zero()).then(|| reflector.clock.sleep(period));

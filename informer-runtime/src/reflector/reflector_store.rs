@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use crate::delta_fifo::DeltaFifo;
-use crate::resource::Resource;
+use crate::resource::Object;
 use crate::store::{Cache, Indexer};
 
 /// What the reflector writes to: the subset of a store that list and watch need.
@@ -78,7 +78,7 @@ pub trait ReflectorStore<K>: Send + Sync {
     }
 }
 
-impl<K: Resource> ReflectorStore<K> for DeltaFifo<K> {
+impl<K: Object> ReflectorStore<K> for DeltaFifo<K> {
     fn add(&self, obj: Arc<K>) {
         DeltaFifo::add(self, obj);
     }
@@ -122,7 +122,7 @@ impl<K: Resource> ReflectorStore<K> for DeltaFifo<K> {
     }
 }
 
-impl<K: Resource> ReflectorStore<K> for Indexer<K> {
+impl<K: Object> ReflectorStore<K> for Indexer<K> {
     fn add(&self, obj: Arc<K>) {
         Indexer::add(self, obj);
     }

@@ -91,7 +91,7 @@ impl<K> Clone for Notification<K> {
     }
 }
 
-impl<K: crate::Resource> fmt::Debug for Notification<K> {
+impl<K: crate::Object> fmt::Debug for Notification<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let show =
             |o: &K| format!("{}@{}", crate::ObjectKey::of(o), crate::resource::resource_version(o));

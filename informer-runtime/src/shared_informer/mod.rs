@@ -79,11 +79,12 @@ use self::process_loop::{QueueSink, Sinks};
 use self::processor::{MINIMUM_RESYNC_PERIOD, Processor, determine_resync_period};
 use crate::clock::{Random, SharedClock, TokioClock};
 use crate::delta_fifo::{DeltaFifo, TransformFn};
+use crate::dynamic::DynamicObject;
 use crate::instrument::InformerObserver;
 use crate::lister::Lister;
 use crate::listwatch::ListerWatcher;
 use crate::reflector::{Reflector, ReflectorConfig, ReflectorError, WatchErrorHandler};
-use crate::resource::Resource;
+use crate::resource::{GroupVersionResource, Object, Resource};
 use crate::store::{Cache, IndexError, Indexer, Indexers, StorageMode};
 
 /// Why an informer refused a call.
@@ -116,7 +117,72 @@ struct Settings<K> {
     stopped: bool,
 }
 
+/// How an informer names its resource in logs, metrics, shutdown reports and the listers'
+/// [`NotFound`](crate::NotFound) errors: from `K`'s constants, or from the group, version and
+/// resource of a dynamic informer.
+#[derive(Clone, Debug)]
+pub(crate) struct Identity {
+    gvr: GroupVersionResource,
+    /// `plural[.group]`.
+    name: Arc<str>,
+    /// As listers name it: client-go's typed listers `pod`, `deployment.apps`; its dynamic
+    /// listers `widgets.example.com`.
+    lister_label: Arc<str>,
+    /// The `resource` label of metrics: the name, with what partial objects hold appended.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code, reason = "read by metrics only"))]
+    metric_label: String,
+    partial: bool,
+}
+
+impl Identity {
+    fn of<K: Resource>() -> Self {
+        let name = crate::resource::resource_name::<K>();
+        let kind = K::KIND.to_lowercase();
+        let lister_label = if K::GROUP.is_empty() { kind } else { format!("{kind}.{}", K::GROUP) };
+        let metric_label = if K::METADATA_ONLY {
+            format!("{name}(metadata)")
+        } else if K::PARTIAL {
+            // The view's own type name, without its path and generics.
+            let view = std::any::type_name::<K>();
+            let view = view.split('<').next().unwrap_or(view);
+            let view = view.rsplit("::").next().unwrap_or(view);
+            format!("{name}(view {view})")
+        } else {
+            name.clone()
+        };
+        Self {
+            gvr: GroupVersionResource::of::<K>(),
+            name: name.into(),
+            lister_label: lister_label.into(),
+            metric_label,
+            partial: K::PARTIAL,
+        }
+    }
+
+    fn dynamic(gvr: GroupVersionResource, metadata_only: bool) -> Self {
+        let name: Arc<str> = if gvr.group.is_empty() {
+            gvr.resource.as_str().into()
+        } else {
+            format!("{}.{}", gvr.resource, gvr.group).into()
+        };
+        let metric_label =
+            if metadata_only { format!("{name}(metadata)") } else { name.to_string() };
+        Self { gvr, lister_label: Arc::clone(&name), name, metric_label, partial: metadata_only }
+    }
+
+    /// The resource's group, version and plural name.
+    pub(crate) fn gvr(&self) -> &GroupVersionResource {
+        &self.gvr
+    }
+
+    /// Whether the informer holds parts of objects (metadata only, a view).
+    pub(crate) fn partial(&self) -> bool {
+        self.partial
+    }
+}
+
 struct Shared<K> {
+    identity: Identity,
     indexer: Indexer<K>,
     processor: Arc<Processor<K>>,
     lister_watcher: Arc<dyn ListerWatcher<K>>,
@@ -149,11 +215,34 @@ impl<K: Resource> SharedIndexInformer<K> {
     /// [label index](Indexer::with_label_index) and no resync.
     #[must_use]
     pub fn new(lister_watcher: Arc<dyn ListerWatcher<K>>) -> Self {
+        Self::with_identity(lister_watcher, Identity::of::<K>())
+    }
+}
+
+impl SharedIndexInformer<DynamicObject> {
+    /// An informer of `gvr`, a resource known only at run time, over `lister_watcher` (for
+    /// example [`Client::dynamic_lister_watcher`](crate::client::Client::dynamic_lister_watcher));
+    /// `metadata_only` when it lists and watches metadata alone. As [`new`](Self::new)
+    /// otherwise; see the [`dynamic`](crate::dynamic) module.
+    #[must_use]
+    pub fn dynamic(
+        lister_watcher: Arc<dyn ListerWatcher<DynamicObject>>,
+        gvr: GroupVersionResource,
+        metadata_only: bool,
+    ) -> Self {
+        Self::with_identity(lister_watcher, Identity::dynamic(gvr, metadata_only))
+    }
+}
+
+impl<K: Object> SharedIndexInformer<K> {
+    fn with_identity(lister_watcher: Arc<dyn ListerWatcher<K>>, identity: Identity) -> Self {
         let clock: SharedClock = Arc::new(TokioClock);
+        let processor = Processor::new(Arc::clone(&clock), identity.gvr.to_string().into());
         Self {
             shared: Arc::new(Shared {
+                identity,
                 indexer: Indexer::with_namespace_index().with_label_index(),
-                processor: Arc::new(Processor::new(Arc::clone(&clock))),
+                processor: Arc::new(processor),
                 lister_watcher,
                 clock,
                 settings: Mutex::new(Settings {
@@ -175,6 +264,11 @@ impl<K: Resource> SharedIndexInformer<K> {
                 progress: Arc::new(Notify::new()),
             }),
         }
+    }
+
+    /// How the informer names its resource.
+    pub(crate) fn identity(&self) -> &Identity {
+        &self.shared.identity
     }
 
     fn configure(mut self, f: impl FnOnce(&mut Shared<K>)) -> Self {
@@ -262,7 +356,7 @@ impl<K: Resource> SharedIndexInformer<K> {
     #[must_use]
     pub fn with_clock(self, clock: SharedClock) -> Self {
         self.configure(|s| {
-            let processor = Processor::new(Arc::clone(&clock));
+            let processor = Processor::new(Arc::clone(&clock), s.processor.resource());
             processor.set_backlog_mark(s.processor.backlog_mark());
             s.processor = Arc::new(processor);
             s.clock = clock;
@@ -314,7 +408,7 @@ impl<K: Resource> SharedIndexInformer<K> {
     #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
     #[must_use]
     pub fn with_metrics(self, metrics: &crate::metrics::Metrics) -> Self {
-        let resource = metric_resource::<K>();
+        let resource = self.shared.identity.metric_label.clone();
         let observer = metrics.informer_observer(&resource);
         let this = self.configure(|shared| shared.settings.get_mut().observer = Some(observer));
         let probe: std::sync::Weak<dyn crate::instrument::InformerProbe> =
@@ -503,7 +597,7 @@ impl<K: Resource> SharedIndexInformer<K> {
     /// A lister over the cache.
     #[must_use]
     pub fn lister(&self) -> Lister<K> {
-        Lister::new(self.cache())
+        Lister::named(self.cache(), Arc::clone(&self.shared.identity.lister_label))
     }
 
     /// Whether the cache holds the first complete list.
@@ -581,7 +675,9 @@ impl<K: Resource> SharedIndexInformer<K> {
             let processor = Arc::downgrade(&shared.processor);
             let mut config = settings.reflector.clone();
             config.resync_period = settings.resync_check_period;
-            let mut reflector = Reflector::new(Arc::clone(&shared.lister_watcher), sink, config)
+            let lister_watcher = Arc::clone(&shared.lister_watcher);
+            let name = shared.identity.name.to_string();
+            let mut reflector = Reflector::named(lister_watcher, sink, config, name)
                 .with_clock(Arc::clone(&shared.clock))
                 .with_random(settings.random.clone())
                 .with_should_resync(Arc::new(move || {
@@ -622,25 +718,8 @@ impl<K: Resource> SharedIndexInformer<K> {
     }
 }
 
-/// The `resource` label of an informer's metrics.
 #[cfg(feature = "metrics")]
-fn metric_resource<K: Resource>() -> String {
-    let resource = crate::resource::resource_name::<K>();
-    if K::METADATA_ONLY {
-        format!("{resource}(metadata)")
-    } else if K::PARTIAL {
-        // The view's own type name, without its path and generics.
-        let name = std::any::type_name::<K>();
-        let name = name.split('<').next().unwrap_or(name);
-        let name = name.rsplit("::").next().unwrap_or(name);
-        format!("{resource}(view {name})")
-    } else {
-        resource
-    }
-}
-
-#[cfg(feature = "metrics")]
-impl<K: Resource> crate::instrument::InformerProbe for Shared<K> {
+impl<K: Object> crate::instrument::InformerProbe for Shared<K> {
     fn last_sync_resource_version(&self) -> String {
         self.reflector.get().map(|r| r.last_sync_resource_version()).unwrap_or_default()
     }

@@ -18,7 +18,7 @@ use super::handler::Notification;
 use super::processor::Processor;
 use crate::delta_fifo::{Delta, DeltaFifo};
 use crate::reflector::{Reflector, ReflectorStore};
-use crate::resource::{Resource, resource_version};
+use crate::resource::{Object, resource_version};
 use crate::store::{Indexer, ObjectKey};
 
 /// The queue as the reflector sees it: also wakes sync waiters after a replace, since an empty
@@ -39,7 +39,7 @@ impl<K> QueueSink<K> {
     }
 }
 
-impl<K: Resource> ReflectorStore<K> for QueueSink<K> {
+impl<K: Object> ReflectorStore<K> for QueueSink<K> {
     fn add(&self, obj: Arc<K>) {
         self.queue.add(obj);
     }
@@ -99,7 +99,7 @@ pub(super) struct Sinks<'a, K> {
     pub(super) progress: &'a Notify,
 }
 
-impl<K: Resource> Sinks<'_, K> {
+impl<K: Object> Sinks<'_, K> {
     /// Applies `deltas` to the cache, oldest first, and hands each change to the processor.
     fn apply(&self, deltas: Vec<Delta<K>>, is_in_initial_list: bool) {
         let _block = self.block_deltas.lock();
@@ -137,7 +137,7 @@ impl<K: Resource> Sinks<'_, K> {
 
 /// Runs `reflector` and pops `queue` into `sinks` until `stop` fires; then closes the queue,
 /// lets the pop loop drain what is queued, and returns.
-pub(super) async fn run<K: Resource>(
+pub(super) async fn run<K: Object>(
     queue: &DeltaFifo<K>,
     reflector: &Reflector<K>,
     stop: CancellationToken,

@@ -23,7 +23,7 @@ use tokio_util::task::TaskTracker;
 use super::handler::{Notification, ResourceEventHandler};
 use super::shutdown::UnfinishedHandler;
 use crate::clock::{SharedClock, later};
-use crate::resource::Resource;
+use crate::resource::Object;
 
 /// The backlog at which a handler's buffer warns by default: far above what a healthy handler
 /// keeps waiting between two events, and still small in memory (a notification holds two
@@ -195,17 +195,23 @@ pub(crate) struct Processor<K> {
 
 static NEXT_LISTENER_ID: AtomicU64 = AtomicU64::new(1);
 
-impl<K: Resource> Processor<K> {
-    pub(crate) fn new(clock: SharedClock) -> Self {
+impl<K: Object> Processor<K> {
+    /// A processor of the informer of `resource` (as client-go writes it, `v1, Resource=pods`).
+    pub(crate) fn new(clock: SharedClock, resource: Arc<str>) -> Self {
         Self {
             listeners: RwLock::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
             state: Mutex::new(RunState::NotStarted(Vec::new())),
             tasks: TaskTracker::new(),
             clock,
-            resource: crate::GroupVersionResource::of::<K>().to_string().into(),
+            resource,
             backlog_mark: AtomicUsize::new(DEFAULT_BACKLOG_WARNING),
         }
+    }
+
+    /// The resource, as client-go writes it.
+    pub(crate) fn resource(&self) -> Arc<str> {
+        Arc::clone(&self.resource)
     }
 
     /// The backlog at which listeners registered from now on warn (zero: never).
@@ -423,7 +429,7 @@ impl<K> Processor<K> {
 ///
 /// The thread enters `runtime` around each call, so that handlers can `tokio::spawn` and
 /// `Handle::current().block_on(...)` as they would on a goroutine's worth of thread.
-fn run_listener<K: Resource>(
+fn run_listener<K: Object>(
     listener: &Listener<K>,
     mut receiver: Receiver<K>,
     handler: &dyn ResourceEventHandler<K>,

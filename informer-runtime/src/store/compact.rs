@@ -28,7 +28,7 @@ use serde::Serialize;
 
 #[cfg(feature = "client")]
 use crate::client::object_decoder::ObjectDecoder;
-use crate::resource::Resource;
+use crate::resource::Object;
 
 /// The first byte of a compact form: compressed on its own.
 const PLAIN: u8 = 0;
@@ -121,7 +121,7 @@ type Decoder<K> = SerdeJson<K>;
 struct SerdeJson<K>(std::marker::PhantomData<fn() -> K>);
 
 #[cfg(not(feature = "client"))]
-impl<K: Resource> SerdeJson<K> {
+impl<K: Object> SerdeJson<K> {
     fn new(_keep_managed_fields: bool) -> Self {
         Self(std::marker::PhantomData)
     }
@@ -159,7 +159,7 @@ impl<K> Default for Decoders<K> {
     }
 }
 
-impl<K: Resource> Decoders<K> {
+impl<K: Object> Decoders<K> {
     /// Decodes a compact form made by [`encode`] with `dictionary`. With the `client` feature, through the HTTP
     /// client's decoder: simd-json, about twice as fast as `serde_json` on pods, and every
     /// `Vec` of the object at its exact length, so an object decoded here is as small as one the

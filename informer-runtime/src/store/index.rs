@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use super::ObjectKey;
 use super::members::Members;
-use crate::resource::Resource;
+use crate::resource::Object;
 
 /// The name of an index, such as [`NAMESPACE_INDEX`].
 pub type IndexName = String;
@@ -32,7 +32,7 @@ pub const NAMESPACE_INDEX: &str = "namespace";
 /// The index function behind [`NAMESPACE_INDEX`].
 #[doc(alias = "MetaNamespaceIndexFunc")]
 #[must_use]
-pub fn namespace_index<K: Resource>() -> IndexFn<K> {
+pub fn namespace_index<K: Object>() -> IndexFn<K> {
     Arc::new(|obj: &K| vec![obj.meta().namespace.clone().unwrap_or_default()])
 }
 

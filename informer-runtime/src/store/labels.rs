@@ -16,13 +16,13 @@ use super::ObjectKey;
 use super::index::Reindex;
 use super::members::Members;
 use super::storage::Labels;
-use crate::resource::Resource;
+use crate::resource::Object;
 use crate::selector::{LabelSelector, Operator};
 
 /// What an object without labels has.
 static NO_LABELS: Labels = BTreeMap::new();
 
-fn labels_of<K: Resource>(obj: Option<&K>) -> &Labels {
+fn labels_of<K: Object>(obj: Option<&K>) -> &Labels {
     obj.and_then(|o| o.meta().labels.as_ref()).unwrap_or(&NO_LABELS)
 }
 
@@ -73,7 +73,7 @@ impl<'a, E: Clone> Candidates<'a, E> {
     }
 }
 
-impl<K: Resource, E: Clone> Reindex<K, E> for LabelIndex<E> {
+impl<K: Object, E: Clone> Reindex<K, E> for LabelIndex<E> {
     /// Moves `key` from the labels of `old` to those of `new`, diffing the two label maps.
     fn update(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<(&K, &E)>) {
         if let (Some(old), Some((new, _))) = (old, new) {

@@ -22,7 +22,7 @@ pub use index::{IndexFn, IndexName, Indexers, NAMESPACE_INDEX, namespace_index};
 pub use storage::StorageMode;
 pub use thread_safe::{Cache, IndexError, Indexer};
 
-use crate::resource::Resource;
+use crate::resource::Object;
 
 /// The storage key of an object: `namespace/name`, or `name` for a cluster-scoped object.
 ///
@@ -50,7 +50,7 @@ impl ObjectKey {
     /// assert_eq!(ObjectKey::of(&pod).as_str(), "default/web-0");
     /// ```
     #[must_use]
-    pub fn of<K: Resource>(obj: &K) -> Self {
+    pub fn of<K: Object>(obj: &K) -> Self {
         let meta = obj.meta();
         Self::new(meta.namespace.as_deref(), meta.name.as_deref().unwrap_or_default())
     }
@@ -169,7 +169,7 @@ pub trait KnownObjects<K>: Send + Sync {
     /// since decoding another copy would save nothing.
     fn unchanged(&self, listed: &K) -> Option<Arc<K>>
     where
-        K: Resource,
+        K: Object,
     {
         crate::resource::same_version(self.get_by_key(ObjectKey::of(listed).as_str()), listed)
     }

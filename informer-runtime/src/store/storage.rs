@@ -19,7 +19,7 @@ use quick_cache::sync::Cache as RecentCache;
 
 use super::ObjectKey;
 use super::compact::{self, Decoders, Dictionary};
-use crate::resource::Resource;
+use crate::resource::Object;
 
 /// Label maps, as objects carry them.
 pub(super) type Labels = BTreeMap<String, String>;
@@ -99,7 +99,7 @@ pub(super) trait Storage<K>: Send + Sync {
 #[derive(Debug, Default)]
 pub(super) struct Decoded;
 
-impl<K: Resource> Storage<K> for Decoded {
+impl<K: Object> Storage<K> for Decoded {
     type Entry = Arc<K>;
 
     #[inline]
@@ -197,7 +197,7 @@ pub(super) struct Compact<K> {
     dictionary: Dictionary,
 }
 
-impl<K: Resource> Compact<K> {
+impl<K: Object> Compact<K> {
     pub(super) fn new(recent: usize) -> Self {
         Self {
             recent: (recent > 0).then(|| recent_cache(recent)),
@@ -214,7 +214,7 @@ impl<K: Resource> Compact<K> {
                 // Bytes this store encoded from a valid object; only a type whose serde does not
                 // round-trip gets here. Never panic on a read: report the object as absent.
                 tracing::error!(
-                    kind = K::KIND,
+                    kind = std::any::type_name::<K>(),
                     %key,
                     %error,
                     "a cached object could not be decoded from its compact form; it reads as absent"
@@ -236,7 +236,7 @@ impl<K: Resource> Compact<K> {
 /// `quick_cache` splits its capacity between shards (each with its own lock, for concurrent
 /// readers), rounding each shard's share up; a capacity that is a multiple of the shard count
 /// keeps the sum at `capacity` exactly. Shards of at least 64 objects, at most 16 of them.
-fn recent_cache<K: Resource>(capacity: usize) -> RecentCache<ObjectKey, Arc<K>> {
+fn recent_cache<K: Object>(capacity: usize) -> RecentCache<ObjectKey, Arc<K>> {
     let mut shards = 1;
     while shards < 16 && capacity / (shards * 2) >= 64 {
         shards *= 2;
@@ -259,7 +259,7 @@ fn recent_cache<K: Resource>(capacity: usize) -> RecentCache<ObjectKey, Arc<K>> 
     }
 }
 
-impl<K: Resource> Storage<K> for Compact<K> {
+impl<K: Object> Storage<K> for Compact<K> {
     type Entry = Slot<K>;
 
     fn entry(&self, key: &ObjectKey, obj: &Arc<K>) -> Slot<K> {
@@ -269,7 +269,7 @@ impl<K: Resource> Storage<K> for Compact<K> {
             }
             Err(error) => {
                 tracing::warn!(
-                    kind = K::KIND,
+                    kind = std::any::type_name::<K>(),
                     %key,
                     %error,
                     "an object could not be encoded for the compact cache; it is kept decoded"

@@ -14,7 +14,7 @@ use super::labels::LabelIndex;
 use super::members::Members;
 use super::storage::{Labels, Storage};
 use super::{IndexError, NAMESPACE_INDEX, ObjectKey};
-use crate::resource::{Resource, same_version};
+use crate::resource::{Object, same_version};
 use crate::selector::{LabelSelector, Requirement};
 
 /// What an object without labels is matched against.
@@ -31,7 +31,7 @@ pub(super) struct Table<K, S, E> {
     pub(super) labels: Option<LabelIndex<E>>,
 }
 
-impl<K: Resource, S: Storage<K>> Table<K, S, S::Entry> {
+impl<K: Object, S: Storage<K>> Table<K, S, S::Entry> {
     pub(super) fn new(storage: S, indexers: Indexers<K>) -> Self {
         let indices = indexers.into_iter().map(|(name, f)| (name, Index::new(f))).collect();
         Self { storage, items: HashMap::new(), indices, labels: None }
@@ -317,7 +317,7 @@ impl<K: Resource, S: Storage<K>> Table<K, S, S::Entry> {
 }
 
 #[cfg(test)]
-impl<K: Resource, S: Storage<K>> Table<K, S, S::Entry> {
+impl<K: Object, S: Storage<K>> Table<K, S, S::Entry> {
     /// Checks every index against the stored entries: what it would be if built from scratch,
     /// each entry holding the stored entry itself.
     pub(super) fn assert_consistent(&self) {

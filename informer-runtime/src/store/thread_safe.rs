@@ -13,7 +13,7 @@ use super::index::{IndexFn, Indexers};
 use super::storage::{Compact, Decoded, Slot, StorageMode};
 use super::table::Table;
 use super::{KnownObjects, NAMESPACE_INDEX, ObjectKey};
-use crate::resource::Resource;
+use crate::resource::Object;
 use crate::selector::LabelSelector;
 
 /// An error from an index query or from adding indexers.
@@ -60,7 +60,7 @@ impl<K> Clone for Cache<K> {
     }
 }
 
-impl<K: Resource> Cache<K> {
+impl<K: Object> Cache<K> {
     /// The object stored under `key` (`namespace/name` or `name`).
     #[must_use]
     pub fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
@@ -220,7 +220,7 @@ impl<K: Resource> Cache<K> {
     }
 }
 
-impl<K: Resource> KnownObjects<K> for Cache<K> {
+impl<K: Object> KnownObjects<K> for Cache<K> {
     fn list_keys(&self) -> Vec<ObjectKey> {
         Cache::list_keys(self)
     }
@@ -253,13 +253,13 @@ impl<K> Clone for Indexer<K> {
     }
 }
 
-impl<K: Resource> Default for Indexer<K> {
+impl<K: Object> Default for Indexer<K> {
     fn default() -> Self {
         Self::new(Indexers::new())
     }
 }
 
-impl<K: Resource> Deref for Indexer<K> {
+impl<K: Object> Deref for Indexer<K> {
     type Target = Cache<K>;
 
     fn deref(&self) -> &Cache<K> {
@@ -267,7 +267,7 @@ impl<K: Resource> Deref for Indexer<K> {
     }
 }
 
-impl<K: Resource> Indexer<K> {
+impl<K: Object> Indexer<K> {
     /// An empty store with the given indices.
     #[must_use]
     pub fn new(indexers: Indexers<K>) -> Self {

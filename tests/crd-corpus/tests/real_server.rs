@@ -98,7 +98,9 @@ mod real {
         const KIND: &'static str = K::KIND;
         const PLURAL: &'static str = K::PLURAL;
         type Scope = K::Scope;
+    }
 
+    impl<K: Resource> informer_runtime::Object for Raw<K> {
         fn meta(&self) -> &ObjectMeta {
             &self.metadata
         }

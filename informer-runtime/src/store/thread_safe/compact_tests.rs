@@ -20,7 +20,7 @@ fn compact(recent: usize) -> Indexer<Pod> {
     )
 }
 
-fn recent_len<K: Resource>(store: &Indexer<K>) -> usize {
+fn recent_len<K: Object>(store: &Indexer<K>) -> usize {
     match &*store.cache.inner.read() {
         Inner::Compact(table) => table.storage.recent_len(),
         Inner::Decoded(_) => 0,

@@ -29,7 +29,7 @@ pub(super) fn each_mode(test: impl Fn(StorageMode)) {
 }
 
 /// `store`, converted to `mode`.
-pub(super) fn in_mode<K: Resource>(store: Indexer<K>, mode: StorageMode) -> Indexer<K> {
+pub(super) fn in_mode<K: Object>(store: Indexer<K>, mode: StorageMode) -> Indexer<K> {
     store.set_storage_mode(mode);
     assert_eq!(store.storage_mode(), mode);
     store

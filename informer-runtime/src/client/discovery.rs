@@ -1,0 +1,288 @@
+//! What the API server's discovery documents say of a resource: its kind and scope, for an
+//! informer of a resource known only at run time, and, when a list or watch answered `404`, why
+//! it is not served.
+//!
+//! - [`Client::discover`] reads `/api/{version}` or `/apis/{group}/{version}` and finds the
+//!   resource's kind and scope: what a [dynamic informer](crate::dynamic) needs before its
+//!   first list.
+//! - [`Client::resolve`] finds a resource by the name kubectl accepts (`pods`, `pod`, `po`,
+//!   `deployments.apps`, `Deployment`), in the preferred version of its group.
+//! - On a `404`, [`explain`] turns "404 page not found" into an error that says what to do
+//!   (install the CRD, use a served version): at most two small GETs
+//!   (`/apis/{group}/{version}`, then `/apis/{group}`); if discovery itself fails, the server's
+//!   own answer is kept.
+//!
+//! Every discovery body is bounded ([`MAX_DISCOVERY_BODY`]) and read under the client's idle
+//! deadline.
+
+use reqwest::Method;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::Client;
+use super::body::{BodyReader, ReadError};
+use super::error::transport_error;
+use super::error::{ClientError, Result};
+use crate::listwatch::{Error, Status};
+use crate::resource::{ApiResource, GroupVersionResource};
+
+/// Discovery documents are a few kilobytes (the core group's is the largest, about 10 KiB); a
+/// larger one is not read whole.
+const MAX_DISCOVERY_BODY: usize = 1024 * 1024;
+
+/// One entry of an `APIResourceList`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DiscoveredResource {
+    name: String,
+    #[serde(default)]
+    singular_name: String,
+    #[serde(default)]
+    namespaced: bool,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    short_names: Vec<String>,
+}
+
+/// `/apis/{group}/{version}`, or `/api/{version}` for the core group.
+fn version_path(group: &str, version: &str) -> String {
+    if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") }
+}
+
+/// `group/version`, or `version` for the core group.
+fn api_version(group: &str, version: &str) -> String {
+    if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") }
+}
+
+/// `plural[.group]`.
+fn qualified(gvr: &GroupVersionResource) -> String {
+    if gvr.group.is_empty() {
+        gvr.resource.clone()
+    } else {
+        format!("{}.{}", gvr.resource, gvr.group)
+    }
+}
+
+/// The resources of one group version, without subresources (`pods/log`).
+fn resources_of(list: &Value) -> impl Iterator<Item = DiscoveredResource> + '_ {
+    list["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| DiscoveredResource::deserialize(r).ok())
+        .filter(|r| !r.name.contains('/'))
+}
+
+impl DiscoveredResource {
+    fn into_api_resource(self, group: &str, version: &str) -> ApiResource {
+        ApiResource {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            kind: self.kind,
+            plural: self.name,
+            namespaced: self.namespaced,
+        }
+    }
+
+    /// Whether kubectl would take `name` for this resource: its plural, singular, kind or a
+    /// short name, in any case.
+    fn answers_to(&self, name: &str) -> bool {
+        self.name.eq_ignore_ascii_case(name)
+            || self.singular_name.eq_ignore_ascii_case(name)
+            || self.kind.eq_ignore_ascii_case(name)
+            || self.short_names.iter().any(|s| s.eq_ignore_ascii_case(name))
+    }
+}
+
+impl Client {
+    /// The kind and scope of `gvr`, from the API server's discovery document of its group
+    /// version: what an informer of a resource known only at run time needs.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::Api`] with status `404` when the server does not serve the resource; its
+    /// message says why (unknown group, unserved version, no such resource: is the CRD
+    /// installed?). [`ClientError::Request`] when discovery could not be read.
+    ///
+    /// ```no_run
+    /// # async fn run(client: informer_runtime::Client) -> informer_runtime::client::Result<()> {
+    /// use informer_runtime::GroupVersionResource;
+    /// let deployments = client.discover(&GroupVersionResource::new("apps", "v1", "deployments")).await?;
+    /// assert_eq!((deployments.kind.as_str(), deployments.namespaced), ("Deployment", true));
+    /// # Ok(()) }
+    /// ```
+    pub async fn discover(&self, gvr: &GroupVersionResource) -> Result<ApiResource> {
+        let path = version_path(&gvr.group, &gvr.version);
+        discover(self, gvr).await.map_err(|e| ClientError::request("GET", path, e))
+    }
+
+    /// The resource kubectl would take `name` for: a plural (`pods`), singular (`pod`), kind
+    /// (`Pod`) or short name (`po`), optionally followed by `.group` (`deployments.apps`,
+    /// `widgets.example.com`), in the preferred version of its group; the core group first.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::Api`] with status `404` when no served resource answers to `name`;
+    /// [`ClientError::Request`] when discovery could not be read.
+    ///
+    /// ```no_run
+    /// # async fn run(client: informer_runtime::Client) -> informer_runtime::client::Result<()> {
+    /// let deployments = client.resolve("deploy").await?;
+    /// assert_eq!(deployments.to_string(), "deployments.apps");
+    /// # Ok(()) }
+    /// ```
+    pub async fn resolve(&self, name: &str) -> Result<ApiResource> {
+        resolve(self, name).await.map_err(|e| ClientError::request("GET", "/apis".to_owned(), e))
+    }
+}
+
+/// See [`Client::discover`].
+pub(crate) async fn discover(
+    client: &Client,
+    gvr: &GroupVersionResource,
+) -> Result<ApiResource, Error> {
+    let path = version_path(&gvr.group, &gvr.version);
+    let list = match get(client, &path).await {
+        Ok(list) => list,
+        Err(error) => return Err(explain(client, gvr, error).await),
+    };
+    if let Some(found) = resources_of(&list).find(|r| r.name == gvr.resource) {
+        return Ok(found.into_api_resource(&gvr.group, &gvr.version));
+    }
+    let status = Status::new(404, "NotFound", format!("{path} has no resource {}", gvr.resource));
+    Err(explain(client, gvr, Error::Api(status)).await)
+}
+
+/// See [`Client::resolve`].
+async fn resolve(client: &Client, name: &str) -> Result<ApiResource, Error> {
+    // `deployments.apps`: the group follows the first dot. A bare name is looked for in the
+    // core group first, then in every group, as kubectl does.
+    let (name, group) = match name.split_once('.') {
+        Some((name, group)) => (name, Some(group)),
+        None => (name, None),
+    };
+    let mut groups: Vec<(String, String)> = Vec::new();
+    if group.is_none_or(str::is_empty) {
+        groups.push((String::new(), "v1".to_owned()));
+    }
+    let apis = get(client, "/apis").await?;
+    for entry in apis["groups"].as_array().into_iter().flatten() {
+        let Some(group_name) = entry["name"].as_str() else { continue };
+        if group.is_some_and(|g| !g.is_empty() && g != group_name) {
+            continue;
+        }
+        let preferred = entry["preferredVersion"]["version"]
+            .as_str()
+            .or_else(|| entry["versions"][0]["version"].as_str());
+        if let Some(version) = preferred {
+            groups.push((group_name.to_owned(), version.to_owned()));
+        }
+    }
+    for (group_name, version) in &groups {
+        let list = match get(client, &version_path(group_name, version)).await {
+            Ok(list) => list,
+            // A group whose discovery fails (an aggregated API that is down) hides only its own
+            // resources, as in kubectl.
+            Err(error) => {
+                tracing::debug!(group = %group_name, %version, %error, "discovery of a group failed");
+                continue;
+            }
+        };
+        if let Some(found) = resources_of(&list).find(|r| r.answers_to(name)) {
+            return Ok(found.into_api_resource(group_name, version));
+        }
+    }
+    let message = match group {
+        Some(group) => format!(
+            "the server has no resource {name:?} in the group {group:?}: see `kubectl \
+             api-resources --api-group={group}`"
+        ),
+        None => format!(
+            "the server has no resource {name:?}: see `kubectl api-resources` for the names it \
+             serves"
+        ),
+    };
+    Err(Error::Api(Status::new(404, "NotFound", message)))
+}
+
+/// `error` with what discovery says when it is a `404` for `gvr`'s collection; else `error`.
+pub(crate) async fn explain(client: &Client, gvr: &GroupVersionResource, error: Error) -> Error {
+    let Error::Api(status) = &error else { return error };
+    if status.code != 404 {
+        return error;
+    }
+    let resource = qualified(gvr);
+    let api_version = api_version(&gvr.group, &gvr.version);
+    let group = if gvr.group.is_empty() {
+        "the core group".to_owned()
+    } else {
+        format!("the group {}", gvr.group)
+    };
+    let why = match get(client, &version_path(&gvr.group, &gvr.version)).await {
+        Ok(list) => {
+            if resources_of(&list).any(|r| r.name == gvr.resource) {
+                // Discovery lists it: something else answered 404 (a proxy, a namespace path).
+                return error;
+            }
+            format!(
+                "{api_version} is served, but has no resource {}: is the \
+                 CustomResourceDefinition that defines it installed?",
+                gvr.resource
+            )
+        }
+        Err(Error::Api(s)) if s.code == 404 && !gvr.group.is_empty() => {
+            match get(client, &format!("/apis/{}", gvr.group)).await {
+                Ok(group_doc) => {
+                    let versions: Vec<&str> = group_doc["versions"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|v| v["version"].as_str())
+                        .collect();
+                    format!(
+                        "{group} is served, but not its version {} (served: {}): use a served version",
+                        gvr.version,
+                        versions.join(", ")
+                    )
+                }
+                Err(Error::Api(s)) if s.code == 404 => format!(
+                    "the server does not know {group}: install the CustomResourceDefinition that \
+                     defines {resource}"
+                ),
+                Err(_) => return error,
+            }
+        }
+        Err(_) => return error,
+    };
+    let message = format!(
+        "{resource} ({api_version}) is not served by the API server: {why}; the informer \
+         retries, and syncs once it is served (the server said: {})",
+        status.message
+    );
+    Error::Api(Status { message, ..status.clone() })
+}
+
+/// A discovery document; an error answer is [`Error::Api`], a body too large, cut off or not
+/// JSON is [`Error::Decode`] or [`Error::Transport`].
+async fn get(client: &Client, path: &str) -> Result<Value, Error> {
+    let mut url = client.base_url().clone();
+    let base = url.path().trim_end_matches('/').to_owned();
+    url.set_path(&format!("{base}{path}"));
+    url.set_query(None);
+    let response = client.send(Method::GET, url, None).await?;
+    let mut body = BodyReader::new(response, client.limits().read_idle_timeout);
+    let (bytes, read) = body.read_prefix(MAX_DISCOVERY_BODY).await;
+    match read {
+        Ok(true) => serde_json::from_slice(&bytes)
+            .map_err(|e| Error::Decode(format!("discovery document {path}: {e}"))),
+        Ok(false) => Err(Error::Decode(format!(
+            "discovery document {path}: larger than {MAX_DISCOVERY_BODY} bytes"
+        ))),
+        Err(ReadError::Idle(idle)) => Err(Error::Transport(format!(
+            "discovery document {path}: the server sent nothing for {idle:?} \
+             (Config::read_idle_timeout)"
+        ))),
+        Err(ReadError::Failed(e)) => Err(transport_error(&e)),
+    }
+}
