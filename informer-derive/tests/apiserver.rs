@@ -172,12 +172,15 @@ async fn grouped_accessors_of_derived_types_sync() {
     })
     .await;
 
-    // register_custom_resources makes them known by group, version and resource.
-    let fresh = SharedInformerFactory::new(client.clone());
+    // register_custom_resources makes them known by group, version and resource: the typed
+    // informer, where an unregistered resource gets a dynamic one.
     let gvr = informer_runtime::GroupVersionResource::of::<NetworkLimit>();
-    assert!(fresh.for_resource(&gvr).is_err());
+    let fresh = SharedInformerFactory::new(client.clone());
+    let dynamic = fresh.for_resource(&gvr).unwrap();
+    assert!(dynamic.downcast::<informer_runtime::dynamic::DynamicObject>().is_some());
+    let fresh = SharedInformerFactory::new(client.clone());
     fresh.register_custom_resources();
-    assert!(fresh.for_resource(&gvr).is_ok());
+    assert!(fresh.for_resource(&gvr).unwrap().downcast::<NetworkLimit>().is_some());
     factory.shutdown().await;
     server.shutdown().await.unwrap();
 }
