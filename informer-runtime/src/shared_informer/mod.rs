@@ -26,6 +26,15 @@
 //!   does not mean the handlers processed it (use the
 //!   [registration's](ResourceEventHandlerRegistration::has_synced)).
 //!
+//! # A set of namespaces
+//!
+//! [`SharedIndexInformer::for_namespaces`] watches several namespaces (not one, not all) into
+//! one cache, as controller-runtime's multi-namespace cache does with one cache per namespace:
+//! a reflector per namespace, each with its own list, watch, resourceVersion and backoff, all
+//! feeding the one queue, cache and set of handlers. A relist (after a `410`, say) in one
+//! namespace replaces that namespace's objects only; the informer has synced once every
+//! namespace's first list is in the cache; a resync replays the cache once per period.
+//!
 //! # Example
 //!
 //! ```
@@ -95,6 +104,28 @@ pub enum InformerError {
     /// The informer has stopped; nothing can be registered any more.
     #[error("handler was not added to shared informer because it has stopped already")]
     Stopped,
+    /// [`for_namespaces`](SharedIndexInformer::for_namespaces) was given no namespace.
+    #[error(
+        "an informer over a set of namespaces was given none; give at least one, or use SharedIndexInformer::new to watch every namespace"
+    )]
+    NoNamespaces,
+    /// [`for_namespaces`](SharedIndexInformer::for_namespaces) was given a namespace twice.
+    #[error(
+        "namespace {0:?} was given twice to an informer over a set of namespaces; give each namespace one lister-watcher"
+    )]
+    DuplicateNamespace(String),
+    /// [`for_namespaces`](SharedIndexInformer::for_namespaces) was given `""`, which means
+    /// every namespace.
+    #[error(
+        "the namespace \"\" means every namespace and cannot be one of a set; use SharedIndexInformer::new to watch every namespace"
+    )]
+    AllNamespacesInSet,
+    /// [`for_namespaces`](SharedIndexInformer::for_namespaces) was asked for a cluster-scoped
+    /// kind, whose objects are in no namespace.
+    #[error(
+        "{0} is cluster-scoped, so it cannot be watched per namespace; use SharedIndexInformer::new"
+    )]
+    ClusterScoped(&'static str),
 }
 
 /// Watch events that may wait, decoded, for the cache: a few milliseconds of decoding, and a few
@@ -116,17 +147,22 @@ struct Settings<K> {
     stopped: bool,
 }
 
+/// A lister-watcher and the namespace it is limited to: `None` for every namespace (the one
+/// lister-watcher of an informer), `Some` for one of a [set](SharedIndexInformer::for_namespaces).
+type ScopedListerWatcher<K> = (Option<String>, Arc<dyn ListerWatcher<K>>);
+
 struct Shared<K> {
     indexer: Indexer<K>,
     processor: Arc<Processor<K>>,
-    lister_watcher: Arc<dyn ListerWatcher<K>>,
+    lister_watchers: Vec<ScopedListerWatcher<K>>,
     clock: SharedClock,
     settings: Mutex<Settings<K>>,
     /// Held while deltas are applied and while a late handler is given the cache, so that it
     /// sees every change exactly once.
     block_deltas: Mutex<()>,
     queue: OnceLock<Arc<DeltaFifo<K>>>,
-    reflector: OnceLock<Arc<Reflector<K>>>,
+    /// One per lister-watcher, in their order.
+    reflectors: OnceLock<Vec<Arc<Reflector<K>>>>,
     /// Woken when the sync state may have changed, and when the informer stops.
     progress: Arc<Notify>,
 }
@@ -149,12 +185,65 @@ impl<K: Resource> SharedIndexInformer<K> {
     /// [label index](Indexer::with_label_index) and no resync.
     #[must_use]
     pub fn new(lister_watcher: Arc<dyn ListerWatcher<K>>) -> Self {
+        Self::with_lister_watchers(vec![(None, lister_watcher)])
+    }
+
+    /// An informer over a set of namespaces, from one lister-watcher per namespace (each limited
+    /// to its namespace), with one cache, one lister and handlers registered once; see
+    /// [A set of namespaces](self#a-set-of-namespaces). Otherwise as [`new`](Self::new).
+    ///
+    /// ```
+    /// # use informer_runtime::shared_informer::SharedIndexInformer;
+    /// # use informer_runtime::testing::FakeSource;
+    /// # use k8s_openapi::api::core::v1::Pod;
+    /// let source = FakeSource::new(); // or an HTTP client
+    /// let pods = SharedIndexInformer::<Pod>::for_namespaces(
+    ///     ["team-a", "team-b"].map(|ns| (ns, source.lister_watcher::<Pod>(Some(ns)))),
+    /// )?;
+    /// # Ok::<(), informer_runtime::shared_informer::InformerError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`InformerError::NoNamespaces`] for none, [`InformerError::DuplicateNamespace`] for a
+    /// namespace given twice, [`InformerError::AllNamespacesInSet`] for `""` (which means every
+    /// namespace: use [`new`](Self::new)), and [`InformerError::ClusterScoped`] for a kind
+    /// whose objects are in no namespace.
+    #[doc(alias = "MultiNamespacedCacheBuilder")]
+    #[doc(alias = "DefaultNamespaces")]
+    pub fn for_namespaces<N: Into<String>>(
+        lister_watchers: impl IntoIterator<Item = (N, Arc<dyn ListerWatcher<K>>)>,
+    ) -> Result<Self, InformerError> {
+        if !crate::resource::is_namespaced::<K>() {
+            return Err(InformerError::ClusterScoped(K::KIND));
+        }
+        let mut scoped: Vec<ScopedListerWatcher<K>> = Vec::new();
+        for (namespace, lister_watcher) in lister_watchers {
+            let namespace = namespace.into();
+            if namespace.is_empty() {
+                return Err(InformerError::AllNamespacesInSet);
+            }
+            if scoped.iter().any(|(ns, _)| ns.as_deref() == Some(namespace.as_str())) {
+                return Err(InformerError::DuplicateNamespace(namespace));
+            }
+            scoped.push((Some(namespace), lister_watcher));
+        }
+        if scoped.is_empty() {
+            return Err(InformerError::NoNamespaces);
+        }
+        Ok(Self::with_lister_watchers(scoped))
+    }
+
+    /// An informer over `lister_watchers`, each `None` (every namespace; only one) or limited
+    /// to a namespace (no two the same, none `""`): [`new`](Self::new) and
+    /// [`for_namespaces`](Self::for_namespaces) check that.
+    pub(crate) fn with_lister_watchers(lister_watchers: Vec<ScopedListerWatcher<K>>) -> Self {
         let clock: SharedClock = Arc::new(TokioClock);
         Self {
             shared: Arc::new(Shared {
                 indexer: Indexer::with_namespace_index().with_label_index(),
                 processor: Arc::new(Processor::new(Arc::clone(&clock))),
-                lister_watcher,
+                lister_watchers,
                 clock,
                 settings: Mutex::new(Settings {
                     resync_check_period: Duration::ZERO,
@@ -171,7 +260,7 @@ impl<K: Resource> SharedIndexInformer<K> {
                 }),
                 block_deltas: Mutex::new(()),
                 queue: OnceLock::new(),
-                reflector: OnceLock::new(),
+                reflectors: OnceLock::new(),
                 progress: Arc::new(Notify::new()),
             }),
         }
@@ -506,7 +595,8 @@ impl<K: Resource> SharedIndexInformer<K> {
         Lister::new(self.cache())
     }
 
-    /// Whether the cache holds the first complete list.
+    /// Whether the cache holds the first complete list (of every namespace, for an informer
+    /// over a [set of them](Self::for_namespaces)).
     #[must_use]
     pub fn has_synced(&self) -> bool {
         self.shared.queue.get().is_some_and(|q| q.has_synced())
@@ -528,10 +618,17 @@ impl<K: Resource> SharedIndexInformer<K> {
         }
     }
 
-    /// The resourceVersion of the last list or event seen.
+    /// The resourceVersion of the last list or event seen. For an informer over a
+    /// [set of namespaces](Self::for_namespaces), of the first namespace's (versions are
+    /// opaque: there is no newest of several).
     #[must_use]
     pub fn last_sync_resource_version(&self) -> String {
-        self.shared.reflector.get().map(|r| r.last_sync_resource_version()).unwrap_or_default()
+        self.shared
+            .reflectors
+            .get()
+            .and_then(|r| r.first())
+            .map(|r| r.last_sync_resource_version())
+            .unwrap_or_default()
     }
 
     /// The period at which the reflector checks whether any handler is due for a resync.
@@ -561,36 +658,39 @@ impl<K: Resource> SharedIndexInformer<K> {
     /// Outside a Tokio runtime.
     pub async fn run(&self, stop: CancellationToken) -> ShutdownReport {
         let shared = &self.shared;
-        let (queue, reflector, shutdown_timeout) = {
+        let (queue, reflectors, shutdown_timeout) = {
             let mut settings = shared.settings.lock();
             if settings.started {
                 tracing::warn!("the informer has already been started");
                 return ShutdownReport::default();
             }
             settings.started = true;
+            let namespaces = shared.lister_watchers.iter().filter_map(|(ns, _)| ns.clone());
             let mut queue = DeltaFifo::new()
                 .with_known_objects(Arc::new(shared.indexer.cache()))
-                .with_max_queued_deltas(settings.max_queued_deltas);
+                .with_max_queued_deltas(settings.max_queued_deltas)
+                .with_namespaces(namespaces);
             if let Some(transform) = &settings.transform {
                 queue = queue.with_transform(Arc::clone(transform));
             }
             let queue = Arc::new(queue);
-            let compact = matches!(shared.indexer.storage_mode(), StorageMode::Compact { .. });
-            let sink =
-                Arc::new(QueueSink::new(Arc::clone(&queue), Arc::clone(&shared.progress), compact));
-            let processor = Arc::downgrade(&shared.processor);
-            let mut config = settings.reflector.clone();
-            config.resync_period = settings.resync_check_period;
-            let mut reflector = Reflector::new(Arc::clone(&shared.lister_watcher), sink, config)
-                .with_clock(Arc::clone(&shared.clock))
-                .with_random(settings.random.clone())
-                .with_should_resync(Arc::new(move || {
-                    processor.upgrade().is_some_and(|p| p.should_resync())
-                }));
-            if let Some(handler) = &settings.watch_error_handler {
-                reflector = reflector.with_watch_error_handler(Arc::clone(handler));
-            }
-            reflector = reflector.with_observer(settings.observer.clone());
+            let reflectors = shared
+                .lister_watchers
+                .iter()
+                .enumerate()
+                .map(|(i, (namespace, lister_watcher))| {
+                    // Every reflector's resync would replay the whole cache: the first one's
+                    // alone keeps it to one replay per period.
+                    let resync = if i == 0 { settings.resync_check_period } else { Duration::ZERO };
+                    let sink = QueueSink::new(Arc::clone(&queue), Arc::clone(&shared.progress))
+                        .compact_lists(matches!(
+                            shared.indexer.storage_mode(),
+                            StorageMode::Compact { .. }
+                        ))
+                        .namespace(namespace.clone());
+                    Arc::new(self.reflector(&settings, Arc::clone(lister_watcher), sink, resync))
+                })
+                .collect::<Vec<_>>();
             if let Some(observer) = settings.observer.clone() {
                 // The time to the first sync, measured from here.
                 let (informer, clock) = (self.clone(), Arc::clone(&shared.clock));
@@ -601,11 +701,10 @@ impl<K: Resource> SharedIndexInformer<K> {
                     }
                 });
             }
-            let reflector = Arc::new(reflector);
             // `started` was false and is now true under this lock: nobody set these before.
             let _ = shared.queue.set(Arc::clone(&queue));
-            let _ = shared.reflector.set(Arc::clone(&reflector));
-            (queue, reflector, settings.shutdown_timeout)
+            let _ = shared.reflectors.set(reflectors.clone());
+            (queue, reflectors, settings.shutdown_timeout)
         };
         shared.processor.run(&tokio::runtime::Handle::current());
         let sinks = Sinks {
@@ -614,11 +713,34 @@ impl<K: Resource> SharedIndexInformer<K> {
             block_deltas: &shared.block_deltas,
             progress: &shared.progress,
         };
-        process_loop::run(&queue, &reflector, stop, sinks).await;
+        process_loop::run(&queue, &reflectors, stop, sinks).await;
         shared.settings.lock().stopped = true;
         let unfinished = shared.processor.stop(shutdown_timeout).await;
         shared.progress.notify_waiters();
         ShutdownReport::new(unfinished)
+    }
+
+    /// The reflector of one lister-watcher into `sink`, resyncing every `resync` (zero: never).
+    fn reflector(
+        &self,
+        settings: &Settings<K>,
+        lister_watcher: Arc<dyn ListerWatcher<K>>,
+        sink: QueueSink<K>,
+        resync: Duration,
+    ) -> Reflector<K> {
+        let processor = Arc::downgrade(&self.shared.processor);
+        let mut config = settings.reflector.clone();
+        config.resync_period = resync;
+        let mut reflector = Reflector::new(lister_watcher, Arc::new(sink), config)
+            .with_clock(Arc::clone(&self.shared.clock))
+            .with_random(settings.random.clone())
+            .with_should_resync(Arc::new(move || {
+                processor.upgrade().is_some_and(|p| p.should_resync())
+            }));
+        if let Some(handler) = &settings.watch_error_handler {
+            reflector = reflector.with_watch_error_handler(Arc::clone(handler));
+        }
+        reflector.with_observer(settings.observer.clone())
     }
 }
 
@@ -642,7 +764,8 @@ fn metric_resource<K: Resource>() -> String {
 #[cfg(feature = "metrics")]
 impl<K: Resource> crate::instrument::InformerProbe for Shared<K> {
     fn last_sync_resource_version(&self) -> String {
-        self.reflector.get().map(|r| r.last_sync_resource_version()).unwrap_or_default()
+        let first = self.reflectors.get().and_then(|r| r.first());
+        first.map(|r| r.last_sync_resource_version()).unwrap_or_default()
     }
 
     fn pending(&self) -> Vec<(u64, usize)> {
@@ -661,5 +784,7 @@ impl<K> std::fmt::Debug for SharedIndexInformer<K> {
     }
 }
 
+#[cfg(test)]
+mod namespaces_tests;
 #[cfg(test)]
 mod tests;
