@@ -67,6 +67,16 @@ fn informer_over(
     source_of: impl Fn(&str) -> FakeSource,
     mode: StorageMode,
 ) -> SharedIndexInformer<Pod> {
+    informer_listing(namespaces, source_of, mode, false)
+}
+
+/// [`informer_over`], listing by streaming lists when `streaming`.
+fn informer_listing(
+    namespaces: &[&str],
+    source_of: impl Fn(&str) -> FakeSource,
+    mode: StorageMode,
+    streaming: bool,
+) -> SharedIndexInformer<Pod> {
     let lister_watchers = namespaces.iter().map(|ns| (*ns, source_of(ns).lister_watcher(Some(ns))));
     let backoff = BackoffConfig {
         initial: Duration::from_millis(1),
@@ -76,7 +86,9 @@ fn informer_over(
     let informer = SharedIndexInformer::<Pod>::for_namespaces(lister_watchers)
         .expect("a valid set")
         .with_random(Random::fixed(0.0))
-        .with_reflector_config(ReflectorConfig::default().backoff(backoff));
+        .with_reflector_config(
+            ReflectorConfig::default().backoff(backoff).streaming_list(streaming),
+        );
     match mode {
         StorageMode::Decoded => informer,
         StorageMode::Compact { recent } => informer.with_compact_storage(recent),
@@ -139,21 +151,29 @@ async fn the_cache_holds_exactly_the_objects_of_its_namespaces() {
     }
 }
 
+/// How many lists `source` served: plain lists and streaming lists.
+fn lists(source: &FakeSource) -> usize {
+    let streamed = source.watch_requests::<Pod>().iter().filter(|w| w.send_initial_events).count();
+    source.list_requests::<Pod>().len() + streamed
+}
+
 // The bug a naive design has (issue 20): a's reflector relists after a 410 and its list holds
 // only a's pods. Replacing the queue with it would tombstone every pod b's reflector delivered;
 // here only a's pod that is gone is deleted, b's stay cached and no handler hears of them.
-// client-go's TestSharedInformerWatchDisruption, in one namespace of two.
+// client-go's TestSharedInformerWatchDisruption, in one namespace of two; decoded and compact
+// caches, plain and streaming lists (TestWatchList).
 #[tokio::test]
 async fn a_relist_in_one_namespace_keeps_the_other_namespaces_objects() {
-    for mode in [StorageMode::Decoded, COMPACT] {
+    let modes = [StorageMode::Decoded, COMPACT];
+    for (mode, streaming) in modes.into_iter().flat_map(|m| [(m, false), (m, true)]) {
         // A source per namespace, so that the disruption reaches a's reflector alone.
         let (a, b) = (FakeSource::new(), FakeSource::new());
         a.add(pod("a", "a1", ""));
         a.add(pod("a", "a2", ""));
         b.add(pod("b", "b1", ""));
         b.add(pod("b", "b2", ""));
-        let informer =
-            informer_over(&["a", "b"], |ns| if ns == "a" { a.clone() } else { b.clone() }, mode);
+        let source_of = |ns: &str| if ns == "a" { a.clone() } else { b.clone() };
+        let informer = informer_listing(&["a", "b"], source_of, mode, streaming);
         let recorder = Recorder::default();
         informer.add_event_handler(recorder.clone()).expect("running");
         let (token, handle) = start(&informer);
@@ -165,13 +185,13 @@ async fn a_relist_in_one_namespace_keeps_the_other_namespaces_objects() {
         a.drop_watches();
         until("a's relist deletes a2", || !keys(&informer).contains("a/a2")).await;
         until("a deletion reaches the handler", || recorder.count("delete:a/a2") == 1).await;
-        assert_eq!(a.list_requests::<Pod>().len(), 2, "a relisted");
-        assert_eq!(b.list_requests::<Pod>().len(), 1, "b did not");
-        assert_eq!(keys(&informer), set(&["a/a1", "b/b1", "b/b2"]), "{mode:?}");
+        assert_eq!(lists(&a), 2, "a relisted");
+        assert_eq!(lists(&b), 1, "b did not");
+        assert_eq!(keys(&informer), set(&["a/a1", "b/b1", "b/b2"]), "{mode:?} {streaming}");
         // What happens next in b still flows.
         b.add(pod("b", "b3", ""));
         until("b's watch goes on", || recorder.count("add:b/b3") == 1).await;
-        assert_eq!(recorder.with_prefix("delete:"), ["delete:a/a2"], "{mode:?}");
+        assert_eq!(recorder.with_prefix("delete:"), ["delete:a/a2"], "{mode:?} {streaming}");
         stop(token, handle).await;
     }
 }
