@@ -16,6 +16,15 @@
 //! loop is the consumer ([`DeltaFifo::pop`]). All methods take `&self` and are safe to call from any thread.
 //!
 //! This follows client-go v0.32's contract (`delta_fifo.go`), without `ErrRequeue`.
+//!
+//! # One queue, one reflector per namespace
+//!
+//! An informer over a set of namespaces (controller-runtime's multi-namespace cache, with one
+//! cache instead of one per namespace) runs a reflector per namespace into one queue. Each
+//! reflector's relist is the truth about its own namespace only, so it goes through
+//! [`DeltaFifo::namespace`]: its tombstones are for keys of that namespace, never for objects
+//! another namespace's reflector delivered. A queue made [`with_namespaces`](DeltaFifo::with_namespaces)
+//! has synced once the first list of every one of them has finished and been popped.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
@@ -211,20 +220,58 @@ struct State<K> {
     populated: bool,
     /// Items of the first replace not popped yet.
     initial_population_count: usize,
+    /// Per namespace whose first list has finished: its items and tombstones not popped yet
+    /// (see [`DeltaFifo::with_namespaces`]). A namespace leaves at zero.
+    initial_by_namespace: HashMap<String, usize>,
+    /// The namespaces of [`DeltaFifo::with_namespaces`] whose first list has not finished.
+    unlisted: HashSet<String>,
     /// Deltas queued, over every key: what [`DeltaFifo::poll_ready`] bounds.
     queued_deltas: usize,
-    /// The producer waiting in [`DeltaFifo::poll_ready`] for room, if any.
-    producer: Option<Waker>,
-    /// The keys of the list being replaced item by item ([`DeltaFifo::replace_item`]), until
-    /// [`DeltaFifo::finish_replace`] ends it.
-    listed: Option<HashSet<ObjectKey>>,
+    /// The producers waiting in [`DeltaFifo::poll_ready`] for room: one per reflector (a queue
+    /// fed per namespace has several).
+    producers: Vec<Waker>,
+    /// The keys of each list being replaced item by item ([`DeltaFifo::replace_item`]), until
+    /// [`DeltaFifo::finish_replace`] ends it: at most one per namespace (`Some`), or one of
+    /// every key (`None`).
+    listed: Vec<(Option<String>, HashSet<ObjectKey>)>,
     closed: bool,
 }
 
 impl<K> State<K> {
     fn has_synced(&self) -> bool {
-        self.populated && self.initial_population_count == 0
+        self.populated
+            && self.initial_population_count == 0
+            && self.unlisted.is_empty()
+            && self.initial_by_namespace.is_empty()
     }
+
+    /// The keys listed so far by the item-by-item list of `scope`, taken out.
+    fn take_listed(&mut self, scope: Option<&str>) -> Option<HashSet<ObjectKey>> {
+        let at = self.listed.iter().position(|(s, _)| s.as_deref() == scope)?;
+        Some(self.listed.swap_remove(at).1)
+    }
+
+    /// A pop of `key`: one fewer of the first list's items (of its namespace's first list, in a
+    /// queue fed per namespace) left to pop.
+    fn popped_initial(&mut self, key: &ObjectKey) {
+        if self.initial_population_count > 0 {
+            self.initial_population_count -= 1;
+        } else if !self.initial_by_namespace.is_empty() {
+            let Ok((namespace, _)) = key.split() else { return };
+            if let Some(left) = self.initial_by_namespace.get_mut(namespace) {
+                *left = left.saturating_sub(1);
+                if *left == 0 {
+                    self.initial_by_namespace.remove(namespace);
+                }
+            }
+        }
+    }
+}
+
+/// Whether `key` belongs to a list of `scope`: every key for `None`, else the keys of that
+/// namespace.
+fn in_scope(key: &ObjectKey, scope: Option<&str>) -> bool {
+    scope.is_none_or(|namespace| key.split().is_ok_and(|(ns, _)| ns == namespace))
 }
 
 /// The most deltas a bounded queue holds while a list is handed over item by item (see
@@ -259,9 +306,11 @@ impl<K: Object> DeltaFifo<K> {
                 queue: VecDeque::new(),
                 populated: false,
                 initial_population_count: 0,
+                initial_by_namespace: HashMap::new(),
+                unlisted: HashSet::new(),
                 queued_deltas: 0,
-                producer: None,
-                listed: None,
+                producers: Vec::new(),
+                listed: Vec::new(),
                 closed: false,
             }),
             not_empty: Notify::new(),
@@ -275,6 +324,20 @@ impl<K: Object> DeltaFifo<K> {
     #[must_use]
     pub fn with_known_objects(mut self, known: Arc<dyn KnownObjects<K>>) -> Self {
         self.known_objects = Some(known);
+        self
+    }
+
+    /// A queue fed by one producer per namespace of `namespaces`, each replacing through
+    /// [`namespace`](Self::namespace): it has [synced](Self::has_synced) once the first list of
+    /// every one of them has finished and its items and tombstones have been popped (as
+    /// client-go's `HasSynced` of one informer per namespace, all of them). Duplicates count
+    /// once. A [`replace`](Self::replace) of every key counts as the first list of them all.
+    #[must_use]
+    pub fn with_namespaces(
+        mut self,
+        namespaces: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.state.get_mut().unlisted = namespaces.into_iter().map(Into::into).collect();
         self
     }
 
@@ -305,17 +368,16 @@ impl<K: Object> DeltaFifo<K> {
 
     /// Whether a producer may queue another delta now: fewer than the
     /// [bound](Self::with_max_queued_deltas) are queued, or the queue is closed. If not, `cx`'s
-    /// waker is woken once pops have brought the queue down to half the bound. One producer
-    /// waits at a time: a second one's waker replaces the first's.
+    /// waker is woken once pops have brought the queue down to half the bound. Every producer
+    /// waiting (one reflector per namespace) is woken then.
     pub fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<()> {
         let mut state = self.state.lock();
         if state.queued_deltas < self.bound(&state) || state.closed {
-            state.producer = None;
+            state.producers.retain(|waker| !waker.will_wake(cx.waker()));
             return Poll::Ready(());
         }
-        match &mut state.producer {
-            Some(waker) => waker.clone_from(cx.waker()),
-            None => state.producer = Some(cx.waker().clone()),
+        if !state.producers.iter().any(|waker| waker.will_wake(cx.waker())) {
+            state.producers.push(cx.waker().clone());
         }
         Poll::Pending
     }
@@ -324,10 +386,10 @@ impl<K: Object> DeltaFifo<K> {
     /// handed over [item by item](Self::replace_item), at most [`HANDOVER_BOUND`], since each
     /// of its items is decoded only to wait here, and a few dozen keep the consumer busy.
     fn bound(&self, state: &State<K>) -> usize {
-        if state.listed.is_some() {
-            self.max_queued_deltas.min(HANDOVER_BOUND)
-        } else {
+        if state.listed.is_empty() {
             self.max_queued_deltas
+        } else {
+            self.max_queued_deltas.min(HANDOVER_BOUND)
         }
     }
 
@@ -462,10 +524,14 @@ impl<K: Object> DeltaFifo<K> {
     /// per object and [`finish_replace`](Self::finish_replace), in one step.
     #[doc(alias = "Replace")]
     pub fn replace(&self, list: Vec<Arc<K>>) {
+        self.replace_in(None, list);
+    }
+
+    fn replace_in(&self, scope: Option<&str>, list: Vec<Arc<K>>) {
         let list = self.keyed(list);
         let mut state = self.state.lock();
-        state.listed = None;
-        self.finish_replace_locked(&mut state, list);
+        state.take_listed(scope);
+        self.finish_replace_locked(&mut state, scope, list);
     }
 
     /// Starts replacing everything with a complete list, item by item: each listed object is
@@ -478,16 +544,31 @@ impl<K: Object> DeltaFifo<K> {
     /// Until the first such list has finished, the queue has not [synced](Self::has_synced),
     /// and what it pops is part of the initial list.
     pub fn start_replace(&self) {
-        self.state.lock().listed = Some(HashSet::new());
+        self.start_replace_in(None);
+    }
+
+    fn start_replace_in(&self, scope: Option<&str>) {
+        let mut state = self.state.lock();
+        state.take_listed(scope);
+        state.listed.push((scope.map(str::to_owned), HashSet::new()));
     }
 
     /// Queues a [`Replaced`](Delta::Replaced) delta for `obj`, an item of the list being
     /// replaced (see [`start_replace`](Self::start_replace), which this starts if no list is).
     pub fn replace_item(&self, obj: Arc<K>) {
+        self.replace_item_in(None, obj);
+    }
+
+    fn replace_item_in(&self, scope: Option<&str>, obj: Arc<K>) {
         let key = ObjectKey::of(&*obj);
         let obj = self.transformed(obj);
         let mut state = self.state.lock();
-        state.listed.get_or_insert_with(HashSet::new).insert(key.clone());
+        match state.listed.iter_mut().find(|(s, _)| s.as_deref() == scope) {
+            Some((_, keys)) => {
+                keys.insert(key.clone());
+            }
+            None => state.listed.push((scope.map(str::to_owned), HashSet::from([key.clone()]))),
+        }
         self.queue_action(&mut state, key, Delta::Replaced(obj));
     }
 
@@ -495,17 +576,35 @@ impl<K: Object> DeltaFifo<K> {
     /// [`replace`](Self::replace) does, and a tombstone for every queued or known key that no
     /// item of the list had.
     pub fn finish_replace(&self, rest: Vec<Arc<K>>) {
+        self.finish_replace_in(None, rest);
+    }
+
+    fn finish_replace_in(&self, scope: Option<&str>, rest: Vec<Arc<K>>) {
         let rest = self.keyed(rest);
         let mut state = self.state.lock();
-        self.finish_replace_locked(&mut state, rest);
+        self.finish_replace_locked(&mut state, scope, rest);
+    }
+
+    /// The replace side of one namespace, for a queue fed by one reflector per namespace: its
+    /// lists are the truth about `namespace` only, so they tombstone only its keys; see the
+    /// [module documentation](self#one-queue-one-reflector-per-namespace).
+    #[must_use]
+    pub fn namespace<'a>(&'a self, namespace: &'a str) -> NamespaceReplace<'a, K> {
+        NamespaceReplace { fifo: self, namespace }
     }
 
     fn keyed(&self, list: Vec<Arc<K>>) -> Vec<(ObjectKey, Arc<K>)> {
         list.into_iter().map(|obj| (ObjectKey::of(&*obj), self.transformed(obj))).collect()
     }
 
-    fn finish_replace_locked(&self, state: &mut State<K>, rest: Vec<(ObjectKey, Arc<K>)>) {
-        let mut keys = state.listed.take().unwrap_or_default();
+    /// Queues `rest` and the tombstones of the list of `scope` (every key, or one namespace's).
+    fn finish_replace_locked(
+        &self,
+        state: &mut State<K>,
+        scope: Option<&str>,
+        rest: Vec<(ObjectKey, Arc<K>)>,
+    ) {
+        let mut keys = state.take_listed(scope).unwrap_or_default();
         keys.reserve(rest.len());
         for (key, obj) in rest {
             keys.insert(key.clone());
@@ -515,7 +614,8 @@ impl<K: Object> DeltaFifo<K> {
         // Queued keys missing from the list: deleted while the watch was down.
         let mut tombstones = Vec::new();
         for (key, deltas) in &state.items {
-            if keys.contains(key) {
+            // Another namespace's keys are its reflector's to delete.
+            if keys.contains(key) || !in_scope(key, scope) {
                 continue;
             }
             let last = deltas.last().and_then(|d| d.object().cloned());
@@ -524,7 +624,7 @@ impl<K: Object> DeltaFifo<K> {
         // Cached keys missing from the list and not queued: the same, known only to the cache.
         if let Some(known) = &self.known_objects {
             for key in known.list_keys() {
-                if keys.contains(&key) || state.items.contains_key(&key) {
+                if keys.contains(&key) || state.items.contains_key(&key) || !in_scope(&key, scope) {
                     continue;
                 }
                 let obj = known.get_by_key(key.as_str());
@@ -537,11 +637,31 @@ impl<K: Object> DeltaFifo<K> {
             self.queue_action(state, key, delta);
         }
 
-        if !state.populated {
-            state.populated = true;
-            // What is queued now is the first list's, as client-go counts it (its items and
-            // tombstones); items an item-by-item list queued and were popped are synced already.
-            state.initial_population_count = state.queue.len();
+        match scope {
+            None => {
+                // A list of every key is the first list of every namespace too.
+                state.unlisted.clear();
+                if !state.populated {
+                    state.populated = true;
+                    // What is queued now is the first list's, as client-go counts it (its items
+                    // and tombstones); items an item-by-item list queued and were popped are
+                    // synced already.
+                    state.initial_population_count = state.queue.len();
+                }
+            }
+            Some(namespace) => {
+                // A queue not told its namespaces syncs with the first list of any, as above.
+                let first = state.unlisted.remove(namespace) || !state.populated;
+                if first {
+                    state.populated = true;
+                    // The same count, of this namespace's keys: they pop before any of its keys
+                    // queued later, so the next this many pops of its keys are its first list.
+                    let queued = state.queue.iter().filter(|k| in_scope(k, scope)).count();
+                    if queued > 0 {
+                        state.initial_by_namespace.insert(namespace.to_owned(), queued);
+                    }
+                }
+            }
         }
     }
 
@@ -599,9 +719,7 @@ impl<K: Object> DeltaFifo<K> {
                 let mut state = self.state.lock();
                 while let Some(key) = state.queue.pop_front() {
                     let is_in_initial_list = !state.has_synced();
-                    if state.initial_population_count > 0 {
-                        state.initial_population_count -= 1;
-                    }
+                    state.popped_initial(&key);
                     let Some(deltas) = state.items.remove(&key) else {
                         tracing::error!(%key, "DeltaFIFO invariant broken: queued key has no deltas");
                         continue;
@@ -610,7 +728,7 @@ impl<K: Object> DeltaFifo<K> {
                     // Woken at half the bound, not just below it: the producer then queues a
                     // batch before it waits again, instead of waking at every pop.
                     if state.queued_deltas <= self.bound(&state) / 2 {
-                        if let Some(producer) = state.producer.take() {
+                        for producer in state.producers.drain(..) {
                             producer.wake();
                         }
                     }
@@ -635,15 +753,55 @@ impl<K: Object> DeltaFifo<K> {
 
     /// Closes the queue: queued keys still pop, then [`pop`](Self::pop) reports [`QueueClosed`].
     pub fn close(&self) {
-        let producer = {
+        let producers = {
             let mut state = self.state.lock();
             state.closed = true;
-            state.producer.take()
+            std::mem::take(&mut state.producers)
         };
-        if let Some(producer) = producer {
+        for producer in producers {
             producer.wake();
         }
         self.not_empty.notify_waiters();
+    }
+}
+
+/// One namespace's replace side of a [`DeltaFifo`] fed by one reflector per namespace; see
+/// [`DeltaFifo::namespace`]. Each method is its queue's namesake, for the keys of this
+/// namespace: what the list holds is queued as [`Replaced`](Delta::Replaced), and only this
+/// namespace's queued or known keys missing from it get tombstones.
+pub struct NamespaceReplace<'a, K> {
+    fifo: &'a DeltaFifo<K>,
+    namespace: &'a str,
+}
+
+impl<K: Object> NamespaceReplace<'_, K> {
+    /// [`DeltaFifo::replace`] for this namespace.
+    pub fn replace(&self, list: Vec<Arc<K>>) {
+        self.fifo.replace_in(Some(self.namespace), list);
+    }
+
+    /// [`DeltaFifo::start_replace`] for this namespace; another namespace's list being
+    /// replaced item by item meanwhile goes on.
+    pub fn start_replace(&self) {
+        self.fifo.start_replace_in(Some(self.namespace));
+    }
+
+    /// [`DeltaFifo::replace_item`] for this namespace.
+    pub fn replace_item(&self, obj: Arc<K>) {
+        self.fifo.replace_item_in(Some(self.namespace), obj);
+    }
+
+    /// [`DeltaFifo::finish_replace`] for this namespace.
+    pub fn finish_replace(&self, rest: Vec<Arc<K>>) {
+        self.fifo.finish_replace_in(Some(self.namespace), rest);
+    }
+}
+
+impl<K> fmt::Debug for NamespaceReplace<'_, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NamespaceReplace")
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
     }
 }
 
@@ -664,5 +822,7 @@ impl<K> fmt::Debug for DeltaFifo<K> {
     }
 }
 
+#[cfg(test)]
+mod namespaces_tests;
 #[cfg(test)]
 mod tests;

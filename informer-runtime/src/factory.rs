@@ -34,6 +34,48 @@
 //! # }
 //! ```
 //!
+//! # A set of namespaces
+//!
+//! `.namespaces(["team-a", "team-b"])` limits every informer of a namespaced kind to those
+//! namespaces (controller-runtime's `cache.Options.DefaultNamespaces`): one watch per
+//! namespace, one cache, one lister, handlers registered once; see
+//! [`SharedIndexInformer::for_namespaces`]. Cluster-scoped kinds are unaffected.
+//!
+//! # Sharding across replicas
+//!
+//! One process holds one cache of a resource, and handles all of its changes. Past what one
+//! process can do, shard the resource by a label: whoever creates an object (or a mutating
+//! webhook) labels it `shard=<hash of its name> % n`, with a hash every writer computes the
+//! same way (FNV-1a below, not `std`'s `DefaultHasher`, whose output may change between Rust
+//! releases), and replica `k` of `n` watches `shard=k` only, through a list tweak (client-go's
+//! `WithTweakListOptions`). The server filters: each replica lists, watches, caches and
+//! handles its shard alone, and the replicas partition the objects exactly. An object whose
+//! label changes leaves one replica's cache as a delete and enters another's as an add; one
+//! without the label is in no shard, so label every object, or give one replica `!shard`.
+//!
+//! ```
+//! # use informer_runtime::factory::SharedInformerFactory;
+//! # use informer_runtime::testing::FakeSource;
+//! # use k8s_openapi::api::core::v1::ConfigMap;
+//! /// The shard of an object named `name`, out of `shards`: FNV-1a, stable everywhere.
+//! fn shard_of(name: &str, shards: u64) -> u64 {
+//!     let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+//!         (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+//!     });
+//!     hash % shards
+//! }
+//!
+//! let client = FakeSource::new(); // or an HTTP client
+//! let (replica, replicas) = (1, 3); // from the StatefulSet's ordinal, say
+//! let factory = SharedInformerFactory::builder(client)
+//!     .tweak_list_options(move |options| {
+//!         options.and_labels(&format!("shard={replica}"));
+//!     })
+//!     .build();
+//! let maps = factory.informer::<ConfigMap>(); // this replica's shard only
+//! # assert_eq!(shard_of("web", replicas), shard_of("web", 3));
+//! ```
+//!
 //! # Metadata only
 //!
 //! `factory.informer::<PartialObjectMetadata<Pod>>()` is the informer of pods' metadata alone
@@ -50,7 +92,7 @@
 //! [Whole objects, metadata and views](crate::resource#whole-objects-metadata-and-views).
 
 use std::any::{Any, TypeId};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -64,11 +106,11 @@ use tokio_util::task::TaskTracker;
 use crate::clock::SharedClock;
 use crate::dynamic::DynamicObject;
 use crate::lister::{Lister, NotFound};
-use crate::listwatch::ListWatchSource;
+use crate::listwatch::{DynamicScope, ListTweak, ListWatchSource, TweakListOptions};
 use crate::reflector::ReflectorConfig;
 use crate::resource::{GroupVersionResource, Object, Resource, is_namespaced};
 use crate::selector::LabelSelector;
-use crate::shared_informer::{SharedIndexInformer, ShutdownReport};
+use crate::shared_informer::{Identity, SharedIndexInformer, ShutdownReport};
 use crate::store::{ObjectKey, StorageMode};
 
 /// Why the factory could not answer.
@@ -94,7 +136,9 @@ type MetaTransform = Arc<dyn Fn(&mut ObjectMeta) + Send + Sync>;
 /// How the factory makes its informers. Built by [`SharedInformerFactory::builder`].
 pub struct FactoryBuilder<S> {
     source: S,
-    namespace: Option<String>,
+    /// Empty: every namespace.
+    namespaces: BTreeSet<String>,
+    typed_tweaks: HashMap<TypeId, TweakListOptions>,
     default_resync: Duration,
     custom_resync: HashMap<TypeId, Duration>,
     transform: Option<MetaTransform>,
@@ -112,10 +156,73 @@ pub struct FactoryBuilder<S> {
 }
 
 impl<S: ListWatchSource> FactoryBuilder<S> {
-    /// Watch only `namespace` (namespaced kinds; cluster-scoped kinds are unaffected).
+    /// Watch only `namespace` (namespaced kinds; cluster-scoped kinds are unaffected): the
+    /// set of one, see [`namespaces`](Self::namespaces).
     #[must_use]
     pub fn namespace(mut self, namespace: &str) -> Self {
-        self.namespace = Some(namespace.to_owned());
+        self.namespaces = BTreeSet::from([namespace.to_owned()]);
+        self
+    }
+
+    /// Watch only these namespaces (namespaced kinds; cluster-scoped kinds are unaffected):
+    /// each informer runs one watch per namespace into one cache (see
+    /// [`SharedIndexInformer::for_namespaces`]). It replaces an earlier
+    /// [`namespace`](Self::namespace) or `namespaces`.
+    ///
+    /// A set: a namespace given twice counts once. As everywhere in Kubernetes, `""` means
+    /// every namespace, so a set holding it, and an empty set (an operator's empty
+    /// `WATCH_NAMESPACE`), watch every namespace.
+    ///
+    /// ```
+    /// # use informer_runtime::factory::SharedInformerFactory;
+    /// # use informer_runtime::testing::FakeSource;
+    /// let client = FakeSource::new(); // or an HTTP client
+    /// let factory = SharedInformerFactory::builder(client).namespaces(["team-a", "team-b"]).build();
+    /// ```
+    #[doc(alias = "DefaultNamespaces")]
+    #[must_use]
+    pub fn namespaces(mut self, namespaces: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.namespaces = namespaces.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Changes the selectors of every list and watch of every informer (client-go's
+    /// `WithTweakListOptions`), starting from those of [`labels`](Self::labels) and
+    /// [`fields`](Self::fields); see [`ListTweak`] for what it may change and why, and
+    /// [Sharding across replicas](self#sharding-across-replicas) for a use. It replaces an
+    /// earlier one.
+    #[doc(alias = "WithTweakListOptions")]
+    #[must_use]
+    pub fn tweak_list_options(
+        mut self,
+        tweak: impl Fn(&mut ListTweak) + Send + Sync + 'static,
+    ) -> Self {
+        self.reflector.tweak_list_options = Some(TweakListOptions::new(tweak));
+        self
+    }
+
+    /// A tweak of the lists and watches of the informer for `K`, run after the factory's
+    /// [`tweak_list_options`](Self::tweak_list_options) (so it can add to a shard's selector).
+    /// For [`DynamicObject`], of every dynamic informer.
+    ///
+    /// ```
+    /// # use informer_runtime::factory::SharedInformerFactory;
+    /// # use informer_runtime::testing::FakeSource;
+    /// # use k8s_openapi::api::core::v1::Pod;
+    /// # let client = FakeSource::new();
+    /// // Only the pods of this node; other kinds unfiltered.
+    /// let factory = SharedInformerFactory::builder(client)
+    ///     .tweak_list_options_for::<Pod>(|options| {
+    ///         options.and_fields("spec.nodeName=node-1");
+    ///     })
+    ///     .build();
+    /// ```
+    #[must_use]
+    pub fn tweak_list_options_for<K: Object>(
+        mut self,
+        tweak: impl Fn(&mut ListTweak) + Send + Sync + 'static,
+    ) -> Self {
+        self.typed_tweaks.insert(TypeId::of::<K>(), TweakListOptions::new(tweak));
         self
     }
 
@@ -194,17 +301,20 @@ impl<S: ListWatchSource> FactoryBuilder<S> {
         self
     }
 
-    /// Reflector options for every informer (paging, streaming list, backoff). Selectors and
+    /// Reflector options for every informer (paging, streaming list, backoff). Selectors, the
+    /// [list tweak](Self::tweak_list_options) and
     /// [`keep_managed_fields`](Self::keep_managed_fields) set earlier on this builder are kept
     /// unless `config` sets them.
     #[must_use]
     pub fn reflector_config(mut self, config: ReflectorConfig) -> Self {
         let (labels, fields) =
             (self.reflector.label_selector.take(), self.reflector.field_selector.take());
+        let tweak = self.reflector.tweak_list_options.take();
         let keep_managed_fields = self.reflector.keep_managed_fields;
         self.reflector = config;
         self.reflector.label_selector = self.reflector.label_selector.take().or(labels);
         self.reflector.field_selector = self.reflector.field_selector.take().or(fields);
+        self.reflector.tweak_list_options = self.reflector.tweak_list_options.take().or(tweak);
         self.reflector.keep_managed_fields |= keep_managed_fields;
         self
     }
@@ -585,7 +695,8 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
     pub fn builder(source: S) -> FactoryBuilder<S> {
         FactoryBuilder {
             source,
-            namespace: None,
+            namespaces: BTreeSet::new(),
+            typed_tweaks: HashMap::new(),
             default_resync: Duration::ZERO,
             custom_resync: HashMap::new(),
             transform: None,
@@ -618,10 +729,7 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
         {
             return informer.clone();
         }
-        let options = &self.inner.options;
-        let namespace = options.namespace.as_deref().filter(|_| is_namespaced::<K>());
-        let informer = SharedIndexInformer::new(options.source.lister_watcher::<K>(namespace));
-        let informer = self.configure(informer);
+        let informer = self.configure(self.scoped_informer::<K>());
         register::<S, K>(&mut state.registered);
         state.informers.insert(key, Entry::new(&informer));
         informer
@@ -675,14 +783,7 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
         {
             return Ok(informer.clone());
         }
-        let options = &self.inner.options;
-        let namespace = options.namespace.as_deref();
-        let lister_watcher = options
-            .source
-            .dynamic_lister_watcher(gvr, namespace, metadata_only)
-            .ok_or_else(|| FactoryError::DynamicNotSupported(gvr.clone()))?;
-        let informer = SharedIndexInformer::dynamic(lister_watcher, gvr.clone(), metadata_only);
-        let informer = self.configure(informer);
+        let informer = self.configure(self.scoped_dynamic_informer(gvr, metadata_only)?);
         state.informers.insert(key, Entry::new(&informer));
         Ok(informer)
     }
@@ -695,8 +796,14 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
             .get(&TypeId::of::<K>())
             .copied()
             .unwrap_or(options.default_resync);
-        let mut informer =
-            informer.with_resync(resync).with_reflector_config(options.reflector.clone());
+        let mut config = options.reflector.clone();
+        if let Some(typed) = options.typed_tweaks.get(&TypeId::of::<K>()) {
+            config.tweak_list_options = Some(match config.tweak_list_options.take() {
+                Some(factory_wide) => factory_wide.then(typed.clone()),
+                None => typed.clone(),
+            });
+        }
+        let mut informer = informer.with_resync(resync).with_reflector_config(config);
         if let Some(clock) = &options.clock {
             informer = informer.with_clock(Arc::clone(clock));
         }
@@ -740,6 +847,58 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
             (None, None) => Ok(()),
         };
         informer
+    }
+
+    /// A bare informer for `K` over the factory's namespaces: every namespace (the empty set,
+    /// or one holding `""`, and any cluster-scoped kind), one, or one lister-watcher for each.
+    fn scoped_informer<K: Resource>(&self) -> SharedIndexInformer<K> {
+        let options = &self.inner.options;
+        let source = &options.source;
+        let every = options.namespaces.is_empty() || options.namespaces.contains("");
+        if every || !is_namespaced::<K>() {
+            return SharedIndexInformer::new(source.lister_watcher::<K>(None));
+        }
+        let scoped = options
+            .namespaces
+            .iter()
+            .map(|ns| (Some(ns.clone()), source.lister_watcher::<K>(Some(ns))))
+            .collect::<Vec<_>>();
+        // A set without "" and not empty, as `for_namespaces` wants it; one namespace keeps the
+        // single lister-watcher it always had.
+        match <[_; 1]>::try_from(scoped) {
+            Ok([(_, single)]) => SharedIndexInformer::new(single),
+            Err(scoped) => SharedIndexInformer::with_lister_watchers(scoped, Identity::of::<K>()),
+        }
+    }
+
+    /// [`scoped_informer`](Self::scoped_informer) of a resource known at run time, whose scope
+    /// is not known yet: a single namespace is ignored by its lister-watcher if the resource
+    /// turns out cluster-scoped; the lister-watchers of a set refuse one (each would list it
+    /// whole).
+    fn scoped_dynamic_informer(
+        &self,
+        gvr: &GroupVersionResource,
+        metadata_only: bool,
+    ) -> Result<SharedIndexInformer<DynamicObject>, FactoryError> {
+        let options = &self.inner.options;
+        let source = &options.source;
+        let unsupported = || FactoryError::DynamicNotSupported(gvr.clone());
+        let every = options.namespaces.is_empty() || options.namespaces.contains("");
+        let single = (options.namespaces.len() == 1).then(|| options.namespaces.first()).flatten();
+        if every || single.is_some() {
+            let scope = single.map_or(DynamicScope::All, |ns| DynamicScope::Namespace(ns));
+            let lister_watcher =
+                source.dynamic_lister_watcher(gvr, scope, metadata_only).ok_or_else(unsupported)?;
+            return Ok(SharedIndexInformer::dynamic(lister_watcher, gvr.clone(), metadata_only));
+        }
+        let mut scoped = Vec::with_capacity(options.namespaces.len());
+        for namespace in &options.namespaces {
+            let scope = DynamicScope::NamespaceOfSet(namespace);
+            let lister_watcher =
+                source.dynamic_lister_watcher(gvr, scope, metadata_only).ok_or_else(unsupported)?;
+            scoped.push((Some(namespace.clone()), lister_watcher));
+        }
+        Ok(SharedIndexInformer::dynamic_for_namespaces(scoped, gvr.clone(), metadata_only))
     }
 
     /// A lister over the cache of the informer for `K` (creating the informer if needed).
@@ -877,7 +1036,7 @@ impl<S> fmt::Debug for SharedInformerFactory<S> {
             state.informers.values().map(|e| e.erased.gvr()).collect();
         resources.sort();
         f.debug_struct("SharedInformerFactory")
-            .field("namespace", &self.inner.options.namespace)
+            .field("namespaces", &self.inner.options.namespaces)
             .field("informers", &resources)
             .field("shutting_down", &state.shutting_down)
             .finish()

@@ -61,6 +61,97 @@ pub struct ListOptions {
     pub keep_managed_fields: bool,
 }
 
+/// What a list tweak may change in an informer's list and watch requests: their selectors.
+///
+/// client-go's `tweakListOptions` is handed the whole `metav1.ListOptions`, so a tweak can set
+/// `resourceVersion`, `limit`, `continue` or `timeoutSeconds` too, and so break the reflector's
+/// protocol (a relist at a fixed version never moves on; a limit set on a watch-cache list makes
+/// etcd serve it). The reflector owns those. A tweak gets only this: the selectors, which it
+/// may set, replace or add to, and which the reflector puts on every list (each page) and
+/// every watch alike, so that the cache and the watch agree on what they hold.
+///
+/// ```
+/// use informer_runtime::listwatch::ListTweak;
+/// let mut tweak = ListTweak::default();
+/// tweak.and_labels("app=web").and_labels("shard=1").and_fields("spec.nodeName=node-1");
+/// assert_eq!(tweak.label_selector.as_deref(), Some("app=web,shard=1"));
+/// assert_eq!(tweak.field_selector.as_deref(), Some("spec.nodeName=node-1"));
+/// ```
+#[doc(alias = "TweakListOptionsFunc")]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListTweak {
+    /// Label selector, Kubernetes syntax (`app=web,tier!=db`); `None` for every object.
+    pub label_selector: Option<String>,
+    /// Field selector (`metadata.name=x`); `None` for every object.
+    pub field_selector: Option<String>,
+}
+
+impl ListTweak {
+    /// Adds `selector` to the label selector: an object must match both (`,` is AND).
+    pub fn and_labels(&mut self, selector: &str) -> &mut Self {
+        and(&mut self.label_selector, selector);
+        self
+    }
+
+    /// Adds `selector` to the field selector: an object must match both.
+    pub fn and_fields(&mut self, selector: &str) -> &mut Self {
+        and(&mut self.field_selector, selector);
+        self
+    }
+}
+
+/// `existing,selector`, skipping empty parts.
+fn and(existing: &mut Option<String>, selector: &str) {
+    let selector = selector.trim();
+    if selector.is_empty() {
+        return;
+    }
+    match existing {
+        Some(s) if !s.trim().is_empty() => {
+            s.push(',');
+            s.push_str(selector);
+        }
+        _ => *existing = Some(selector.to_owned()),
+    }
+}
+
+/// A tweak of every list and watch request of an informer (client-go's `tweakListOptions`):
+/// a function of the [`ListTweak`] the reflector starts from (the configured selectors).
+///
+/// It runs for each request, so it must give the same answer every time: a list and a watch
+/// with different selectors would leave objects in the cache that no watch reports on.
+#[derive(Clone)]
+pub struct TweakListOptions(Arc<dyn Fn(&mut ListTweak) + Send + Sync>);
+
+impl TweakListOptions {
+    /// A tweak that runs `tweak`.
+    #[must_use]
+    pub fn new(tweak: impl Fn(&mut ListTweak) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(tweak))
+    }
+
+    /// Runs the tweak on `options`.
+    pub fn apply(&self, options: &mut ListTweak) {
+        (self.0)(options);
+    }
+
+    /// This tweak, then `next`.
+    #[must_use]
+    pub fn then(self, next: Self) -> Self {
+        Self::new(move |options| {
+            self.apply(options);
+            next.apply(options);
+        })
+    }
+}
+
+impl fmt::Debug for TweakListOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TweakListOptions(..)")
+    }
+}
+
 /// Options of one watch request.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WatchOptions {
@@ -368,17 +459,42 @@ pub trait ListWatchSource: Clone + Send + Sync + 'static {
     fn lister_watcher<K: Resource>(&self, namespace: Option<&str>) -> Arc<dyn ListerWatcher<K>>;
 
     /// A lister-watcher for a resource known only at run time (see the
-    /// [`dynamic`](crate::dynamic) module), limited to `namespace` when given and the resource
-    /// is namespaced; with `metadata_only`, of its objects' metadata alone. `None` when this
-    /// source cannot serve resources it does not know at compile time (the default; the
-    /// `testing` module's `FakeSource` is such a source).
+    /// [`dynamic`](crate::dynamic) module), over `scope`; with `metadata_only`, of its objects'
+    /// metadata alone. `None` when this source cannot serve resources it does not know at
+    /// compile time (the default; the `testing` module's `FakeSource` is such a source).
     fn dynamic_lister_watcher(
         &self,
         gvr: &GroupVersionResource,
-        namespace: Option<&str>,
+        scope: DynamicScope<'_>,
         metadata_only: bool,
     ) -> Option<Arc<dyn ListerWatcher<DynamicObject>>> {
-        let _ = (gvr, namespace, metadata_only);
+        let _ = (gvr, scope, metadata_only);
         None
+    }
+}
+
+/// Which objects a lister-watcher of a resource known only at run time covers. Its scope
+/// (namespaced or cluster-scoped) is learnt from discovery, after the lister-watcher is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DynamicScope<'a> {
+    /// Every object, in every namespace.
+    All,
+    /// The objects of one namespace; every object if the resource is cluster-scoped (a
+    /// factory's namespace applies to namespaced kinds only).
+    Namespace(&'a str),
+    /// The objects of one namespace of a set, each with its own lister-watcher into one cache:
+    /// a cluster-scoped resource is refused with an error that says so, since each
+    /// lister-watcher of the set would list it whole.
+    NamespaceOfSet(&'a str),
+}
+
+impl<'a> DynamicScope<'a> {
+    /// The namespace, if one.
+    #[must_use]
+    pub fn namespace(self) -> Option<&'a str> {
+        match self {
+            Self::All => None,
+            Self::Namespace(ns) | Self::NamespaceOfSet(ns) => Some(ns),
+        }
     }
 }

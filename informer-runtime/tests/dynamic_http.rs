@@ -143,6 +143,38 @@ async fn the_factory_namespace_applies_to_namespaced_dynamic_resources_only() {
     factory.shutdown().await;
 }
 
+/// controller-runtime's multi-namespace cache ("should be able to restrict cache to a namespace
+/// set"), for a resource known at run time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dynamic_informer_over_a_set_of_namespaces_caches_those_only() {
+    let server = ApiServer::start().await.unwrap();
+    let gvr = GroupVersionResource::of::<ConfigMap>();
+    for namespace in ["a", "b", "c"] {
+        server.create(&gvr, config_map(namespace, "listed", "x")).unwrap();
+    }
+    let factory = SharedInformerFactory::builder(client(&server)).namespaces(["a", "b"]).build();
+    let config_maps = factory.dynamic_informer(&gvr).unwrap();
+    let seen: Seen = Arc::default();
+    config_maps.add_event_handler(recording_handler(&seen)).unwrap();
+    factory.start();
+    assert!(factory.wait_for_cache_sync(DEADLINE).await.all_synced());
+    server.create(&gvr, config_map("b", "watched", "x")).unwrap();
+    server.create(&gvr, config_map("c", "watched", "x")).unwrap();
+    until("the new object in b is seen", || seen.lock().len() == 3).await;
+    let mut keys: Vec<String> =
+        config_maps.cache().list_keys().iter().map(|k| k.as_str().to_owned()).collect();
+    keys.sort();
+    assert_eq!(keys, ["a/listed", "b/listed", "b/watched"]);
+
+    // A cluster-scoped resource under a set of namespaces: an error that says so, never synced.
+    let namespaces =
+        factory.dynamic_informer(&GroupVersionResource::new("", "v1", "namespaces")).unwrap();
+    factory.start();
+    assert!(!factory.wait_for_cache_sync(Duration::from_millis(500)).await.all_synced());
+    assert!(namespaces.cache().is_empty());
+    factory.shutdown().await;
+}
+
 /// A namespaced CRD, `widgets.example.com`, served at `v1`.
 fn widget_crd() -> CustomResourceDefinition {
     serde_json::from_value(json!({

@@ -73,8 +73,8 @@ use super::request::{Target, set_list_query, set_watch_query};
 use super::watch_decode::{Decoded, WatchDecoder};
 use crate::dynamic::DynamicObject;
 use crate::listwatch::{
-    Error, ListIntake, ListOptions, ListWatchSource, ListerWatcher, ObjectList, WatchOptions,
-    WatchStream,
+    DynamicScope, Error, ListIntake, ListOptions, ListWatchSource, ListerWatcher, ObjectList,
+    Status, WatchOptions, WatchStream,
 };
 use crate::resource::{GroupVersionResource, Object, Resource};
 
@@ -126,6 +126,8 @@ enum TargetSlot {
     Discovered {
         gvr: GroupVersionResource,
         metadata_only: bool,
+        /// One namespace of a set: a cluster-scoped resource is refused.
+        namespaced_only: bool,
         /// Set by the first successful discovery; a failed one is tried again by the next list
         /// or watch, so that an informer syncs once a CRD is installed.
         found: tokio::sync::OnceCell<Arc<Target>>,
@@ -143,12 +145,14 @@ impl HttpListerWatcher<DynamicObject> {
     /// Lists and watches `gvr`, whose kind and scope discovery tells on first use.
     pub(crate) fn dynamic(
         client: Client,
-        namespace: Option<&str>,
+        scope: DynamicScope<'_>,
         gvr: GroupVersionResource,
         metadata_only: bool,
     ) -> Self {
         let found = tokio::sync::OnceCell::new();
-        Self::with_target(client, namespace, TargetSlot::Discovered { gvr, metadata_only, found })
+        let namespaced_only = matches!(scope, DynamicScope::NamespaceOfSet(_));
+        let target = TargetSlot::Discovered { gvr, metadata_only, namespaced_only, found };
+        Self::with_target(client, scope.namespace(), target)
     }
 }
 
@@ -176,10 +180,22 @@ impl<K: Object> HttpListerWatcher<K> {
     async fn target(&self) -> Result<Arc<Target>, Error> {
         match &self.target {
             TargetSlot::Known(target) => Ok(Arc::clone(target)),
-            TargetSlot::Discovered { gvr, metadata_only, found } => found
+            TargetSlot::Discovered { gvr, metadata_only, namespaced_only, found } => found
                 .get_or_try_init(|| async {
                     let resource = super::discovery::discover(&self.client, gvr).await?;
                     tracing::debug!(%resource, kind = %resource.kind, namespaced = resource.namespaced, "discovered");
+                    if *namespaced_only && !resource.namespaced {
+                        let namespace = self.namespace.as_deref().unwrap_or_default();
+                        return Err(Error::Api(Status::new(
+                            400,
+                            "BadRequest",
+                            format!(
+                                "{resource} is cluster-scoped, and this informer is limited to a \
+                                 set of namespaces (this lister-watcher to {namespace:?}): make \
+                                 its informer with a factory without namespaces, or with one"
+                            ),
+                        )));
+                    }
                     Ok(Arc::new(Target::new(resource, *metadata_only)))
                 })
                 .await
@@ -635,7 +651,7 @@ impl Client {
     }
 
     /// Lists and watches `gvr`, a resource known only at run time, as
-    /// [`DynamicObject`]s; limited to `namespace` when given and the resource is namespaced.
+    /// [`DynamicObject`]s, over `scope` (see [`DynamicScope`]).
     ///
     /// Its kind and scope come from the server's discovery, read on the first list or watch
     /// (and again after a failure, so that an informer of a CRD not installed yet syncs once it
@@ -645,10 +661,10 @@ impl Client {
     pub fn dynamic_lister_watcher(
         &self,
         gvr: &GroupVersionResource,
-        namespace: Option<&str>,
+        scope: DynamicScope<'_>,
         metadata_only: bool,
     ) -> Arc<dyn ListerWatcher<DynamicObject>> {
-        Arc::new(HttpListerWatcher::dynamic(self.clone(), namespace, gvr.clone(), metadata_only))
+        Arc::new(HttpListerWatcher::dynamic(self.clone(), scope, gvr.clone(), metadata_only))
     }
 }
 
@@ -660,10 +676,10 @@ impl ListWatchSource for Client {
     fn dynamic_lister_watcher(
         &self,
         gvr: &GroupVersionResource,
-        namespace: Option<&str>,
+        scope: DynamicScope<'_>,
         metadata_only: bool,
     ) -> Option<Arc<dyn ListerWatcher<DynamicObject>>> {
-        Some(Client::dynamic_lister_watcher(self, gvr, namespace, metadata_only))
+        Some(Client::dynamic_lister_watcher(self, gvr, scope, metadata_only))
     }
 }
 

@@ -286,3 +286,97 @@ async fn shutdown_gives_up_on_a_stuck_handler_after_the_timeout_and_names_it() {
     assert!(report.to_string().contains("v1, Resource=pods"), "{report}");
     assert!(quick.unwrap().is_stopped());
 }
+
+// controller-runtime's cache_test.go "should be able to restrict cache to a namespace by using
+// the global DefaultNamespaces setting" with a set of two, and "test multinamespaced cache for
+// cluster scoped resources": pods of team-a and team-b only, one watch per namespace; namespaces
+// (cluster-scoped) unaffected, listed once, not once per namespace. Duplicates count once;
+// an empty set or "" is every namespace; `namespace` is the set of one.
+#[tokio::test]
+async fn namespaces_limit_namespaced_kinds_to_the_set() {
+    let source = FakeSource::new();
+    for ns in ["team-a", "team-b", "team-c"] {
+        source.add(pod(ns, "web", ""));
+        source.add(namespace(ns));
+    }
+    let factory = SharedInformerFactory::builder(source.clone())
+        .namespaces(["team-b", "team-a", "team-b"])
+        .build();
+    let (pods, namespaces) = (factory.informer::<Pod>(), factory.informer::<Namespace>());
+    factory.start();
+    assert!(factory.wait_for_cache_sync(Duration::from_secs(10)).await.all_synced());
+    let mut keys: Vec<_> = pods.cache().list_keys().iter().map(|k| k.as_str().to_owned()).collect();
+    keys.sort();
+    assert_eq!(keys, ["team-a/web", "team-b/web"]);
+    assert_eq!(namespaces.cache().len(), 3);
+    source.wait_for_watches::<Pod>(2).await;
+    assert_eq!(source.list_requests::<Pod>().len(), 2, "one list per namespace");
+    assert_eq!(source.list_requests::<Namespace>().len(), 1, "cluster-scoped: one list");
+    assert!(format!("{factory:?}").contains(r#"namespaces: {"team-a", "team-b"}"#));
+    factory.shutdown().await;
+
+    for every in [
+        SharedInformerFactory::builder(source.clone()).namespaces(Vec::<String>::new()).build(),
+        SharedInformerFactory::builder(source.clone()).namespaces(["team-a", ""]).build(),
+    ] {
+        let pods = every.informer::<Pod>();
+        every.start();
+        assert!(every.wait_for_cache_sync(Duration::from_secs(10)).await.all_synced());
+        assert_eq!(pods.cache().len(), 3, "every namespace");
+        every.shutdown().await;
+    }
+    let one = SharedInformerFactory::builder(source.clone())
+        .namespaces(["team-a", "team-b"])
+        .namespace("team-c")
+        .build();
+    let pods = one.informer::<Pod>();
+    one.start();
+    assert!(one.wait_for_cache_sync(Duration::from_secs(10)).await.all_synced());
+    assert_eq!(pods.cache().list_keys(), [ObjectKey::from("team-c/web")]);
+    one.shutdown().await;
+}
+
+// client-go's NewFilteredSharedInformerFactory(client, resync, ns, tweak) and
+// WithTweakListOptions (informers/factory.go), whose tweak every generated informer applies to
+// both its ListFunc and its WatchFunc: here the factory's tweak starts from `labels`, a tweak
+// for pods runs after it, and every list and watch of each namespace carries the result.
+#[tokio::test]
+async fn list_tweaks_apply_to_every_list_and_watch() {
+    let source = FakeSource::new();
+    for (ns, name, shard) in
+        [("a", "p0", "0"), ("a", "p1", "1"), ("b", "q1", "1"), ("b", "web", "1")]
+    {
+        source.add(labeled_pod(ns, name, &[("shard", shard), ("app", "x")]));
+    }
+    source.add(namespace("a"));
+    let factory = SharedInformerFactory::builder(source.clone())
+        .namespaces(["a", "b"])
+        .labels("app=x")
+        .tweak_list_options(|options| {
+            options.and_labels("shard=1");
+        })
+        .tweak_list_options_for::<Pod>(|options| {
+            options.and_fields("metadata.name!=web");
+        })
+        // Set after the tweak: keeps it.
+        .reflector_config(ReflectorConfig::default().page_size(1))
+        .build();
+    let (pods, namespaces) = (factory.informer::<Pod>(), factory.informer::<Namespace>());
+    factory.start();
+    assert!(factory.wait_for_cache_sync(Duration::from_secs(10)).await.all_synced());
+    let mut keys: Vec<_> = pods.cache().list_keys().iter().map(|k| k.as_str().to_owned()).collect();
+    keys.sort();
+    assert_eq!(keys, ["a/p1", "b/q1"]);
+    assert_eq!(namespaces.cache().len(), 0, "the factory's tweak applies to every kind");
+    source.wait_for_watches::<Pod>(2).await;
+    let lists = source.list_requests::<Pod>();
+    let watches = source.watch_requests::<Pod>();
+    assert!(lists.len() >= 2 && !watches.is_empty());
+    assert!(lists.iter().all(|l| l.label_selector.as_deref() == Some("app=x,shard=1")
+        && l.field_selector.as_deref() == Some("metadata.name!=web")));
+    assert!(watches.iter().all(|w| w.label_selector.as_deref() == Some("app=x,shard=1")
+        && w.field_selector.as_deref() == Some("metadata.name!=web")));
+    let namespace_lists = source.list_requests::<Namespace>();
+    assert!(namespace_lists.iter().all(|l| l.field_selector.is_none()), "pods' tweak is theirs");
+    factory.shutdown().await;
+}

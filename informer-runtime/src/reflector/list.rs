@@ -110,9 +110,10 @@ impl<K: Object> Reflector<K> {
         rv: &str,
         intake: &Arc<StoreIntake<K>>,
     ) -> Result<(Vec<Arc<K>>, String, bool), Error> {
+        let selectors = self.config.selectors();
         let mut options = ListOptions {
-            label_selector: self.config.label_selector.clone(),
-            field_selector: self.config.field_selector.clone(),
+            label_selector: selectors.label_selector,
+            field_selector: selectors.field_selector,
             resource_version: rv.to_owned(),
             resource_version_match: None,
             limit: self.page_size_for(rv),

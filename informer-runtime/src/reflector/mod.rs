@@ -53,7 +53,8 @@ use self::state::{Next, WatchEnd, next_after};
 use crate::clock::{Random, SharedClock, TokioClock};
 use crate::instrument::{InformerObserver, WatchRestart};
 use crate::listwatch::{
-    Error, ListerWatcher, ResourceVersionMatch, WatchEvent, WatchOptions, WatchStream,
+    Error, ListTweak, ListerWatcher, ResourceVersionMatch, TweakListOptions, WatchEvent,
+    WatchOptions, WatchStream,
 };
 use crate::resource::{Object, Resource, resource_version};
 use crate::store::Indexer;
@@ -119,6 +120,10 @@ pub struct ReflectorConfig {
     pub label_selector: Option<String>,
     /// Field selector applied to every list and watch.
     pub field_selector: Option<String>,
+    /// Changes the selectors of every list and watch request (client-go's
+    /// `tweakListOptions`): it starts from `label_selector` and `field_selector`, and may
+    /// change them only (see [`ListTweak`]).
+    pub tweak_list_options: Option<TweakListOptions>,
     /// Use a streaming list (`sendInitialEvents=true`) instead of a paginated list.
     pub streaming_list: bool,
     /// How long a streaming list may take to deliver its initial-events-end bookmark before the
@@ -141,6 +146,7 @@ impl Default for ReflectorConfig {
             watch_deadline_margin: Duration::from_secs(30),
             label_selector: None,
             field_selector: None,
+            tweak_list_options: None,
             // Off by default: not every server or proxy supports it.
             streaming_list: false,
             streaming_list_timeout: Duration::from_secs(60),
@@ -185,6 +191,37 @@ impl ReflectorConfig {
     pub fn fields(mut self, selector: &str) -> Self {
         self.field_selector = Some(selector.to_owned());
         self
+    }
+
+    /// Sets [`tweak_list_options`](Self::tweak_list_options).
+    ///
+    /// ```
+    /// use informer_runtime::reflector::ReflectorConfig;
+    /// // Only this replica's shard (see the factory module's "Sharding across replicas").
+    /// let config = ReflectorConfig::default().tweak_list_options(|o| {
+    ///     o.and_labels("shard=1");
+    /// });
+    /// ```
+    #[doc(alias = "WithTweakListOptions")]
+    #[must_use]
+    pub fn tweak_list_options(
+        mut self,
+        tweak: impl Fn(&mut ListTweak) + Send + Sync + 'static,
+    ) -> Self {
+        self.tweak_list_options = Some(TweakListOptions::new(tweak));
+        self
+    }
+
+    /// The selectors of a list or watch request: the configured ones, tweaked.
+    fn selectors(&self) -> ListTweak {
+        let mut selectors = ListTweak {
+            label_selector: self.label_selector.clone(),
+            field_selector: self.field_selector.clone(),
+        };
+        if let Some(tweak) = &self.tweak_list_options {
+            tweak.apply(&mut selectors);
+        }
+        selectors
     }
 
     /// Turns on [`streaming_list`](Self::streaming_list).
@@ -492,9 +529,10 @@ impl<K: Object> Reflector<K> {
     }
 
     fn watch_options(&self, resource_version: String, timeout: Duration) -> WatchOptions {
+        let ListTweak { label_selector, field_selector } = self.config.selectors();
         WatchOptions {
-            label_selector: self.config.label_selector.clone(),
-            field_selector: self.config.field_selector.clone(),
+            label_selector,
+            field_selector,
             resource_version,
             resource_version_match: None,
             timeout: Some(timeout),

@@ -26,6 +26,15 @@
 //!   does not mean the handlers processed it (use the
 //!   [registration's](ResourceEventHandlerRegistration::has_synced)).
 //!
+//! # A set of namespaces
+//!
+//! [`SharedIndexInformer::for_namespaces`] watches several namespaces (not one, not all) into
+//! one cache, as controller-runtime's multi-namespace cache does with one cache per namespace:
+//! a reflector per namespace, each with its own list, watch, resourceVersion and backoff, all
+//! feeding the one queue, cache and set of handlers. A relist (after a `410`, say) in one
+//! namespace replaces that namespace's objects only; the informer has synced once every
+//! namespace's first list is in the cache; a resync replays the cache once per period.
+//!
 //! # Example
 //!
 //! ```
@@ -96,6 +105,28 @@ pub enum InformerError {
     /// The informer has stopped; nothing can be registered any more.
     #[error("handler was not added to shared informer because it has stopped already")]
     Stopped,
+    /// [`for_namespaces`](SharedIndexInformer::for_namespaces) was given no namespace.
+    #[error(
+        "an informer over a set of namespaces was given none; give at least one, or use SharedIndexInformer::new to watch every namespace"
+    )]
+    NoNamespaces,
+    /// [`for_namespaces`](SharedIndexInformer::for_namespaces) was given a namespace twice.
+    #[error(
+        "namespace {0:?} was given twice to an informer over a set of namespaces; give each namespace one lister-watcher"
+    )]
+    DuplicateNamespace(String),
+    /// [`for_namespaces`](SharedIndexInformer::for_namespaces) was given `""`, which means
+    /// every namespace.
+    #[error(
+        "the namespace \"\" means every namespace and cannot be one of a set; use SharedIndexInformer::new to watch every namespace"
+    )]
+    AllNamespacesInSet,
+    /// [`for_namespaces`](SharedIndexInformer::for_namespaces) was asked for a cluster-scoped
+    /// kind, whose objects are in no namespace.
+    #[error(
+        "{0} is cluster-scoped, so it cannot be watched per namespace; use SharedIndexInformer::new"
+    )]
+    ClusterScoped(&'static str),
 }
 
 /// Watch events that may wait, decoded, for the cache: a few milliseconds of decoding, and a few
@@ -135,7 +166,7 @@ pub(crate) struct Identity {
 }
 
 impl Identity {
-    fn of<K: Resource>() -> Self {
+    pub(crate) fn of<K: Resource>() -> Self {
         let name = crate::resource::resource_name::<K>();
         let kind = K::KIND.to_lowercase();
         let lister_label = if K::GROUP.is_empty() { kind } else { format!("{kind}.{}", K::GROUP) };
@@ -181,18 +212,23 @@ impl Identity {
     }
 }
 
+/// A lister-watcher and the namespace it is limited to: `None` for every namespace (the one
+/// lister-watcher of an informer), `Some` for one of a [set](SharedIndexInformer::for_namespaces).
+type ScopedListerWatcher<K> = (Option<String>, Arc<dyn ListerWatcher<K>>);
+
 struct Shared<K> {
     identity: Identity,
     indexer: Indexer<K>,
     processor: Arc<Processor<K>>,
-    lister_watcher: Arc<dyn ListerWatcher<K>>,
+    lister_watchers: Vec<ScopedListerWatcher<K>>,
     clock: SharedClock,
     settings: Mutex<Settings<K>>,
     /// Held while deltas are applied and while a late handler is given the cache, so that it
     /// sees every change exactly once.
     block_deltas: Mutex<()>,
     queue: OnceLock<Arc<DeltaFifo<K>>>,
-    reflector: OnceLock<Arc<Reflector<K>>>,
+    /// One per lister-watcher, in their order.
+    reflectors: OnceLock<Vec<Arc<Reflector<K>>>>,
     /// Woken when the sync state may have changed, and when the informer stops.
     progress: Arc<Notify>,
 }
@@ -215,7 +251,53 @@ impl<K: Resource> SharedIndexInformer<K> {
     /// [label index](Indexer::with_label_index) and no resync.
     #[must_use]
     pub fn new(lister_watcher: Arc<dyn ListerWatcher<K>>) -> Self {
-        Self::with_identity(lister_watcher, Identity::of::<K>())
+        Self::with_lister_watchers(vec![(None, lister_watcher)], Identity::of::<K>())
+    }
+
+    /// An informer over a set of namespaces, from one lister-watcher per namespace (each limited
+    /// to its namespace), with one cache, one lister and handlers registered once; see
+    /// [A set of namespaces](self#a-set-of-namespaces). Otherwise as [`new`](Self::new).
+    ///
+    /// ```
+    /// # use informer_runtime::shared_informer::SharedIndexInformer;
+    /// # use informer_runtime::testing::FakeSource;
+    /// # use k8s_openapi::api::core::v1::Pod;
+    /// let source = FakeSource::new(); // or an HTTP client
+    /// let pods = SharedIndexInformer::<Pod>::for_namespaces(
+    ///     ["team-a", "team-b"].map(|ns| (ns, source.lister_watcher::<Pod>(Some(ns)))),
+    /// )?;
+    /// # Ok::<(), informer_runtime::shared_informer::InformerError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`InformerError::NoNamespaces`] for none, [`InformerError::DuplicateNamespace`] for a
+    /// namespace given twice, [`InformerError::AllNamespacesInSet`] for `""` (which means every
+    /// namespace: use [`new`](Self::new)), and [`InformerError::ClusterScoped`] for a kind
+    /// whose objects are in no namespace.
+    #[doc(alias = "MultiNamespacedCacheBuilder")]
+    #[doc(alias = "DefaultNamespaces")]
+    pub fn for_namespaces<N: Into<String>>(
+        lister_watchers: impl IntoIterator<Item = (N, Arc<dyn ListerWatcher<K>>)>,
+    ) -> Result<Self, InformerError> {
+        if !crate::resource::is_namespaced::<K>() {
+            return Err(InformerError::ClusterScoped(K::KIND));
+        }
+        let mut scoped: Vec<ScopedListerWatcher<K>> = Vec::new();
+        for (namespace, lister_watcher) in lister_watchers {
+            let namespace = namespace.into();
+            if namespace.is_empty() {
+                return Err(InformerError::AllNamespacesInSet);
+            }
+            if scoped.iter().any(|(ns, _)| ns.as_deref() == Some(namespace.as_str())) {
+                return Err(InformerError::DuplicateNamespace(namespace));
+            }
+            scoped.push((Some(namespace), lister_watcher));
+        }
+        if scoped.is_empty() {
+            return Err(InformerError::NoNamespaces);
+        }
+        Ok(Self::with_lister_watchers(scoped, Identity::of::<K>()))
     }
 }
 
@@ -230,12 +312,29 @@ impl SharedIndexInformer<DynamicObject> {
         gvr: GroupVersionResource,
         metadata_only: bool,
     ) -> Self {
-        Self::with_identity(lister_watcher, Identity::dynamic(gvr, metadata_only))
+        let identity = Identity::dynamic(gvr, metadata_only);
+        Self::with_lister_watchers(vec![(None, lister_watcher)], identity)
+    }
+
+    /// [`dynamic`](Self::dynamic) over a set of namespaces, one lister-watcher each, as
+    /// [`for_namespaces`](SharedIndexInformer::for_namespaces) (the factory checks the set).
+    pub(crate) fn dynamic_for_namespaces(
+        lister_watchers: Vec<ScopedListerWatcher<DynamicObject>>,
+        gvr: GroupVersionResource,
+        metadata_only: bool,
+    ) -> Self {
+        Self::with_lister_watchers(lister_watchers, Identity::dynamic(gvr, metadata_only))
     }
 }
 
 impl<K: Object> SharedIndexInformer<K> {
-    fn with_identity(lister_watcher: Arc<dyn ListerWatcher<K>>, identity: Identity) -> Self {
+    /// An informer over `lister_watchers`, each `None` (every namespace; only one) or limited
+    /// to a namespace (no two the same, none `""`): [`new`](Self::new) and
+    /// [`for_namespaces`](Self::for_namespaces) check that.
+    pub(crate) fn with_lister_watchers(
+        lister_watchers: Vec<ScopedListerWatcher<K>>,
+        identity: Identity,
+    ) -> Self {
         let clock: SharedClock = Arc::new(TokioClock);
         let processor = Processor::new(Arc::clone(&clock), identity.gvr.to_string().into());
         Self {
@@ -243,7 +342,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 identity,
                 indexer: Indexer::with_namespace_index().with_label_index(),
                 processor: Arc::new(processor),
-                lister_watcher,
+                lister_watchers,
                 clock,
                 settings: Mutex::new(Settings {
                     resync_check_period: Duration::ZERO,
@@ -260,7 +359,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 }),
                 block_deltas: Mutex::new(()),
                 queue: OnceLock::new(),
-                reflector: OnceLock::new(),
+                reflectors: OnceLock::new(),
                 progress: Arc::new(Notify::new()),
             }),
         }
@@ -600,7 +699,8 @@ impl<K: Object> SharedIndexInformer<K> {
         Lister::named(self.cache(), Arc::clone(&self.shared.identity.lister_label))
     }
 
-    /// Whether the cache holds the first complete list.
+    /// Whether the cache holds the first complete list (of every namespace, for an informer
+    /// over a [set of them](Self::for_namespaces)).
     #[must_use]
     pub fn has_synced(&self) -> bool {
         self.shared.queue.get().is_some_and(|q| q.has_synced())
@@ -622,10 +722,17 @@ impl<K: Object> SharedIndexInformer<K> {
         }
     }
 
-    /// The resourceVersion of the last list or event seen.
+    /// The resourceVersion of the last list or event seen. For an informer over a
+    /// [set of namespaces](Self::for_namespaces), of the first namespace's (versions are
+    /// opaque: there is no newest of several).
     #[must_use]
     pub fn last_sync_resource_version(&self) -> String {
-        self.shared.reflector.get().map(|r| r.last_sync_resource_version()).unwrap_or_default()
+        self.shared
+            .reflectors
+            .get()
+            .and_then(|r| r.first())
+            .map(|r| r.last_sync_resource_version())
+            .unwrap_or_default()
     }
 
     /// The period at which the reflector checks whether any handler is due for a resync.
@@ -655,38 +762,45 @@ impl<K: Object> SharedIndexInformer<K> {
     /// Outside a Tokio runtime.
     pub async fn run(&self, stop: CancellationToken) -> ShutdownReport {
         let shared = &self.shared;
-        let (queue, reflector, shutdown_timeout) = {
+        let (queue, reflectors, shutdown_timeout) = {
             let mut settings = shared.settings.lock();
             if settings.started {
                 tracing::warn!("the informer has already been started");
                 return ShutdownReport::default();
             }
             settings.started = true;
+            let namespaces = shared.lister_watchers.iter().filter_map(|(ns, _)| ns.clone());
             let mut queue = DeltaFifo::new()
                 .with_known_objects(Arc::new(shared.indexer.cache()))
-                .with_max_queued_deltas(settings.max_queued_deltas);
+                .with_max_queued_deltas(settings.max_queued_deltas)
+                .with_namespaces(namespaces);
             if let Some(transform) = &settings.transform {
                 queue = queue.with_transform(Arc::clone(transform));
             }
             let queue = Arc::new(queue);
-            let compact = matches!(shared.indexer.storage_mode(), StorageMode::Compact { .. });
-            let sink =
-                Arc::new(QueueSink::new(Arc::clone(&queue), Arc::clone(&shared.progress), compact));
-            let processor = Arc::downgrade(&shared.processor);
-            let mut config = settings.reflector.clone();
-            config.resync_period = settings.resync_check_period;
-            let lister_watcher = Arc::clone(&shared.lister_watcher);
-            let name = shared.identity.name.to_string();
-            let mut reflector = Reflector::named(lister_watcher, sink, config, name)
-                .with_clock(Arc::clone(&shared.clock))
-                .with_random(settings.random.clone())
-                .with_should_resync(Arc::new(move || {
-                    processor.upgrade().is_some_and(|p| p.should_resync())
-                }));
-            if let Some(handler) = &settings.watch_error_handler {
-                reflector = reflector.with_watch_error_handler(Arc::clone(handler));
-            }
-            reflector = reflector.with_observer(settings.observer.clone());
+            let reflectors = shared
+                .lister_watchers
+                .iter()
+                .enumerate()
+                .map(|(i, (namespace, lister_watcher))| {
+                    // Every reflector's resync would replay the whole cache: the first one's
+                    // alone keeps it to one replay per period.
+                    let resync = if i == 0 { settings.resync_check_period } else { Duration::ZERO };
+                    let sink = QueueSink::new(Arc::clone(&queue), Arc::clone(&shared.progress))
+                        .compact_lists(matches!(
+                            shared.indexer.storage_mode(),
+                            StorageMode::Compact { .. }
+                        ))
+                        .namespace(namespace.clone());
+                    Arc::new(self.reflector(
+                        &settings,
+                        namespace.as_deref(),
+                        Arc::clone(lister_watcher),
+                        sink,
+                        resync,
+                    ))
+                })
+                .collect::<Vec<_>>();
             if let Some(observer) = settings.observer.clone() {
                 // The time to the first sync, measured from here.
                 let (informer, clock) = (self.clone(), Arc::clone(&shared.clock));
@@ -697,11 +811,10 @@ impl<K: Object> SharedIndexInformer<K> {
                     }
                 });
             }
-            let reflector = Arc::new(reflector);
             // `started` was false and is now true under this lock: nobody set these before.
             let _ = shared.queue.set(Arc::clone(&queue));
-            let _ = shared.reflector.set(Arc::clone(&reflector));
-            (queue, reflector, settings.shutdown_timeout)
+            let _ = shared.reflectors.set(reflectors.clone());
+            (queue, reflectors, settings.shutdown_timeout)
         };
         shared.processor.run(&tokio::runtime::Handle::current());
         let sinks = Sinks {
@@ -710,18 +823,48 @@ impl<K: Object> SharedIndexInformer<K> {
             block_deltas: &shared.block_deltas,
             progress: &shared.progress,
         };
-        process_loop::run(&queue, &reflector, stop, sinks).await;
+        process_loop::run(&queue, &reflectors, stop, sinks).await;
         shared.settings.lock().stopped = true;
         let unfinished = shared.processor.stop(shutdown_timeout).await;
         shared.progress.notify_waiters();
         ShutdownReport::new(unfinished)
+    }
+
+    /// The reflector of one lister-watcher into `sink`, resyncing every `resync` (zero: never).
+    fn reflector(
+        &self,
+        settings: &Settings<K>,
+        namespace: Option<&str>,
+        lister_watcher: Arc<dyn ListerWatcher<K>>,
+        sink: QueueSink<K>,
+        resync: Duration,
+    ) -> Reflector<K> {
+        let processor = Arc::downgrade(&self.shared.processor);
+        let mut config = settings.reflector.clone();
+        config.resync_period = resync;
+        // Logs name the namespace of a reflector of a set, whose errors are its own.
+        let name = match namespace {
+            Some(namespace) => format!("{} in namespace {namespace}", self.shared.identity.name),
+            None => self.shared.identity.name.to_string(),
+        };
+        let mut reflector = Reflector::named(lister_watcher, Arc::new(sink), config, name)
+            .with_clock(Arc::clone(&self.shared.clock))
+            .with_random(settings.random.clone())
+            .with_should_resync(Arc::new(move || {
+                processor.upgrade().is_some_and(|p| p.should_resync())
+            }));
+        if let Some(handler) = &settings.watch_error_handler {
+            reflector = reflector.with_watch_error_handler(Arc::clone(handler));
+        }
+        reflector.with_observer(settings.observer.clone())
     }
 }
 
 #[cfg(feature = "metrics")]
 impl<K: Object> crate::instrument::InformerProbe for Shared<K> {
     fn last_sync_resource_version(&self) -> String {
-        self.reflector.get().map(|r| r.last_sync_resource_version()).unwrap_or_default()
+        let first = self.reflectors.get().and_then(|r| r.first());
+        first.map(|r| r.last_sync_resource_version()).unwrap_or_default()
     }
 
     fn pending(&self) -> Vec<(u64, usize)> {
@@ -740,5 +883,7 @@ impl<K> std::fmt::Debug for SharedIndexInformer<K> {
     }
 }
 
+#[cfg(test)]
+mod namespaces_tests;
 #[cfg(test)]
 mod tests;

@@ -21,21 +21,32 @@ use crate::reflector::{Reflector, ReflectorStore};
 use crate::resource::{Object, resource_version};
 use crate::store::{Indexer, ObjectKey};
 
-/// The queue as the reflector sees it: also wakes sync waiters after a replace, since an empty
-/// first list syncs without any pop, and asks for lists in compact form for a compact cache.
+/// The queue as a reflector sees it: also wakes sync waiters after a replace, since an empty
+/// first list syncs without any pop, asks for lists in compact form for a compact cache, and,
+/// for the reflector of one namespace of several, replaces that namespace's keys only.
 pub(super) struct QueueSink<K> {
     queue: Arc<DeltaFifo<K>>,
     progress: Arc<Notify>,
     compact_lists: bool,
+    /// The namespace whose keys this reflector's lists replace; `None`: every key.
+    namespace: Option<String>,
 }
 
 impl<K> QueueSink<K> {
-    pub(super) fn new(
-        queue: Arc<DeltaFifo<K>>,
-        progress: Arc<Notify>,
-        compact_lists: bool,
-    ) -> Self {
-        Self { queue, progress, compact_lists }
+    pub(super) fn new(queue: Arc<DeltaFifo<K>>, progress: Arc<Notify>) -> Self {
+        Self { queue, progress, compact_lists: false, namespace: None }
+    }
+
+    /// Asks for lists in compact form (for a compact cache).
+    pub(super) fn compact_lists(mut self, compact_lists: bool) -> Self {
+        self.compact_lists = compact_lists;
+        self
+    }
+
+    /// Replaces the keys of `namespace` only (for one namespace's reflector of several).
+    pub(super) fn namespace(mut self, namespace: Option<String>) -> Self {
+        self.namespace = namespace;
+        self
     }
 }
 
@@ -53,21 +64,33 @@ impl<K: Object> ReflectorStore<K> for QueueSink<K> {
     }
 
     fn replace(&self, list: Vec<Arc<K>>, _resource_version: &str) {
-        self.queue.replace(list);
+        match &self.namespace {
+            Some(namespace) => self.queue.namespace(namespace).replace(list),
+            None => self.queue.replace(list),
+        }
         self.progress.notify_waiters();
     }
 
     fn start_replace(&self) {
-        self.queue.start_replace();
+        match &self.namespace {
+            Some(namespace) => self.queue.namespace(namespace).start_replace(),
+            None => self.queue.start_replace(),
+        }
     }
 
     fn replace_item(&self, obj: Arc<K>) -> Option<Arc<K>> {
-        self.queue.replace_item(obj);
+        match &self.namespace {
+            Some(namespace) => self.queue.namespace(namespace).replace_item(obj),
+            None => self.queue.replace_item(obj),
+        }
         None
     }
 
     fn finish_replace(&self, rest: Vec<Arc<K>>, _resource_version: &str) {
-        self.queue.finish_replace(rest);
+        match &self.namespace {
+            Some(namespace) => self.queue.namespace(namespace).finish_replace(rest),
+            None => self.queue.finish_replace(rest),
+        }
         self.progress.notify_waiters();
     }
 
@@ -135,16 +158,16 @@ impl<K: Object> Sinks<'_, K> {
     }
 }
 
-/// Runs `reflector` and pops `queue` into `sinks` until `stop` fires; then closes the queue,
-/// lets the pop loop drain what is queued, and returns.
+/// Runs `reflectors` (one, or one per namespace) and pops `queue` into `sinks` until `stop`
+/// fires; then closes the queue, lets the pop loop drain what is queued, and returns.
 pub(super) async fn run<K: Object>(
     queue: &DeltaFifo<K>,
-    reflector: &Reflector<K>,
+    reflectors: &[Arc<Reflector<K>>],
     stop: CancellationToken,
     sinks: Sinks<'_, K>,
 ) {
     let reflect = async {
-        reflector.run(stop).await;
+        futures::future::join_all(reflectors.iter().map(|r| r.run(stop.clone()))).await;
         queue.close();
     };
     let pop_loop = async {
