@@ -615,3 +615,113 @@ async fn a_resource_the_real_server_does_not_serve_is_an_error_that_says_why() {
     );
     assert_eq!(error.status().map(|s| s.code), Some(404));
 }
+
+/// A custom resource the test defines at run time, written through a type of its own; the
+/// informer under test knows it only by group, version and resource.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct Gadget {
+    #[serde(rename = "apiVersion")]
+    api_version: String,
+    kind: String,
+    metadata: ObjectMeta,
+    spec: serde_json::Value,
+}
+informer_runtime::impl_resource!(
+    Gadget,
+    group = "dynamic.informers.test",
+    version = "v1",
+    kind = "Gadget",
+    plural = "gadgets",
+    namespaced
+);
+
+fn gadget(namespace: &str, name: &str, size: i64) -> Gadget {
+    Gadget {
+        api_version: "dynamic.informers.test/v1".to_owned(),
+        kind: "Gadget".to_owned(),
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some(namespace.to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: serde_json::json!({"size": size}),
+    }
+}
+
+/// client-go's `dynamicinformer` against the real server: informers of a built-in and of a CRD
+/// created while the informer already runs, known by group, version and resource only, with
+/// handlers and listers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamic_informers_follow_a_built_in_and_a_crd_created_at_run_time() {
+    use informer_runtime::dynamic::DynamicObject;
+    use informer_runtime::{GroupVersionResource, HandlerFuncs};
+    let Some(server) = shared().await else { return };
+    let client = server.client("cert");
+    let namespace = unique("dynamic");
+    create_namespace(&client, &namespace).await;
+    client.create(Some(&namespace), &configmap(&namespace, "listed", "1")).await.unwrap();
+
+    let factory = SharedInformerFactory::builder(client.clone()).namespace(&namespace).build();
+    let config_maps = factory.dynamic_informer(&GroupVersionResource::of::<ConfigMap>()).unwrap();
+    let gadgets_gvr = GroupVersionResource::new("dynamic.informers.test", "v1", "gadgets");
+    let gadgets = factory.dynamic_informer(&gadgets_gvr).unwrap();
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (adds, updates, deletes) = (Arc::clone(&seen), Arc::clone(&seen), Arc::clone(&seen));
+    let name = |o: &DynamicObject| o.metadata.name.clone().unwrap_or_default();
+    gadgets
+        .add_event_handler(
+            HandlerFuncs::new()
+                .on_add(move |o: Arc<DynamicObject>, _| {
+                    adds.lock().push(format!("add {}", name(&o)));
+                })
+                .on_update(move |_, o: Arc<DynamicObject>| {
+                    updates.lock().push(format!("update {} {}", name(&o), o.data["spec"]["size"]));
+                })
+                .on_delete(move |o| deletes.lock().push(format!("delete {}", o.key()))),
+        )
+        .unwrap();
+    factory.start();
+
+    // The CRD appears after the informer started (it may exist from an earlier run).
+    let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.dynamic.informers.test"},
+        "spec": {
+            "group": "dynamic.informers.test",
+            "names": {"kind": "Gadget", "plural": "gadgets", "singular": "gadget", "listKind": "GadgetList"},
+            "scope": "Namespaced",
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+        }
+    }))
+    .unwrap();
+    match client.create(None, &crd).await {
+        Ok(_) => {}
+        Err(e) if e.status().is_some_and(|s| s.code == 409) => {}
+        Err(e) => panic!("the CRD: {e}"),
+    }
+    // Served once established: created as soon as the server takes it.
+    let first = gadget(&namespace, "first", 1);
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while let Err(error) = client.create(Some(&namespace), &first).await {
+        assert!(tokio::time::Instant::now() < deadline, "gadgets never served: {error}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(factory.wait_for_cache_sync(DEADLINE).await.all_synced());
+
+    let listed = config_maps.lister().namespace(&namespace).get("listed").unwrap();
+    assert_eq!((listed.kind(), listed.data["data"]["value"].as_str()), ("ConfigMap", Some("1")));
+    eventually("the first gadget", DEADLINE, || seen.lock().contains(&"add first".to_owned()))
+        .await;
+    client
+        .patch_merge::<Gadget>(Some(&namespace), "first", &serde_json::json!({"spec": {"size": 2}}))
+        .await
+        .unwrap();
+    client.delete::<Gadget>(Some(&namespace), "first").await.unwrap();
+    let key = format!("delete {namespace}/first");
+    eventually("the update and the delete", DEADLINE, || seen.lock().contains(&key)).await;
+    assert_eq!(*seen.lock(), ["add first".to_owned(), "update first 2".to_owned(), key]);
+    assert!(gadgets.lister().namespace(&namespace).get("first").is_err());
+    factory.shutdown().await;
+}
