@@ -41,6 +41,8 @@ mod config;
 mod error;
 mod files;
 mod http_lister_watcher;
+#[cfg(feature = "kube")]
+mod kube_source;
 mod kubeconfig;
 pub(crate) mod list_page;
 pub(crate) mod list_split;
@@ -49,6 +51,7 @@ pub(crate) mod object_decoder;
 pub(crate) mod prune;
 mod request;
 mod tls;
+mod transport;
 pub(crate) mod watch_decode;
 
 pub use config::{
