@@ -42,6 +42,8 @@ mod error;
 mod files;
 mod http_lister_watcher;
 #[cfg(feature = "kube")]
+mod kube_config;
+#[cfg(feature = "kube")]
 mod kube_source;
 mod kubeconfig;
 pub(crate) mod list_page;
