@@ -76,3 +76,15 @@ impl ListWatchSource for kube::Client {
         Client::from(self.clone()).lister_watcher(namespace)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_base_of_kube_client_urls_parses_and_has_no_path() {
+        let base = url::Url::parse(KUBE_BASE).unwrap();
+        assert_eq!(base.path(), "/");
+        assert!(base.query().is_none());
+    }
+}
