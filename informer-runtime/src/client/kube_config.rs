@@ -3,30 +3,16 @@
 //!
 //! Where it sits: beside the kubeconfig loader (`kubeconfig`), as another way to fill in a
 //! [`Config`]. kube-rs has read the kubeconfig (or the service account) already; this maps what
-//! it read, field by field, and refuses what this crate's client cannot honour, naming the field
-//! and saying what to do.
-//!
-//! | `kube::Config` | [`Config`] |
-//! |---|---|
-//! | `cluster_url`, `default_namespace`, `accept_invalid_certs`, `tls_server_name`, `proxy_url` | the same fields |
-//! | `root_cert` (DER) | [`root_certs_pem`](Config::root_certs_pem), as PEM |
-//! | `root_cert_file` | `root_certs_pem`, read once now (kube-rs reads it again every minute; this client does not follow a rotated CA) |
-//! | `connect_timeout` | [`connect_timeout`](Config::connect_timeout); `None` (no timeout) keeps the default, 30 s |
-//! | `read_timeout` | [`read_idle_timeout`](Config::read_idle_timeout), which does not apply to watches (they have their own idle deadline); `None` keeps the default, 90 s |
-//! | `write_timeout`, `reset_reader_on_write` | not used: request bodies are small, and the wait for the answer is bounded from the moment the request is sent |
-//! | `disable_compression` | nothing to do: this client never asks for compression |
-//! | `default_retry` | not used: typed requests are not retried; the reflector retries lists and watches with its backoff, honouring `Retry-After` |
-//! | `auth_info`: `username` and `password`, `token`, `token_file`, `exec` (in kube-rs's order of precedence) | [`Auth::Basic`], [`Auth::Bearer`], [`Auth::TokenFile`], [`Auth::Exec`] |
-//! | `auth_info`: `client_certificate(_data)`, `client_key(_data)` | [`Identity`] (data takes precedence over files) |
-//! | `headers`, `auth_info.impersonate*`, `auth_info.auth_provider`, `exec.drop_env`, `exec.interactive_mode: Always` | an error ([`ConfigError::KubeConfig`]) |
+//! it read, field by field (the table is on `Config`'s `TryFrom<kube::Config>`), and refuses
+//! what this crate's client cannot honour, naming the field and saying what to do.
 //!
 //! What is refused works through the `kube::Client` itself:
 //! `SharedInformerFactory::new(kube_client)` lists and watches through kube-rs's own stack.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
-use secrecy::{ExposeSecret as _, SecretString};
+use secrecy::{ExposeSecret, SecretString};
 
 use super::api_client::Client;
 use super::config::{Auth, Config, ConfigError, ExecConfig, Identity};
@@ -39,7 +25,24 @@ const USE_KUBE_CLIENT: &str = "use the kube::Client itself as the informers' sou
 impl TryFrom<kube::Config> for Config {
     type Error = ConfigError;
 
-    /// The settings of `config`, mapped as the [module documentation](self) says.
+    /// The settings of `config`, field by field:
+    ///
+    /// | `kube::Config` | [`Config`] |
+    /// |---|---|
+    /// | `cluster_url`, `default_namespace`, `accept_invalid_certs`, `tls_server_name`, `proxy_url` | the same fields |
+    /// | `root_cert` (DER) | [`root_certs_pem`](Config::root_certs_pem), as PEM |
+    /// | `root_cert_file` | `root_certs_pem`, read once now (kube-rs reads it again every minute; this client does not follow a rotated CA) |
+    /// | `connect_timeout` | [`connect_timeout`](Config::connect_timeout); `None` (no timeout) keeps the default, 30 s |
+    /// | `read_timeout` | [`read_idle_timeout`](Config::read_idle_timeout), which does not apply to watches (they have their own idle deadline); `None` keeps the default, 90 s |
+    /// | `write_timeout`, `reset_reader_on_write` | not used: request bodies are small, and the wait for the answer is bounded from the moment the request is sent |
+    /// | `disable_compression` | nothing to do: this client never asks for compression |
+    /// | `default_retry` | not used: typed requests are not retried; the reflector retries lists and watches with its backoff, honouring `Retry-After` |
+    /// | `auth_info`: `username` and `password`, `token`, `token_file`, `exec` (in kube-rs's order of precedence) | [`Auth::Basic`], [`Auth::Bearer`], [`Auth::TokenFile`], [`Auth::Exec`] |
+    /// | `auth_info`: `client_certificate(_data)`, `client_key(_data)` | [`Identity`] (data takes precedence over files) |
+    /// | `headers`, `auth_info.impersonate*`, `auth_info.auth_provider`, `exec.drop_env`, `exec.interactive_mode: Always` | an error ([`ConfigError::KubeConfig`]) |
+    ///
+    /// What is refused works through the `kube::Client` itself:
+    /// `SharedInformerFactory::new(kube_client)` lists and watches through kube-rs's own stack.
     ///
     /// # Errors
     ///
@@ -76,9 +79,9 @@ impl TryFrom<kube::Config> for Config {
 impl TryFrom<kube::Config> for Client {
     type Error = ClientError;
 
-    /// A client of this crate for the server and credentials of `config` (see
-    /// [`Config`'s conversion](Config#impl-TryFrom<Config>-for-Config)): one configuration
-    /// for a program's kube-rs client and this crate's.
+    /// A client of this crate for the server and credentials of `config`, mapped onto a
+    /// [`Config`] as its `TryFrom<kube::Config>` says: one configuration for a program's
+    /// kube-rs client and this crate's.
     ///
     /// # Errors
     ///
@@ -141,8 +144,8 @@ fn url_of(field: &'static str, uri: &http::Uri) -> Result<url::Url, ConfigError>
     url::Url::parse(&uri.to_string()).map_err(|e| unsupported(field, format!("not a URL: {e}")))
 }
 
-fn read(path: &PathBuf) -> Result<Vec<u8>, ConfigError> {
-    super::files::read(path).map_err(|source| ConfigError::Io { path: path.clone(), source })
+fn read(path: &Path) -> Result<Vec<u8>, ConfigError> {
+    super::files::read(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })
 }
 
 /// DER certificates as one PEM bundle.
@@ -187,7 +190,7 @@ fn identity(info: &kube::config::AuthInfo) -> Result<Option<Identity>, ConfigErr
     )?;
     let key = data_or_file(
         "auth_info.client_key_data",
-        info.client_key_data.as_ref().map(|key| key.expose_secret()),
+        info.client_key_data.as_ref().map(ExposeSecret::expose_secret),
         info.client_key.as_deref(),
     )?;
     match (cert, key) {
@@ -325,7 +328,7 @@ mod tests {
         );
         config.auth_info.token = None;
         assert!(
-            matches!(Config::try_from(config.clone()).unwrap().auth, Auth::TokenFile(p) if p == PathBuf::from("/var/token"))
+            matches!(Config::try_from(config.clone()).unwrap().auth, Auth::TokenFile(p) if p == Path::new("/var/token"))
         );
         config.auth_info.username = Some("me".to_owned());
         config.auth_info.password = Some(SecretString::from("pw"));
