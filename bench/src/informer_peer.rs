@@ -1,6 +1,8 @@
-//! `peer-informer`: this project's informer as a benchmark peer — a `SharedInformerFactory`,
-//! its pod informer with counting handlers, and its lister. The protocol is in
-//! [`informer_bench`]'s crate docs.
+//! This project's informer as a benchmark peer, whatever carries its bytes: a
+//! `SharedInformerFactory`, its pod informer with counting handlers, and its lister. The
+//! binaries `peer-informer` (over this project's `Client`) and `peer-informer-kube` (over
+//! kube-rs's `kube::Client`) run it with their source. The protocol is in the
+//! [crate docs](crate).
 //!
 //! With `--transform strip-managed-fields` it runs with the factory's defaults, which skip
 //! `managedFields` while decoding (no transform needed). Without it, it keeps full pods
@@ -15,7 +17,7 @@
 //! recently read ones decoded (`FactoryBuilder::compact_storage`).
 //!
 //! With `--view` it runs the informer of [`PodView`], a `#[derive(Informer)]` view of pods with
-//! the fields a typical controller reads ([`informer_bench::view`]), decoded straight from each
+//! the fields a typical controller reads ([`crate::view`]), decoded straight from each
 //! pod's JSON.
 //!
 //! `INFORMER_BENCH_LABEL_INDEX=off` in the environment builds the factory without the label
@@ -26,17 +28,14 @@
 // Counts, sizes and durations of a benchmark are far below 2^52: `as f64` is exact here.
 #![allow(clippy::cast_precision_loss)]
 
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use informer_bench::view::{PodViewSpec, PodViewStatus};
-use informer_bench::{PeerArgs, Report, Scenario, memory, report};
 use informer_derive::Informer;
 use informer_runtime::metadata::PartialObjectMetadata;
 use informer_runtime::{
-    Client, HandlerFuncs, LabelSelector, Resource, ResourceEventHandlerRegistration,
+    HandlerFuncs, LabelSelector, ListWatchSource, Resource, ResourceEventHandlerRegistration,
     SharedIndexInformer, SharedInformerFactory,
 };
 use k8s_openapi::NamespaceResourceScope;
@@ -45,11 +44,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
 use tokio::sync::Notify;
 
-const PEER: &str = "informer";
-
-fn main() -> ExitCode {
-    informer_bench::main(PEER, run)
-}
+use crate::view::{PodViewSpec, PodViewStatus};
+use crate::{PeerArgs, Report, Scenario, memory, report};
 
 /// What one handler has seen; the handler notifies when it reaches its target.
 #[derive(Default)]
@@ -63,27 +59,38 @@ struct Counter {
 /// The view of a pod `--view` caches.
 #[derive(Clone, Debug, Deserialize, Informer)]
 #[informer(view = Pod)]
-struct PodView {
+pub struct PodView {
     metadata: ObjectMeta,
     spec: Option<PodViewSpec>,
     status: Option<PodViewStatus>,
 }
 
-async fn run(args: PeerArgs) -> Result<(), String> {
+/// Runs the peer `peer` (its name in the report) over `source`, as `args` say.
+///
+/// # Errors
+///
+/// What failed, for the peer's stderr; a successful run prints its report and exits.
+pub async fn run<S: ListWatchSource>(
+    peer: &'static str,
+    args: PeerArgs,
+    source: S,
+) -> Result<(), String> {
     if args.metadata_only {
-        measure::<PartialObjectMetadata<Pod>>(args).await
+        measure::<PartialObjectMetadata<Pod>, S>(peer, args, source).await
     } else if args.view {
-        measure::<PodView>(args).await
+        measure::<PodView, S>(peer, args, source).await
     } else {
-        measure::<Pod>(args).await
+        measure::<Pod, S>(peer, args, source).await
     }
 }
 
 /// The whole run, with an informer of `K`: pods, or their metadata.
-async fn measure<K: Resource<Scope = NamespaceResourceScope>>(
+async fn measure<K: Resource<Scope = NamespaceResourceScope>, S: ListWatchSource>(
+    peer: &'static str,
     args: PeerArgs,
+    source: S,
 ) -> Result<(), String> {
-    let factory = factory(&args)?;
+    let factory = factory(&args, source)?;
     let pods = factory.informer::<K>();
 
     let first_update: Arc<OnceLock<Instant>> = Arc::default();
@@ -111,7 +118,7 @@ async fn measure<K: Resource<Scope = NamespaceResourceScope>>(
         return Err(format!("synced with {cached} pods, expected {}", args.objects));
     }
 
-    let mut out = Report::new(PEER, &args);
+    let mut out = Report::new(peer, &args);
     out.set("handlers", args.handlers).set_ms("cache_sync_ms", cache_sync);
     out.set_ms("sync_ms", sync).set("cached", cached).set("peak_rss_kib", after_sync.peak_kib);
     match args.scenario {
@@ -170,11 +177,11 @@ async fn measure<K: Resource<Scope = NamespaceResourceScope>>(
 }
 
 /// The factory as the arguments and the environment configure it.
-fn factory(args: &PeerArgs) -> Result<SharedInformerFactory<Client>, String> {
-    let url = args.server.parse().map_err(|e| format!("--server {}: {e}", args.server))?;
-    let client = Client::new(informer_runtime::client::Config::new(url))
-        .map_err(|e| format!("client for {}: {e}", args.server))?;
-    let mut builder = SharedInformerFactory::builder(client);
+fn factory<S: ListWatchSource>(
+    args: &PeerArgs,
+    source: S,
+) -> Result<SharedInformerFactory<S>, String> {
+    let mut builder = SharedInformerFactory::builder(source);
     if !args.strip_managed_fields {
         builder = builder.keep_managed_fields(true);
     }
