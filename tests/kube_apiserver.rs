@@ -725,3 +725,107 @@ async fn dynamic_informers_follow_a_built_in_and_a_crd_created_at_run_time() {
     assert!(gadgets.lister().namespace(&namespace).get("first").is_err());
     factory.shutdown().await;
 }
+
+/// A kube-rs custom resource, as a kube-rs program declares it (kube-derive), for the kube-rs
+/// program below.
+#[derive(
+    kube::CustomResource, Clone, Debug, serde::Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
+#[kube(group = "kube-source.informer.test", version = "v1", kind = "Gizmo", namespaced)]
+pub struct GizmoSpec {
+    /// How many.
+    pub size: i32,
+}
+
+informer_runtime::impl_resource!(
+    Gizmo,
+    group = "kube-source.informer.test",
+    version = "v1",
+    kind = "Gizmo",
+    plural = "gizmos",
+    namespaced
+);
+
+// A kube-rs program adds informers over the `kube::Client` it has (feature `kube`): built as
+// kube-rs builds one from the kubeconfig (its TLS, its client certificate), it is the factory's
+// source; a Pod informer and one of a kube-derive type sync and follow adds, updates and deletes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kube_rs_program_runs_informers_over_its_kube_client() {
+    use kube::CustomResourceExt as _;
+    use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+    use kube::runtime::wait::{await_condition, conditions};
+
+    let Some(server) = shared().await else { return };
+    let kubeconfig =
+        kube::config::Kubeconfig::read_from(server.kubeconfig()).expect("a kubeconfig");
+    let options =
+        kube::config::KubeConfigOptions { context: Some("cert".to_owned()), ..Default::default() };
+    let config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &options).await.expect("a kube config");
+    let kube_client = kube::Client::try_from(config.clone()).expect("a kube client");
+
+    // The program's CRD, applied and waited for as a kube-rs program does.
+    let crds: Api<CustomResourceDefinition> = Api::all(kube_client.clone());
+    let crd = Gizmo::crd();
+    let name = crd.metadata.name.clone().expect("a CRD name");
+    let apply = PatchParams::apply("kube-source-test").force();
+    crds.patch(&name, &apply, &Patch::Apply(&crd)).await.expect("the CRD is applied");
+    let established = await_condition(crds, &name, conditions::is_crd_established());
+    tokio::time::timeout(DEADLINE, established)
+        .await
+        .expect("the CRD is established in time")
+        .expect("the CRD's condition is watched");
+
+    let namespace = unique("kube-source");
+    // This crate's typed requests, over the same kube-rs client.
+    let client = Client::from(kube_client.clone());
+    create_namespace(&client, &namespace).await;
+    client.create(Some(namespace.as_str()), &pod(&namespace, "p1", "node-1")).await.expect("p1");
+    let gizmos: Api<Gizmo> = Api::namespaced(kube_client.clone(), &namespace);
+    gizmos
+        .create(&PostParams::default(), &Gizmo::new("g1", GizmoSpec { size: 1 }))
+        .await
+        .expect("g1 is created");
+
+    let factory = SharedInformerFactory::builder(kube_client.clone()).namespace(&namespace).build();
+    let (pods_seen, gizmos_seen) = (Seen::default(), Seen::default());
+    factory.informer::<Pod>().add_event_handler(pods_seen.clone()).expect("a pod handler");
+    factory.informer::<Gizmo>().add_event_handler(gizmos_seen.clone()).expect("a gizmo handler");
+    factory.start();
+    assert!(factory.wait_for_cache_sync(DEADLINE).await.all_synced());
+    let gizmo_lister = factory.lister::<Gizmo>();
+    assert_eq!(gizmo_lister.namespace(&namespace).get("g1").expect("cached").spec.size, 1);
+    assert!(factory.lister::<Pod>().namespace(&namespace).get("p1").is_ok());
+
+    gizmos
+        .create(&PostParams::default(), &Gizmo::new("g2", GizmoSpec { size: 2 }))
+        .await
+        .expect("g2 is created");
+    let resize = serde_json::json!({"spec": {"size": 10}});
+    gizmos.patch("g1", &PatchParams::default(), &Patch::Merge(&resize)).await.expect("g1");
+    gizmos.delete("g2", &DeleteParams::default()).await.expect("g2 is deleted");
+    client.create(Some(namespace.as_str()), &pod(&namespace, "p2", "node-2")).await.expect("p2");
+    let labels = serde_json::json!({"metadata": {"labels": {"tier": "edge"}}});
+    client.patch_merge::<Pod>(Some(&namespace), "p1", &labels).await.expect("p1 is patched");
+
+    let want_gizmos = server_state::<Gizmo>(&client, &namespace).await;
+    let want_pods = server_state::<Pod>(&client, &namespace).await;
+    assert_eq!(want_gizmos.len(), 1);
+    assert_eq!(want_pods.len(), 2);
+    eventually("the handlers to equal the server", DEADLINE, || {
+        let (gizmos, pods) = (gizmos_seen.state(), pods_seen.state());
+        if gizmos == want_gizmos && pods == want_pods {
+            Ok(())
+        } else {
+            Err((gizmos.len(), pods.len()))
+        }
+    })
+    .await;
+    assert_eq!(gizmo_lister.namespace(&namespace).get("g1").expect("cached").spec.size, 10);
+    assert!(gizmo_lister.namespace(&namespace).get("g2").is_err());
+
+    // And this crate's own client, from the same kube::Config, reaches the same server.
+    let ours = Client::try_from(config).expect("our client from the kube::Config");
+    assert_eq!(server_state::<Gizmo>(&ours, &namespace).await, want_gizmos);
+    factory.shutdown().await;
+}

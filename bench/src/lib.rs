@@ -42,6 +42,7 @@
 //!   `--selector` in all namespaces, from the cache; microseconds per query.
 
 pub mod args;
+pub mod informer_peer;
 pub mod memory;
 pub mod pods;
 pub mod report;

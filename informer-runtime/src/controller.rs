@@ -57,6 +57,46 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # kube-rs
+//!
+//! A kube-rs program needs no `kube::runtime::Controller` beside this crate's informers: this
+//! `Controller` is its counterpart (kube-rs's `owns` and `watches` are [`owns`](Controller::owns)
+//! and [`watches`](Controller::watches); its `Action::requeue` is [`Action::RequeueAfter`];
+//! its error policy is the queue's rate limiter, above), and it reads from the informers the
+//! program already has, where kube-rs's would run a second watch of each type into caches of its
+//! own. With the `kube` feature the factory's source is the program's `kube::Client`, and the
+//! reconcile writes through it as before, with kube-rs's `Api`:
+//!
+//! ```no_run
+//! # #[cfg(feature = "kube")]
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use informer_runtime::SharedInformerFactory;
+//! use informer_runtime::controller::{Action, Controller, stop_on_signal};
+//! use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+//!
+//! let kube_client = kube::Client::try_default().await?;
+//! let factory = SharedInformerFactory::new(kube_client.clone());
+//! Controller::<Deployment, _>::new(&factory)
+//!     .owns::<ReplicaSet>()
+//!     .run(
+//!         move |request| {
+//!             let kube_client = kube_client.clone();
+//!             async move {
+//!                 let Some(deployment) = request.object else { return Ok(Action::Done) };
+//!                 let namespace = deployment.metadata.namespace.as_deref().unwrap_or("default");
+//!                 let deployments = kube::Api::<Deployment>::namespaced(kube_client, namespace);
+//!                 // ... compare with the listers' ReplicaSets, write through `deployments` ...
+//!                 # let _ = (deployment, deployments);
+//!                 Ok::<_, kube::Error>(Action::Done)
+//!             }
+//!         },
+//!         stop_on_signal(),
+//!     )
+//!     .await?;
+//! # Ok(())
+//! # }
+//! ```
 
 use std::collections::HashSet;
 use std::error::Error as StdError;

@@ -65,6 +65,33 @@
 //! (`KUBECONFIG`, `~/.kube/config`), in-cluster service accounts, tokens, client certificates
 //! and exec credential plugins. `SharedInformerFactory::new(Client::try_default()?)`.
 //!
+//! A kube-rs program already has a `kube::Client`. With the `kube` feature, that client is an
+//! informer source itself: no second client, no second configuration. Lists and watches go
+//! through kube-rs's stack (its TLS, credentials, proxy and middleware) and are decoded by this
+//! crate's decoders, with the same list, watch and relist behaviour as over [`Client`]. Our
+//! [`Client`] converts from the kube-rs client too (`Client::from(kube_client)`, for typed
+//! requests over it), or from a `kube::Config` (`Client::try_from(config)`).
+//!
+//! ```no_run
+//! # #[cfg(feature = "kube")]
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use informer_runtime::SharedInformerFactory;
+//! use k8s_openapi::api::core::v1::Pod;
+//!
+//! let kube_client = kube::Client::try_default().await?;
+//! let factory = SharedInformerFactory::new(kube_client);
+//! let pods = factory.informer::<Pod>();
+//! factory.start();
+//! factory.wait_for_cache_sync(std::time::Duration::from_secs(60)).await;
+//! let all = informer_runtime::LabelSelector::everything();
+//! println!("{} pods", pods.lister().list(&all).len());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! kube-rs's `Controller` is not needed beside these informers: [`controller::Controller`]
+//! is its counterpart, driven by the factory's informers (see [its module](controller#kube-rs)).
+//!
 //! [listers]: lister::Lister
 
 #[cfg(feature = "client")]

@@ -8,18 +8,18 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
 use reqwest::Method;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde::Serialize;
 use url::Url;
 
 use super::auth::Authenticator;
-use super::body::{BodyReader, Limits, ReadError, within_idle};
+use super::body::{BodyReader, Limits, ReadError};
 use super::config::Config;
 use super::error::{
     ClientError, MAX_ERROR_BODY, Result, decode_error, status_from_response, transport_error,
 };
 use super::request::{JSON, collection_url, object_accept, object_url};
 use super::tls::{self, PinnedHost, TlsOptions};
+use super::transport::{Body, Response, Transport};
 use crate::listwatch::Error;
 use crate::resource::{Resource, WholeObject, is_namespaced, resource_name};
 
@@ -47,21 +47,19 @@ pub struct Client {
 }
 
 struct Inner {
-    http: reqwest::Client,
+    /// What carries the requests: this crate's HTTP client and credentials, or a kube-rs client.
+    transport: Transport,
     /// The URL requests go to: the cluster URL without credentials, with the TLS server name
     /// as host when that is how `tls_server_name` is honoured.
     base: Url,
-    /// The cluster URL as configured, without credentials (for `Debug`).
-    cluster_url: Url,
+    /// The cluster URL as configured, without credentials (for `Debug`); `None` over a kube-rs
+    /// client, which does not say.
+    cluster_url: Option<Url>,
     default_namespace: String,
-    auth: Authenticator,
     limits: Limits,
     /// [`Config::watch_idle_timeout`].
     watch_idle_timeout: Option<Duration>,
 }
-
-/// A request body and its content type.
-type Body = (&'static str, Vec<u8>);
 
 /// A patch in one of the API server's formats: what [`Client::patch`] sends. `P` is what the
 /// body is serialized from: a `serde_json::Value`, a typed object, a struct of your own.
@@ -202,11 +200,10 @@ impl Client {
         tracing::debug!(url = %cluster_url, "client ready");
         Ok(Self {
             inner: Arc::new(Inner {
-                http,
+                transport: Transport::Http { http, auth },
                 base,
-                cluster_url,
+                cluster_url: Some(cluster_url),
                 default_namespace: config.default_namespace,
-                auth,
                 limits: Limits {
                     read_idle_timeout: config.read_idle_timeout,
                     max_object_size: config.max_object_size,
@@ -231,6 +228,29 @@ impl Client {
     /// ```
     pub fn try_default() -> Result<Self> {
         Self::new(Config::infer()?)
+    }
+
+    /// A client whose requests `transport` carries; their URLs are built on `base`. Reads are
+    /// bounded by `limits` and watches by `watch_idle_timeout`, as [`Client::new`] sets them
+    /// from a [`Config`].
+    #[cfg(feature = "kube")]
+    pub(crate) fn with_transport(
+        transport: Transport,
+        base: Url,
+        default_namespace: String,
+        limits: Limits,
+        watch_idle_timeout: Option<Duration>,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                transport,
+                base,
+                cluster_url: None,
+                default_namespace,
+                limits,
+                watch_idle_timeout,
+            }),
+        }
     }
 
     /// [`Config::watch_idle_timeout`], for the lister-watchers.
@@ -518,7 +538,7 @@ impl Client {
 
     /// The body of a response that is one object: at most
     /// [`max_object_size`](Config::max_object_size) bytes.
-    async fn read_object(&self, response: reqwest::Response) -> Result<bytes::Bytes, Error> {
+    async fn read_object(&self, response: Response) -> Result<bytes::Bytes, Error> {
         let Limits { read_idle_timeout: idle, max_object_size: max } = self.inner.limits;
         let mut body = BodyReader::new(response, idle);
         let (bytes, read) = body.read_prefix(max.saturating_add(1)).await;
@@ -532,7 +552,7 @@ impl Client {
             Err(ReadError::Idle(idle)) => Err(Error::Transport(format!(
                 "the response body stopped for {idle:?} (Config::read_idle_timeout)"
             ))),
-            Err(ReadError::Failed(e)) => Err(transport_error(&e)),
+            Err(ReadError::Failed(e)) => Err(transport_error(e.cause())),
         }
     }
 
@@ -555,7 +575,7 @@ impl Client {
         method: Method,
         url: Url,
         body: Option<Body>,
-    ) -> Result<reqwest::Response, Error> {
+    ) -> Result<Response, Error> {
         self.send_accepting(method, url, body, JSON).await
     }
 
@@ -570,40 +590,15 @@ impl Client {
         url: Url,
         body: Option<Body>,
         accept: &'static str,
-    ) -> Result<reqwest::Response, Error> {
-        let authorization = self
-            .inner
-            .auth
-            .authorization()
-            .await
-            .map_err(|e| Error::Transport(format!("obtaining credentials: {e}")))?;
+    ) -> Result<Response, Error> {
         tracing::trace!(%method, path = url.path(), "request");
-        // For the error when no answer comes.
-        let target = format!("{method} {}", url.path());
-        let mut request = self.inner.http.request(method, url).header(ACCEPT, accept);
-        if let Some(authorization) = &authorization {
-            request = request.header(AUTHORIZATION, authorization.clone());
-        }
-        if let Some((content_type, bytes)) = body {
-            request = request.header(CONTENT_TYPE, content_type).body(bytes);
-        }
+        let path = url.path().to_owned();
         let idle = self.inner.limits.read_idle_timeout;
-        let response = within_idle(idle, request.send())
-            .await
-            .ok_or_else(|| {
-                Error::Transport(format!(
-                    "{target}: no response within {idle:?} (Config::read_idle_timeout)"
-                ))
-            })?
-            .map_err(|e| transport_error(&e))?;
+        let response = self.inner.transport.send(method, url, body, accept, idle).await?;
         let code = response.status();
         if code.is_success() {
             return Ok(response);
         }
-        if code == reqwest::StatusCode::UNAUTHORIZED {
-            self.inner.auth.invalidate_if_used(authorization.as_ref());
-        }
-        let path = response.url().path().to_owned();
         let headers = response.headers().clone();
         // A `Status` is a few hundred bytes: the rest of a larger body (a proxy's error page, or
         // worse) is not read, and a body that stops coming is taken as far as it came.
@@ -620,7 +615,8 @@ impl Client {
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("cluster_url", &self.inner.cluster_url.as_str())
+            .field("cluster_url", &self.inner.cluster_url.as_ref().map(Url::as_str))
+            .field("transport", &self.inner.transport.name())
             .field("default_namespace", &self.inner.default_namespace)
             .finish_non_exhaustive()
     }

@@ -14,6 +14,8 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use futures::stream::{BoxStream, StreamExt};
 
+use super::transport::{Response, TransportError};
+
 /// What a client's reads are bounded by: the settings of its [`Config`](super::Config).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Limits {
@@ -40,22 +42,22 @@ pub(crate) enum ReadError {
     /// No bytes arrived for this long.
     Idle(Duration),
     /// The transfer failed.
-    Failed(reqwest::Error),
+    Failed(TransportError),
 }
 
 /// A response body, read chunk by chunk under an idle deadline; see the
 /// [module documentation](self).
 pub(crate) struct BodyReader {
-    chunks: BoxStream<'static, reqwest::Result<Bytes>>,
+    chunks: BoxStream<'static, Result<Bytes, TransportError>>,
     idle: Duration,
     content_length: Option<u64>,
 }
 
 impl BodyReader {
     /// Reads `response`'s body, waiting at most `idle` for each next chunk.
-    pub(crate) fn new(response: reqwest::Response, idle: Duration) -> Self {
+    pub(crate) fn new(response: Response, idle: Duration) -> Self {
         let content_length = response.content_length();
-        Self { chunks: response.bytes_stream().boxed(), idle, content_length }
+        Self { chunks: response.into_body(), idle, content_length }
     }
 
     /// The body's length, when the response said.

@@ -562,6 +562,17 @@ pub enum ConfigError {
         /// The kubeconfig's `installHint`.
         install_hint: Option<String>,
     },
+    /// A setting of a kube-rs `kube::Config` that this crate's client cannot honour (feature
+    /// `kube`). The message says what to do: usually, to use the `kube::Client` itself as the
+    /// informers' source (`SharedInformerFactory::new(kube_client)`), whose own stack honours it.
+    #[cfg(feature = "kube")]
+    #[error("kube::Config {field}: {reason}")]
+    KubeConfig {
+        /// The field, for example `auth_info.impersonate`.
+        field: &'static str,
+        /// Why it cannot be honoured, and what to do instead.
+        reason: String,
+    },
     /// An exec credential plugin failed or returned something unusable.
     #[error("exec credential plugin `{command}`: {reason}")]
     Exec {

@@ -283,6 +283,6 @@ async fn get(client: &Client, path: &str) -> Result<Value, Error> {
             "discovery document {path}: the server sent nothing for {idle:?} \
              (Config::read_idle_timeout)"
         ))),
-        Err(ReadError::Failed(e)) => Err(transport_error(&e)),
+        Err(ReadError::Failed(e)) => Err(transport_error(e.cause())),
     }
 }

@@ -230,7 +230,7 @@ fn truncate(text: &str, max: usize) -> String {
 
 /// A transport failure: [`Error::ConnectionRefused`] when the connection was refused, else
 /// [`Error::Transport`]; both carry the whole cause chain.
-pub(crate) fn transport_error(error: &reqwest::Error) -> Error {
+pub(crate) fn transport_error(error: &(dyn StdError + 'static)) -> Error {
     let message = cause_chain(error);
     if io_kind_in_chain(error, std::io::ErrorKind::ConnectionRefused) {
         Error::ConnectionRefused(message)

@@ -70,6 +70,7 @@ use super::discovery::explain;
 use super::error::{cause_chain, io_kind_in_chain, transport_error};
 use super::list_page::PageDecoder;
 use super::request::{Target, set_list_query, set_watch_query};
+use super::transport::TransportError;
 use super::watch_decode::{Decoded, WatchDecoder};
 use crate::dynamic::DynamicObject;
 use crate::listwatch::{
@@ -325,7 +326,7 @@ impl<K: Object> HttpListerWatcher<K> {
                 .saturating_add(WATCH_IDLE_MARGIN)
         });
         let body =
-            response.bytes_stream().map(|chunk| chunk.map_err(|e| ChunkError::from_reqwest(&e)));
+            response.into_body().map(|chunk| chunk.map_err(|e| ChunkError::from_transport(&e)));
         let decoder = WatchDecoder::new(&target, options.keep_managed_fields)
             .max_object_size(self.client.limits().max_object_size);
         Ok(watch_stream(body, decoder, idle))
@@ -390,7 +391,7 @@ fn list_read_error(resource: &str, error: ReadError) -> Error {
              the list is retried: raise read_idle_timeout for an API server slow to send large \
              lists"
         )),
-        ReadError::Failed(e) => transport_error(&e),
+        ReadError::Failed(e) => transport_error(e.cause()),
     }
 }
 
@@ -496,7 +497,8 @@ pub(crate) enum ChunkError {
 }
 
 impl ChunkError {
-    fn from_reqwest(error: &reqwest::Error) -> Self {
+    fn from_transport(error: &TransportError) -> Self {
+        let error = error.cause();
         let message = cause_chain(error);
         // client-go's net.IsProbableEOF: a reset, a broken pipe or an HTTP/2 GOAWAY ends a watch
         // like a close does, and the reflector watches again from its last version.
@@ -791,6 +793,7 @@ mod read_ahead_tests {
     use k8s_openapi::api::core::v1::Pod;
 
     use super::*;
+    use crate::client::transport::Response;
 
     /// The size of every item chunk: 16 of them fill the read-ahead budget.
     const CHUNK: usize = 64 * 1024;
@@ -799,7 +802,7 @@ mod read_ahead_tests {
 
     /// A streamed list response of [`ITEMS`] chunks of one pod each (item 0 being `first`),
     /// counting the chunks the client has pulled from it.
-    fn list_response(first: &str, pulled: &Arc<AtomicUsize>) -> reqwest::Response {
+    fn list_response(first: &str, pulled: &Arc<AtomicUsize>) -> Response {
         let items = (0..ITEMS).map(|i| {
             let mut item = if i == 0 {
                 first.as_bytes().to_vec()
@@ -821,12 +824,13 @@ mod read_ahead_tests {
             pulled.fetch_add(1, Ordering::SeqCst);
             Ok::<_, std::io::Error>(part)
         });
-        reqwest::Response::from(http::Response::new(reqwest::Body::wrap_stream(body)))
+        let response = http::Response::new(reqwest::Body::wrap_stream(body));
+        Response::from(reqwest::Response::from(response))
     }
 
     /// A list body decoded as the lister-watcher decodes a response it did not prefetch.
     async fn decode_response(
-        response: reqwest::Response,
+        response: Response,
         decoder: PageDecoder<Pod, impl FnOnce(&str) + Send + 'static>,
     ) -> Result<ObjectList<Pod>, Error> {
         let body = BodyReader::new(response, Duration::from_secs(60));

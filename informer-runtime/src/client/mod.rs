@@ -1,4 +1,5 @@
-//! The HTTP client for real API servers: list, get, watch and writes over reqwest and rustls.
+//! The HTTP client for real API servers: list, get, watch and writes over reqwest and rustls,
+//! or over a kube-rs `kube::Client` (feature `kube`).
 //!
 //! Where it sits in the data flow: a [`Client`] is a [`ListWatchSource`](crate::ListWatchSource), the seam between the
 //! API server and the [reflector](crate::reflector). Give it to a
@@ -15,6 +16,57 @@
 //!   `object_decoder` (and `prune`, which skips `managedFields`).
 //! - [`Config`] says where the server is and how to authenticate; its loaders live in
 //!   `config`, and the credentials are produced per request by `auth`.
+//! - `transport` carries each request: reqwest with this crate's credentials, or a kube-rs
+//!   client. With the `kube` feature, `kube_source` makes a `kube::Client` an informer source
+//!   and `kube_config` maps a `kube::Config` onto [`Config`].
+//!
+//! # From kube-rs
+//!
+//! A program that has a `kube::Client` (feature `kube`) gives it to the factory as it is:
+//! `SharedInformerFactory::new(kube_client)`. Requests then go through kube-rs's tower stack,
+//! which adds its cluster URL, TLS, credentials (refreshed as kube-rs refreshes them: token
+//! files, exec plugins, its auth providers), proxy, extra headers and impersonation; only
+//! the path and query built here are sent. The rest is this crate's, as over [`Client::new`]:
+//! a non-2xx answer becomes the API's `Status`, the same list pages (prefetched) and streaming
+//! lists, watches with bookmarks and their idle deadline, the same relist on `410`, the 90 s
+//! idle deadline on every response and the 16 MiB cap on each object, and list items and watch
+//! events decoded by this crate's decoders straight from the body (not by kube-rs's `Api`).
+//! What differs is kube-rs's stack:
+//!
+//! - HTTP/1.1 only (kube-rs's connector enables no HTTP/2), so each watch holds a connection of
+//!   its own, where [`Client::new`] multiplexes them over one HTTP/2 connection with pings.
+//! - kube-rs retries `429`, `503` and `504` itself (`kube::Config::default_retry`, on by
+//!   default) before the reflector sees them, within the 90 s the answer may take; set it to
+//!   `false` to leave retries to the reflector's backoff.
+//! - Its `connect_timeout`, `read_timeout` and `write_timeout` apply under this crate's idle
+//!   deadlines; a `read_timeout` shorter than a watch's quiet periods cuts watches.
+//!
+//! `Client::from(kube_client)` gives this crate's typed requests over the same client, and
+//! `Client::try_from(kube_config)` a client of this crate's own for the same server and
+//! credentials (the kube-rs `Config`'s fields mapped one by one; what it cannot honour, such as
+//! impersonation or extra headers, is an error naming the field).
+//!
+//! ```no_run
+//! # #[cfg(feature = "kube")]
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use informer_runtime::SharedInformerFactory;
+//! use informer_runtime::client::Client;
+//! use k8s_openapi::api::core::v1::Pod;
+//!
+//! let config = kube::Config::infer().await?;
+//! let kube_client = kube::Client::try_from(config.clone())?;
+//! let factory = SharedInformerFactory::new(kube_client.clone());
+//! let pods = factory.informer::<Pod>();
+//! factory.start();
+//!
+//! // This crate's typed requests, over the same kube-rs client...
+//! let pod: Pod = Client::from(kube_client).get(Some("kube-system"), "etcd-control-plane").await?;
+//! // ...or over a client of its own, from the same configuration.
+//! let client = Client::try_from(config)?;
+//! # drop((pods, pod, client));
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! ```no_run
 //! use informer_runtime::SharedInformerFactory;
@@ -42,6 +94,10 @@ mod discovery;
 mod error;
 mod files;
 mod http_lister_watcher;
+#[cfg(feature = "kube")]
+mod kube_config;
+#[cfg(feature = "kube")]
+mod kube_source;
 mod kubeconfig;
 pub(crate) mod list_page;
 pub(crate) mod list_split;
@@ -49,6 +105,7 @@ pub(crate) mod object_decoder;
 pub(crate) mod prune;
 pub(crate) mod request;
 mod tls;
+mod transport;
 pub(crate) mod watch_decode;
 
 pub use config::{

@@ -64,12 +64,15 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     for peer in &options.peers {
         let exe = match peer.as_str() {
             "informer" => Ok(release.join("peer-informer")),
+            // The same informer, over kube-rs's client as its source.
+            "informer-kube" => Ok(release.join("peer-informer-kube")),
             "kube-rs" => Ok(release.join("peer-kube")),
             "floor" => Ok(release.join("peer-floor")),
             "client-go" => build_client_go(&root, &release),
-            other => {
-                Err(format!("unknown peer (known: informer, kube-rs, floor, client-go): {other}"))
-            }
+            other => Err(format!(
+                "unknown peer (known: informer, informer-kube, kube-rs, floor, client-go): \
+                     {other}"
+            )),
         };
         match exe {
             Ok(exe) => peers.push((peer.clone(), exe)),
@@ -325,7 +328,7 @@ pub(crate) const CHURNS: [&str; 2] = ["churn", "churn-defaults"];
 
 /// Peers that register handlers, and so run churn once per handler count.
 fn has_handlers(peer: &str) -> bool {
-    matches!(peer, "informer" | "client-go")
+    matches!(peer, "informer" | "informer-kube" | "client-go")
 }
 
 /// Runs every case; what was measured stays in `results` when the server fails half-way.

@@ -7,7 +7,7 @@ use super::results::Case;
 /// The usage line of `cargo xtask bench`.
 pub(crate) const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--counts N,N,...] \
 [--variant-counts N,...] [--churn-objects N] [--churn-events N] [--handlers N,N,...] \
-[--relist-objects N] [--lister-objects N] [--queries N] [--peers informer,kube-rs,floor,client-go] \
+[--relist-objects N] [--lister-objects N] [--queries N] [--peers informer,informer-kube,kube-rs,floor,client-go] \
 [--scenarios sync,paged,strip,metadata,metadata-strip,view,compact,compact-strip,churn,churn-defaults,relist,lister,lister-compact] [--out FILE] [--timeout-s N] \
 [--rerender RESULTS.json] [--wrap 'PROFILER ARGS'] [--system-allocator]";
 
@@ -97,7 +97,9 @@ impl Default for Options {
             relist_objects: 20_000,
             lister_objects: 100_000,
             queries: 200,
-            peers: ["informer", "kube-rs", "floor", "client-go"].map(str::to_owned).to_vec(),
+            peers: ["informer", "informer-kube", "kube-rs", "floor", "client-go"]
+                .map(str::to_owned)
+                .to_vec(),
             scenarios: SCENARIOS.map(str::to_owned).to_vec(),
             out: None,
             timeout_s: 600,

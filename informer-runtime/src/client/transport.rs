@@ -1,0 +1,222 @@
+//! How a request reaches the API server: through this crate's own reqwest client, or (feature
+//! `kube`) through a kube-rs `kube::Client`.
+//!
+//! Where it sits in the data flow: under every request of a [`Client`](super::Client), between
+//! the URL the client built and the [`Response`] whose body the decoders read. Either way the
+//! answer comes back as a [`Response`] of any status (the client turns a non-2xx one into an
+//! API `Status`), its body a stream of chunks. Everything above this file is the same for both
+//! transports: the idle deadlines on headers and body, the cap on each object, the decoders,
+//! the prefetch of list pages, the explanation of a 404.
+//!
+//! - [`Transport::Http`]: reqwest and rustls, with this crate's [`Authenticator`] adding the
+//!   credentials of each request (token files read again, exec plugins run again when a token
+//!   expires or a 401 says it is no longer good).
+//! - `Transport::Kube`: `kube::Client::send`. kube-rs's tower stack adds its base URL,
+//!   credentials (and refreshes them), TLS, proxy, extra headers and retries; only the path and
+//!   query of the URL built here are sent.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::stream::{BoxStream, StreamExt};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap};
+use reqwest::{Method, StatusCode};
+use url::Url;
+
+use super::auth::Authenticator;
+use super::body::within_idle;
+use super::error::transport_error;
+use crate::listwatch::Error;
+
+/// A request body and its content type.
+pub(crate) type Body = (&'static str, Vec<u8>);
+
+/// What carries a client's requests; see the [module documentation](self).
+pub(crate) enum Transport {
+    /// This crate's HTTP client, and the credentials it adds.
+    Http {
+        /// The connection pool.
+        http: reqwest::Client,
+        /// The credentials of each request.
+        auth: Authenticator,
+    },
+    /// A kube-rs client, which adds its own credentials.
+    #[cfg(feature = "kube")]
+    Kube(kube::Client),
+}
+
+/// An answer of any status: its headers, and its body as a stream of chunks.
+pub(crate) struct Response {
+    status: StatusCode,
+    headers: HeaderMap,
+    content_length: Option<u64>,
+    body: BoxStream<'static, Result<Bytes, TransportError>>,
+}
+
+/// Why a transfer failed: the transport's own error, kept whole so that its cause chain (an
+/// `io::Error` of kind `ConnectionRefused`, `ConnectionReset`...) can be read.
+pub(crate) struct TransportError(Box<dyn StdError + Send + Sync + 'static>);
+
+impl TransportError {
+    /// The transport's error.
+    pub(crate) fn cause(&self) -> &(dyn StdError + 'static) {
+        &*self.0
+    }
+}
+
+impl fmt::Debug for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl Response {
+    /// The HTTP status.
+    pub(crate) fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The headers.
+    pub(crate) fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+
+    /// The body's length, when the response said.
+    pub(crate) fn content_length(&self) -> Option<u64> {
+        self.content_length
+    }
+
+    /// The body, chunk by chunk.
+    pub(crate) fn into_body(self) -> BoxStream<'static, Result<Bytes, TransportError>> {
+        self.body
+    }
+}
+
+impl From<reqwest::Response> for Response {
+    fn from(response: reqwest::Response) -> Self {
+        Self {
+            status: response.status(),
+            headers: response.headers().clone(),
+            content_length: response.content_length(),
+            body: response.bytes_stream().map(|chunk| chunk.map_err(boxed)).boxed(),
+        }
+    }
+}
+
+fn boxed(error: impl StdError + Send + Sync + 'static) -> TransportError {
+    TransportError(Box::new(error))
+}
+
+impl Transport {
+    /// What carries the requests, for `Debug`.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Self::Http { .. } => "http",
+            #[cfg(feature = "kube")]
+            Self::Kube(_) => "kube::Client",
+        }
+    }
+
+    /// Sends one request, with credentials, and returns the answer whatever its status. The
+    /// answer's headers must arrive within `idle` (the wait for credentials, an exec plugin's
+    /// run, is bounded by its own timeout and not counted).
+    ///
+    /// A 401 makes this crate's credentials be refreshed for the next request.
+    pub(crate) async fn send(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<Body>,
+        accept: &'static str,
+        idle: Duration,
+    ) -> Result<Response, Error> {
+        // For the error when no answer comes.
+        let target = format!("{method} {}", url.path());
+        let no_answer = || {
+            Error::Transport(format!(
+                "{target}: no response within {idle:?} (Config::read_idle_timeout)"
+            ))
+        };
+        match self {
+            Self::Http { http, auth } => {
+                let authorization = auth
+                    .authorization()
+                    .await
+                    .map_err(|e| Error::Transport(format!("obtaining credentials: {e}")))?;
+                let mut request = http.request(method, url).header(ACCEPT, accept);
+                if let Some(authorization) = &authorization {
+                    request = request.header(AUTHORIZATION, authorization.clone());
+                }
+                if let Some((content_type, bytes)) = body {
+                    request = request.header(CONTENT_TYPE, content_type).body(bytes);
+                }
+                let response = within_idle(idle, request.send())
+                    .await
+                    .ok_or_else(no_answer)?
+                    .map_err(|e| transport_error(&e))?;
+                if response.status() == StatusCode::UNAUTHORIZED {
+                    auth.invalidate_if_used(authorization.as_ref());
+                }
+                Ok(Response::from(response))
+            }
+            #[cfg(feature = "kube")]
+            Self::Kube(client) => {
+                let request = kube_request(method, &url, body, accept)?;
+                let response = within_idle(idle, client.send(request))
+                    .await
+                    .ok_or_else(no_answer)?
+                    .map_err(|e| transport_error(&e))?;
+                Ok(kube_response(response))
+            }
+        }
+    }
+}
+
+/// The request kube-rs sends: the path and query only (its stack prepends the cluster URL),
+/// and no compression (a watch decoded as it arrives must not wait for gzip members; kube-rs
+/// itself opts its watches out, for the same reason).
+#[cfg(feature = "kube")]
+fn kube_request(
+    method: Method,
+    url: &Url,
+    body: Option<Body>,
+    accept: &'static str,
+) -> Result<http::Request<kube::client::Body>, Error> {
+    let path_and_query = match url.query() {
+        Some(query) => format!("{}?{query}", url.path()),
+        None => url.path().to_owned(),
+    };
+    let builder = http::Request::builder()
+        .method(method)
+        .uri(path_and_query)
+        .header(ACCEPT, accept)
+        .header(reqwest::header::ACCEPT_ENCODING, "identity");
+    let request = match body {
+        Some((content_type, bytes)) => {
+            builder.header(CONTENT_TYPE, content_type).body(kube::client::Body::from(bytes))
+        }
+        None => builder.body(kube::client::Body::empty()),
+    };
+    request.map_err(|e| Error::Transport(format!("building the request for {}: {e}", url.path())))
+}
+
+/// kube-rs's answer as a [`Response`].
+#[cfg(feature = "kube")]
+fn kube_response(response: http::Response<kube::client::Body>) -> Response {
+    use http_body_util::BodyExt as _;
+
+    let (parts, body) = response.into_parts();
+    let content_length = parts
+        .headers
+        .get(reqwest::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse().ok());
+    Response {
+        status: parts.status,
+        headers: parts.headers,
+        content_length,
+        body: body.into_data_stream().map(|chunk| chunk.map_err(boxed)).boxed(),
+    }
+}
