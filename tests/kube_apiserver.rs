@@ -718,6 +718,9 @@ async fn dynamic_informers_follow_a_built_in_and_a_crd_created_at_run_time() {
         .patch_merge::<Gadget>(Some(&namespace), "first", &serde_json::json!({"spec": {"size": 2}}))
         .await
         .unwrap();
+    // Seen before the delete: a watch that ends between the two could fold them into one relist.
+    let updated = "update first 2".to_owned();
+    eventually("the update", DEADLINE, || seen.lock().contains(&updated)).await;
     client.delete::<Gadget>(Some(&namespace), "first").await.unwrap();
     let key = format!("delete {namespace}/first");
     eventually("the update and the delete", DEADLINE, || seen.lock().contains(&key)).await;

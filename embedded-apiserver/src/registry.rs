@@ -581,6 +581,7 @@ fn after_delete(state: &mut State, resource: &ApiResource, obj: &Value) {
         return;
     }
     let name = meta_str(obj, "name").to_owned();
+    let mut removed = Vec::new();
     let doomed: Vec<(GroupResource, String)> = match resource.ty.plural.as_str() {
         "namespaces" => {
             let prefix = format!("{name}/");
@@ -595,21 +596,26 @@ fn after_delete(state: &mut State, resource: &ApiResource, obj: &Value) {
                 })
                 .collect()
         }
-        "customresourcedefinitions" => state
-            .catalog
-            .remove_crd(&name)
-            .into_iter()
-            .flat_map(|s| {
-                let keys = state.store.keys_with_prefix(&s, "");
-                keys.into_iter().map(move |k| (s.clone(), k))
-            })
-            .collect(),
+        "customresourcedefinitions" => {
+            removed = state.catalog.remove_crd(&name);
+            removed
+                .iter()
+                .flat_map(|s| {
+                    let keys = state.store.keys_with_prefix(s, "");
+                    keys.into_iter().map(move |k| (s.clone(), k))
+                })
+                .collect()
+        }
         _ => Vec::new(),
     };
     for (storage, key) in doomed {
         if let Some(last) = state.store.get(&storage, &key).cloned() {
             state.commit(&storage, &key, ChangeKind::Deleted, Value::clone(&last));
         }
+    }
+    // A removed resource's watches end once they have sent its objects' deletions.
+    for storage in &removed {
+        state.hub.drop_storage(storage);
     }
 }
 

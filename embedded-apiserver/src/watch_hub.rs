@@ -118,6 +118,14 @@ impl WatchHub {
         }
     }
 
+    /// Ends the watches of `storage` (stalled ones too) cleanly, after what their buffers hold:
+    /// what kube-apiserver does to the watches of a custom resource whose CRD is deleted (its
+    /// storage, and with it its watch cache, is destroyed).
+    pub(crate) fn drop_storage(&mut self, storage: &GroupResource) {
+        self.watchers.retain(|w| w.storage != *storage);
+        self.stalled.retain(|w| w.storage != *storage);
+    }
+
     /// Ends every open watch (stalled ones too) cleanly; returns how many there were.
     pub(crate) fn drop_all(&mut self) -> usize {
         let n = self.open();

@@ -158,13 +158,12 @@ impl Object for DynamicObject {
     }
 }
 
+/// The members [`DynamicObject`] keeps in fields of their own.
+const TYPED_MEMBERS: [&str; 3] = ["apiVersion", "kind", "metadata"];
+
 impl Serialize for DynamicObject {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let members = 1
-            + usize::from(self.api_version.is_some())
-            + usize::from(self.kind.is_some())
-            + self.data.len();
-        let mut map = serializer.serialize_map(Some(members))?;
+        let mut map = serializer.serialize_map(None)?;
         if let Some(api_version) = &self.api_version {
             map.serialize_entry("apiVersion", api_version)?;
         }
@@ -172,7 +171,10 @@ impl Serialize for DynamicObject {
             map.serialize_entry("kind", kind)?;
         }
         map.serialize_entry("metadata", &self.metadata)?;
-        for (key, value) in &self.data {
+        // The typed members are written from their fields only: a `kind` put in `data` would
+        // make a second, conflicting member.
+        let members = self.data.iter().filter(|(key, _)| !TYPED_MEMBERS.contains(&key.as_str()));
+        for (key, value) in members {
             map.serialize_entry(key, value)?;
         }
         map.end()
@@ -198,11 +200,23 @@ impl<'de> Deserialize<'de> for DynamicObject {
                 mut access: A,
             ) -> Result<DynamicObject, A::Error> {
                 let mut object = DynamicObject::default();
-                let mut metadata = None;
+                let (mut api_version, mut kind, mut metadata) = (None, None, None);
                 while let Some(key) = access.next_key::<String>()? {
+                    // Duplicates are refused, as serde's derive refuses them in typed objects: a
+                    // second `kind` must not pass for the object's kind.
                     match key.as_str() {
-                        "apiVersion" => object.api_version = access.next_value()?,
-                        "kind" => object.kind = access.next_value()?,
+                        "apiVersion" => {
+                            if api_version.is_some() {
+                                return Err(de::Error::duplicate_field("apiVersion"));
+                            }
+                            api_version = Some(access.next_value::<Option<String>>()?);
+                        }
+                        "kind" => {
+                            if kind.is_some() {
+                                return Err(de::Error::duplicate_field("kind"));
+                            }
+                            kind = Some(access.next_value::<Option<String>>()?);
+                        }
                         "metadata" => {
                             if metadata.is_some() {
                                 return Err(de::Error::duplicate_field("metadata"));
@@ -215,6 +229,8 @@ impl<'de> Deserialize<'de> for DynamicObject {
                         }
                     }
                 }
+                object.api_version = api_version.flatten();
+                object.kind = kind.flatten();
                 object.metadata = metadata.flatten().unwrap_or_default();
                 Ok(object)
             }
@@ -256,7 +272,23 @@ mod tests {
         let object: DynamicObject = serde_json::from_str(r#"{"metadata":null}"#).unwrap();
         assert_eq!(object.metadata, ObjectMeta::default());
         assert!(serde_json::from_str::<DynamicObject>(r#"{"metadata":{},"metadata":{}}"#).is_err());
+        assert!(serde_json::from_str::<DynamicObject>(r#"{"kind":"A","kind":"B"}"#).is_err());
+        assert!(
+            serde_json::from_str::<DynamicObject>(r#"{"apiVersion":"v1","apiVersion":"v2"}"#)
+                .is_err()
+        );
         assert!(serde_json::from_str::<DynamicObject>("[]").is_err());
+    }
+
+    #[test]
+    fn members_put_in_data_never_duplicate_the_typed_ones() {
+        let mut object = DynamicObject::new("w", &ApiResource::of::<Pod>());
+        object.data.insert("kind".to_owned(), json!("Other"));
+        object.data.insert("spec".to_owned(), json!({}));
+        let json = serde_json::to_string(&object).unwrap();
+        assert_eq!(json.matches("\"kind\"").count(), 1, "{json}");
+        let back: DynamicObject = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.kind(), "Pod");
     }
 
     #[test]

@@ -884,9 +884,12 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
         let source = &options.source;
         let unsupported = || FactoryError::DynamicNotSupported(gvr.clone());
         let every = options.namespaces.is_empty() || options.namespaces.contains("");
-        let single = (options.namespaces.len() == 1).then(|| options.namespaces.first()).flatten();
+        let single = options.namespaces.first().filter(|_| options.namespaces.len() == 1);
         if every || single.is_some() {
-            let scope = single.map_or(DynamicScope::All, |ns| DynamicScope::Namespace(ns));
+            let scope = match single {
+                Some(namespace) if !every => DynamicScope::Namespace(namespace),
+                _ => DynamicScope::All,
+            };
             let lister_watcher =
                 source.dynamic_lister_watcher(gvr, scope, metadata_only).ok_or_else(unsupported)?;
             return Ok(SharedIndexInformer::dynamic(lister_watcher, gvr.clone(), metadata_only));

@@ -129,6 +129,14 @@ async fn the_factory_namespace_applies_to_namespaced_dynamic_resources_only() {
     server.create(&gvr, config_map("a", "in", "x")).unwrap();
     server.create(&gvr, config_map("b", "out", "x")).unwrap();
 
+    // `""` is every namespace.
+    let every = SharedInformerFactory::builder(client(&server)).namespace("").build();
+    let all = every.dynamic_informer(&gvr).unwrap();
+    every.start();
+    assert!(every.wait_for_cache_sync(DEADLINE).await.all_synced());
+    assert_eq!(all.cache().len(), 2);
+    every.shutdown().await;
+
     let factory = SharedInformerFactory::builder(client(&server)).namespace("a").build();
     let config_maps = factory.dynamic_informer(&gvr).unwrap();
     let namespaces =
@@ -169,13 +177,21 @@ async fn a_dynamic_informer_over_a_set_of_namespaces_caches_those_only() {
     // A cluster-scoped resource under a set of namespaces: an error that says so, never synced.
     let namespaces =
         factory.dynamic_informer(&GroupVersionResource::new("", "v1", "namespaces")).unwrap();
+    let errors: Arc<Mutex<Vec<String>>> = Arc::default();
+    let log = Arc::clone(&errors);
+    namespaces.set_watch_error_handler(move |e| log.lock().push(e.to_string())).unwrap();
     factory.start();
-    assert!(!factory.wait_for_cache_sync(Duration::from_millis(500)).await.all_synced());
+    until("the error", || !errors.lock().is_empty()).await;
+    let error = errors.lock()[0].clone();
+    assert!(error.contains("namespaces is cluster-scoped"), "{error}");
+    assert!(error.contains("limited to a set of namespaces"), "{error}");
+    assert!(!namespaces.has_synced());
     assert!(namespaces.cache().is_empty());
     factory.shutdown().await;
 }
 
-/// A namespaced CRD, `widgets.example.com`, served at `v1`.
+/// A namespaced CRD, `widgets.example.com`, served at `v1`; its lists are `WidgetCollection`s,
+/// which discovery does not say (dynamic informers take lists of any kind).
 fn widget_crd() -> CustomResourceDefinition {
     serde_json::from_value(json!({
         "apiVersion": "apiextensions.k8s.io/v1",
@@ -183,7 +199,7 @@ fn widget_crd() -> CustomResourceDefinition {
         "metadata": {"name": "widgets.example.com"},
         "spec": {
             "group": "example.com",
-            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "shortNames": ["wd"], "listKind": "WidgetList"},
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "shortNames": ["wd"], "listKind": "WidgetCollection"},
             "scope": "Namespaced",
             "versions": [{
                 "name": "v1", "served": true, "storage": true,
@@ -263,17 +279,31 @@ async fn a_dynamic_informer_of_a_crd_created_at_run_time_syncs_once_it_is_served
     factory.shutdown().await;
 }
 
+/// `doohickeys.example.com`, served only at `v1alpha1`: not the group's preferred version.
+fn doohickey_crd() -> CustomResourceDefinition {
+    let mut crd = serde_json::to_value(widget_crd()).unwrap();
+    crd["metadata"]["name"] = json!("doohickeys.example.com");
+    crd["spec"]["names"] = json!({"kind": "Doohickey", "plural": "doohickeys"});
+    crd["spec"]["versions"][0]["name"] = json!("v1alpha1");
+    serde_json::from_value(crd).unwrap()
+}
+
 #[tokio::test]
 async fn resources_are_found_by_the_names_kubectl_takes() {
     let server = ApiServer::start().await.unwrap();
     let client = client(&server);
     client.create(None, &widget_crd()).await.unwrap();
+    client.create(None, &doohickey_crd()).await.unwrap();
+    let doohickeys = client.resolve("doohickeys").await.unwrap();
+    assert_eq!((doohickeys.version.as_str(), doohickeys.kind.as_str()), ("v1alpha1", "Doohickey"));
     for (name, expected) in [
         ("configmaps", "configmaps"),
         ("configmap", "configmaps"),
         ("ConfigMap", "configmaps"),
         ("cm", "configmaps"),
         ("deployments.apps", "deployments.apps"),
+        ("deployments.v1.apps", "deployments.apps"),
+        ("Deployments.Apps", "deployments.apps"),
         ("deploy", "deployments.apps"),
         ("widgets.example.com", "widgets.example.com"),
         ("wd", "widgets.example.com"),
@@ -284,6 +314,43 @@ async fn resources_are_found_by_the_names_kubectl_takes() {
     let error = client.resolve("gizmos").await.unwrap_err();
     assert!(error.to_string().contains("kubectl api-resources"), "{error}");
     assert!(error.is_not_found());
+}
+
+/// A CRD deleted and created again with another scope: the informer reads discovery again
+/// and follows the resource as it is now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dynamic_informer_follows_a_crd_created_again_with_another_scope() {
+    let server = ApiServer::start().await.unwrap();
+    let client = client(&server);
+    let gvr = GroupVersionResource::new("example.com", "v1", "widgets");
+    client.create(None, &widget_crd()).await.unwrap();
+    server.create(&gvr, widget("namespaced", 1)).unwrap();
+
+    let factory = SharedInformerFactory::builder(client.clone()).namespace("default").build();
+    let widgets = factory.dynamic_informer(&gvr).unwrap();
+    factory.start();
+    assert!(factory.wait_for_cache_sync(DEADLINE).await.all_synced());
+    until("the namespaced widget", || widgets.cache().len() == 1).await;
+
+    client.delete::<CustomResourceDefinition>(None, "widgets.example.com").await.unwrap();
+    let mut cluster_scoped = serde_json::to_value(widget_crd()).unwrap();
+    cluster_scoped["spec"]["scope"] = json!("Cluster");
+    let cluster_scoped: CustomResourceDefinition = serde_json::from_value(cluster_scoped).unwrap();
+    // The server may take a moment to forget the old definition.
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while let Err(error) = client.create(None, &cluster_scoped).await {
+        assert!(tokio::time::Instant::now() < deadline, "the CRD is never created again: {error}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut global = widget("global", 2);
+    global["metadata"].as_object_mut().unwrap().remove("namespace");
+    server.create(&gvr, global).unwrap();
+    until("the cluster-scoped widget, and only it", || {
+        let keys = widgets.cache().list_keys();
+        keys.len() == 1 && keys[0].as_str() == "global"
+    })
+    .await;
+    factory.shutdown().await;
 }
 
 #[tokio::test]

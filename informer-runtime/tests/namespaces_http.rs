@@ -84,7 +84,9 @@ async fn over_http_a_factory_over_two_namespaces_caches_and_hears_those_only() {
     assert_eq!(keys(&pods), set(&["a/listed", "b/listed"]));
     server.wait_for_watches(2).await;
 
-    for ns in ["a", "b", "c"] {
+    // c first: its changes are made before the last of b's, so had one reached a handler it
+    // would be there by the time b's last change is.
+    for ns in ["c", "a", "b"] {
         server.create(&gvr, pod(ns, "watched", &[])).unwrap();
         let mut listed = server.get(&gvr, ns, "listed").unwrap();
         listed["metadata"]["labels"] = serde_json::json!({ "changed": "yes" });
@@ -101,9 +103,9 @@ async fn over_http_a_factory_over_two_namespaces_caches_and_hears_those_only() {
         "update:a/listed",
         "update:b/listed",
     ];
+    until("b's last change arrives", || events.lock().iter().any(|e| e == "delete:b/watched"))
+        .await;
     until("every change of a and b arrives", || events.lock().len() >= expected.len()).await;
-    // The last change through c's namespace was made before b's last: had c's reached a
-    // handler, it would be here.
     let mut seen = events.lock().clone();
     seen.sort();
     assert_eq!(seen, expected);

@@ -118,8 +118,9 @@ impl Client {
     }
 
     /// The resource kubectl would take `name` for: a plural (`pods`), singular (`pod`), kind
-    /// (`Pod`) or short name (`po`), optionally followed by `.group` (`deployments.apps`,
-    /// `widgets.example.com`), in the preferred version of its group; the core group first.
+    /// (`Pod`) or short name (`po`), in any case, optionally followed by `.group`
+    /// (`deployments.apps`, `widgets.example.com`) or `.version.group` (`deployments.v1.apps`);
+    /// the core group first, and in each group the preferred version first, then the others.
     ///
     /// # Errors
     ///
@@ -156,51 +157,70 @@ pub(crate) async fn discover(
 
 /// See [`Client::resolve`].
 async fn resolve(client: &Client, name: &str) -> Result<ApiResource, Error> {
+    let name = name.to_ascii_lowercase();
+    // `deployments.v1.apps` names a version too: tried first, as kubectl does, then
+    // `deployments.apps` with `v1.apps` as the group.
+    let mut parts = name.splitn(3, '.');
+    if let (Some(resource), Some(version), Some(group)) = (parts.next(), parts.next(), parts.next())
+    {
+        if let Ok(list) = get(client, &version_path(group, version)).await {
+            if let Some(found) = resources_of(&list).find(|r| r.answers_to(resource)) {
+                return Ok(found.into_api_resource(group, version));
+            }
+        }
+    }
     // `deployments.apps`: the group follows the first dot. A bare name is looked for in the
     // core group first, then in every group, as kubectl does.
-    let (name, group) = match name.split_once('.') {
-        Some((name, group)) => (name, Some(group)),
-        None => (name, None),
+    let (resource, group) = match name.split_once('.') {
+        Some((resource, group)) => (resource, Some(group)),
+        None => (name.as_str(), None),
     };
-    let mut groups: Vec<(String, String)> = Vec::new();
-    if group.is_none_or(str::is_empty) {
-        groups.push((String::new(), "v1".to_owned()));
+    // Each group with its versions, the preferred one first: a resource served only in another
+    // version (an alpha kind beside a group's stable ones) is found there.
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    if group.is_none() {
+        groups.push((String::new(), vec!["v1".to_owned()]));
     }
     let apis = get(client, "/apis").await?;
     for entry in apis["groups"].as_array().into_iter().flatten() {
         let Some(group_name) = entry["name"].as_str() else { continue };
-        if group.is_some_and(|g| !g.is_empty() && g != group_name) {
+        if group.is_some_and(|g| g != group_name) {
             continue;
         }
-        let preferred = entry["preferredVersion"]["version"]
-            .as_str()
-            .or_else(|| entry["versions"][0]["version"].as_str());
-        if let Some(version) = preferred {
-            groups.push((group_name.to_owned(), version.to_owned()));
-        }
-    }
-    for (group_name, version) in &groups {
-        let list = match get(client, &version_path(group_name, version)).await {
-            Ok(list) => list,
-            // A group whose discovery fails (an aggregated API that is down) hides only its own
-            // resources, as in kubectl.
-            Err(error) => {
-                tracing::debug!(group = %group_name, %version, %error, "discovery of a group failed");
-                continue;
+        let preferred = entry["preferredVersion"]["version"].as_str();
+        let mut versions: Vec<String> = preferred.map(ToOwned::to_owned).into_iter().collect();
+        let others = entry["versions"].as_array().into_iter().flatten();
+        for version in others.filter_map(|v| v["version"].as_str()) {
+            if Some(version) != preferred {
+                versions.push(version.to_owned());
             }
-        };
-        if let Some(found) = resources_of(&list).find(|r| r.answers_to(name)) {
-            return Ok(found.into_api_resource(group_name, version));
+        }
+        groups.push((group_name.to_owned(), versions));
+    }
+    for (group_name, versions) in &groups {
+        for version in versions {
+            let list = match get(client, &version_path(group_name, version)).await {
+                Ok(list) => list,
+                // A group whose discovery fails (an aggregated API that is down) hides only its
+                // own resources, as in kubectl.
+                Err(error) => {
+                    tracing::debug!(group = %group_name, %version, %error, "discovery of a group version failed");
+                    continue;
+                }
+            };
+            if let Some(found) = resources_of(&list).find(|r| r.answers_to(resource)) {
+                return Ok(found.into_api_resource(group_name, version));
+            }
         }
     }
     let message = match group {
         Some(group) => format!(
-            "the server has no resource {name:?} in the group {group:?}: see `kubectl \
+            "the server has no resource {resource:?} in the group {group:?}: see `kubectl \
              api-resources --api-group={group}`"
         ),
         None => format!(
-            "the server has no resource {name:?}: see `kubectl api-resources` for the names it \
-             serves"
+            "the server has no resource {resource:?}: see `kubectl api-resources` for the names \
+             it serves"
         ),
     };
     Err(Error::Api(Status::new(404, "NotFound", message)))

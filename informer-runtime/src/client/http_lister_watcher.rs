@@ -129,9 +129,10 @@ enum TargetSlot {
         metadata_only: bool,
         /// One namespace of a set: a cluster-scoped resource is refused.
         namespaced_only: bool,
-        /// Set by the first successful discovery; a failed one is tried again by the next list
-        /// or watch, so that an informer syncs once a CRD is installed.
-        found: tokio::sync::OnceCell<Arc<Target>>,
+        /// Set by a successful discovery; a failed one is tried again by the next list or watch,
+        /// so that an informer syncs once a CRD is installed. Forgotten when the server's
+        /// answers say it changed (see [`HttpListerWatcher::forget_target`]).
+        found: Arc<Mutex<Option<Arc<Target>>>>,
     },
 }
 
@@ -150,7 +151,7 @@ impl HttpListerWatcher<DynamicObject> {
         gvr: GroupVersionResource,
         metadata_only: bool,
     ) -> Self {
-        let found = tokio::sync::OnceCell::new();
+        let found = Arc::default();
         let namespaced_only = matches!(scope, DynamicScope::NamespaceOfSet(_));
         let target = TargetSlot::Discovered { gvr, metadata_only, namespaced_only, found };
         Self::with_target(client, scope.namespace(), target)
@@ -179,28 +180,57 @@ impl<K: Object> HttpListerWatcher<K> {
 
     /// What to list and watch; discovered on first use for a dynamic resource.
     async fn target(&self) -> Result<Arc<Target>, Error> {
-        match &self.target {
-            TargetSlot::Known(target) => Ok(Arc::clone(target)),
-            TargetSlot::Discovered { gvr, metadata_only, namespaced_only, found } => found
-                .get_or_try_init(|| async {
-                    let resource = super::discovery::discover(&self.client, gvr).await?;
-                    tracing::debug!(%resource, kind = %resource.kind, namespaced = resource.namespaced, "discovered");
-                    if *namespaced_only && !resource.namespaced {
-                        let namespace = self.namespace.as_deref().unwrap_or_default();
-                        return Err(Error::Api(Status::new(
-                            400,
-                            "BadRequest",
-                            format!(
-                                "{resource} is cluster-scoped, and this informer is limited to a \
-                                 set of namespaces (this lister-watcher to {namespace:?}): make \
-                                 its informer with a factory without namespaces, or with one"
-                            ),
-                        )));
-                    }
-                    Ok(Arc::new(Target::new(resource, *metadata_only)))
-                })
-                .await
-                .cloned(),
+        let (gvr, metadata_only, namespaced_only, found) = match &self.target {
+            TargetSlot::Known(target) => return Ok(Arc::clone(target)),
+            TargetSlot::Discovered { gvr, metadata_only, namespaced_only, found } => {
+                (gvr, *metadata_only, *namespaced_only, found)
+            }
+        };
+        if let Some(target) = found.lock().clone() {
+            return Ok(target);
+        }
+        // Not under the lock: a reflector lists and watches one at a time, so two discoveries
+        // at once are rare, and both find the same.
+        let resource = super::discovery::discover(&self.client, gvr).await?;
+        tracing::debug!(%resource, kind = %resource.kind, namespaced = resource.namespaced, "discovered");
+        if namespaced_only && !resource.namespaced {
+            let namespace = self.namespace.as_deref().unwrap_or_default();
+            return Err(Error::Api(Status::new(
+                400,
+                "BadRequest",
+                format!(
+                    "{resource} is cluster-scoped, and this informer is limited to a set of \
+                     namespaces (this lister-watcher to {namespace:?}): make its informer with a \
+                     factory without namespaces, or with one"
+                ),
+            )));
+        }
+        let target = Arc::new(Target::discovered(resource, metadata_only));
+        *found.lock() = Some(Arc::clone(&target));
+        Ok(target)
+    }
+
+    /// A hook that forgets a discovered target when an error says the resource changed under
+    /// it (a CRD deleted and created again with another scope or kind, a version no longer
+    /// served): a 404, an object of another kind, a list that is not of the target. The next
+    /// list or watch, after the reflector's backoff, discovers the resource again.
+    fn forget_target(&self) -> impl Fn(&Error) + Send + Sync + 'static {
+        let found = match &self.target {
+            TargetSlot::Discovered { found, .. } => Some(Arc::clone(found)),
+            TargetSlot::Known(_) => None,
+        };
+        let resource = Arc::clone(&self.resource);
+        move |error: &Error| {
+            let changed = match error {
+                Error::Api(status) => status.code == 404,
+                Error::UnexpectedKind { .. } | Error::Decode(_) => true,
+                _ => false,
+            };
+            if let Some(found) = found.as_ref().filter(|_| changed) {
+                if found.lock().take().is_some() {
+                    tracing::debug!(%resource, %error, "discovery will be read again");
+                }
+            }
         }
     }
 
@@ -256,7 +286,8 @@ impl<K: Object> HttpListerWatcher<K> {
             }
             Err(e) => Err(e),
         };
-        if decoded.is_err() {
+        if let Err(error) = &decoded {
+            self.forget_target()(error);
             // The list failed: the page prefetched for it will not be asked for.
             self.prefetch.lock().take();
         }
@@ -315,9 +346,13 @@ impl<K: Object> HttpListerWatcher<K> {
         let mut url = target.collection_url(self.client.base_url(), self.namespace.as_deref());
         set_watch_query(&mut url, &options);
         let accept = target.object_accept();
+        let forget = self.forget_target();
         let response = match self.client.send_accepting(Method::GET, url, None, accept).await {
             Ok(response) => response,
-            Err(e) => return Err(explain(&self.client, &target.resource().gvr(), e).await),
+            Err(e) => {
+                forget(&e);
+                return Err(explain(&self.client, &target.resource().gvr(), e).await);
+            }
         };
         let idle = self.client.watch_idle_timeout().unwrap_or_else(|| {
             options
@@ -329,7 +364,12 @@ impl<K: Object> HttpListerWatcher<K> {
             response.into_body().map(|chunk| chunk.map_err(|e| ChunkError::from_transport(&e)));
         let decoder = WatchDecoder::new(&target, options.keep_managed_fields)
             .max_object_size(self.client.limits().max_object_size);
-        Ok(watch_stream(body, decoder, idle))
+        let events = watch_stream(body, decoder, idle).inspect(move |event| {
+            if let Err(error @ Error::UnexpectedKind { .. }) = event {
+                forget(error);
+            }
+        });
+        Ok(events.boxed())
     }
 }
 

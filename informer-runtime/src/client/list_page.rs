@@ -74,8 +74,9 @@ pub(crate) struct PageDecoder<K, F> {
     resource: Arc<str>,
     /// The list's `kind`: `PodList`, or `PartialObjectMetadataList` for metadata only (a CRD's
     /// `listKind` is `KindList` unless it says otherwise, which API servers accept but no
-    /// published CRD we know of does).
+    /// published CRD we know of does; a dynamic informer's target accepts any `…List`).
     list_kind: String,
+    target: Arc<Target>,
     /// The `apiVersion` and `kind` of items, for the types that keep them.
     item_type: (Box<str>, Box<str>),
     objects: ObjectDecoder<K>,
@@ -103,6 +104,7 @@ impl<K: Object, F: FnOnce(&str)> PageDecoder<K, F> {
             splitter: ListSplitter::new(DEFAULT_MAX_OBJECT_SIZE),
             resource: Arc::clone(target.name()),
             list_kind: format!("{}List", target.served_type().1),
+            target: Arc::new(target.clone()),
             item_type: (target.served_type().0.into(), target.served_type().1.into()),
             objects: ObjectDecoder::new(keep_managed_fields),
             on_continue: Some(on_continue),
@@ -135,7 +137,7 @@ impl<K: Object, F: FnOnce(&str)> PageDecoder<K, F> {
     /// Whether the body has shown it is a list of `K` at a resource version, so that its items
     /// may go to the intake before the whole body is in.
     fn shows_the_list(&self) -> bool {
-        self.kind.as_deref().is_some_and(|kind| kind == self.list_kind)
+        self.kind.as_deref().is_some_and(|kind| self.target.is_list_kind(kind))
             && self.meta.resource_version.as_deref().is_some_and(|rv| !rv.is_empty())
     }
 
@@ -224,7 +226,7 @@ impl<K: Object, F: FnOnce(&str)> PageDecoder<K, F> {
         let expected = &self.list_kind;
         let resource = &self.resource;
         match self.kind.as_deref() {
-            Some(kind) if kind == expected => {}
+            Some(kind) if self.target.is_list_kind(kind) => {}
             Some("Status") => {
                 let reason = self.status.reason.as_deref().unwrap_or("no reason");
                 let message = self.status.message.as_deref().unwrap_or("no message");

@@ -40,6 +40,8 @@ pub(crate) struct Target {
     name: Arc<str>,
     /// The `apiVersion` the objects served carry.
     api_version: String,
+    /// Whether the list's kind is known to be `{Kind}List`; see [`Target::discovered`].
+    exact_list_kind: bool,
 }
 
 impl Target {
@@ -56,7 +58,22 @@ impl Target {
         } else {
             resource.api_version()
         };
-        Self { resource, metadata_only, name, api_version }
+        Self { resource, metadata_only, name, api_version, exact_list_kind: true }
+    }
+
+    /// A target found by discovery: its lists may have any kind but `Status`, since a CRD's
+    /// `spec.names.listKind` may be any name (`WidgetCollection`) and discovery does not say it
+    /// (metadata-only lists are always `PartialObjectMetadataList`). A list must still have
+    /// `items` and a resource version.
+    pub(crate) fn discovered(resource: ApiResource, metadata_only: bool) -> Self {
+        Self { exact_list_kind: metadata_only, ..Self::new(resource, metadata_only) }
+    }
+
+    /// Whether `kind` is the kind of a list of this target.
+    pub(crate) fn is_list_kind(&self, kind: &str) -> bool {
+        let item_kind = self.served_type().1;
+        let exact = kind.strip_suffix("List").is_some_and(|k| k == item_kind);
+        exact || (!self.exact_list_kind && kind != "Status")
     }
 
     /// The resource.
@@ -102,7 +119,8 @@ impl Target {
                 segments.extend(["apis", &resource.group]);
             }
             segments.push(&resource.version);
-            if let Some(ns) = namespace.filter(|_| resource.namespaced) {
+            // `""` is every namespace, as everywhere in Kubernetes.
+            if let Some(ns) = namespace.filter(|ns| resource.namespaced && !ns.is_empty()) {
                 segments.extend(["namespaces", ns]);
             }
             segments.push(&resource.plural);

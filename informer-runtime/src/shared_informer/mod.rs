@@ -762,7 +762,7 @@ impl<K: Object> SharedIndexInformer<K> {
     /// Outside a Tokio runtime.
     pub async fn run(&self, stop: CancellationToken) -> ShutdownReport {
         let shared = &self.shared;
-        let (queue, reflectors, shutdown_timeout) = {
+        let (queue, reflectors, resync, shutdown_timeout) = {
             let mut settings = shared.settings.lock();
             if settings.started {
                 tracing::warn!("the informer has already been started");
@@ -778,14 +778,16 @@ impl<K: Object> SharedIndexInformer<K> {
                 queue = queue.with_transform(Arc::clone(transform));
             }
             let queue = Arc::new(queue);
+            let several = shared.lister_watchers.len() > 1;
             let reflectors = shared
                 .lister_watchers
                 .iter()
-                .enumerate()
-                .map(|(i, (namespace, lister_watcher))| {
-                    // Every reflector's resync would replay the whole cache: the first one's
-                    // alone keeps it to one replay per period.
-                    let resync = if i == 0 { settings.resync_check_period } else { Duration::ZERO };
+                .map(|(namespace, lister_watcher)| {
+                    // Every reflector's resync would replay the whole cache, and one reflector's
+                    // resync stops while it cannot list: an informer over a set resyncs on a
+                    // timer of its own (see `process_loop::run`).
+                    let resync =
+                        if several { Duration::ZERO } else { settings.resync_check_period };
                     let sink = QueueSink::new(Arc::clone(&queue), Arc::clone(&shared.progress))
                         .compact_lists(matches!(
                             shared.indexer.storage_mode(),
@@ -814,7 +816,17 @@ impl<K: Object> SharedIndexInformer<K> {
             // `started` was false and is now true under this lock: nobody set these before.
             let _ = shared.queue.set(Arc::clone(&queue));
             let _ = shared.reflectors.set(reflectors.clone());
-            (queue, reflectors, settings.shutdown_timeout)
+            let resync = (several && !settings.resync_check_period.is_zero()).then(|| {
+                let processor = Arc::downgrade(&shared.processor);
+                process_loop::Resync {
+                    period: settings.resync_check_period,
+                    clock: Arc::clone(&shared.clock),
+                    should: Box::new(move || {
+                        processor.upgrade().is_some_and(|p| p.should_resync())
+                    }),
+                }
+            });
+            (queue, reflectors, resync, settings.shutdown_timeout)
         };
         shared.processor.run(&tokio::runtime::Handle::current());
         let sinks = Sinks {
@@ -823,7 +835,7 @@ impl<K: Object> SharedIndexInformer<K> {
             block_deltas: &shared.block_deltas,
             progress: &shared.progress,
         };
-        process_loop::run(&queue, &reflectors, stop, sinks).await;
+        process_loop::run(&queue, &reflectors, resync, stop, sinks).await;
         shared.settings.lock().stopped = true;
         let unfinished = shared.processor.stop(shutdown_timeout).await;
         shared.progress.notify_waiters();

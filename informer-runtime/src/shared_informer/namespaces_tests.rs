@@ -283,7 +283,8 @@ async fn handlers_hear_each_change_in_each_namespace_once() {
     informer.add_event_handler(recorder.clone()).expect("running");
     let (token, handle) = start(&informer);
     assert!(informer.wait_for_sync().await);
-    for ns in ["a", "b", "c"] {
+    // c first: a change of c that reached a handler would be there before b's last one.
+    for ns in ["c", "a", "b"] {
         source.add(pod(ns, "q", ""));
         let mut changed = pod(ns, "p", "");
         changed.metadata.labels = Some([("v".to_owned(), "2".to_owned())].into());
@@ -300,6 +301,7 @@ async fn handlers_hear_each_change_in_each_namespace_once() {
         "update:a/p",
         "update:b/p",
     ];
+    until("b's last change arrives", || recorder.events().iter().any(|e| e == "delete:b/q")).await;
     until("every change in a and b arrives", || recorder.events().len() >= expected.len()).await;
     let mut events = recorder.events();
     events.sort();
@@ -314,6 +316,36 @@ async fn handlers_hear_each_change_in_each_namespace_once() {
     source.add(pod("a", "after", ""));
     until("the change after the resync arrives", || recorder.count("add:a/after") == 1).await;
     assert_eq!((recorder.count("update:a/p"), recorder.count("update:b/p")), (2, 2));
+    stop(token, handle).await;
+}
+
+// controller-runtime keeps one informer per namespace, each resyncing on its own: a namespace
+// whose list keeps failing (no RBAC there, say) must not stop the others' resync.
+#[tokio::test]
+async fn a_namespace_that_cannot_list_does_not_stop_the_others_resync() {
+    use crate::listwatch::{Error, Status};
+    let forbidden = FakeSource::new();
+    forbidden.set_list_error(Some(Error::Api(Status::new(403, "Forbidden", "no RBAC in a"))));
+    let source = FakeSource::new();
+    source.add(pod("b", "p", ""));
+    let clock = FakeClock::new();
+    let informer = informer_over(
+        &["a", "b"],
+        |ns| if ns == "a" { forbidden.clone() } else { source.clone() },
+        StorageMode::Decoded,
+    )
+    .with_resync(Duration::from_secs(1))
+    .with_clock(Arc::new(clock.clone()));
+    let recorder = Recorder::default();
+    informer.add_event_handler(recorder.clone()).expect("running");
+    let (token, handle) = start(&informer);
+    until("b's pod arrives", || recorder.count("add:b/p") == 1).await;
+    assert!(!informer.has_synced(), "a never lists");
+    until("b's pod is replayed by a resync", || {
+        clock.step(Duration::from_secs(1));
+        recorder.count("update:b/p") >= 1
+    })
+    .await;
     stop(token, handle).await;
 }
 

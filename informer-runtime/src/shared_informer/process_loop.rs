@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -16,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::handler::Notification;
 use super::processor::Processor;
+use crate::clock::SharedClock;
 use crate::delta_fifo::{Delta, DeltaFifo};
 use crate::reflector::{Reflector, ReflectorStore};
 use crate::resource::{Object, resource_version};
@@ -163,6 +165,7 @@ impl<K: Object> Sinks<'_, K> {
 pub(super) async fn run<K: Object>(
     queue: &DeltaFifo<K>,
     reflectors: &[Arc<Reflector<K>>],
+    resync: Option<Resync>,
     stop: CancellationToken,
     sinks: Sinks<'_, K>,
 ) {
@@ -175,5 +178,27 @@ pub(super) async fn run<K: Object>(
             sinks.progress.notify_waiters();
         }
     };
-    tokio::join!(reflect, pop_loop);
+    let resync_loop = async {
+        let Some(resync) = resync else { return };
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = resync.clock.sleep(resync.period) => {}
+            }
+            if (resync.should)() {
+                queue.resync();
+            }
+        }
+    };
+    tokio::join!(reflect, pop_loop, resync_loop);
+}
+
+/// The resync of an informer over a set of namespaces: one timer of the informer's, whatever
+/// each namespace's reflector is doing (a reflector's own resync runs only while it lists and
+/// watches, so a namespace that cannot list would stop every other's).
+pub(super) struct Resync {
+    pub(super) period: Duration,
+    pub(super) clock: SharedClock,
+    /// Whether any handler is due (the processor's `should_resync`).
+    pub(super) should: Box<dyn Fn() -> bool + Send + Sync>,
 }
