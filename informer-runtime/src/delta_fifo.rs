@@ -245,6 +245,22 @@ impl<K> State<K> {
             && self.initial_by_namespace.is_empty()
     }
 
+    /// Whether `key`'s deltas belong to the first list the queue was filled with: while the
+    /// queue has not synced; in a queue fed per namespace, while `key`'s namespace has not
+    /// (a watch event of a namespace whose first list has popped is not part of it, however
+    /// long another namespace takes to list).
+    fn is_in_initial_list(&self, key: &ObjectKey) -> bool {
+        if self.has_synced() {
+            return false;
+        }
+        if self.unlisted.is_empty() && self.initial_by_namespace.is_empty() {
+            return true;
+        }
+        key.split().is_ok_and(|(namespace, _)| {
+            self.unlisted.contains(namespace) || self.initial_by_namespace.contains_key(namespace)
+        })
+    }
+
     /// The keys listed so far by the item-by-item list of `scope`, taken out.
     fn take_listed(&mut self, scope: Option<&str>) -> Option<HashSet<ObjectKey>> {
         let at = self.listed.iter().position(|(s, _)| s.as_deref() == scope)?;
@@ -718,7 +734,7 @@ impl<K: Object> DeltaFifo<K> {
             {
                 let mut state = self.state.lock();
                 while let Some(key) = state.queue.pop_front() {
-                    let is_in_initial_list = !state.has_synced();
+                    let is_in_initial_list = state.is_in_initial_list(&key);
                     state.popped_initial(&key);
                     let Some(deltas) = state.items.remove(&key) else {
                         tracing::error!(%key, "DeltaFIFO invariant broken: queued key has no deltas");

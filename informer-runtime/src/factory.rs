@@ -92,26 +92,21 @@
 //! [Whole objects, metadata and views](crate::resource#whole-objects-metadata-and-views).
 
 use std::any::{Any, TypeId};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::clock::SharedClock;
 use crate::dynamic::DynamicObject;
-use crate::lister::{Lister, NotFound};
-use crate::listwatch::{DynamicScope, ListTweak, ListWatchSource, TweakListOptions};
-use crate::reflector::ReflectorConfig;
+use crate::lister::Lister;
+use crate::listwatch::{DynamicScope, ListWatchSource};
 use crate::resource::{GroupVersionResource, Object, Resource, is_namespaced};
-use crate::selector::LabelSelector;
 use crate::shared_informer::{Identity, SharedIndexInformer, ShutdownReport};
-use crate::store::{ObjectKey, StorageMode};
+use crate::store::StorageMode;
 
 /// Why the factory could not answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -129,498 +124,6 @@ pub enum FactoryError {
          compile time; use an HTTP client (informer_runtime::Client) as the source"
     )]
     DynamicNotSupported(GroupVersionResource),
-}
-
-type MetaTransform = Arc<dyn Fn(&mut ObjectMeta) + Send + Sync>;
-
-/// How the factory makes its informers. Built by [`SharedInformerFactory::builder`].
-pub struct FactoryBuilder<S> {
-    source: S,
-    /// Empty: every namespace.
-    namespaces: BTreeSet<String>,
-    typed_tweaks: HashMap<TypeId, TweakListOptions>,
-    default_resync: Duration,
-    custom_resync: HashMap<TypeId, Duration>,
-    transform: Option<MetaTransform>,
-    typed_transforms: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
-    reflector: ReflectorConfig,
-    clock: Option<SharedClock>,
-    label_index: bool,
-    storage: StorageMode,
-    custom_storage: HashMap<TypeId, StorageMode>,
-    shutdown_timeout: Option<Duration>,
-    backlog_warning: Option<usize>,
-    max_queued_deltas: Option<usize>,
-    #[cfg(feature = "metrics")]
-    metrics: Option<crate::metrics::Metrics>,
-}
-
-impl<S: ListWatchSource> FactoryBuilder<S> {
-    /// Watch only `namespace` (namespaced kinds; cluster-scoped kinds are unaffected): the
-    /// set of one, see [`namespaces`](Self::namespaces).
-    #[must_use]
-    pub fn namespace(mut self, namespace: &str) -> Self {
-        self.namespaces = BTreeSet::from([namespace.to_owned()]);
-        self
-    }
-
-    /// Watch only these namespaces (namespaced kinds; cluster-scoped kinds are unaffected):
-    /// each informer runs one watch per namespace into one cache (see
-    /// [`SharedIndexInformer::for_namespaces`]). It replaces an earlier
-    /// [`namespace`](Self::namespace) or `namespaces`.
-    ///
-    /// A set: a namespace given twice counts once. As everywhere in Kubernetes, `""` means
-    /// every namespace, so a set holding it, and an empty set (an operator's empty
-    /// `WATCH_NAMESPACE`), watch every namespace.
-    ///
-    /// ```
-    /// # use informer_runtime::factory::SharedInformerFactory;
-    /// # use informer_runtime::testing::FakeSource;
-    /// let client = FakeSource::new(); // or an HTTP client
-    /// let factory = SharedInformerFactory::builder(client).namespaces(["team-a", "team-b"]).build();
-    /// ```
-    #[doc(alias = "DefaultNamespaces")]
-    #[must_use]
-    pub fn namespaces(mut self, namespaces: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.namespaces = namespaces.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Changes the selectors of every list and watch of every informer (client-go's
-    /// `WithTweakListOptions`), starting from those of [`labels`](Self::labels) and
-    /// [`fields`](Self::fields); see [`ListTweak`] for what it may change and why, and
-    /// [Sharding across replicas](self#sharding-across-replicas) for a use. It replaces an
-    /// earlier one.
-    #[doc(alias = "WithTweakListOptions")]
-    #[must_use]
-    pub fn tweak_list_options(
-        mut self,
-        tweak: impl Fn(&mut ListTweak) + Send + Sync + 'static,
-    ) -> Self {
-        self.reflector.tweak_list_options = Some(TweakListOptions::new(tweak));
-        self
-    }
-
-    /// A tweak of the lists and watches of the informer for `K`, run after the factory's
-    /// [`tweak_list_options`](Self::tweak_list_options) (so it can add to a shard's selector).
-    /// For [`DynamicObject`], of every dynamic informer.
-    ///
-    /// ```
-    /// # use informer_runtime::factory::SharedInformerFactory;
-    /// # use informer_runtime::testing::FakeSource;
-    /// # use k8s_openapi::api::core::v1::Pod;
-    /// # let client = FakeSource::new();
-    /// // Only the pods of this node; other kinds unfiltered.
-    /// let factory = SharedInformerFactory::builder(client)
-    ///     .tweak_list_options_for::<Pod>(|options| {
-    ///         options.and_fields("spec.nodeName=node-1");
-    ///     })
-    ///     .build();
-    /// ```
-    #[must_use]
-    pub fn tweak_list_options_for<K: Object>(
-        mut self,
-        tweak: impl Fn(&mut ListTweak) + Send + Sync + 'static,
-    ) -> Self {
-        self.typed_tweaks.insert(TypeId::of::<K>(), TweakListOptions::new(tweak));
-        self
-    }
-
-    /// Label selector for every list and watch of every informer.
-    #[must_use]
-    pub fn labels(mut self, selector: &str) -> Self {
-        self.reflector.label_selector = Some(selector.to_owned());
-        self
-    }
-
-    /// Field selector for every list and watch of every informer.
-    #[must_use]
-    pub fn fields(mut self, selector: &str) -> Self {
-        self.reflector.field_selector = Some(selector.to_owned());
-        self
-    }
-
-    /// Default resync period of every informer (zero: never).
-    #[must_use]
-    pub fn resync(mut self, period: Duration) -> Self {
-        self.default_resync = period;
-        self
-    }
-
-    /// Resync period of the informer for `K`, instead of the default. For
-    /// [`DynamicObject`], of every dynamic informer.
-    #[doc(alias = "WithCustomResyncConfig")]
-    #[must_use]
-    pub fn resync_for<K: Object>(mut self, period: Duration) -> Self {
-        self.custom_resync.insert(TypeId::of::<K>(), period);
-        self
-    }
-
-    /// A transform of every object's metadata, for every informer. It overrides an informer's
-    /// own transform. (`managedFields` needs none: it is dropped while decoding unless
-    /// [`keep_managed_fields`](Self::keep_managed_fields) says otherwise.)
-    #[doc(alias = "WithTransform")]
-    #[must_use]
-    pub fn transform(
-        mut self,
-        transform: impl Fn(&mut ObjectMeta) + Send + Sync + 'static,
-    ) -> Self {
-        self.transform = Some(Arc::new(transform));
-        self
-    }
-
-    /// A transform for objects of `K`; it takes precedence over [`transform`](Self::transform).
-    /// For [`DynamicObject`], of every dynamic informer.
-    #[must_use]
-    pub fn transform_for<K: Object>(
-        mut self,
-        transform: impl Fn(&mut K) + Send + Sync + 'static,
-    ) -> Self {
-        let transform: Arc<dyn Fn(&mut K) + Send + Sync> = Arc::new(transform);
-        self.typed_transforms.insert(TypeId::of::<K>(), Box::new(transform));
-        self
-    }
-
-    /// Keep `metadata.managedFields` in the objects every informer caches.
-    ///
-    /// Off by default: the HTTP client skips `managedFields` while it decodes list pages and
-    /// watch events, so it is never even allocated (client-go recommends stripping it in
-    /// informers, whose controllers almost never read it; it is over 40% of a realistic pod's
-    /// JSON, and skipping it takes about a third off the peak memory of a pod informer's sync).
-    /// Turn it on for a controller that reads field ownership; objects are then decoded whole. The `testing` module's `FakeSource` follows the same option.
-    ///
-    /// ```
-    /// # use informer_runtime::factory::SharedInformerFactory;
-    /// # use informer_runtime::testing::FakeSource;
-    /// let client = FakeSource::new(); // or an HTTP client
-    /// let factory = SharedInformerFactory::builder(client).keep_managed_fields(true).build();
-    /// ```
-    #[must_use]
-    pub fn keep_managed_fields(mut self, keep: bool) -> Self {
-        self.reflector.keep_managed_fields = keep;
-        self
-    }
-
-    /// Reflector options for every informer (paging, streaming list, backoff). Selectors, the
-    /// [list tweak](Self::tweak_list_options) and
-    /// [`keep_managed_fields`](Self::keep_managed_fields) set earlier on this builder are kept
-    /// unless `config` sets them.
-    #[must_use]
-    pub fn reflector_config(mut self, config: ReflectorConfig) -> Self {
-        let (labels, fields) =
-            (self.reflector.label_selector.take(), self.reflector.field_selector.take());
-        let tweak = self.reflector.tweak_list_options.take();
-        let keep_managed_fields = self.reflector.keep_managed_fields;
-        self.reflector = config;
-        self.reflector.label_selector = self.reflector.label_selector.take().or(labels);
-        self.reflector.field_selector = self.reflector.field_selector.take().or(fields);
-        self.reflector.tweak_list_options = self.reflector.tweak_list_options.take().or(tweak);
-        self.reflector.keep_managed_fields |= keep_managed_fields;
-        self
-    }
-
-    /// The clock every informer uses.
-    #[must_use]
-    pub fn clock(mut self, clock: SharedClock) -> Self {
-        self.clock = Some(clock);
-        self
-    }
-
-    /// Informers without the label index; see
-    /// [`SharedIndexInformer::without_label_index`].
-    #[must_use]
-    pub fn without_label_index(mut self) -> Self {
-        self.label_index = false;
-        self
-    }
-
-    /// Informers whose caches hold objects in a compact form, decoded on read, keeping the
-    /// `recent` objects read or written last decoded; see
-    /// [`SharedIndexInformer::with_compact_storage`] and, for when to choose it,
-    /// [`Indexer::with_compact_storage`](crate::store::Indexer::with_compact_storage).
-    ///
-    /// ```
-    /// # use informer_runtime::factory::SharedInformerFactory;
-    /// # use informer_runtime::store::StorageMode;
-    /// # use informer_runtime::testing::FakeSource;
-    /// # use k8s_openapi::api::core::v1::{Namespace, Pod};
-    /// let client = FakeSource::new(); // or an HTTP client
-    /// let factory = SharedInformerFactory::builder(client)
-    ///     .compact_storage(1024)
-    ///     .decoded_storage_for::<Namespace>() // few and often listed: keep them decoded
-    ///     .build();
-    /// assert_eq!(factory.informer::<Pod>().cache().storage_mode(), StorageMode::Compact { recent: 1024 });
-    /// assert_eq!(factory.informer::<Namespace>().cache().storage_mode(), StorageMode::Decoded);
-    /// ```
-    #[must_use]
-    pub fn compact_storage(mut self, recent: usize) -> Self {
-        self.storage = StorageMode::Compact { recent };
-        self
-    }
-
-    /// Compact storage for the informer of `K` only, whatever
-    /// [`compact_storage`](Self::compact_storage) says for the others.
-    ///
-    /// ```
-    /// # use informer_runtime::factory::SharedInformerFactory;
-    /// # use informer_runtime::store::StorageMode;
-    /// # use informer_runtime::testing::FakeSource;
-    /// # use k8s_openapi::api::core::v1::{Namespace, Pod};
-    /// let factory = SharedInformerFactory::builder(FakeSource::new())
-    ///     .compact_storage_for::<Pod>(256) // the many; the rest stays decoded
-    ///     .build();
-    /// assert_eq!(factory.informer::<Pod>().cache().storage_mode(), StorageMode::Compact { recent: 256 });
-    /// assert_eq!(factory.informer::<Namespace>().cache().storage_mode(), StorageMode::Decoded);
-    /// ```
-    #[must_use]
-    pub fn compact_storage_for<K: Object>(mut self, recent: usize) -> Self {
-        self.custom_storage.insert(TypeId::of::<K>(), StorageMode::Compact { recent });
-        self
-    }
-
-    /// Decoded objects (the default) for the informer of `K`, whatever
-    /// [`compact_storage`](Self::compact_storage) says for the others.
-    #[must_use]
-    pub fn decoded_storage_for<K: Object>(mut self) -> Self {
-        self.custom_storage.insert(TypeId::of::<K>(), StorageMode::Decoded);
-        self
-    }
-
-    /// How long [`shutdown`](SharedInformerFactory::shutdown) waits for handlers in a call to
-    /// return (default 30 seconds); see [`SharedIndexInformer::with_shutdown_timeout`].
-    #[must_use]
-    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
-        self.shutdown_timeout = Some(timeout);
-        self
-    }
-
-    /// How many watch events may wait, decoded, for each informer's cache (default 1,000);
-    /// see [`SharedIndexInformer::with_max_queued_deltas`].
-    #[must_use]
-    pub fn max_queued_deltas(mut self, max: usize) -> Self {
-        self.max_queued_deltas = Some(max);
-        self
-    }
-
-    /// The backlog at which a handler of any informer logs a warning (default 10,000; zero:
-    /// never); see [`SharedIndexInformer::with_handler_backlog_warning`].
-    #[must_use]
-    pub fn handler_backlog_warning(mut self, mark: usize) -> Self {
-        self.backlog_warning = Some(mark);
-        self
-    }
-
-    /// Records every informer's metrics (`informer_events_total`, ...) in `metrics`; see
-    /// [`SharedIndexInformer::with_metrics`].
-    #[cfg(feature = "metrics")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
-    #[must_use]
-    pub fn metrics(mut self, metrics: &crate::metrics::Metrics) -> Self {
-        self.metrics = Some(metrics.clone());
-        self
-    }
-
-    /// The factory.
-    #[must_use]
-    pub fn build(self) -> SharedInformerFactory<S> {
-        SharedInformerFactory {
-            inner: Arc::new(Inner {
-                options: self,
-                state: Mutex::new(State {
-                    informers: HashMap::new(),
-                    registered: HashMap::new(),
-                    shutting_down: false,
-                }),
-                tasks: TaskTracker::new(),
-                stop: CancellationToken::new(),
-                report: Mutex::new(ShutdownReport::default()),
-            }),
-        }
-    }
-}
-
-/// A type-erased informer: what the factory needs to run, sync and list any of them.
-trait ErasedInformer: Send + Sync {
-    fn gvr(&self) -> GroupVersionResource;
-    fn partial(&self) -> bool;
-    fn has_synced(&self) -> bool;
-    fn wait_for_sync(&self) -> BoxFuture<'static, bool>;
-    fn run(&self, stop: CancellationToken) -> BoxFuture<'static, ShutdownReport>;
-    fn list(&self, selector: &LabelSelector) -> Vec<Arc<dyn DynResource>>;
-    fn get(&self, key: &str) -> Option<Arc<dyn DynResource>>;
-    fn as_any(&self) -> &dyn Any;
-}
-
-impl Entry {
-    fn new<K: Object + DynResource>(informer: &SharedIndexInformer<K>) -> Self {
-        Self {
-            typed: Box::new(informer.clone()),
-            erased: Arc::new(informer.clone()),
-            started: false,
-        }
-    }
-}
-
-impl<K: Object + DynResource> ErasedInformer for SharedIndexInformer<K> {
-    fn gvr(&self) -> GroupVersionResource {
-        self.identity().gvr().clone()
-    }
-
-    fn partial(&self) -> bool {
-        self.identity().partial()
-    }
-
-    fn has_synced(&self) -> bool {
-        SharedIndexInformer::has_synced(self)
-    }
-
-    fn wait_for_sync(&self) -> BoxFuture<'static, bool> {
-        let informer = self.clone();
-        Box::pin(async move { informer.wait_for_sync().await })
-    }
-
-    fn run(&self, stop: CancellationToken) -> BoxFuture<'static, ShutdownReport> {
-        let informer = self.clone();
-        Box::pin(async move { informer.run(stop).await })
-    }
-
-    fn list(&self, selector: &LabelSelector) -> Vec<Arc<dyn DynResource>> {
-        self.lister().list(selector).into_iter().map(|o| o as Arc<dyn DynResource>).collect()
-    }
-
-    fn get(&self, key: &str) -> Option<Arc<dyn DynResource>> {
-        self.cache().get_by_key(key).map(|o| o as Arc<dyn DynResource>)
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
-/// An object of a type known only at run time, as a [`GenericLister`] returns it.
-pub trait DynResource: Any + Send + Sync {
-    /// The object's metadata.
-    fn metadata(&self) -> &ObjectMeta;
-    /// The object's kind.
-    fn kind(&self) -> &str;
-    /// The object as JSON.
-    ///
-    /// # Errors
-    ///
-    /// When the object cannot be serialized.
-    fn to_json(&self) -> serde_json::Result<serde_json::Value>;
-    /// The object itself, to downcast to its Rust type.
-    fn as_any(&self) -> &dyn Any;
-}
-
-impl<K: Resource> DynResource for K {
-    fn metadata(&self) -> &ObjectMeta {
-        self.meta()
-    }
-
-    fn kind(&self) -> &str {
-        K::KIND
-    }
-
-    fn to_json(&self) -> serde_json::Result<serde_json::Value> {
-        serde_json::to_value(self)
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
-impl DynResource for DynamicObject {
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn kind(&self) -> &str {
-        DynamicObject::kind(self)
-    }
-
-    fn to_json(&self) -> serde_json::Result<serde_json::Value> {
-        serde_json::to_value(self)
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
-/// An informer found by group/version/resource; see [`SharedInformerFactory::for_resource`].
-#[derive(Clone)]
-pub struct GenericInformer {
-    erased: Arc<dyn ErasedInformer>,
-}
-
-impl GenericInformer {
-    /// The resource it watches.
-    #[must_use]
-    pub fn resource(&self) -> GroupVersionResource {
-        self.erased.gvr()
-    }
-
-    /// Whether its cache holds the first complete list.
-    #[must_use]
-    pub fn has_synced(&self) -> bool {
-        self.erased.has_synced()
-    }
-
-    /// A lister over its cache.
-    #[must_use]
-    pub fn lister(&self) -> GenericLister {
-        GenericLister { erased: Arc::clone(&self.erased) }
-    }
-
-    /// The typed informer, when `K` is its type ([`DynamicObject`] for a dynamic informer).
-    #[must_use]
-    pub fn downcast<K: Object>(&self) -> Option<SharedIndexInformer<K>> {
-        self.erased.as_any().downcast_ref::<SharedIndexInformer<K>>().cloned()
-    }
-}
-
-impl fmt::Debug for GenericInformer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GenericInformer").field("resource", &self.erased.gvr()).finish()
-    }
-}
-
-/// Reads a [`GenericInformer`]'s cache.
-#[derive(Clone)]
-pub struct GenericLister {
-    erased: Arc<dyn ErasedInformer>,
-}
-
-impl GenericLister {
-    /// The objects whose labels match `selector`.
-    #[must_use]
-    pub fn list(&self, selector: &LabelSelector) -> Vec<Arc<dyn DynResource>> {
-        self.erased.list(selector)
-    }
-
-    /// The object `name` in `namespace` (`None` for cluster-scoped kinds).
-    ///
-    /// # Errors
-    ///
-    /// [`NotFound`] when the cache does not hold it.
-    pub fn get(
-        &self,
-        namespace: Option<&str>,
-        name: &str,
-    ) -> Result<Arc<dyn DynResource>, NotFound> {
-        let key = ObjectKey::new(namespace, name);
-        self.erased
-            .get(key.as_str())
-            .ok_or_else(|| NotFound { resource: self.erased.gvr().resource, name: name.to_owned() })
-    }
-}
-
-impl fmt::Debug for GenericLister {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GenericLister").field("resource", &self.erased.gvr()).finish()
-    }
 }
 
 /// Which informers synced, from [`SharedInformerFactory::wait_for_cache_sync`].
@@ -653,6 +156,16 @@ struct Entry {
     typed: Box<dyn Any + Send + Sync>,
     erased: Arc<dyn ErasedInformer>,
     started: bool,
+}
+
+impl Entry {
+    fn new<K: Object + DynResource>(informer: &SharedIndexInformer<K>) -> Self {
+        Self {
+            typed: Box::new(informer.clone()),
+            erased: Arc::new(informer.clone()),
+            started: false,
+        }
+    }
 }
 
 type Constructor<S> = fn(&SharedInformerFactory<S>) -> Arc<dyn ErasedInformer>;
@@ -693,24 +206,23 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
     /// Options: namespace, selectors, resync, transforms, `managedFields`.
     #[must_use]
     pub fn builder(source: S) -> FactoryBuilder<S> {
-        FactoryBuilder {
-            source,
-            namespaces: BTreeSet::new(),
-            typed_tweaks: HashMap::new(),
-            default_resync: Duration::ZERO,
-            custom_resync: HashMap::new(),
-            transform: None,
-            typed_transforms: HashMap::new(),
-            reflector: ReflectorConfig::default(),
-            clock: None,
-            label_index: true,
-            storage: StorageMode::Decoded,
-            custom_storage: HashMap::new(),
-            shutdown_timeout: None,
-            backlog_warning: None,
-            max_queued_deltas: None,
-            #[cfg(feature = "metrics")]
-            metrics: None,
+        FactoryBuilder::new(source)
+    }
+
+    /// The factory `options` describe.
+    fn from_options(options: FactoryBuilder<S>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                options,
+                state: Mutex::new(State {
+                    informers: HashMap::new(),
+                    registered: HashMap::new(),
+                    shutting_down: false,
+                }),
+                tasks: TaskTracker::new(),
+                stop: CancellationToken::new(),
+                report: Mutex::new(ShutdownReport::default()),
+            }),
         }
     }
 
@@ -925,6 +437,13 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
     /// client-go's `ForResource` gives; a typed informer before a dynamic one. Between parts
     /// only (metadata, views), any of them.
     ///
+    /// Two consequences of the fallback: a resource the server does not serve (a typo, a CRD
+    /// not installed yet) gets an informer that syncs only once it is served, which
+    /// [`wait_for_cache_sync`](Self::wait_for_cache_sync) reports as not synced and whose errors
+    /// say why; and a resource asked for here before its Rust type was asked for or
+    /// [registered](Self::register) gets a dynamic informer, beside the typed one asked for
+    /// later (two watches): register types first.
+    ///
     /// # Errors
     ///
     /// [`FactoryError::NoInformerFound`] for a resource no type was registered for when the
@@ -1046,5 +565,11 @@ impl<S> fmt::Debug for SharedInformerFactory<S> {
     }
 }
 
+mod builder;
+mod generic;
 #[cfg(test)]
 mod tests;
+
+pub use builder::FactoryBuilder;
+use generic::ErasedInformer;
+pub use generic::{DynResource, GenericInformer, GenericLister};

@@ -9,6 +9,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectM
 
 use super::*;
 use crate::listwatch::{Error, Status};
+use crate::reflector::ReflectorConfig;
+use crate::selector::LabelSelector;
+use crate::store::ObjectKey;
 use crate::shared_informer::UnfinishedHandler;
 use crate::testing::FakeSource;
 use crate::testing::objects::{Gate, OpenOnDrop, labeled_pod, namespace, pod};
