@@ -832,3 +832,75 @@ async fn a_kube_rs_program_runs_informers_over_its_kube_client() {
     assert_eq!(server_state::<Gizmo>(&ours, &namespace).await, want_gizmos);
     factory.shutdown().await;
 }
+
+/// The custom resource of the kube-rs program `support/bin/kube_program.rs`.
+mod program {
+    /// `widgets.example.com`, as the program declares it.
+    #[derive(
+        kube::CustomResource,
+        Clone,
+        Debug,
+        serde::Deserialize,
+        serde::Serialize,
+        schemars::JsonSchema,
+    )]
+    #[kube(group = "example.com", version = "v1", kind = "Widget", namespaced)]
+    pub struct WidgetSpec {
+        /// How many.
+        pub size: i32,
+    }
+}
+
+/// The kube-rs program, started as its users start it (`kube::Client::try_default()` reads
+/// `KUBECONFIG`: the server's, whose current context authenticates with a client certificate),
+/// caches pods and widgets through the `kube` feature against the real server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kube_rs_program_from_client_try_default_runs_informers() {
+    use kube::CustomResourceExt as _;
+    use kube::api::{Api, Patch, PatchParams, PostParams};
+    use kube::runtime::wait::{await_condition, conditions};
+    use program::{Widget, WidgetSpec};
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    let Some(server) = shared().await else { return };
+    let client = server.client("cert");
+    let namespace = unique("kube-program");
+    create_namespace(&client, &namespace).await;
+    client.create(Some(&namespace), &pod(&namespace, "p1", "node-1")).await.unwrap();
+
+    let kubeconfig = kube::config::Kubeconfig::read_from(server.kubeconfig()).unwrap();
+    let options = kube::config::KubeConfigOptions::default();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options).await.unwrap();
+    let kube_client = kube::Client::try_from(config).unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(kube_client.clone());
+    let crd = Widget::crd();
+    let name = crd.metadata.name.clone().unwrap();
+    let apply = PatchParams::apply("kube-program-test").force();
+    crds.patch(&name, &apply, &Patch::Apply(&crd)).await.unwrap();
+    let established = await_condition(crds, &name, conditions::is_crd_established());
+    tokio::time::timeout(DEADLINE, established).await.unwrap().unwrap();
+    let widgets: Api<Widget> = Api::namespaced(kube_client, &namespace);
+    widgets
+        .create(&PostParams::default(), &Widget::new("early", WidgetSpec { size: 1 }))
+        .await
+        .unwrap();
+
+    let mut program = tokio::process::Command::new(env!("CARGO_BIN_EXE_kube-program"))
+        .arg(&namespace)
+        .env("KUBECONFIG", server.kubeconfig())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(program.stdout.take().unwrap()).lines();
+    let mut next_line =
+        async || tokio::time::timeout(DEADLINE, lines.next_line()).await.unwrap().unwrap().unwrap();
+    assert_eq!(next_line().await, "synced pods=1 widgets=1");
+    widgets
+        .create(&PostParams::default(), &Widget::new("late", WidgetSpec { size: 2 }))
+        .await
+        .unwrap();
+    assert_eq!(next_line().await, "saw late");
+    let status = tokio::time::timeout(DEADLINE, program.wait()).await.unwrap();
+    assert!(status.unwrap().success());
+}

@@ -154,7 +154,11 @@ async fn a_kube_rs_program_runs_informers_over_its_kube_client() {
     let widget_lister = factory.lister::<Widget>();
     assert!(pods.namespace("default").get("p1").is_ok());
     assert_eq!(widget_lister.namespace("default").get("w1").expect("cached").spec.size, 1);
-    assert!(saw(&pods_seen, "add p1") && saw(&widgets_seen, "add w1"));
+    // Handlers are told after the cache is written: their first adds may still be on the way.
+    eventually("the handlers see the listed objects", DEADLINE, || {
+        saw(&pods_seen, "add p1") && saw(&widgets_seen, "add w1")
+    })
+    .await;
 
     // Adds, updates and deletes, through kube-rs and through our client.
     widgets
@@ -282,4 +286,51 @@ async fn our_client_is_built_from_the_programs_kube_config() {
 
     factory.shutdown().await;
     server.shutdown().await.expect("a clean stop");
+}
+
+/// The kube-rs program itself (`support/bin/kube_program.rs`), started as its users start it:
+/// `kube::Client::try_default()` reads `KUBECONFIG`. Its Pod and Widget informers sync through
+/// the `kube` feature, and a widget created afterwards reaches its handler.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kube_rs_program_from_client_try_default_runs_informers() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    let server = ApiServer::start().await.expect("server starts");
+    let kube_client = kube::Client::try_from(kube_config(&server).await).expect("a kube client");
+    let crds: Api<CustomResourceDefinition> = Api::all(kube_client.clone());
+    crds.create(&PostParams::default(), &as_applied(Widget::crd())).await.expect("the CRD");
+    let widgets: Api<Widget> = Api::default_namespaced(kube_client.clone());
+    widgets
+        .create(&PostParams::default(), &Widget::new("early", WidgetSpec { size: 1 }))
+        .await
+        .expect("a widget");
+    Client::from(kube_client.clone()).create(Some("default"), &pod("p1")).await.expect("a pod");
+
+    let kubeconfig =
+        std::env::temp_dir().join(format!("kube-program-{}.yaml", server.addr().port()));
+    std::fs::write(&kubeconfig, server.kubeconfig_yaml()).expect("the kubeconfig is written");
+    let mut program = tokio::process::Command::new(env!("CARGO_BIN_EXE_kube-program"))
+        .arg("default")
+        .env("KUBECONFIG", &kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the program starts");
+    let mut lines = BufReader::new(program.stdout.take().expect("its stdout")).lines();
+    let mut next_line = async || {
+        tokio::time::timeout(DEADLINE, lines.next_line())
+            .await
+            .expect("the program answers in time")
+            .expect("its stdout is readable")
+            .expect("a line")
+    };
+    assert_eq!(next_line().await, "synced pods=1 widgets=1");
+    widgets
+        .create(&PostParams::default(), &Widget::new("late", WidgetSpec { size: 2 }))
+        .await
+        .expect("the late widget");
+    assert_eq!(next_line().await, "saw late");
+    let status = tokio::time::timeout(DEADLINE, program.wait()).await.expect("it exits");
+    assert!(status.expect("its status").success());
+    let _ = std::fs::remove_file(&kubeconfig);
 }

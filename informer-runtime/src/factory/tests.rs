@@ -11,8 +11,8 @@ use super::*;
 use crate::listwatch::{Error, Status};
 use crate::reflector::ReflectorConfig;
 use crate::selector::LabelSelector;
-use crate::store::ObjectKey;
 use crate::shared_informer::UnfinishedHandler;
+use crate::store::ObjectKey;
 use crate::testing::FakeSource;
 use crate::testing::objects::{Gate, OpenOnDrop, labeled_pod, namespace, pod};
 
