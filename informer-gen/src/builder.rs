@@ -35,7 +35,7 @@ const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
 ///         .crd("crds/")
 ///         .crd("vendor/cert-manager.crds.yaml")
 ///         .versions(Versions::Storage)
-///         .derive("Eq")
+///         .derive("::my_crate::Describe")
 ///         .build();
 ///     if let Err(error) = built {
 ///         panic!("{error}");
@@ -108,7 +108,9 @@ impl Builder {
         self
     }
 
-    /// Adds a derive to every generated type ([`Generator::derive`]).
+    /// Adds a derive to every generated type ([`Generator::derive`], which lists the derives
+    /// refused because some generated type cannot take them: `Eq`, `Hash`, `PartialOrd`, `Ord`,
+    /// `Copy` and `JsonSchema`).
     pub fn derive(mut self, path: impl Into<String>) -> Self {
         self.generator = self.generator.derive(path);
         self

@@ -52,6 +52,19 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// A derive was asked for every generated type that some of them cannot take: a root type's
+    /// `ObjectMeta`, a `Quantity`, an `f64` or a `serde_json::Value` does not implement the trait.
+    /// The generated code would not compile; the error says so at generation time instead.
+    #[error(
+        "derive `{derive}` cannot be added to every generated type: {reason}; implement the \
+         trait by hand on the types that need it, or wrap them in a type of your own"
+    )]
+    Derive {
+        /// The derive as it was given (`Eq`, `::std::hash::Hash`).
+        derive: String,
+        /// Which generated field types lack the trait.
+        reason: &'static str,
+    },
     /// The generator was configured in a way it cannot work with.
     #[error("{0}")]
     Config(String),

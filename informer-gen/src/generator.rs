@@ -117,13 +117,28 @@ impl Generator {
         self
     }
 
-    /// Adds a derive to every generated struct and enum (`"Eq"`, `"::std::hash::Hash"`).
+    /// Adds a derive to every generated struct and enum (`"::my_crate::MyDerive"`).
     ///
     /// Structs always derive `Clone`, `Debug`, `PartialEq`, serde's `Serialize` and
     /// `Deserialize`, and `Default` where every required field has a default; enums derive
     /// `Clone`, `Debug`, `PartialEq`, `Eq` and `Hash`. Those are not derived twice, and `Default`
-    /// is never added where it cannot be derived. A derive that does not hold for every type
-    /// (`Eq` on a struct with an `f64`) is the consumer's compile error.
+    /// is never added where it cannot be derived.
+    ///
+    /// Derives that some generated type cannot take are refused when generating
+    /// ([`Error::Derive`]), rather than failing to compile in the consumer:
+    ///
+    /// | derive | why not |
+    /// |--------|---------|
+    /// | `Eq` | `ObjectMeta` (every root type's `metadata`), `Quantity` and `f64` lack it |
+    /// | `Hash` | as `Eq`, and `Time` and `IntOrString` lack it too |
+    /// | `PartialOrd`, `Ord` | `ObjectMeta`, `Quantity`, `IntOrString` and `serde_json::Value` lack them (and `f64` is not `Ord`) |
+    /// | `Copy` | `String`, `Vec`, `BTreeMap` and `ObjectMeta` are not `Copy` |
+    /// | `JsonSchema` | use [`schemars`](Generator::schemars), which writes the schemas enums need |
+    ///
+    /// So the standard derives every type takes are the ones it has already (`Clone`, `Debug`,
+    /// `PartialEq`, `Default` where it can); a derive of another crate is passed through
+    /// unchecked. Derives are recognised by the last segment of their path (`::std::cmp::Eq` is
+    /// `Eq`).
     pub fn derive(mut self, path: impl Into<String>) -> Self {
         self.derives.push(path.into());
         self
@@ -154,7 +169,9 @@ impl Generator {
     ///
     /// [`Error::Schema`] naming the file and schema path of a construct the generator cannot
     /// represent, or two CRDs of the same group, version and kind; [`Error::Config`] for a
-    /// runtime crate or derive that is not a path, or when no version is selected.
+    /// runtime crate or derive that is not a path, or when no version is selected;
+    /// [`Error::Derive`] for a derive some generated type cannot take (see
+    /// [`derive`](Generator::derive)).
     pub fn generate(&self, crds: &[Loaded]) -> Result<Output> {
         crd::generate(self, crds)
     }

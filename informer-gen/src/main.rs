@@ -57,6 +57,10 @@ struct CrdArgs {
     versions: Versions,
 
     /// Adds a derive to every generated type (repeatable, or comma-separated)
+    ///
+    /// Every type already derives Clone, Debug, PartialEq (and Default where it can). Eq, Hash,
+    /// PartialOrd, Ord and Copy are refused: ObjectMeta, Quantity, IntOrString, f64 or
+    /// serde_json::Value lack them; for JsonSchema use --schemars. Other crates' derives are passed through.
     #[arg(long, value_name = "PATH", value_delimiter = ',')]
     derive: Vec<String>,
 

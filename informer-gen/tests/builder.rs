@@ -53,7 +53,7 @@ fn settings_reach_the_generator_and_the_file_name() {
     let path = Builder::new()
         .generator(Generator::new().docs(false))
         .versions(Versions::Storage)
-        .derive("Eq")
+        .derive("::my_crate::Describe")
         .runtime_crate("crate::rt")
         .crd(temp.path().join("crds/widgets.yaml"))
         .out_dir(temp.path())
@@ -65,7 +65,7 @@ fn settings_reach_the_generator_and_the_file_name() {
     let code = fs::read_to_string(&path).unwrap();
     assert!(code.contains("pub mod v1 {"), "{code}");
     assert!(!code.contains("pub mod v1beta1 {"), "{code}");
-    assert!(code.contains("Eq,"), "{code}");
+    assert!(code.contains("::my_crate::Describe,"), "{code}");
     assert!(code.contains("crate::rt::SharedInformerFactory"), "{code}");
 }
 
@@ -106,6 +106,44 @@ fn errors_leave_the_previous_output_alone() {
     );
     assert_eq!(fs::read_to_string(&path).unwrap(), before);
     assert_eq!(fs::read_dir(&out).unwrap().count(), 1);
+}
+
+#[test]
+fn a_derive_some_generated_type_cannot_take_is_refused_naming_it_and_why() {
+    let temp = fixtures();
+    let out = temp.path().join("out");
+    for (derive, lacking) in [
+        (
+            "Eq",
+            "`ObjectMeta` (every root type's metadata), `Quantity` and `f64` do not implement `Eq`",
+        ),
+        (
+            "::core::cmp::PartialOrd",
+            "`IntOrString` and `serde_json::Value` do not implement `PartialOrd`",
+        ),
+        ("Copy", "`String`, `Vec`, `BTreeMap` and `ObjectMeta` fields are not `Copy`"),
+        ("JsonSchema", "use `Generator::schemars(true)` (`--schemars`) instead"),
+    ] {
+        let error = Builder::new()
+            .crd(temp.path().join("crds"))
+            .derive("Clone")
+            .derive(derive)
+            .out_dir(&out)
+            .emit_rerun_if_changed(false)
+            .build()
+            .unwrap_err();
+        assert!(matches!(&error, Error::Derive { derive: d, .. } if d == derive), "{error}");
+        let message = error.to_string();
+        assert!(
+            message.starts_with(&format!(
+                "derive `{derive}` cannot be added to every generated type: "
+            )),
+            "{message}"
+        );
+        assert!(message.contains(lacking), "{message}");
+        assert!(message.ends_with("implement the trait by hand on the types that need it, or wrap them in a type of your own"), "{message}");
+    }
+    assert!(!out.exists(), "nothing is written");
 }
 
 #[test]

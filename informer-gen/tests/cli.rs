@@ -185,9 +185,9 @@ fn options_shape_the_code() {
             "crd",
             "widgets.yaml",
             "--derive",
-            "Eq",
+            "::my_crate::Describe",
             "--derive",
-            "Hash,PartialOrd",
+            "::my_crate::Inspect,Clone",
             "--schemars",
             "--no-docs",
             "--visibility",
@@ -198,9 +198,8 @@ fn options_shape_the_code() {
     ));
     parse("stdout", &code);
     for expected in [
-        "Eq,",
-        "Hash,",
-        "PartialOrd,",
+        "::my_crate::Describe,",
+        "::my_crate::Inspect,",
         "::schemars::JsonSchema",
         "pub(crate) struct Widget {",
         "::my_runtime::SharedInformerFactory",
@@ -213,6 +212,20 @@ fn options_shape_the_code() {
     let output = run(temp.path(), &["crd", "widgets.yaml", "--runtime-crate", "not a path"]);
     assert_eq!(output.status.code(), Some(1));
     assert!(stderr(&output).starts_with("error: "), "{}", stderr(&output));
+}
+
+#[test]
+fn a_derive_some_type_cannot_take_exits_1_saying_why() {
+    let temp = fixtures();
+    let output = run(temp.path(), &["crd", "widgets.yaml", "--derive", "Clone,::std::hash::Hash"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output),
+        "error: derive `::std::hash::Hash` cannot be added to every generated type: `ObjectMeta` \
+         (every root type's metadata), `Time`, `Quantity`, `IntOrString` and `f64` do not \
+         implement `Hash`; implement the trait by hand on the types that need it, or wrap them in a type of your own\n"
+    );
+    assert!(output.stdout.is_empty());
 }
 
 /// Runs a bad input against a `--out` directory holding an earlier run's tree: exit status 1,

@@ -1,5 +1,6 @@
 //! Generates every CRD of the repository's corpus (`tests/fixtures/crd-corpus`) into one module,
-//! with a table of round-trip functions.
+//! with a table of round-trip functions; and a few of them again with the generator's hooks
+//! (every derive every type can take), whose output must compile too.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -63,6 +64,30 @@ fn generate(corpus: &Path) -> Result<(), Box<dyn std::error::Error>> {
     }
     table.push_str("        }\n    };\n}\n");
     write_if_changed(&out.join("table.rs"), &table)?;
+    hooks(corpus, &out)
+}
+
+/// CRDs of the corpus generated again with the hooks: `ObjectMeta`, `Quantity`, `IntOrString`,
+/// JSON values, maps and numbers between them.
+const HOOKS_CRDS: [&str; 4] = [
+    "cert-manager-certificate.yaml",
+    "istio-envoyfilter.yaml",
+    "keda-scaledobject.yaml",
+    "strimzi-kafkatopic.yaml",
+];
+
+/// Every derive every generated type takes (`Generator::derive`'s list), into `hooks.rs`.
+fn hooks(corpus: &Path, out: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    let files: Vec<PathBuf> = HOOKS_CRDS.iter().map(|name| corpus.join(name)).collect();
+    let crds = informer_gen::schema::load(&files)?;
+    let mut generator = informer_gen::Generator::new();
+    for derive in
+        ["Clone", "Debug", "PartialEq", "Default", "::serde::Serialize", "::serde::Deserialize"]
+    {
+        generator = generator.derive(derive);
+    }
+    let output = generator.generate(&crds)?;
+    write_if_changed(&out.join("hooks.rs"), &output.to_file_string())?;
     Ok(())
 }
 

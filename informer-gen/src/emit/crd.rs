@@ -58,14 +58,8 @@ pub(crate) fn generate(generator: &Generator, crds: &[Loaded]) -> Result<Output>
 }
 
 fn style(generator: &Generator) -> Result<Style> {
-    let derives = generator
-        .derives
-        .iter()
-        .map(|d| {
-            syn::parse_str::<syn::Path>(d)
-                .map_err(|e| config_error(format!("derive {d:?} is not a path: {e}")))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let derives =
+        generator.derives.iter().map(|d| super::derives::check(d)).collect::<Result<Vec<_>>>()?;
     Ok(Style {
         derives,
         schemars: generator.schemars,

@@ -3,6 +3,7 @@
 
 mod accessors;
 pub(crate) mod crd;
+mod derives;
 mod docs;
 mod types;
 

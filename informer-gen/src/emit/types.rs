@@ -71,7 +71,8 @@ pub(crate) fn rust_type(space: &TypeSpace, ty: &Ty) -> TokenStream {
 }
 
 /// The user's derives, less those the generated code has already (or, for `Default`, derives
-/// wherever it can: on structs whose required fields all have defaults, never on enums).
+/// wherever it can: on structs whose required fields all have defaults, never on enums), by the
+/// last segment of their path: derives or hand-written impls (serde's, on enums and root types).
 fn extra_derives<'a>(style: &'a Style, built_in: &[&str]) -> Vec<&'a syn::Path> {
     style
         .derives
@@ -177,8 +178,11 @@ fn string_enum(e: &StringEnum, style: &Style) -> TokenStream {
         e.variants.iter().map(|(_, value)| docs::attrs(&[format!("`{value:?}`")], style.docs));
     let other_doc =
         docs::attrs(&["A value the schema does not list, kept as it is.".to_owned()], style.docs);
-    let extra_derives =
-        extra_derives(style, &["Clone", "Debug", "PartialEq", "Eq", "Hash", "Default"]);
+    // Serialize and Deserialize are written by hand below: the string, whatever the variant.
+    let extra_derives = extra_derives(
+        style,
+        &["Clone", "Debug", "PartialEq", "Eq", "Hash", "Default", "Serialize", "Deserialize"],
+    );
     let schemars = style.schemars.then(|| {
         let title = &e.name;
         quote! {

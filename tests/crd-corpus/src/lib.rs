@@ -13,6 +13,13 @@ pub mod corpus {
     include!(concat!(env!("OUT_DIR"), "/corpus.rs"));
 }
 
+/// A few CRDs of the corpus generated again with the generator's hooks (`build.rs`'s `hooks`):
+/// every derive that every generated type can take.
+#[allow(clippy::large_enum_variant, reason = "generated")]
+pub mod hooks {
+    include!(concat!(env!("OUT_DIR"), "/hooks.rs"));
+}
+
 include!(concat!(env!("OUT_DIR"), "/table.rs"));
 
 /// One generated resource type.
