@@ -95,8 +95,10 @@ impl Builder {
     }
 
     /// Replaces the generator, and with it every setting made through the forwarding setters
-    /// ([`versions`](Builder::versions), [`derive`](Builder::derive),
-    /// [`runtime_crate`](Builder::runtime_crate)) before this call.
+    /// ([`versions`](Builder::versions), [`derive`](Builder::derive), the hooks
+    /// ([`type_attribute`](Builder::type_attribute), [`field_attribute`](Builder::field_attribute),
+    /// [`derive_for`](Builder::derive_for)), [`runtime_crate`](Builder::runtime_crate)) before
+    /// this call.
     pub fn generator(mut self, generator: Generator) -> Self {
         self.generator = generator;
         self
@@ -113,6 +115,30 @@ impl Builder {
     /// `Copy` and `JsonSchema`).
     pub fn derive(mut self, path: impl Into<String>) -> Self {
         self.generator = self.generator.derive(path);
+        self
+    }
+
+    /// Adds an attribute to the generated types `path` names ([`Generator::type_attribute`]:
+    /// `"."` for every type, `"CertificateSpec"`, or `"cert_manager::v1::CertificateSpec"`).
+    pub fn type_attribute(mut self, path: impl Into<String>, attribute: impl Into<String>) -> Self {
+        self.generator = self.generator.type_attribute(path, attribute);
+        self
+    }
+
+    /// Adds an attribute to the generated fields `path` names ([`Generator::field_attribute`]:
+    /// `"CertificateSpec.dnsNames"` or `"CertificateSpec.dns_names"`).
+    pub fn field_attribute(
+        mut self,
+        path: impl Into<String>,
+        attribute: impl Into<String>,
+    ) -> Self {
+        self.generator = self.generator.field_attribute(path, attribute);
+        self
+    }
+
+    /// Adds a derive to the generated types `path` names ([`Generator::derive_for`]).
+    pub fn derive_for(mut self, path: impl Into<String>, derive: impl Into<String>) -> Self {
+        self.generator = self.generator.derive_for(path, derive);
         self
     }
 

@@ -65,6 +65,19 @@ pub enum Error {
         /// Which generated field types lack the trait.
         reason: &'static str,
     },
+    /// A hook ([`Generator::type_attribute`](crate::Generator::type_attribute),
+    /// [`field_attribute`](crate::Generator::field_attribute),
+    /// [`derive_for`](crate::Generator::derive_for)) cannot be applied: its path is malformed or
+    /// matches no generated type or field, or its attribute does not parse.
+    #[error("{setter}({path:?}): {message}")]
+    Hook {
+        /// The setter that added the hook (`type_attribute`).
+        setter: &'static str,
+        /// The path as given (`CertificateSpec.dnsNames`).
+        path: String,
+        /// What is wrong, and what would be accepted.
+        message: String,
+    },
     /// The generator was configured in a way it cannot work with.
     #[error("{0}")]
     Config(String),

@@ -79,6 +79,12 @@ pub struct Generator {
     pub(crate) runtime_crate: String,
     pub(crate) versions: Versions,
     pub(crate) derives: Vec<String>,
+    /// `(path, attribute)`.
+    pub(crate) type_attributes: Vec<(String, String)>,
+    /// `(path, attribute)`.
+    pub(crate) field_attributes: Vec<(String, String)>,
+    /// `(path, derive)`.
+    pub(crate) derives_for: Vec<(String, String)>,
     pub(crate) schemars: bool,
     pub(crate) docs: bool,
     pub(crate) visibility: Visibility,
@@ -91,6 +97,9 @@ impl Default for Generator {
             runtime_crate: "::informer_runtime".to_owned(),
             versions: Versions::Served,
             derives: Vec::new(),
+            type_attributes: Vec::new(),
+            field_attributes: Vec::new(),
+            derives_for: Vec::new(),
             schemars: false,
             docs: true,
             visibility: Visibility::Public,
@@ -144,6 +153,71 @@ impl Generator {
         self
     }
 
+    /// Adds an attribute to the generated types `path` names (prost-build's `type_attribute`).
+    ///
+    /// Paths name generated Rust types:
+    /// - `"."` is every struct and enum;
+    /// - `"CertificateSpec"` is every type of that name, in any group and version;
+    /// - `"cert_manager::v1::CertificateSpec"` is the one in that group module and version (as
+    ///   [`GeneratedResource::rust_path`] gives it for root types).
+    ///
+    /// `attribute` is one or more outer attributes (`#[allow(dead_code)]`,
+    /// `#[doc = "..."]`), written verbatim after the type's doc comment and before its derives.
+    /// Hooks apply in the order they were added.
+    ///
+    /// # Errors
+    ///
+    /// Checked by [`generate`](Generator::generate): [`Error::Hook`] naming the path when the
+    /// attribute does not parse as an outer attribute, the path is malformed, or it matches no
+    /// generated type (a misspelled path would otherwise do nothing).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use informer_gen::Generator;
+    /// let generator = Generator::new()
+    ///     .type_attribute(".", "#[non_exhaustive]")
+    ///     .type_attribute("cert_manager::v1::Certificate", r#"#[doc(alias = "cert")]"#)
+    ///     .field_attribute("CertificateSpec.dnsNames", "#[doc = \"Subject alternative names.\"]")
+    ///     .derive_for("CertificateSpecPrivateKey", "Eq");
+    /// ```
+    pub fn type_attribute(mut self, path: impl Into<String>, attribute: impl Into<String>) -> Self {
+        self.type_attributes.push((path.into(), attribute.into()));
+        self
+    }
+
+    /// Adds an attribute to the generated fields `path` names (prost-build's
+    /// `field_attribute`): a type path as for [`type_attribute`](Generator::type_attribute)
+    /// (other than `"."`), a `.`, and the field's JSON name or its Rust name
+    /// (`"CertificateSpec.dnsNames"` or `"CertificateSpec.dns_names"`; `type` for `r#type`).
+    /// The attribute is written verbatim after the field's doc comment and serde attributes.
+    ///
+    /// # Errors
+    ///
+    /// As [`type_attribute`](Generator::type_attribute), for a path that matches no field.
+    pub fn field_attribute(
+        mut self,
+        path: impl Into<String>,
+        attribute: impl Into<String>,
+    ) -> Self {
+        self.field_attributes.push((path.into(), attribute.into()));
+        self
+    }
+
+    /// Adds a derive to the generated types `path` names (a path as for
+    /// [`type_attribute`](Generator::type_attribute)): for the derives that not every type can
+    /// take, on the types that can (`derive_for("CertificateSpecPrivateKey", "Eq")`). A derive
+    /// the type has already is not derived twice. With `"."` it is [`derive`](Generator::derive),
+    /// checked the same way; otherwise whether the type can take it is the compiler's to say.
+    ///
+    /// # Errors
+    ///
+    /// As [`type_attribute`](Generator::type_attribute), and when `derive` is not a path.
+    pub fn derive_for(mut self, path: impl Into<String>, derive: impl Into<String>) -> Self {
+        self.derives_for.push((path.into(), derive.into()));
+        self
+    }
+
     /// Derives `schemars::JsonSchema` for every type (the consumer then depends on `schemars`
     /// 1 and enables k8s-openapi's `schemars` feature).
     pub fn schemars(mut self, enabled: bool) -> Self {
@@ -171,7 +245,8 @@ impl Generator {
     /// represent, or two CRDs of the same group, version and kind; [`Error::Config`] for a
     /// runtime crate or derive that is not a path, or when no version is selected;
     /// [`Error::Derive`] for a derive some generated type cannot take (see
-    /// [`derive`](Generator::derive)).
+    /// [`derive`](Generator::derive)); [`Error::Hook`] for a hook whose path is malformed or
+    /// matches nothing, or whose attribute does not parse.
     pub fn generate(&self, crds: &[Loaded]) -> Result<Output> {
         crd::generate(self, crds)
     }

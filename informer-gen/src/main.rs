@@ -64,6 +64,27 @@ struct CrdArgs {
     #[arg(long, value_name = "PATH", value_delimiter = ',')]
     derive: Vec<String>,
 
+    /// Adds ATTR to the generated types PATH names (repeatable)
+    ///
+    /// PATH is ".", every type; a type name, in any group and version (CertificateSpec); or
+    /// group module, version and name (cert_manager::v1::CertificateSpec). ATTR is one or more
+    /// outer attributes (#[allow(dead_code)]), written verbatim. A PATH that matches nothing is
+    /// an error.
+    #[arg(long, value_name = "PATH=ATTR", value_parser = parse_hook)]
+    type_attribute: Vec<(String, String)>,
+
+    /// Adds ATTR to the generated fields PATH names (repeatable)
+    ///
+    /// PATH is a type path as for --type-attribute, a ".", and the field's JSON or Rust name
+    /// (CertificateSpec.dnsNames or CertificateSpec.dns_names).
+    #[arg(long, value_name = "PATH=ATTR", value_parser = parse_hook)]
+    field_attribute: Vec<(String, String)>,
+
+    /// Adds DERIVE to the generated types PATH names (repeatable), for derives not every type
+    /// can take (--derive-for CertificateSpecPrivateKey=Eq)
+    #[arg(long, value_name = "PATH=DERIVE", value_parser = parse_hook)]
+    derive_for: Vec<(String, String)>,
+
     /// Derives schemars::JsonSchema for every type
     #[arg(long)]
     schemars: bool,
@@ -109,6 +130,16 @@ fn parse_versions(value: &str) -> Result<Versions, String> {
     }
 }
 
+/// `PATH=VALUE`, split at the first `=` (paths have none; attributes may).
+fn parse_hook(value: &str) -> Result<(String, String), String> {
+    match value.split_once('=') {
+        Some((path, value)) if !path.is_empty() && !value.is_empty() => {
+            Ok((path.to_owned(), value.to_owned()))
+        }
+        _ => Err("expected PATH=VALUE, as in CertificateSpec=#[allow(dead_code)]".into()),
+    }
+}
+
 fn main() -> ExitCode {
     let Command::Crd(args) = Cli::parse().command;
     let text = match crd(&args) {
@@ -143,6 +174,15 @@ fn crd(args: &CrdArgs) -> Result<String> {
         .runtime_crate(&args.runtime_crate);
     for derive in &args.derive {
         generator = generator.derive(derive);
+    }
+    for (path, attribute) in &args.type_attribute {
+        generator = generator.type_attribute(path, attribute);
+    }
+    for (path, attribute) in &args.field_attribute {
+        generator = generator.field_attribute(path, attribute);
+    }
+    for (path, derive) in &args.derive_for {
+        generator = generator.derive_for(path, derive);
     }
     let output = generator.generate(&crds)?;
     if let Some(dir) = &args.out {

@@ -188,6 +188,12 @@ fn options_shape_the_code() {
             "::my_crate::Describe",
             "--derive",
             "::my_crate::Inspect,Clone",
+            "--type-attribute",
+            "example::v1::WidgetSpec=#[doc = \"From the command line.\"]",
+            "--field-attribute",
+            "WidgetSpec.size=#[allow(clippy::pedantic)]",
+            "--derive-for",
+            "WidgetSpec=Eq",
             "--schemars",
             "--no-docs",
             "--visibility",
@@ -200,18 +206,42 @@ fn options_shape_the_code() {
     for expected in [
         "::my_crate::Describe,",
         "::my_crate::Inspect,",
+        "///From the command line.\n",
         "::schemars::JsonSchema",
         "pub(crate) struct Widget {",
         "::my_runtime::SharedInformerFactory",
     ] {
         assert!(code.contains(expected), "no {expected:?} in\n{code}");
     }
+    let field = &code[code.find("#[allow(clippy::pedantic)]\n").unwrap()..];
+    assert!(field.lines().nth(1).unwrap().trim_start().starts_with("pub(crate) size:"), "{code}");
+    let before = &code[..code.find("pub(crate) struct WidgetSpec {").unwrap()];
+    assert!(before[before.rfind("#[derive(").unwrap()..].contains("Eq"), "{code}");
     for unexpected in ["How big it is.", "::informer_runtime::"] {
         assert!(!code.contains(unexpected), "{unexpected:?} in\n{code}");
     }
     let output = run(temp.path(), &["crd", "widgets.yaml", "--runtime-crate", "not a path"]);
     assert_eq!(output.status.code(), Some(1));
     assert!(stderr(&output).starts_with("error: "), "{}", stderr(&output));
+}
+
+#[test]
+fn a_hook_that_matches_nothing_exits_1_naming_its_path() {
+    let temp = fixtures();
+    let output = run(
+        temp.path(),
+        &["crd", "widgets.yaml", "--field-attribute", "WidgetSpec.sise=#[allow(dead_code)]"],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).starts_with(
+            "error: field_attribute(\"WidgetSpec.sise\"): matches no generated type or field"
+        ),
+        "{}",
+        stderr(&output)
+    );
+    let output = run(temp.path(), &["crd", "widgets.yaml", "--type-attribute", "WidgetSpec"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
 }
 
 #[test]
@@ -334,6 +364,9 @@ fn help_describes_every_option() {
         "--out <DIR>",
         "--versions <served|storage|V1,V2>",
         "--derive <PATH>",
+        "--type-attribute <PATH=ATTR>",
+        "--field-attribute <PATH=ATTR>",
+        "--derive-for <PATH=DERIVE>",
         "--schemars",
         "--no-docs",
         "--visibility <VISIBILITY>",

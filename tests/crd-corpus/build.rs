@@ -76,11 +76,19 @@ const HOOKS_CRDS: [&str; 4] = [
     "strimzi-kafkatopic.yaml",
 ];
 
-/// Every derive every generated type takes (`Generator::derive`'s list), into `hooks.rs`.
+/// Every derive every generated type takes (`Generator::derive`'s list), and attributes and
+/// derives on chosen types and fields, into `hooks.rs`.
 fn hooks(corpus: &Path, out: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let files: Vec<PathBuf> = HOOKS_CRDS.iter().map(|name| corpus.join(name)).collect();
     let crds = informer_gen::schema::load(&files)?;
-    let mut generator = informer_gen::Generator::new();
+    // Attributes and derives on chosen types and fields, as a user's build script adds them.
+    let mut generator = informer_gen::Generator::new()
+        .type_attribute(".", "#[allow(dead_code)]")
+        .type_attribute("cert_manager::v1::Certificate", r#"#[doc(alias = "cert")]"#)
+        .field_attribute("CertificateSpec.dnsNames", r#"#[doc = "Hooked: the SANs."]"#)
+        .field_attribute("CertificateSpec.secret_name", "#[allow(clippy::struct_field_names)]")
+        .derive_for("CertificateSpecPrivateKey", "Eq")
+        .derive_for("cert_manager::v1::CertificateSpecPrivateKey", "::std::hash::Hash");
     for derive in
         ["Clone", "Debug", "PartialEq", "Default", "::serde::Serialize", "::serde::Deserialize"]
     {

@@ -8,6 +8,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::accessors::{ALL, version_body};
+use super::hooks::{Hooks, Place};
 use super::types::{Style, items};
 use crate::error::{Error, Result};
 use crate::generator::{
@@ -52,6 +53,7 @@ pub(crate) fn generate(generator: &Generator, crds: &[Loaded]) -> Result<Output>
             .map_err(|e| config_error(format!("type path {}: {e}", r.rust_path)))?;
         types.push(path);
     }
+    style.hooks.check_all_matched()?;
     out.top = factory_trait(&rt, &style.vis, &modules, &types);
     out.resources.sort();
     Ok(out)
@@ -68,6 +70,11 @@ fn style(generator: &Generator) -> Result<Style> {
             Visibility::Public => syn::parse_quote!(pub),
             Visibility::Crate => syn::parse_quote!(pub(crate)),
         },
+        hooks: Hooks::new(
+            &generator.type_attributes,
+            &generator.field_attributes,
+            &generator.derives_for,
+        )?,
     })
 }
 
@@ -185,7 +192,7 @@ fn group_module(
         let accessor_tokens: TokenStream = version_body(rt, &gv, &accessors, ALL)
             .parse()
             .map_err(|e| config_error(format!("accessors of {gv}: {e}")))?;
-        let types = items(&space, style);
+        let types = items(&space, style, &Place { group_module: module_name, version });
         modules.push(((*version).to_owned(), quote! { #types #accessor_tokens }));
     }
     let version_names: Vec<&str> = versions.keys().copied().collect();

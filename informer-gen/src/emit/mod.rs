@@ -5,6 +5,7 @@ mod accessors;
 pub(crate) mod crd;
 mod derives;
 mod docs;
+mod hooks;
 mod types;
 
 pub use accessors::accessors;

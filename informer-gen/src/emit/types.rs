@@ -8,6 +8,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::docs;
+use super::hooks::{Hooks, Place};
 use crate::ir::{Field, Root, StringEnum, Struct, Ty, TypeDef, TypeSpace};
 
 /// How items are written.
@@ -16,16 +17,18 @@ pub(crate) struct Style {
     pub(crate) schemars: bool,
     pub(crate) docs: bool,
     pub(crate) vis: syn::Visibility,
+    /// Attributes and derives for chosen types and fields.
+    pub(crate) hooks: Hooks,
 }
 
-/// Every type of `space`, in order.
-pub(crate) fn items(space: &TypeSpace, style: &Style) -> TokenStream {
+/// Every type of `space`, generated at `at`, in order.
+pub(crate) fn items(space: &TypeSpace, style: &Style, at: &Place<'_>) -> TokenStream {
     space
         .in_reading_order()
         .into_iter()
         .map(|id| match space.get(id) {
-            TypeDef::Struct(s) => structure(space, s, style),
-            TypeDef::Enum(e) => string_enum(e, style),
+            TypeDef::Struct(s) => structure(space, s, style, at),
+            TypeDef::Enum(e) => string_enum(e, style, at),
         })
         .collect()
 }
@@ -73,15 +76,26 @@ pub(crate) fn rust_type(space: &TypeSpace, ty: &Ty) -> TokenStream {
 /// The user's derives, less those the generated code has already (or, for `Default`, derives
 /// wherever it can: on structs whose required fields all have defaults, never on enums), by the
 /// last segment of their path: derives or hand-written impls (serde's, on enums and root types).
-fn extra_derives<'a>(style: &'a Style, built_in: &[&str]) -> Vec<&'a syn::Path> {
-    style
-        .derives
-        .iter()
-        .filter(|p| p.segments.last().is_none_or(|s| !built_in.iter().any(|b| s.ident == b)))
-        .collect()
+/// Then those of [`Hooks::derives`] for the type `name`, each derive once.
+fn extra_derives<'a>(
+    style: &'a Style,
+    at: &Place<'_>,
+    name: &str,
+    built_in: &[&str],
+) -> Vec<&'a syn::Path> {
+    let last = |p: &syn::Path| p.segments.last().map(|s| s.ident.to_string());
+    let mut derives: Vec<&syn::Path> = Vec::new();
+    for path in style.derives.iter().chain(style.hooks.derives(at, name)) {
+        let name = last(path);
+        let built = name.as_deref().is_some_and(|name| built_in.contains(&name));
+        if !built && !derives.iter().any(|d| last(d) == name) {
+            derives.push(path);
+        }
+    }
+    derives
 }
 
-fn structure(space: &TypeSpace, s: &Struct, style: &Style) -> TokenStream {
+fn structure(space: &TypeSpace, s: &Struct, style: &Style, at: &Place<'_>) -> TokenStream {
     let name = format_ident!("{}", s.name);
     let vis = &style.vis;
     let doc = docs::attrs(&s.doc, style.docs);
@@ -91,10 +105,16 @@ fn structure(space: &TypeSpace, s: &Struct, style: &Style) -> TokenStream {
     let serialize = s.root.is_none().then(|| quote!(::serde::Serialize,));
     let extra_derives = extra_derives(
         style,
+        at,
+        &s.name,
         &["Clone", "Debug", "PartialEq", "Default", "Serialize", "Deserialize"],
     );
+    let attributes = style.hooks.type_attributes(at, &s.name);
     let schemars = style.schemars.then(|| quote!(::schemars::JsonSchema,));
-    let fields = s.fields.iter().map(|f| field(space, f, style));
+    let fields = s.fields.iter().map(|f| {
+        let attributes = style.hooks.field_attributes(at, &s.name, f);
+        field(space, f, style, &attributes)
+    });
     let extra = s.extra.as_ref().map(|extra| {
         let field = ident(&extra.rust_name);
         let value = rust_type(space, &extra.value);
@@ -109,6 +129,7 @@ fn structure(space: &TypeSpace, s: &Struct, style: &Style) -> TokenStream {
     let root = s.root.as_ref().map(|root| root_impls(s, root));
     quote! {
         #doc
+        #attributes
         #[derive(Clone, Debug, PartialEq, #default #serialize ::serde::Deserialize, #schemars #(#extra_derives,)*)]
         #vis struct #name {
             #(#fields)*
@@ -118,7 +139,8 @@ fn structure(space: &TypeSpace, s: &Struct, style: &Style) -> TokenStream {
     }
 }
 
-fn field(space: &TypeSpace, f: &Field, style: &Style) -> TokenStream {
+/// `attributes`: the field hooks' attributes, after the field's own.
+fn field(space: &TypeSpace, f: &Field, style: &Style, attributes: &TokenStream) -> TokenStream {
     let name = ident(&f.rust_name);
     let vis = &style.vis;
     let doc = docs::attrs(&f.doc, style.docs);
@@ -148,6 +170,7 @@ fn field(space: &TypeSpace, f: &Field, style: &Style) -> TokenStream {
             #doc
             #attr
             #schema_with
+            #attributes
             #vis #name: #ty,
         }
     } else if f.write_null {
@@ -155,6 +178,7 @@ fn field(space: &TypeSpace, f: &Field, style: &Style) -> TokenStream {
             #doc
             #[serde(#rename default)]
             #schema_with
+            #attributes
             #vis #name: ::std::option::Option<#ty>,
         }
     } else {
@@ -162,12 +186,13 @@ fn field(space: &TypeSpace, f: &Field, style: &Style) -> TokenStream {
             #doc
             #[serde(#rename default, skip_serializing_if = "::std::option::Option::is_none")]
             #schema_with
+            #attributes
             #vis #name: ::std::option::Option<#ty>,
         }
     }
 }
 
-fn string_enum(e: &StringEnum, style: &Style) -> TokenStream {
+fn string_enum(e: &StringEnum, style: &Style, at: &Place<'_>) -> TokenStream {
     let name = format_ident!("{}", e.name);
     let vis = &style.vis;
     let doc = docs::attrs(&e.doc, style.docs);
@@ -181,8 +206,11 @@ fn string_enum(e: &StringEnum, style: &Style) -> TokenStream {
     // Serialize and Deserialize are written by hand below: the string, whatever the variant.
     let extra_derives = extra_derives(
         style,
+        at,
+        &e.name,
         &["Clone", "Debug", "PartialEq", "Eq", "Hash", "Default", "Serialize", "Deserialize"],
     );
+    let attributes = style.hooks.type_attributes(at, &e.name);
     let schemars = style.schemars.then(|| {
         let title = &e.name;
         quote! {
@@ -199,6 +227,7 @@ fn string_enum(e: &StringEnum, style: &Style) -> TokenStream {
     });
     quote! {
         #doc
+        #attributes
         #[derive(Clone, Debug, PartialEq, Eq, Hash, #(#extra_derives,)*)]
         #vis enum #name {
             #(#variant_docs #variants,)*
