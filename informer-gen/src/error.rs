@@ -56,8 +56,8 @@ pub enum Error {
     /// `ObjectMeta`, a `Quantity`, an `f64` or a `serde_json::Value` does not implement the trait.
     /// The generated code would not compile; the error says so at generation time instead.
     #[error(
-        "derive `{derive}` cannot be added to every generated type: {reason}; implement the \
-         trait by hand on the types that need it, or wrap them in a type of your own"
+        "derive `{derive}` cannot be added to every generated type: {reason}; add it only to the \
+         types that can take it (Generator::derive_for, --derive-for)"
     )]
     Derive {
         /// The derive as it was given (`Eq`, `::std::hash::Hash`).

@@ -146,7 +146,8 @@ impl Generator {
     ///
     /// So the standard derives every type takes are the ones it has already (`Clone`, `Debug`,
     /// `PartialEq`, `Default` where it can); a derive of another crate is passed through
-    /// unchecked. Derives are recognised by the last segment of their path (`::std::cmp::Eq` is
+    /// unchecked. [`derive_for`](Generator::derive_for) adds a derive to chosen types, those that
+    /// can take it. Derives are recognised by the last segment of their path (`::std::cmp::Eq` is
     /// `Eq`).
     pub fn derive(mut self, path: impl Into<String>) -> Self {
         self.derives.push(path.into());

@@ -141,7 +141,12 @@ fn a_derive_some_generated_type_cannot_take_is_refused_naming_it_and_why() {
             "{message}"
         );
         assert!(message.contains(lacking), "{message}");
-        assert!(message.ends_with("implement the trait by hand on the types that need it, or wrap them in a type of your own"), "{message}");
+        assert!(
+            message.ends_with(
+                "add it only to the types that can take it (Generator::derive_for, --derive-for)"
+            ),
+            "{message}"
+        );
     }
     assert!(!out.exists(), "nothing is written");
 }

@@ -253,7 +253,8 @@ fn a_derive_some_type_cannot_take_exits_1_saying_why() {
         stderr(&output),
         "error: derive `::std::hash::Hash` cannot be added to every generated type: `ObjectMeta` \
          (every root type's metadata), `Time`, `Quantity`, `IntOrString` and `f64` do not \
-         implement `Hash`; implement the trait by hand on the types that need it, or wrap them in a type of your own\n"
+         implement `Hash`; add it only to the types that can take it (Generator::derive_for, \
+         --derive-for)\n"
     );
     assert!(output.stdout.is_empty());
 }
