@@ -60,7 +60,9 @@
 //! that is taken: `networking_istio_io`), a module per version, and in it:
 //! - the root type (`Certificate`) with `metadata: ObjectMeta`, implementing k8s-openapi's
 //!   `Resource`, `ListableResource` and `Metadata` (so every part of `informer-runtime`, and
-//!   k8s-openapi based clients, take it), and writing its own `apiVersion` and `kind`;
+//!   k8s-openapi based clients, take it), writing its own `apiVersion` and `kind`, and carrying
+//!   its CRD: `Certificate::crd()` returns the `CustomResourceDefinition` it was generated from
+//!   (embedded as JSON, once per CRD in the group module), to install on an API server in tests;
 //! - a struct per object schema, named after its path (`CertificateSpecPrivateKey`); identical
 //!   schemas share one struct;
 //! - a string enum per `enum` (with an `Other(String)` variant, so a value a newer server adds
@@ -80,6 +82,12 @@
 //! dropped field. Properties not `required` (or `nullable`) are `Option`s. Property names that
 //! are Rust keywords or not identifiers are escaped and renamed for serde (`r#type`,
 //! `-XX` → `xx`). Descriptions become doc comments that never run as doctests.
+//!
+//! Types and fields can be given attributes and derives of their own, as prost-build's hooks do:
+//! [`Generator::type_attribute`], [`Generator::field_attribute`] and [`Generator::derive_for`]
+//! (`--type-attribute`, `--field-attribute`, `--derive-for`), with paths that name generated
+//! Rust types (`"."`, `CertificateSpec`, `cert_manager::v1::CertificateSpec`,
+//! `CertificateSpec.dnsNames`). [`Generator::derive`] refuses the derives some type cannot take.
 //!
 //! [`sample`] synthesises objects from a schema, for round-trip tests of generated code.
 //! `KOPIUM.md` in this crate compares the generator with kopium over 45 real CRDs.

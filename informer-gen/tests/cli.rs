@@ -217,7 +217,8 @@ fn options_shape_the_code() {
     assert!(field.lines().nth(1).unwrap().trim_start().starts_with("pub(crate) size:"), "{code}");
     let before = &code[..code.find("pub(crate) struct WidgetSpec {").unwrap()];
     assert!(before[before.rfind("#[derive(").unwrap()..].contains("Eq"), "{code}");
-    for unexpected in ["How big it is.", "::informer_runtime::"] {
+    // The description is in the embedded CRD manifest, not in a doc comment.
+    for unexpected in ["/// How big it is.", "::informer_runtime::"] {
         assert!(!code.contains(unexpected), "{unexpected:?} in\n{code}");
     }
     let output = run(temp.path(), &["crd", "widgets.yaml", "--runtime-crate", "not a path"]);

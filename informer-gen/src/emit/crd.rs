@@ -196,12 +196,56 @@ fn group_module(
         modules.push(((*version).to_owned(), quote! { #types #accessor_tokens }));
     }
     let version_names: Vec<&str> = versions.keys().copied().collect();
+    let group_items = group_items(rt, group, &version_names);
+    let manifests = manifests(style, group, versions)?;
     Ok(GroupModule {
         name: module_name.to_owned(),
         attrs: group_module_attrs(group),
-        items: group_items(rt, group, &version_names),
+        items: quote! { #group_items #manifests },
         versions: modules,
     })
+}
+
+/// One constant per kind of the group, holding its CRD manifest as JSON text, for the root
+/// types' `crd()` (once per CRD, not per version).
+fn manifests(
+    style: &Style,
+    group: &str,
+    versions: &BTreeMap<&str, BTreeMap<&str, Selected<'_>>>,
+) -> Result<TokenStream> {
+    let mut by_kind: BTreeMap<&str, &Loaded> = BTreeMap::new();
+    for kinds in versions.values() {
+        for (kind, selected) in kinds {
+            let loaded = selected.loaded;
+            let first = by_kind.insert(kind, loaded);
+            if let Some(first) = first.filter(|first| first.manifest != loaded.manifest) {
+                return Err(Error::Schema {
+                    file: loaded.file.clone(),
+                    document: loaded.document,
+                    path: "spec.names.kind".to_owned(),
+                    message: format!(
+                        "{group} {kind} is also defined by another CRD, in {}: one CRD holds \
+                         every version of a kind",
+                        first.file.display()
+                    ),
+                });
+            }
+        }
+    }
+    let vis = &style.vis;
+    let consts = by_kind.iter().map(|(kind, loaded)| {
+        let name = super::types::manifest_const(kind);
+        let json = loaded.manifest.to_string();
+        let doc = format!(
+            " The CustomResourceDefinition of `{kind}`, as JSON (what `{kind}::crd()` reads)."
+        );
+        quote! {
+            #[doc = #doc]
+            #[doc(hidden)]
+            #vis const #name: &str = #json;
+        }
+    });
+    Ok(quote! { #(#consts)* })
 }
 
 fn is_identifier(name: &str) -> bool {

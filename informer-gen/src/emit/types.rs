@@ -126,7 +126,7 @@ fn structure(space: &TypeSpace, s: &Struct, style: &Style, at: &Place<'_>) -> To
             #vis #field: ::std::collections::BTreeMap<::std::string::String, #value>,
         }
     });
-    let root = s.root.as_ref().map(|root| root_impls(s, root));
+    let root = s.root.as_ref().map(|root| root_impls(s, root, style));
     quote! {
         #doc
         #attributes
@@ -284,10 +284,24 @@ fn string_enum(e: &StringEnum, style: &Style, at: &Place<'_>) -> TokenStream {
     }
 }
 
+/// The constant in a group module that holds the CRD manifest of `kind`, as JSON text.
+pub(crate) fn manifest_const(kind: &str) -> syn::Ident {
+    format_ident!("{}_CRD", heck::AsShoutySnakeCase(kind).to_string())
+}
+
 /// k8s-openapi's `Resource`, `ListableResource` and `Metadata`, and a `Serialize` that writes
 /// `apiVersion` and `kind`.
-fn root_impls(s: &Struct, root: &Root) -> TokenStream {
+fn root_impls(s: &Struct, root: &Root, style: &Style) -> TokenStream {
     let name = format_ident!("{}", s.name);
+    let vis = &style.vis;
+    let manifest = manifest_const(&root.kind);
+    let crd_name = format!("{}.{}", root.plural, root.group);
+    let doc_crd = format!(
+        " The `CustomResourceDefinition` `{}` was generated from (`{crd_name}`, every version), \
+         to install on an API server before informers of `{}` start.",
+        s.name, s.name
+    );
+    let panic = format!("the CustomResourceDefinition of {}: {{}}", s.name);
     let identity = Identity {
         group: &root.group,
         version: &root.version,
@@ -324,6 +338,24 @@ fn root_impls(s: &Struct, root: &Root) -> TokenStream {
     });
     quote! {
         #resource
+
+        impl #name {
+            #[doc = #doc_crd]
+            ///
+            /// It is the CRD file's `apiVersion`, `kind`, `metadata.name` and `spec`, embedded as
+            /// JSON when the code was generated.
+            ///
+            /// # Panics
+            ///
+            /// If k8s-openapi cannot read the embedded manifest (a bug in informer-gen).
+            #[must_use]
+            #vis fn crd() -> ::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+                match ::serde_json::from_str(super::#manifest) {
+                    ::std::result::Result::Ok(crd) => crd,
+                    ::std::result::Result::Err(e) => ::std::panic!(#panic, e),
+                }
+            }
+        }
 
         #[automatically_derived]
         impl ::serde::Serialize for #name {

@@ -40,6 +40,10 @@ pub struct Loaded {
     pub document: usize,
     /// The CRD.
     pub crd: CustomResourceDefinition,
+    /// The CRD to install: its `apiVersion`, `kind`, `metadata.name` and `spec` as read (the
+    /// rest of `metadata`, and `status`, left out), as JSON. Generated root types return it
+    /// from `crd()`.
+    pub manifest: Value,
 }
 
 /// Reads every CRD in `paths`: files (YAML, multi-document YAML or JSON) and directories (their
@@ -233,7 +237,18 @@ impl Source<'_> {
         (prefix, prefix_steps): (&str, Vec<Step>),
         mut object: Map<String, Value>,
     ) -> Result<Loaded> {
-        object.remove("metadata"); // not needed, and sometimes large (annotations, managedFields)
+        // Not needed, and sometimes large (annotations, managedFields): only the name is kept.
+        let name = object
+            .remove("metadata")
+            .and_then(|mut metadata| metadata.get_mut("name").map(Value::take));
+        let mut manifest = Map::new();
+        for key in ["apiVersion", "kind"] {
+            manifest.insert(key.to_owned(), object.get(key).cloned().unwrap_or(Value::Null));
+        }
+        let mut metadata = Map::new();
+        metadata.insert("name".to_owned(), name.unwrap_or(Value::Null));
+        manifest.insert("metadata".to_owned(), Value::Object(metadata));
+        manifest.insert("spec".to_owned(), object.get("spec").cloned().unwrap_or(Value::Null));
         let at = |path: &str| join(prefix, path);
         if let Some((field, message)) = header_problem(&object) {
             return Err(self.schema_error(document, at(field), message));
@@ -276,7 +291,7 @@ impl Source<'_> {
                 ));
             }
         }
-        Ok(Loaded { file: self.file.to_owned(), document, crd })
+        Ok(Loaded { file: self.file.to_owned(), document, crd, manifest: Value::Object(manifest) })
     }
 
     /// The line and column (from 1) of the node at `steps` in `document`, found by parsing the

@@ -56,6 +56,9 @@ pub mod example {
             }
         }
     }
+    /// The CustomResourceDefinition of `Widget`, as JSON (what `Widget::crd()` reads).
+    #[doc(hidden)]
+    pub const WIDGET_CRD: &str = "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\",\"metadata\":{\"name\":\"widgets.example.com\"},\"spec\":{\"group\":\"example.com\",\"names\":{\"kind\":\"Widget\",\"plural\":\"widgets\"},\"scope\":\"Namespaced\",\"versions\":[{\"name\":\"v1beta1\",\"schema\":{\"openAPIV3Schema\":{\"properties\":{\"spec\":{\"properties\":{\"size\":{\"type\":\"integer\"}},\"type\":\"object\"}},\"type\":\"object\"}},\"served\":true,\"storage\":false},{\"name\":\"v1\",\"schema\":{\"openAPIV3Schema\":{\"properties\":{\"spec\":{\"properties\":{\"size\":{\"description\":\"How big it is.\",\"format\":\"int32\",\"type\":\"integer\"}},\"type\":\"object\"}},\"type\":\"object\"}},\"served\":true,\"storage\":true}]}}";
     /// Custom resources of version `v1`.
     pub mod v1 {
         /// `Widget` of `example.com/v1`.
@@ -89,6 +92,25 @@ pub mod example {
             }
             fn metadata_mut(&mut self) -> &mut Self::Ty {
                 &mut self.metadata
+            }
+        }
+        impl Widget {
+            /// The `CustomResourceDefinition` `Widget` was generated from (`widgets.example.com`, every version), to install on an API server before informers of `Widget` start.
+            ///
+            /// It is the CRD file's `apiVersion`, `kind`, `metadata.name` and `spec`, embedded as
+            /// JSON when the code was generated.
+            ///
+            /// # Panics
+            ///
+            /// If k8s-openapi cannot read the embedded manifest (a bug in informer-gen).
+            #[must_use]
+            pub fn crd() -> ::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+                match ::serde_json::from_str(super::WIDGET_CRD) {
+                    ::std::result::Result::Ok(crd) => crd,
+                    ::std::result::Result::Err(e) => {
+                        ::std::panic!("the CustomResourceDefinition of Widget: {}", e)
+                    }
+                }
             }
         }
         #[automatically_derived]
@@ -189,6 +211,25 @@ pub mod example {
                 &mut self.metadata
             }
         }
+        impl Widget {
+            /// The `CustomResourceDefinition` `Widget` was generated from (`widgets.example.com`, every version), to install on an API server before informers of `Widget` start.
+            ///
+            /// It is the CRD file's `apiVersion`, `kind`, `metadata.name` and `spec`, embedded as
+            /// JSON when the code was generated.
+            ///
+            /// # Panics
+            ///
+            /// If k8s-openapi cannot read the embedded manifest (a bug in informer-gen).
+            #[must_use]
+            pub fn crd() -> ::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+                match ::serde_json::from_str(super::WIDGET_CRD) {
+                    ::std::result::Result::Ok(crd) => crd,
+                    ::std::result::Result::Err(e) => {
+                        ::std::panic!("the CustomResourceDefinition of Widget: {}", e)
+                    }
+                }
+            }
+        }
         #[automatically_derived]
         impl ::serde::Serialize for Widget {
             fn serialize<S: ::serde::Serializer>(
@@ -272,6 +313,9 @@ pub mod tools {
             }
         }
     }
+    /// The CustomResourceDefinition of `Gadget`, as JSON (what `Gadget::crd()` reads).
+    #[doc(hidden)]
+    pub const GADGET_CRD: &str = "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\",\"metadata\":{\"name\":\"gadgets.tools.example.org\"},\"spec\":{\"group\":\"tools.example.org\",\"names\":{\"kind\":\"Gadget\",\"plural\":\"gadgets\"},\"scope\":\"Cluster\",\"versions\":[{\"name\":\"v1alpha1\",\"schema\":{\"openAPIV3Schema\":{\"properties\":{\"spec\":{\"properties\":{\"name\":{\"type\":\"string\"}},\"type\":\"object\"}},\"type\":\"object\"}},\"served\":true,\"storage\":true}]}}";
     /// Custom resources of version `v1alpha1`.
     pub mod v1alpha1 {
         /// `Gadget` of `tools.example.org/v1alpha1`.
@@ -305,6 +349,25 @@ pub mod tools {
             }
             fn metadata_mut(&mut self) -> &mut Self::Ty {
                 &mut self.metadata
+            }
+        }
+        impl Gadget {
+            /// The `CustomResourceDefinition` `Gadget` was generated from (`gadgets.tools.example.org`, every version), to install on an API server before informers of `Gadget` start.
+            ///
+            /// It is the CRD file's `apiVersion`, `kind`, `metadata.name` and `spec`, embedded as
+            /// JSON when the code was generated.
+            ///
+            /// # Panics
+            ///
+            /// If k8s-openapi cannot read the embedded manifest (a bug in informer-gen).
+            #[must_use]
+            pub fn crd() -> ::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+                match ::serde_json::from_str(super::GADGET_CRD) {
+                    ::std::result::Result::Ok(crd) => crd,
+                    ::std::result::Result::Err(e) => {
+                        ::std::panic!("the CustomResourceDefinition of Gadget: {}", e)
+                    }
+                }
             }
         }
         #[automatically_derived]
