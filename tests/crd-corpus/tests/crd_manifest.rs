@@ -1,6 +1,9 @@
 //! Every generated root type carries the CRD it was generated from: `T::crd()` reads, as
 //! k8s-openapi's `CustomResourceDefinition`, the same name and spec as the corpus file.
 
+// Helpers outside the `#[test]` functions fail the test on a broken expectation, too.
+#![allow(clippy::unwrap_used)]
+
 use std::path::PathBuf;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

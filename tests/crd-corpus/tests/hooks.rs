@@ -2,6 +2,9 @@
 //! take, and with attributes and derives on chosen types and fields (`build.rs`'s `hooks`,
 //! included as `informer_crd_corpus::hooks`), build warning-free, and the types have the traits.
 
+// Helpers outside the `#[test]` functions fail the test on a broken expectation, too.
+#![allow(clippy::unwrap_used)]
+
 use std::fmt::Debug;
 
 use informer_crd_corpus::hooks::cert_manager::v1::{
