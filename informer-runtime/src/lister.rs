@@ -37,9 +37,8 @@ pub struct NotFound {
 }
 
 /// How client-go's typed listers name `K` in a `NotFound`: its kind, lowercase, with its group.
-fn typed_label<K: Resource>() -> Arc<str> {
-    let kind = K::KIND.to_lowercase();
-    if K::GROUP.is_empty() { kind.into() } else { format!("{kind}.{}", K::GROUP).into() }
+pub(crate) fn typed_label<K: Resource>() -> Arc<str> {
+    crate::resource::qualified_name(&K::KIND.to_lowercase(), K::GROUP).into()
 }
 
 fn not_found(resource: &str, name: &str) -> NotFound {

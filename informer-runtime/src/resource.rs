@@ -200,7 +200,18 @@ impl<T> WholeObject for T where
 
 /// `K`'s resource as messages, logs and metrics name it: `pods`, `deployments.apps`.
 pub(crate) fn resource_name<K: Resource>() -> String {
-    if K::GROUP.is_empty() { K::PLURAL.to_owned() } else { format!("{}.{}", K::PLURAL, K::GROUP) }
+    qualified_name(K::PLURAL, K::GROUP)
+}
+
+/// `plural[.group]`, as kubectl names a resource (`pods`, `deployments.apps`): the one place
+/// messages, logs, metrics and [`ApiResource`]'s `Display` get it from.
+pub(crate) fn qualified_name(plural: &str, group: &str) -> String {
+    if group.is_empty() { plural.to_owned() } else { format!("{plural}.{group}") }
+}
+
+/// `apiVersion` as objects carry it: `group/version`, or `version` for the core group.
+pub(crate) fn api_version(group: &str, version: &str) -> String {
+    if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") }
 }
 
 /// Whether objects of `K` live in a namespace.
@@ -253,6 +264,11 @@ impl GroupVersionResource {
     #[must_use]
     pub fn of<K: Resource>() -> Self {
         Self::new(K::GROUP, K::VERSION, K::PLURAL)
+    }
+
+    /// `plural[.group]`, as kubectl names it.
+    pub(crate) fn qualified_name(&self) -> String {
+        qualified_name(&self.resource, &self.group)
     }
 }
 
@@ -314,11 +330,7 @@ impl ApiResource {
     /// `apiVersion` as objects carry it: `group/version`, or `version` for the core group.
     #[must_use]
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() {
-            self.version.clone()
-        } else {
-            format!("{}/{}", self.group, self.version)
-        }
+        api_version(&self.group, &self.version)
     }
 
     /// Its group, version and plural name.
@@ -331,11 +343,7 @@ impl ApiResource {
 /// `plural[.group]`, as kubectl names a resource (`pods`, `deployments.apps`).
 impl fmt::Display for ApiResource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.group.is_empty() {
-            f.write_str(&self.plural)
-        } else {
-            write!(f, "{}.{}", self.plural, self.group)
-        }
+        f.write_str(&qualified_name(&self.plural, &self.group))
     }
 }
 

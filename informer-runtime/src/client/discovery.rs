@@ -50,20 +50,6 @@ fn version_path(group: &str, version: &str) -> String {
     if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") }
 }
 
-/// `group/version`, or `version` for the core group.
-fn api_version(group: &str, version: &str) -> String {
-    if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") }
-}
-
-/// `plural[.group]`.
-fn qualified(gvr: &GroupVersionResource) -> String {
-    if gvr.group.is_empty() {
-        gvr.resource.clone()
-    } else {
-        format!("{}.{}", gvr.resource, gvr.group)
-    }
-}
-
 /// The resources of one group version, without subresources (`pods/log`).
 fn resources_of(list: &Value) -> impl Iterator<Item = DiscoveredResource> + '_ {
     list["resources"]
@@ -232,8 +218,8 @@ pub(crate) async fn explain(client: &Client, gvr: &GroupVersionResource, error: 
     if status.code != 404 {
         return error;
     }
-    let resource = qualified(gvr);
-    let api_version = api_version(&gvr.group, &gvr.version);
+    let resource = gvr.qualified_name();
+    let api_version = crate::resource::api_version(&gvr.group, &gvr.version);
     let group = if gvr.group.is_empty() {
         "the core group".to_owned()
     } else {

@@ -162,10 +162,7 @@ impl<K: Object> HttpListerWatcher<K> {
     fn with_target(client: Client, namespace: Option<&str>, target: TargetSlot) -> Self {
         let resource = match &target {
             TargetSlot::Known(target) => Arc::clone(target.name()),
-            TargetSlot::Discovered { gvr, .. } if gvr.group.is_empty() => {
-                gvr.resource.as_str().into()
-            }
-            TargetSlot::Discovered { gvr, .. } => format!("{}.{}", gvr.resource, gvr.group).into(),
+            TargetSlot::Discovered { gvr, .. } => gvr.qualified_name().into(),
         };
         Self {
             client,
@@ -213,25 +210,21 @@ impl<K: Object> HttpListerWatcher<K> {
     /// A hook that forgets a discovered target when an error says the resource changed under
     /// it (a CRD deleted and created again with another scope or kind, a version no longer
     /// served): a 404, an object of another kind, a list that is not of the target. The next
-    /// list or watch, after the reflector's backoff, discovers the resource again.
-    fn forget_target(&self) -> impl Fn(&Error) + Send + Sync + 'static {
-        let found = match &self.target {
-            TargetSlot::Discovered { found, .. } => Some(Arc::clone(found)),
-            TargetSlot::Known(_) => None,
-        };
-        let resource = Arc::clone(&self.resource);
-        move |error: &Error| {
+    /// list or watch, after the reflector's backoff, discovers the resource again. `None` for a
+    /// target known at compile time, which nothing can change.
+    fn forget_target(&self) -> Option<impl Fn(&Error) + Send + Sync + 'static> {
+        let TargetSlot::Discovered { found, .. } = &self.target else { return None };
+        let (found, resource) = (Arc::clone(found), Arc::clone(&self.resource));
+        Some(move |error: &Error| {
             let changed = match error {
                 Error::Api(status) => status.code == 404,
                 Error::UnexpectedKind { .. } | Error::Decode(_) => true,
                 _ => false,
             };
-            if let Some(found) = found.as_ref().filter(|_| changed) {
-                if found.lock().take().is_some() {
-                    tracing::debug!(%resource, %error, "discovery will be read again");
-                }
+            if changed && found.lock().take().is_some() {
+                tracing::debug!(%resource, %error, "discovery will be read again");
             }
-        }
+        })
     }
 
     async fn list_page(
@@ -258,9 +251,10 @@ impl<K: Object> HttpListerWatcher<K> {
         let url = self.url(&target, &options);
         let keep = options.keep_managed_fields;
         let limits = self.client.limits();
-        let decoder = PageDecoder::new(&target, keep, self.prefetcher(&target, options))
-            .max_object_size(limits.max_object_size)
-            .into_intake(intake);
+        let decoder =
+            PageDecoder::new(Arc::clone(&target), keep, self.prefetcher(&target, options))
+                .max_object_size(limits.max_object_size)
+                .into_intake(intake);
         let fetched = match prefetched {
             Some(mut prefetch) => match (&mut prefetch.task.0).await {
                 Ok(fetched) => fetched,
@@ -287,7 +281,9 @@ impl<K: Object> HttpListerWatcher<K> {
             Err(e) => Err(e),
         };
         if let Err(error) = &decoded {
-            self.forget_target()(error);
+            if let Some(forget) = self.forget_target() {
+                forget(error);
+            }
             // The list failed: the page prefetched for it will not be asked for.
             self.prefetch.lock().take();
         }
@@ -350,7 +346,9 @@ impl<K: Object> HttpListerWatcher<K> {
         let response = match self.client.send_accepting(Method::GET, url, None, accept).await {
             Ok(response) => response,
             Err(e) => {
-                forget(&e);
+                if let Some(forget) = &forget {
+                    forget(&e);
+                }
                 return Err(explain(&self.client, &target.resource().gvr(), e).await);
             }
         };
@@ -362,14 +360,18 @@ impl<K: Object> HttpListerWatcher<K> {
         });
         let body =
             response.into_body().map(|chunk| chunk.map_err(|e| ChunkError::from_transport(&e)));
-        let decoder = WatchDecoder::new(&target, options.keep_managed_fields)
+        let decoder = WatchDecoder::new(Arc::clone(&target), options.keep_managed_fields)
             .max_object_size(self.client.limits().max_object_size);
-        let events = watch_stream(body, decoder, idle).inspect(move |event| {
-            if let Err(error @ Error::UnexpectedKind { .. }) = event {
-                forget(error);
-            }
-        });
-        Ok(events.boxed())
+        let events = watch_stream(body, decoder, idle);
+        // Only a discovered target's events are looked at: a typed watch is left as it was.
+        let Some(forget) = forget else { return Ok(events) };
+        Ok(events
+            .inspect(move |event| {
+                if let Err(error @ Error::UnexpectedKind { .. }) = event {
+                    forget(error);
+                }
+            })
+            .boxed())
     }
 }
 
@@ -741,7 +743,7 @@ mod tests {
 
     fn stream(idle: Duration) -> (Sender, WatchStream<Pod>) {
         let (tx, rx) = mpsc::unbounded();
-        (tx, watch_stream(rx, WatchDecoder::new(&Target::of::<Pod>(), false), idle))
+        (tx, watch_stream(rx, WatchDecoder::new(Arc::new(Target::of::<Pod>()), false), idle))
     }
 
     #[tokio::test(start_paused = true)]
@@ -882,7 +884,7 @@ mod read_ahead_tests {
     fn gated_decoder(
         gate: std::sync::mpsc::Receiver<()>,
     ) -> PageDecoder<Pod, impl FnOnce(&str) + Send + 'static> {
-        PageDecoder::new(&Target::of::<Pod>(), false, move |_: &str| {
+        PageDecoder::new(Arc::new(Target::of::<Pod>()), false, move |_: &str| {
             let _ = gate.recv();
         })
     }

@@ -42,8 +42,8 @@ pub(crate) fn decode_list_page<K: crate::Resource>(
     keep_managed_fields: bool,
     on_continue: impl FnOnce(&str),
 ) -> Result<ObjectList<K>, Error> {
-    let target = Target::of::<K>();
-    let mut decoder = PageDecoder::new(&target, keep_managed_fields, on_continue);
+    let target = Arc::new(Target::of::<K>());
+    let mut decoder = PageDecoder::new(target, keep_managed_fields, on_continue);
     decoder.push(body)?;
     decoder.finish()
 }
@@ -71,14 +71,11 @@ struct ListMeta {
 /// `metadata.managedFields` only when `keep_managed_fields` is set.
 pub(crate) struct PageDecoder<K, F> {
     splitter: ListSplitter,
-    resource: Arc<str>,
-    /// The list's `kind`: `PodList`, or `PartialObjectMetadataList` for metadata only (a CRD's
-    /// `listKind` is `KindList` unless it says otherwise, which API servers accept but no
-    /// published CRD we know of does; a dynamic informer's target accepts any `…List`).
-    list_kind: String,
+    /// What is listed: its name for error messages, the kind of its lists (a CRD's `listKind`
+    /// is `KindList` unless it says otherwise, which API servers accept but no published CRD
+    /// we know of does; a dynamic informer's target accepts lists of any kind), and the
+    /// `apiVersion` and `kind` of items, for the types that keep them.
     target: Arc<Target>,
-    /// The `apiVersion` and `kind` of items, for the types that keep them.
-    item_type: (Box<str>, Box<str>),
     objects: ObjectDecoder<K>,
     on_continue: Option<F>,
     intake: Option<Arc<dyn ListIntake<K>>>,
@@ -99,13 +96,10 @@ pub(crate) struct PageDecoder<K, F> {
 
 impl<K: Object, F: FnOnce(&str)> PageDecoder<K, F> {
     /// A decoder of a page of `target`'s list.
-    pub(crate) fn new(target: &Target, keep_managed_fields: bool, on_continue: F) -> Self {
+    pub(crate) fn new(target: Arc<Target>, keep_managed_fields: bool, on_continue: F) -> Self {
         Self {
             splitter: ListSplitter::new(DEFAULT_MAX_OBJECT_SIZE),
-            resource: Arc::clone(target.name()),
-            list_kind: format!("{}List", target.served_type().1),
-            target: Arc::new(target.clone()),
-            item_type: (target.served_type().0.into(), target.served_type().1.into()),
+            target,
             objects: ObjectDecoder::new(keep_managed_fields),
             on_continue: Some(on_continue),
             intake: None,
@@ -152,12 +146,13 @@ impl<K: Object, F: FnOnce(&str)> PageDecoder<K, F> {
             let piece = match self.splitter.next_piece() {
                 Ok(Some(piece)) => piece,
                 Ok(None) => return Ok(()),
-                Err(e) => return Err(split_error(&self.resource, self.decoded, &e)),
+                Err(e) => return Err(split_error(self.target.name(), self.decoded, &e)),
             };
             match piece {
                 Piece::Member { key: "metadata", value, offset } => {
-                    let meta: Option<ListMeta> = serde_json::from_slice(value)
-                        .map_err(|e| part_error(&self.resource, "metadata", value, offset, &e))?;
+                    let meta: Option<ListMeta> = serde_json::from_slice(value).map_err(|e| {
+                        part_error(self.target.name(), "metadata", value, offset, &e)
+                    })?;
                     self.meta = meta.unwrap_or_default();
                     self.list_shown = self.shows_the_list();
                     let token = self.meta.continue_token.as_deref().filter(|t| !t.is_empty());
@@ -168,12 +163,12 @@ impl<K: Object, F: FnOnce(&str)> PageDecoder<K, F> {
                 Piece::Member { key: "items", value, offset } => {
                     // Arrays were split into items; what is left may only be `null`.
                     serde_json::from_slice::<Option<[IgnoredAny; 0]>>(value)
-                        .map_err(|e| part_error(&self.resource, "items", value, offset, &e))?;
+                        .map_err(|e| part_error(self.target.name(), "items", value, offset, &e))?;
                     self.null_items = true;
                 }
                 Piece::Member { key: key @ ("kind" | "reason" | "message"), value, offset } => {
                     let text: Option<String> = serde_json::from_slice(value)
-                        .map_err(|e| part_error(&self.resource, key, value, offset, &e))?;
+                        .map_err(|e| part_error(self.target.name(), key, value, offset, &e))?;
                     match key {
                         "kind" => {
                             self.kind = text;
@@ -185,14 +180,15 @@ impl<K: Object, F: FnOnce(&str)> PageDecoder<K, F> {
                 }
                 Piece::Member { key, value, offset } => {
                     serde_json::from_slice::<IgnoredAny>(value)
-                        .map_err(|e| part_error(&self.resource, key, value, offset, &e))?;
+                        .map_err(|e| part_error(self.target.name(), key, value, offset, &e))?;
                 }
                 Piece::Item { value, offset } => {
                     let mut item = self.objects.decode(value).map_err(|e| {
                         let what = format!("item {}", self.decoded);
-                        part_error(&self.resource, &what, value, offset, &e)
+                        part_error(self.target.name(), &what, value, offset, &e)
                     })?;
-                    item.fill_type(&self.item_type.0, &self.item_type.1);
+                    let (api_version, kind) = self.target.served_type();
+                    item.fill_type(api_version, kind);
                     self.decoded += 1;
                     let Some(intake) = &self.intake else {
                         self.items.push(Arc::new(item));
@@ -222,9 +218,9 @@ impl<K: Object, F: FnOnce(&str)> PageDecoder<K, F> {
     /// resource version.
     pub(crate) fn finish(mut self) -> Result<ObjectList<K>, Error> {
         let items = self.decoded;
-        self.splitter.finish().map_err(|e| split_error(&self.resource, items, &e))?;
-        let expected = &self.list_kind;
-        let resource = &self.resource;
+        self.splitter.finish().map_err(|e| split_error(self.target.name(), items, &e))?;
+        let expected = format!("{}List", self.target.served_type().1);
+        let resource = self.target.name();
         match self.kind.as_deref() {
             Some(kind) if self.target.is_list_kind(kind) => {}
             Some("Status") => {

@@ -88,12 +88,12 @@ impl Target {
 
     /// What lists accept.
     pub(crate) fn list_accept(&self) -> &'static str {
-        if self.metadata_only { METADATA_LIST } else { JSON }
+        list_accept_for(self.metadata_only)
     }
 
     /// What watches and single-object requests accept.
     pub(crate) fn object_accept(&self) -> &'static str {
-        if self.metadata_only { METADATA_OBJECT } else { JSON }
+        object_accept_for(self.metadata_only)
     }
 
     /// The `apiVersion` and `kind` of the objects the server sends: a metadata-only request gets
@@ -129,15 +129,24 @@ impl Target {
     }
 }
 
+fn list_accept_for(metadata_only: bool) -> &'static str {
+    if metadata_only { METADATA_LIST } else { JSON }
+}
+
+fn object_accept_for(metadata_only: bool) -> &'static str {
+    if metadata_only { METADATA_OBJECT } else { JSON }
+}
+
 /// What lists of `K` accept.
 #[cfg(test)]
 pub(crate) fn list_accept<K: Resource>() -> &'static str {
-    Target::of::<K>().list_accept()
+    list_accept_for(K::METADATA_ONLY)
 }
 
-/// What watches and single-object requests of `K` accept.
+/// What watches and single-object requests of `K` accept (no [`Target`] made for a typed
+/// request's header).
 pub(crate) fn object_accept<K: Resource>() -> &'static str {
-    Target::of::<K>().object_accept()
+    object_accept_for(K::METADATA_ONLY)
 }
 
 pub(crate) const JSON: &str = "application/json";

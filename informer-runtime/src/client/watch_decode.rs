@@ -72,11 +72,9 @@ pub(crate) type Decoded<K> = VecDeque<Result<WatchEvent<K>, Error>>;
 /// Turns the chunks of one watch response body into typed events; see the
 /// [module documentation](self).
 pub(crate) struct WatchDecoder<K> {
-    /// `plural` or `plural.group`, for error messages.
-    resource: Arc<str>,
-    /// The `apiVersion` and `kind` of the objects of events.
-    api_version: Box<str>,
-    kind: Box<str>,
+    /// What is watched: its name for error messages, the `apiVersion` and `kind` of its
+    /// objects.
+    target: Arc<Target>,
     /// The unfinished line carried over from earlier chunks.
     partial: Vec<u8>,
     /// The longest line decoded: the maximum object size plus [`EVENT_ENVELOPE`].
@@ -97,12 +95,9 @@ pub(crate) struct WatchDecoder<K> {
 impl<K: Object> WatchDecoder<K> {
     /// A decoder for a watch of `resource` (named in errors), whose objects keep their
     /// `metadata.managedFields` only if `keep_managed_fields` is set.
-    pub(crate) fn new(target: &Target, keep_managed_fields: bool) -> Self {
-        let (api_version, kind) = target.served_type();
+    pub(crate) fn new(target: Arc<Target>, keep_managed_fields: bool) -> Self {
         Self {
-            resource: Arc::clone(target.name()),
-            api_version: api_version.into(),
-            kind: kind.into(),
+            target,
             partial: Vec::new(),
             max_line: DEFAULT_MAX_OBJECT_SIZE + EVENT_ENVELOPE,
             max_object_size: DEFAULT_MAX_OBJECT_SIZE,
@@ -175,13 +170,16 @@ impl<K: Object> WatchDecoder<K> {
             "{} watch, line {} (byte {}): the event is larger than the maximum object size, {} \
              bytes (Config::max_object_size); the watch ends: raise max_object_size if the API \
              server serves objects this large",
-            self.resource, self.line, self.offset, self.max_object_size
+            self.target.name(),
+            self.line,
+            self.offset,
+            self.max_object_size
         ))
     }
 
     /// The resource this decoder decodes, as named in errors.
     pub(crate) fn resource(&self) -> &str {
-        &self.resource
+        self.target.name()
     }
 
     /// Whether bytes of an unfinished line are buffered (or being skipped).
@@ -203,7 +201,9 @@ impl<K: Object> WatchDecoder<K> {
         self.partial.clear();
         Err(Error::Decode(format!(
             "{} watch: stream ended inside line {} (byte {}): {len} bytes of an unfinished event",
-            self.resource, self.line, self.offset
+            self.target.name(),
+            self.line,
+            self.offset
         )))
     }
 
@@ -307,7 +307,8 @@ impl<K: Object> WatchDecoder<K> {
             object = rest;
         }
         let object = object.strip_suffix(b"}")?;
-        if !starts_with_type(object, &self.api_version, &self.kind) {
+        let (api_version, kind) = self.target.served_type();
+        if !starts_with_type(object, api_version, kind) {
             return None;
         }
         // The general path reads the object as a `&str`; without this check, invalid UTF-8 in
@@ -315,7 +316,7 @@ impl<K: Object> WatchDecoder<K> {
         // since `serde_json` checks only the strings it keeps.
         std::str::from_utf8(object).ok()?;
         let mut object = self.objects.decode(object).ok()?;
-        object.fill_type(&self.api_version, &self.kind);
+        object.fill_type(api_version, kind);
         Some(event(Arc::new(object)))
     }
 
@@ -323,7 +324,7 @@ impl<K: Object> WatchDecoder<K> {
         let header: TypeHeader<'_> = serde_json::from_str(object).map_err(|e| {
             self.error_at(object_start, &format!("object: {}", json_error_message(&e)), Some(&e))
         })?;
-        let (api_version, kind) = (&*self.api_version, &*self.kind);
+        let (api_version, kind) = self.target.served_type();
         let api_version_matches = header.api_version.as_deref().is_none_or(|v| v == api_version);
         let kind_matches = header.kind.as_deref().is_none_or(|k| k == kind);
         if !api_version_matches || !kind_matches {
@@ -337,13 +338,13 @@ impl<K: Object> WatchDecoder<K> {
             });
         }
         let typed = |mut object: K| {
-            object.fill_type(&self.api_version, &self.kind);
+            object.fill_type(api_version, kind);
             Arc::new(object)
         };
         self.objects.decode(object.as_bytes()).map(typed).map_err(|e| {
             self.error_at(
                 object_start,
-                &format!("{} object: {}", self.kind, json_error_message(&e)),
+                &format!("{kind} object: {}", json_error_message(&e)),
                 Some(&e),
             )
         })
@@ -359,7 +360,11 @@ impl<K: Object> WatchDecoder<K> {
             }
             _ => self.offset + column_base as u64,
         };
-        Error::Decode(format!("{} watch, line {} (byte {byte}): {what}", self.resource, self.line))
+        Error::Decode(format!(
+            "{} watch, line {} (byte {byte}): {what}",
+            self.target.name(),
+            self.line
+        ))
     }
 }
 
@@ -449,7 +454,7 @@ mod tests {
         body: &[u8],
         size: usize,
     ) -> (Events<K>, Result<(), Error>) {
-        let mut decoder = WatchDecoder::<K>::new(&Target::of::<K>(), false);
+        let mut decoder = WatchDecoder::<K>::new(Arc::new(Target::of::<K>()), false);
         let mut out = Decoded::new();
         for chunk in body.chunks(size) {
             decoder.feed(chunk, &mut out);
@@ -510,7 +515,7 @@ mod tests {
     #[test]
     fn objects_lose_managed_fields_unless_kept() {
         let objects = |keep: bool| {
-            let mut decoder = WatchDecoder::<Pod>::new(&Target::of::<Pod>(), keep);
+            let mut decoder = WatchDecoder::<Pod>::new(Arc::new(Target::of::<Pod>()), keep);
             let mut out = Decoded::new();
             decoder.feed(PODS_RV0_BOOKMARKS, &mut out);
             decoder.finish().unwrap();
@@ -535,7 +540,7 @@ mod tests {
     fn pruning_does_not_move_error_positions() {
         let line = br#"{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"managedFields":[{"manager":"m"}],"name":7}}}"#;
         let messages = [false, true].map(|keep| {
-            let mut decoder = WatchDecoder::<Pod>::new(&Target::of::<Pod>(), keep);
+            let mut decoder = WatchDecoder::<Pod>::new(Arc::new(Target::of::<Pod>()), keep);
             let mut out = Decoded::new();
             decoder.feed(line, &mut out);
             decoder.feed(b"\n", &mut out);
@@ -617,7 +622,7 @@ mod tests {
     fn both_paths<K: crate::Resource>(
         line: &[u8],
     ) -> (Option<WatchEvent<K>>, Result<WatchEvent<K>, Error>) {
-        let mut decoder = WatchDecoder::<K>::new(&Target::of::<K>(), false);
+        let mut decoder = WatchDecoder::<K>::new(Arc::new(Target::of::<K>()), false);
         let fast = decoder.decode_object_event_in_server_layout(line);
         (fast, decoder.decode_line_in_any_layout(line))
     }
@@ -834,8 +839,8 @@ mod tests {
         let body = format!("{}\n{huge}\n{}\n", bookmark(1), bookmark(2));
         let huge_at = bookmark(1).len() + 1;
         for size in [1, 100, 1000, body.len()] {
-            let mut decoder =
-                WatchDecoder::<Pod>::new(&Target::of::<Pod>(), false).max_object_size(1000);
+            let mut decoder = WatchDecoder::<Pod>::new(Arc::new(Target::of::<Pod>()), false)
+                .max_object_size(1000);
             let mut out = Decoded::new();
             for chunk in body.as_bytes().chunks(size) {
                 decoder.feed(chunk, &mut out);
@@ -858,7 +863,7 @@ mod tests {
         }
         // Cut off while skipping: reported once, when it grew too long.
         let mut decoder =
-            WatchDecoder::<Pod>::new(&Target::of::<Pod>(), false).max_object_size(1000);
+            WatchDecoder::<Pod>::new(Arc::new(Target::of::<Pod>()), false).max_object_size(1000);
         let mut out = Decoded::new();
         decoder.feed(&huge.as_bytes()[..2500], &mut out);
         assert_eq!(out.len(), 1);

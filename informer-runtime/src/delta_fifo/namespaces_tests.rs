@@ -11,35 +11,12 @@ use std::task::{Context, Wake, Waker};
 
 use k8s_openapi::api::core::v1::Pod;
 
+use super::tests::{drain, known, pop};
 use super::*;
-use crate::store::Indexer;
 use crate::testing::objects::pod;
 
 fn obj(ns: &str, name: &str, rv: u32) -> Arc<Pod> {
     Arc::new(pod(ns, name, &rv.to_string()))
-}
-
-fn known(objs: &[Arc<Pod>]) -> Arc<dyn KnownObjects<Pod>> {
-    let indexer = Indexer::<Pod>::default();
-    for o in objs {
-        indexer.add(Arc::clone(o));
-    }
-    Arc::new(indexer.cache())
-}
-
-async fn pop(f: &DeltaFifo<Pod>) -> (Vec<String>, bool) {
-    f.pop(|deltas, initial| (deltas.iter().map(|d| format!("{d:?}")).collect(), initial))
-        .await
-        .expect("queue open")
-}
-
-async fn drain(f: &DeltaFifo<Pod>) -> Vec<Vec<String>> {
-    let mut popped = Vec::new();
-    while !f.is_empty() {
-        popped.push(pop(f).await.0);
-    }
-    popped.sort();
-    popped
 }
 
 // The bug a naive design has: namespace a's relist (after a 410, say) sees only a's objects, so

@@ -20,7 +20,7 @@ thread_local! {
     static KNOWN_MODE: std::cell::Cell<StorageMode> = const { std::cell::Cell::new(StorageMode::Decoded) };
 }
 
-fn known(objs: &[Arc<Pod>]) -> Arc<dyn KnownObjects<Pod>> {
+pub(super) fn known(objs: &[Arc<Pod>]) -> Arc<dyn KnownObjects<Pod>> {
     let indexer = Indexer::<Pod>::default();
     indexer.set_storage_mode(KNOWN_MODE.get());
     for o in objs {
@@ -33,7 +33,7 @@ fn show(deltas: &[Delta<Pod>]) -> Vec<String> {
     deltas.iter().map(|d| format!("{d:?}")).collect()
 }
 
-async fn pop(f: &DeltaFifo<Pod>) -> (Vec<String>, bool) {
+pub(super) async fn pop(f: &DeltaFifo<Pod>) -> (Vec<String>, bool) {
     f.pop(|deltas, initial| (show(&deltas), initial)).await.expect("queue open")
 }
 
@@ -688,7 +688,7 @@ fn hand_over(f: &DeltaFifo<Pod>, handover: Handover, mut list: Vec<Arc<Pod>>) {
     }
 }
 
-async fn drain(f: &DeltaFifo<Pod>) -> Vec<Vec<String>> {
+pub(super) async fn drain(f: &DeltaFifo<Pod>) -> Vec<Vec<String>> {
     let mut popped = Vec::new();
     while !f.is_empty() {
         popped.push(pop(f).await.0);

@@ -109,7 +109,7 @@ impl<S: ListWatchSource> FactoryBuilder<S> {
         mut self,
         tweak: impl Fn(&mut ListTweak) + Send + Sync + 'static,
     ) -> Self {
-        self.reflector.tweak_list_options = Some(TweakListOptions::new(tweak));
+        self.reflector = self.reflector.tweak_list_options(tweak);
         self
     }
 

@@ -234,7 +234,7 @@ type Page = (Result<(Vec<Arc<Pod>>, String, Option<String>), String>, Vec<String
 fn decode_page(body: &[u8], ends: &[usize], keep_managed_fields: bool) -> Page {
     let mut reported = Vec::new();
     let mut decoder = PageDecoder::<Pod, _>::new(
-        &crate::client::request::Target::of::<Pod>(),
+        Arc::new(crate::client::request::Target::of::<Pod>()),
         keep_managed_fields,
         |t: &str| {
             reported.push(t.to_owned());

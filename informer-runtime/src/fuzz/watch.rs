@@ -66,7 +66,8 @@ fn brief<K: Resource>(seen: &Seen<K>) -> String {
 
 /// The events of `body` fed in chunks ending at `ends`, and how the stream ended.
 pub(super) fn decode<K: Resource>(body: &[u8], ends: &[usize]) -> (Vec<Seen<K>>, Option<String>) {
-    let mut decoder = WatchDecoder::<K>::new(&crate::client::request::Target::of::<K>(), false);
+    let mut decoder =
+        WatchDecoder::<K>::new(Arc::new(crate::client::request::Target::of::<K>()), false);
     let mut out = Decoded::new();
     let mut start = 0;
     for &end in ends {

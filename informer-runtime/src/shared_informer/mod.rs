@@ -168,8 +168,6 @@ pub(crate) struct Identity {
 impl Identity {
     pub(crate) fn of<K: Resource>() -> Self {
         let name = crate::resource::resource_name::<K>();
-        let kind = K::KIND.to_lowercase();
-        let lister_label = if K::GROUP.is_empty() { kind } else { format!("{kind}.{}", K::GROUP) };
         let metric_label = if K::METADATA_ONLY {
             format!("{name}(metadata)")
         } else if K::PARTIAL {
@@ -184,18 +182,14 @@ impl Identity {
         Self {
             gvr: GroupVersionResource::of::<K>(),
             name: name.into(),
-            lister_label: lister_label.into(),
+            lister_label: crate::lister::typed_label::<K>(),
             metric_label,
             partial: K::PARTIAL,
         }
     }
 
     fn dynamic(gvr: GroupVersionResource, metadata_only: bool) -> Self {
-        let name: Arc<str> = if gvr.group.is_empty() {
-            gvr.resource.as_str().into()
-        } else {
-            format!("{}.{}", gvr.resource, gvr.group).into()
-        };
+        let name: Arc<str> = gvr.qualified_name().into();
         let metric_label =
             if metadata_only { format!("{name}(metadata)") } else { name.to_string() };
         Self { gvr, lister_label: Arc::clone(&name), name, metric_label, partial: metadata_only }
