@@ -24,6 +24,7 @@ use informer_runtime::shared_informer::{DeletedObject, ResourceEventHandler};
 use informer_runtime::{LabelSelector, SharedInformerFactory};
 use informer_tests::eventually;
 use informer_tests::kube_apiserver::KubeApiServer;
+use informer_tests::kube_program::KubeProgram;
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Namespace, Pod, PodSpec};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta, Preconditions};
@@ -860,8 +861,6 @@ async fn a_kube_rs_program_from_client_try_default_runs_informers() {
     use kube::api::{Api, Patch, PatchParams, PostParams};
     use kube::runtime::wait::{await_condition, conditions};
     use program::{Widget, WidgetSpec};
-    use tokio::io::{AsyncBufReadExt, BufReader};
-
     let Some(server) = shared().await else { return };
     let client = server.client("cert");
     let namespace = unique("kube-program");
@@ -885,22 +884,11 @@ async fn a_kube_rs_program_from_client_try_default_runs_informers() {
         .await
         .unwrap();
 
-    let mut program = tokio::process::Command::new(env!("CARGO_BIN_EXE_kube-program"))
-        .arg(&namespace)
-        .env("KUBECONFIG", server.kubeconfig())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(program.stdout.take().unwrap()).lines();
-    let mut next_line =
-        async || tokio::time::timeout(DEADLINE, lines.next_line()).await.unwrap().unwrap().unwrap();
-    assert_eq!(next_line().await, "synced pods=1 widgets=1");
-    widgets
-        .create(&PostParams::default(), &Widget::new("late", WidgetSpec { size: 2 }))
-        .await
-        .unwrap();
-    assert_eq!(next_line().await, "saw late");
-    let status = tokio::time::timeout(DEADLINE, program.wait()).await.unwrap();
-    assert!(status.unwrap().success());
+    let exe = env!("CARGO_BIN_EXE_kube-program");
+    let mut program = KubeProgram::start(exe, server.kubeconfig(), &namespace, DEADLINE);
+    assert_eq!(program.line().await, "synced pods=1 widgets=1");
+    let late = Widget::new("late", WidgetSpec { size: 2 });
+    widgets.create(&PostParams::default(), &late).await.unwrap();
+    assert_eq!(program.line().await, "saw late");
+    program.exits_successfully().await;
 }

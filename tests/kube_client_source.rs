@@ -22,6 +22,7 @@ use informer_runtime::{
     GroupVersionResource, HandlerFuncs, LabelSelector, SharedInformerFactory, impl_resource,
 };
 use informer_tests::eventually;
+use informer_tests::kube_program::KubeProgram;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -104,6 +105,13 @@ fn as_applied(crd: CustomResourceDefinition) -> CustomResourceDefinition {
     }
 }
 
+/// Installs the Widget CRD as a kube-rs program does; the widgets of `default`.
+async fn install_widgets(kube_client: &kube::Client) -> Api<Widget> {
+    let crds: Api<CustomResourceDefinition> = Api::all(kube_client.clone());
+    crds.create(&PostParams::default(), &as_applied(Widget::crd())).await.expect("the CRD");
+    Api::default_namespaced(kube_client.clone())
+}
+
 /// What handlers saw, as `add NAME`, `update NAME`, `delete NAME` lines.
 type Seen = Arc<Mutex<Vec<String>>>;
 
@@ -129,9 +137,7 @@ async fn a_kube_rs_program_runs_informers_over_its_kube_client() {
     let kube_client = kube::Client::try_from(kube_config(&server).await).expect("a kube client");
 
     // The program's own kube-rs calls: its CRD and a first widget.
-    let crds: Api<CustomResourceDefinition> = Api::all(kube_client.clone());
-    crds.create(&PostParams::default(), &as_applied(Widget::crd())).await.expect("the CRD");
-    let widgets: Api<Widget> = Api::default_namespaced(kube_client.clone());
+    let widgets = install_widgets(&kube_client).await;
     widgets
         .create(&PostParams::default(), &Widget::new("w1", WidgetSpec { size: 1 }))
         .await
@@ -293,13 +299,9 @@ async fn our_client_is_built_from_the_programs_kube_config() {
 /// the `kube` feature, and a widget created afterwards reaches its handler.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kube_rs_program_from_client_try_default_runs_informers() {
-    use tokio::io::{AsyncBufReadExt, BufReader};
-
     let server = ApiServer::start().await.expect("server starts");
     let kube_client = kube::Client::try_from(kube_config(&server).await).expect("a kube client");
-    let crds: Api<CustomResourceDefinition> = Api::all(kube_client.clone());
-    crds.create(&PostParams::default(), &as_applied(Widget::crd())).await.expect("the CRD");
-    let widgets: Api<Widget> = Api::default_namespaced(kube_client.clone());
+    let widgets = install_widgets(&kube_client).await;
     widgets
         .create(&PostParams::default(), &Widget::new("early", WidgetSpec { size: 1 }))
         .await
@@ -309,28 +311,14 @@ async fn a_kube_rs_program_from_client_try_default_runs_informers() {
     let kubeconfig =
         std::env::temp_dir().join(format!("kube-program-{}.yaml", server.addr().port()));
     std::fs::write(&kubeconfig, server.kubeconfig_yaml()).expect("the kubeconfig is written");
-    let mut program = tokio::process::Command::new(env!("CARGO_BIN_EXE_kube-program"))
-        .arg("default")
-        .env("KUBECONFIG", &kubeconfig)
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the program starts");
-    let mut lines = BufReader::new(program.stdout.take().expect("its stdout")).lines();
-    let mut next_line = async || {
-        tokio::time::timeout(DEADLINE, lines.next_line())
-            .await
-            .expect("the program answers in time")
-            .expect("its stdout is readable")
-            .expect("a line")
-    };
-    assert_eq!(next_line().await, "synced pods=1 widgets=1");
+    let exe = env!("CARGO_BIN_EXE_kube-program");
+    let mut program = KubeProgram::start(exe, &kubeconfig, "default", DEADLINE);
+    assert_eq!(program.line().await, "synced pods=1 widgets=1");
     widgets
         .create(&PostParams::default(), &Widget::new("late", WidgetSpec { size: 2 }))
         .await
         .expect("the late widget");
-    assert_eq!(next_line().await, "saw late");
-    let status = tokio::time::timeout(DEADLINE, program.wait()).await.expect("it exits");
-    assert!(status.expect("its status").success());
+    assert_eq!(program.line().await, "saw late");
+    program.exits_successfully().await;
     let _ = std::fs::remove_file(&kubeconfig);
 }
