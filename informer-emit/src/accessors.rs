@@ -134,6 +134,7 @@ pub fn factory_trait<T: ToTokens>(
         #[automatically_derived]
         impl<S: #rt::ListWatchSource> CustomResourceInformers<S> for #rt::SharedInformerFactory<S> {
             #(#trait_impls)*
+            #[allow(clippy::too_many_lines, reason = "one line per custom resource")]
             fn register_custom_resources(&self) {
                 #(self.register::<#types>();)*
             }

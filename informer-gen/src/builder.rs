@@ -142,6 +142,13 @@ impl Builder {
         self
     }
 
+    /// Whether schemas that are not structural fail the build ([`Generator::strict`]); by
+    /// default each such spot is a `cargo:warning=` line, which Cargo shows.
+    pub fn strict(mut self, enabled: bool) -> Self {
+        self.generator = self.generator.strict(enabled);
+        self
+    }
+
     /// The path of the informer-runtime crate in generated code ([`Generator::runtime_crate`]).
     pub fn runtime_crate(mut self, path: impl Into<String>) -> Self {
         self.generator = self.generator.runtime_crate(path);
@@ -214,6 +221,12 @@ impl Builder {
         }
         let crds = crate::schema::load(&self.inputs)?;
         let output = self.generator.generate(&crds)?;
+        for warning in output.warnings() {
+            // One line each: Cargo shows `cargo:warning=` lines, and a newline would end one.
+            let line = warning.to_string().replace(['\n', '\r'], " ");
+            writeln!(stdout, "cargo:warning={line}")
+                .map_err(|source| Error::Write { path: PathBuf::from("<stdout>"), source })?;
+        }
         let path = out_dir.join(&self.file_name);
         write_file_if_changed(&path, &output.to_file_string())?;
         Ok(path)
@@ -339,6 +352,31 @@ spec:
             .collect::<Vec<_>>()
             .concat();
         assert_eq!(String::from_utf8(printed).unwrap(), expected);
+    }
+
+    #[test]
+    fn schemas_that_are_not_structural_are_cargo_warnings_unless_strict() {
+        let temp = tempfile::tempdir().unwrap();
+        let file = temp.path().join("widgets.yaml");
+        let loose = CRD.replace(
+            "openAPIV3Schema: {type: object}",
+            "openAPIV3Schema: {type: object, properties: {tags: {type: array}}}",
+        );
+        fs::write(&file, loose).unwrap();
+        let builder = Builder::new().crd(&file).out_dir(temp.path()).emit_rerun_if_changed(false);
+        let mut printed = Vec::new();
+        builder.build_with(None, &mut printed).unwrap();
+        assert_eq!(
+            String::from_utf8(printed).unwrap(),
+            format!(
+                "cargo:warning={}: spec.versions[0].schema.openAPIV3Schema.properties.tags: an \
+                 array without `items` (a structural schema says what the items are): items of \
+                 free JSON (Vec<serde_json::Value>)\n",
+                file.display()
+            )
+        );
+        let error = builder.strict(true).build_with(None, &mut Vec::new()).unwrap_err();
+        assert!(matches!(error, Error::NotStructural { ref warnings } if warnings.len() == 1));
     }
 
     #[test]

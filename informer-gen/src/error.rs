@@ -1,6 +1,7 @@
 //! What can go wrong while generating, each error naming the file and, where there is one, the
 //! path in the document (`spec.versions[1].schema.openAPIV3Schema.properties.spec`).
 
+use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
@@ -53,7 +54,7 @@ pub enum Error {
         source: io::Error,
     },
     /// A derive was asked for every generated type that some of them cannot take: a root type's
-    /// `ObjectMeta`, a `Quantity`, an `f64` or a `serde_json::Value` does not implement the trait.
+    /// `ObjectMeta`, a `NumberOrQuantity`, an `f64` or a `serde_json::Value` does not implement the trait.
     /// The generated code would not compile; the error says so at generation time instead.
     #[error(
         "derive `{derive}` cannot be added to every generated type: {reason}; add it only to the \
@@ -81,6 +82,46 @@ pub enum Error {
     /// The generator was configured in a way it cannot work with.
     #[error("{0}")]
     Config(String),
+    /// [`Generator::strict`](crate::Generator::strict) is on and some schemas are not
+    /// structural: every spot that would have been a [`Warning`], one per line.
+    #[error("{} schema spot(s) are not structural (strict mode):\n{}", warnings.len(), lines(warnings))]
+    NotStructural {
+        /// What generating without strict mode would have warned about.
+        warnings: Vec<Warning>,
+    },
+}
+
+/// A spot of a schema that is not structural (arrays without `items`, a `type` left out, an
+/// unknown `type`, a property only inside `oneOf`, pruning turned off for the whole CRD), which
+/// was generated with the loosest faithful Rust type: free JSON where the schema says nothing,
+/// and a map keeping unknown fields where the API server keeps them.
+///
+/// Displayed as `file: path: message`, like [`Error::Schema`]. [`Output::warnings`] lists them;
+/// the command line prints them to standard error, and a build script's
+/// [`Builder`](crate::Builder) as `cargo:warning=` lines.
+///
+/// [`Output::warnings`]: crate::Output::warnings
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    /// The file.
+    pub file: PathBuf,
+    /// The index of the document in a multi-document YAML file (0 for the first).
+    pub document: usize,
+    /// Where in the document (`spec.versions[0].schema.openAPIV3Schema.properties.spec`).
+    pub path: String,
+    /// What is not structural, and which Rust type it became.
+    pub message: String,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Warning { file, document, path, message } = self;
+        write!(f, "{}{}: {path}: {message}", file.display(), document_suffix(*document))
+    }
+}
+
+fn lines(warnings: &[Warning]) -> String {
+    warnings.iter().map(|w| format!("  {w}")).collect::<Vec<_>>().join("\n")
 }
 
 fn document_suffix(document: usize) -> String {

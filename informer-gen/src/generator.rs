@@ -9,7 +9,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use crate::emit::crd;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Warning};
 use crate::schema::Loaded;
 
 /// Which versions of each CRD to generate.
@@ -88,6 +88,7 @@ pub struct Generator {
     pub(crate) schemars: bool,
     pub(crate) docs: bool,
     pub(crate) visibility: Visibility,
+    pub(crate) strict: bool,
 }
 
 impl Default for Generator {
@@ -103,6 +104,7 @@ impl Default for Generator {
             schemars: false,
             docs: true,
             visibility: Visibility::Public,
+            strict: false,
         }
     }
 }
@@ -138,9 +140,9 @@ impl Generator {
     ///
     /// | derive | why not |
     /// |--------|---------|
-    /// | `Eq` | `ObjectMeta` (every root type's `metadata`), `Quantity` and `f64` lack it |
+    /// | `Eq` | `ObjectMeta` (every root type's `metadata`), `NumberOrQuantity` and `f64` lack it |
     /// | `Hash` | as `Eq`, and `Time` and `IntOrString` lack it too |
-    /// | `PartialOrd`, `Ord` | `ObjectMeta`, `Quantity`, `IntOrString` and `serde_json::Value` lack them (and `f64` is not `Ord`) |
+    /// | `PartialOrd`, `Ord` | `ObjectMeta`, `NumberOrQuantity`, `IntOrString` and `serde_json::Value` lack them (and `f64` is not `Ord`) |
     /// | `Copy` | `String`, `Vec`, `BTreeMap` and `ObjectMeta` are not `Copy` |
     /// | `JsonSchema` | use [`schemars`](Generator::schemars), which writes the schemas enums need |
     ///
@@ -238,6 +240,56 @@ impl Generator {
         self
     }
 
+    /// Whether a schema that is not structural is an error ([`Error::NotStructural`], listing
+    /// every spot) rather than a [`Warning`] in [`Output::warnings`] (off by default).
+    ///
+    /// Off, such spots get the loosest faithful Rust type: free JSON where the schema says
+    /// nothing (an array without `items`, a node without `type`), a flattened map of JSON values
+    /// where fields the schema does not name may come (a property only inside `oneOf`, a CRD
+    /// with `preserveUnknownFields: true`). The API server still serves CRDs created before it
+    /// required structural schemas, and their projects still publish them.
+    ///
+    /// ```
+    /// # use informer_gen::{Error, Generator};
+    /// let yaml = r#"
+    /// apiVersion: apiextensions.k8s.io/v1
+    /// kind: CustomResourceDefinition
+    /// metadata: {name: widgets.example.com}
+    /// spec:
+    ///   group: example.com
+    ///   names: {kind: Widget, plural: widgets}
+    ///   scope: Namespaced
+    ///   versions:
+    ///   - name: v1
+    ///     served: true
+    ///     storage: true
+    ///     schema:
+    ///       openAPIV3Schema:
+    ///         type: object
+    ///         properties:
+    ///           spec:
+    ///             type: object
+    ///             properties:
+    ///               args: {type: array}
+    /// "#;
+    /// let crds = informer_gen::schema::parse_str("widget.yaml".as_ref(), yaml).unwrap();
+    /// let output = Generator::new().generate(&crds).unwrap();
+    /// assert_eq!(
+    ///     output.warnings()[0].to_string(),
+    ///     "widget.yaml: spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.args: \
+    ///      an array without `items` (a structural schema says what the items are): items of \
+    ///      free JSON (Vec<serde_json::Value>)"
+    /// );
+    /// assert!(output.to_file_string().contains("::std::vec::Vec<::serde_json::Value>"));
+    ///
+    /// let strict = Generator::new().strict(true).generate(&crds);
+    /// assert!(matches!(strict, Err(Error::NotStructural { warnings }) if warnings.len() == 1));
+    /// ```
+    pub fn strict(mut self, enabled: bool) -> Self {
+        self.strict = enabled;
+        self
+    }
+
     /// Generates code for `crds`.
     ///
     /// # Errors
@@ -247,7 +299,8 @@ impl Generator {
     /// runtime crate or derive that is not a path, or when no version is selected;
     /// [`Error::Derive`] for a derive some generated type cannot take (see
     /// [`derive`](Generator::derive)); [`Error::Hook`] for a hook whose path is malformed or
-    /// matches nothing, or whose attribute does not parse.
+    /// matches nothing, or whose attribute does not parse; [`Error::NotStructural`] in
+    /// [`strict`](Generator::strict) mode.
     pub fn generate(&self, crds: &[Loaded]) -> Result<Output> {
         crd::generate(self, crds)
     }
@@ -268,6 +321,7 @@ pub struct Output {
     pub(crate) top: TokenStream,
     pub(crate) groups: Vec<GroupModule>,
     pub(crate) resources: Vec<GeneratedResource>,
+    pub(crate) warnings: Vec<Warning>,
 }
 
 /// One group's module.
@@ -304,6 +358,13 @@ impl Output {
     #[must_use]
     pub fn resources(&self) -> &[GeneratedResource] {
         &self.resources
+    }
+
+    /// Every spot of the schemas that is not structural, and what it became, in the order
+    /// found (see [`Generator::strict`]).
+    #[must_use]
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
     }
 
     /// The whole output as one self-contained, formatted Rust file, starting with the

@@ -71,17 +71,26 @@
 //!   behind `factory.cert_manager().v1().certificates()` (through the generated
 //!   `CustomResourceInformers` trait).
 //!
-//! Mapping: `x-kubernetes-int-or-string` → `IntOrString`, or `Quantity` when the schema has the
-//! quantity pattern; `date-time` → `Time`; `byte` → `ByteString`; `int32` → `i32`, other
-//! integers `i64`; `number` → `f64`; `additionalProperties` → `BTreeMap<String, T>` (or a
-//! flattened map beside the properties); `x-kubernetes-preserve-unknown-fields` → JSON values,
-//! kept beside known fields; `x-kubernetes-embedded-resource` → a struct with `apiVersion`,
-//! `kind` and `metadata: ObjectMeta`. `oneOf`/`anyOf`/`allOf`/`not` only validate in a
-//! structural schema (the shape is always in `properties`), so they become documentation
-//! ("Exactly one of …"); a property that appears only inside them is an error rather than a
-//! dropped field. Properties not `required` (or `nullable`) are `Option`s. Property names that
-//! are Rust keywords or not identifiers are escaped and renamed for serde (`r#type`,
-//! `-XX` → `xx`). Descriptions become doc comments that never run as doctests.
+//! Mapping: `x-kubernetes-int-or-string` → `IntOrString`, or, when the schema has the quantity
+//! pattern, `informer_runtime::quantity::NumberOrQuantity` (a quantity that writes a number
+//! back as a number, where k8s-openapi's `Quantity` would write a string); `date-time` →
+//! `Time`; `byte` → `ByteString`; `int32` → `i32`, other integers `i64`; `number` → `f64`;
+//! `additionalProperties` → `BTreeMap<String, T>` (or a flattened map beside the properties);
+//! `x-kubernetes-preserve-unknown-fields` → JSON values, kept beside known fields;
+//! `x-kubernetes-embedded-resource` → a struct with `apiVersion`, `kind` and
+//! `metadata: ObjectMeta`. `oneOf`/`anyOf`/`allOf`/`not` only validate in a structural schema
+//! (the shape is always in `properties`), so they become documentation ("Exactly one of …").
+//! Properties not `required` (or `nullable`) are `Option`s. Property names that are Rust
+//! keywords or not identifiers are escaped and renamed for serde (`r#type`, `-XX` → `xx`).
+//! Descriptions become doc comments that never run as doctests. Whatever an object holds, it
+//! holds after a decode and an encode, with one exception: `null` in an optional field reads
+//! as `None`, which is not written.
+//!
+//! Schemas that are not structural (an array without `items`, a `type` left out, a property only
+//! inside `oneOf`, a CRD with `preserveUnknownFields: true`) still generate: each such spot gets
+//! the loosest faithful type (free JSON where the schema says nothing) and a [`Warning`] naming
+//! the file and schema path, printed by the command line and by [`Builder`]. With
+//! [`Generator::strict`] (`--strict`) they are errors.
 //!
 //! Types and fields can be given attributes and derives of their own, as prost-build's hooks do:
 //! [`Generator::type_attribute`], [`Generator::field_attribute`] and [`Generator::derive_for`]
@@ -105,6 +114,6 @@ pub mod schema;
 mod spec;
 
 pub use builder::{Builder, compile_crds};
-pub use error::{Error, Result};
+pub use error::{Error, Result, Warning};
 pub use generator::{GeneratedResource, Generator, Output, Versions, Visibility};
 pub use spec::{NEWEST_MINOR, OLDEST_MINOR, ResourceSpec};

@@ -59,7 +59,7 @@ struct CrdArgs {
     /// Adds a derive to every generated type (repeatable, or comma-separated)
     ///
     /// Every type already derives Clone, Debug, PartialEq (and Default where it can). Eq, Hash,
-    /// PartialOrd, Ord and Copy are refused: ObjectMeta, Quantity, IntOrString, f64 or
+    /// PartialOrd, Ord and Copy are refused: ObjectMeta, NumberOrQuantity, IntOrString, f64 or
     /// serde_json::Value lack them; for JsonSchema use --schemars. Other crates' derives are passed through.
     #[arg(long, value_name = "PATH", value_delimiter = ',')]
     derive: Vec<String>,
@@ -96,6 +96,14 @@ struct CrdArgs {
     /// Visibility of generated items
     #[arg(long, value_enum, default_value_t = VisibilityArg::Pub)]
     visibility: VisibilityArg,
+
+    /// Makes schemas that are not structural an error instead of a warning
+    ///
+    /// Without it, each such spot (an array without items, a node without type, a property only
+    /// inside oneOf, a CRD with preserveUnknownFields) is printed to standard error as
+    /// `warning: FILE: PATH: ...` and generated with the loosest faithful Rust type.
+    #[arg(long)]
+    strict: bool,
 
     /// Path of the informer-runtime crate in generated code
     #[arg(long, value_name = "PATH", default_value = "::informer_runtime")]
@@ -171,7 +179,8 @@ fn crd(args: &CrdArgs) -> Result<String> {
             VisibilityArg::Pub => Visibility::Public,
             VisibilityArg::Crate => Visibility::Crate,
         })
-        .runtime_crate(&args.runtime_crate);
+        .runtime_crate(&args.runtime_crate)
+        .strict(args.strict);
     for derive in &args.derive {
         generator = generator.derive(derive);
     }
@@ -185,6 +194,9 @@ fn crd(args: &CrdArgs) -> Result<String> {
         generator = generator.derive_for(path, derive);
     }
     let output = generator.generate(&crds)?;
+    for warning in output.warnings() {
+        eprintln!("warning: {warning}");
+    }
     if let Some(dir) = &args.out {
         output.write_module_tree(dir)?;
     }

@@ -18,10 +18,10 @@
 //! decides:
 //!
 //! 1. `enum`: value *i* mod the number of values (`null` is never chosen).
-//! 2. `x-kubernetes-int-or-string`: with the Kubernetes quantity pattern (a `pattern` containing
-//!    `[KMGTPE]i`) always a string such as `"1Gi"`, because the API server keeps a quantity's
-//!    text but a quantity given as an integer would not round-trip as one; otherwise integers and
-//!    `"25%"` alternate.
+//! 2. `x-kubernetes-int-or-string`: integers and strings alternate, the strings being quantities
+//!    such as `"1Gi"` where the node has the Kubernetes quantity pattern (a `pattern` containing
+//!    `[KMGTPE]i`), `"25%"` otherwise: the API server keeps either form, and so must a round
+//!    trip.
 //! 3. `x-kubernetes-embedded-resource`: `apiVersion: v1`, `kind: ConfigMap`,
 //!    `metadata: {name: embedded}` plus the node's other properties.
 //! 4. By `type`:
@@ -47,6 +47,11 @@
 //! 5. No `type`: `x-kubernetes-preserve-unknown-fields` (any value) → `{"x-extra": …}` (`{}` in
 //!    `required-only`); properties or `additionalProperties` → an object; `items` → an array;
 //!    anything else → a string.
+//!
+//! Schemas that are not structural get values of the same rules: a property only inside
+//! `oneOf`/`anyOf`/`allOf`/`not` is set in `all-fields` (from the first branch that has it), and
+//! when the CRD has `preserveUnknownFields: true` every object without `additionalProperties`
+//! gets the unknown key, as the API server then keeps it.
 //!
 //! `null` is never produced, even for `nullable` nodes. `oneOf`, `anyOf`, `allOf` and `not` are
 //! validation-only in a structural schema and are ignored, so a `required-only` or `all-fields`
@@ -138,13 +143,15 @@ pub fn samples(crd: &CustomResourceDefinition, version: &str) -> Vec<Sample> {
         kind: &crd.spec.names.kind,
         namespaced: crd.namespaced(),
     };
-    let required_only = Generator::new(0).root(schema, Mode::Required, &header, "required-only");
-    let mut all_fields = Generator::new(0);
+    let keep_unknown = crd.spec.preserve_unknown_fields;
+    let required_only =
+        Generator::new(0, keep_unknown).root(schema, Mode::Required, &header, "required-only");
+    let mut all_fields = Generator::new(0, keep_unknown);
     let all = all_fields.root(schema, Mode::All, &header, "all-fields");
     let mut samples = vec![required_only, all];
     for variant in 1..all_fields.longest_enum {
         let name = format!("enum-variant-{variant}");
-        samples.push(Generator::new(variant).root(schema, Mode::All, &header, &name));
+        samples.push(Generator::new(variant, keep_unknown).root(schema, Mode::All, &header, &name));
     }
     samples
 }
@@ -260,11 +267,14 @@ struct Generator {
     counter: usize,
     /// The number of non-null values of the longest enum met.
     longest_enum: usize,
+    /// The CRD has `preserveUnknownFields: true`: every object without `additionalProperties`
+    /// keeps unknown fields.
+    keep_unknown: bool,
 }
 
 impl Generator {
-    fn new(variant: usize) -> Self {
-        Self { variant, counter: 0, longest_enum: 1 }
+    fn new(variant: usize, keep_unknown: bool) -> Self {
+        Self { variant, counter: 0, longest_enum: 1, keep_unknown }
     }
 
     /// The next leaf number, from 1.
@@ -296,7 +306,9 @@ impl Generator {
         variant: usize,
         also: &[String],
     ) -> Option<Value> {
-        if let Some(values) = &schema.enum_ {
+        // An enum whose values cannot have the node's type (Gatekeeper's v1alpha1 puts a list of
+        // strings on an array) is no guide: the type is.
+        if let Some(values) = schema.enum_.as_ref().filter(|values| enum_fits(schema, values)) {
             let values: Vec<&Value> = values.iter().filter(|value| !value.is_null()).collect();
             if values.is_empty() {
                 return None;
@@ -306,10 +318,10 @@ impl Generator {
         }
         if schema.int_or_string {
             let n = self.next();
-            return Some(if is_quantity(schema) {
-                quantity(n)
-            } else if (variant + n) % 2 == 0 {
+            return Some(if (variant + n) % 2 == 0 {
                 integer(schema, n)
+            } else if is_quantity(schema) {
+                quantity(n)
             } else {
                 Value::from("25%")
             });
@@ -392,7 +404,30 @@ impl Generator {
                 }
             }
         }
-        let preserve = mode == Mode::All && schema.preserves_unknown_fields();
+        if mode == Mode::All {
+            // Properties only inside oneOf/anyOf/allOf/not (not structural, but they are fields
+            // a user may set), the first schema given for each.
+            let branches = schema.one_of.iter().chain(&schema.any_of).chain(&schema.all_of);
+            for branch in branches.chain(schema.not.as_deref()) {
+                for (name, property) in &branch.properties {
+                    if schema.properties.contains_key(name) || object.contains_key(name) {
+                        continue;
+                    }
+                    if let Some(value) = self.value(property, mode, variant, &[]) {
+                        object.insert(name.clone(), value);
+                    }
+                }
+            }
+        }
+        // Where `additionalProperties` has a schema, every key must follow it: no unknown field.
+        let typed_map = matches!(
+            schema.additional_properties.as_deref(),
+            Some(AdditionalProperties::Schema(_))
+        );
+        let preserve = mode == Mode::All
+            && !typed_map
+            && (schema.preserves_unknown_fields()
+                || (self.keep_unknown && schema.additional_properties.is_none()));
         match schema.additional_properties.as_deref() {
             Some(AdditionalProperties::Schema(values)) => {
                 let want = match mode {
@@ -491,6 +526,21 @@ fn dedup_by_key(items: &mut Vec<Value>, key: impl Fn(&Value) -> Value) {
             true
         }
     });
+}
+
+/// Whether some value of `values` has `schema`'s type (any value does when it has none).
+fn enum_fits(schema: &Schema, values: &[Value]) -> bool {
+    values.iter().any(|value| match (schema.type_.as_deref(), value) {
+        (None, _)
+        | (Some("object"), Value::Object(_))
+        | (Some("array"), Value::Array(_))
+        | (Some("string"), Value::String(_))
+        | (Some("boolean"), Value::Bool(_))
+        | (Some("integer" | "number"), Value::Number(_)) => true,
+        (Some(other), _) => {
+            !["object", "array", "string", "boolean", "integer", "number"].contains(&other)
+        }
+    })
 }
 
 /// Whether `schema` has the Kubernetes quantity pattern.
@@ -712,7 +762,9 @@ spec:
             error("null".to_owned());
             return;
         }
-        if let Some(values) = &schema.enum_ {
+        if let Some(values) =
+            schema.enum_.as_ref().filter(|values| super::enum_fits(schema, values))
+        {
             seen.entry(std::ptr::from_ref(schema)).or_default().insert(value.to_string());
             if !values.contains(value) {
                 error("not in enum".to_owned());
@@ -720,11 +772,10 @@ spec:
             return;
         }
         if schema.int_or_string {
-            let quantity = schema.pattern.as_deref().is_some_and(|p| p.contains("[KMGTPE]i"));
             match value {
                 Value::String(_) => {}
-                Value::Number(number) if number.is_i64() && !quantity => {}
-                _ => error("not an int-or-string (or an integer quantity)".to_owned()),
+                Value::Number(number) if number.is_i64() => {}
+                _ => error("not an int-or-string".to_owned()),
             }
             return;
         }
@@ -782,7 +833,11 @@ spec:
                 if schema.embedded_resource && header(key) {
                     continue;
                 }
-                if let Some(property) = schema.properties.get(key) {
+                let in_branch = || {
+                    let branches = schema.one_of.iter().chain(&schema.any_of).chain(&schema.all_of);
+                    branches.chain(schema.not.as_deref()).find_map(|b| b.properties.get(key))
+                };
+                if let Some(property) = schema.properties.get(key).or_else(in_branch) {
                     check(property, value, &path, seen, errors);
                 } else if let Some(AdditionalProperties::Schema(values)) =
                     schema.additional_properties.as_deref()
@@ -834,7 +889,7 @@ spec:
         found: &mut Vec<(&'a Schema, String)>,
         path: &str,
     ) {
-        if schema.enum_.is_some() {
+        if schema.enum_.as_ref().is_some_and(|values| super::enum_fits(schema, values)) {
             found.push((schema, path.to_owned()));
         }
         for (name, property) in &schema.properties {
@@ -936,8 +991,9 @@ spec:
         let start = Instant::now();
         let mut values = 0;
         for (schema, header) in &versions {
-            values +=
-                count(&Generator::new(0).root(schema, Mode::All, header, "all-fields").object);
+            values += count(
+                &Generator::new(0, false).root(schema, Mode::All, header, "all-fields").object,
+            );
         }
         let all_fields = start.elapsed();
         let start = Instant::now();
@@ -1089,7 +1145,7 @@ spec:
         let int_or_string = [&spec["port"], &spec["port2"]];
         assert!(int_or_string.iter().any(|value| value.is_i64()), "{int_or_string:?}");
         assert!(int_or_string.contains(&&json!("25%")), "{int_or_string:?}");
-        assert!(text("memory").ends_with("Gi"));
+        assert!(spec["memory"].is_i64() || text("memory").ends_with("Gi"), "{}", spec["memory"]);
         assert!(
             text("data").len() % 4 == 0 && text("data").starts_with("c2FtcGxlL"),
             "{}",
@@ -1124,7 +1180,7 @@ spec:
         assert_eq!(grid.len(), 3);
         assert!(grid.iter().all(|row| row.as_array().unwrap().len() == 1));
         assert_eq!(spec["tags"], json!(["a"]), "set items are distinct");
-        assert!(spec.get("hidden").is_none(), "oneOf is ignored");
+        assert!(spec["hidden"].is_string(), "a property only inside oneOf is set");
     }
 
     #[test]

@@ -115,7 +115,7 @@ fn a_derive_some_generated_type_cannot_take_is_refused_naming_it_and_why() {
     for (derive, lacking) in [
         (
             "Eq",
-            "`ObjectMeta` (every root type's metadata), `Quantity` and `f64` do not implement `Eq`",
+            "`ObjectMeta` (every root type's metadata), `NumberOrQuantity` and `f64` do not implement `Eq`",
         ),
         (
             "::core::cmp::PartialOrd",

@@ -253,7 +253,7 @@ fn a_derive_some_type_cannot_take_exits_1_saying_why() {
     assert_eq!(
         stderr(&output),
         "error: derive `::std::hash::Hash` cannot be added to every generated type: `ObjectMeta` \
-         (every root type's metadata), `Time`, `Quantity`, `IntOrString` and `f64` do not \
+         (every root type's metadata), `Time`, `NumberOrQuantity`, `IntOrString` and `f64` do not \
          implement `Hash`; add it only to the types that can take it (Generator::derive_for, \
          --derive-for)\n"
     );
@@ -355,6 +355,37 @@ fn bad_command_lines_exit_2() {
         assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
         assert!(output.stdout.is_empty());
     }
+}
+
+#[test]
+fn a_schema_that_is_not_structural_warns_naming_file_and_path_and_strict_refuses_it() {
+    let temp = tempfile::tempdir().unwrap();
+    let loose = WIDGETS.replace(
+        "              size: {type: integer, format: int32, description: How big it is.}\n",
+        "              size: {type: integer, format: int32}\n              args: {type: array}\n",
+    );
+    assert_ne!(loose, WIDGETS, "the fixture has the line replaced");
+    fs::write(temp.path().join("widgets.yaml"), loose).unwrap();
+    let warned = run(temp.path(), &["crd", "widgets.yaml"]);
+    let code = stdout(&warned);
+    assert!(code.contains("::std::vec::Vec<::serde_json::Value>"), "{code}");
+    let warnings = stderr(&warned);
+    assert!(
+        warnings.starts_with("warning: widgets.yaml: spec.versions[")
+            && warnings.contains(
+                ".schema.openAPIV3Schema.properties.spec.properties.args: an array without `items`"
+            ),
+        "{warnings}"
+    );
+    let strict = run(temp.path(), &["crd", "--strict", "widgets.yaml"]);
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(strict.stdout.is_empty());
+    let error = stderr(&strict);
+    assert!(
+        error.starts_with("error: ")
+            && error.contains("are not structural (strict mode):\n  widgets.yaml: spec.versions["),
+        "{error}"
+    );
 }
 
 #[test]

@@ -116,6 +116,7 @@ pub mod metadata;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub mod metrics;
+pub mod quantity;
 pub mod reflector;
 pub mod resource;
 pub mod selector;

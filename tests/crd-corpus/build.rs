@@ -1,30 +1,54 @@
 //! Generates every CRD of the repository's corpus (`tests/fixtures/crd-corpus`) into one module,
-//! with a table of round-trip functions; and a few of them again with the generator's hooks
-//! (every derive every type can take), whose output must compile too.
+//! and the CRDs whose schemas are not structural (`tests/fixtures/crd-non-structural`) into
+//! another, each with a table of round-trip functions; and a few of the corpus again with the
+//! generator's hooks (every derive every type can take), whose output must compile too.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
-    let corpus = manifest.join("../fixtures/crd-corpus");
-    println!("cargo::rerun-if-changed={}", corpus.display());
-    // The corpus is part of the repository: its absence is a broken checkout, not a reason to
-    // build an empty crate whose tests pass without testing anything.
-    if !corpus.is_dir() {
-        eprintln!("error: the CRD corpus {} is absent", corpus.display());
-        std::process::exit(1);
+    let fixtures = manifest.join("../fixtures");
+    let corpus = fixtures.join("crd-corpus");
+    let non_structural = fixtures.join("crd-non-structural");
+    for dir in [&corpus, &non_structural] {
+        println!("cargo::rerun-if-changed={}", dir.display());
+        // The corpus is part of the repository: its absence is a broken checkout, not a reason
+        // to build an empty crate whose tests pass without testing anything.
+        if !dir.is_dir() {
+            eprintln!("error: the CRD fixtures {} are absent", dir.display());
+            std::process::exit(1);
+        }
     }
-    if let Err(e) = generate(&corpus) {
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default());
+    let generated = generate(&corpus, &out, "corpus", "RESOURCES", "with_resources")
+        .and_then(|()| {
+            generate(
+                &non_structural,
+                &out,
+                "non_structural",
+                "NON_STRUCTURAL_RESOURCES",
+                "with_non_structural_resources",
+            )
+        })
+        .and_then(|()| hooks(&corpus, &out));
+    if let Err(e) = generated {
         // A build script's error is the generator's error message, named with file and path.
         eprintln!("error: {e}");
         std::process::exit(1);
     }
 }
 
-fn generate(corpus: &Path) -> Result<(), Box<dyn std::error::Error>> {
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").ok_or("OUT_DIR is not set")?);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(corpus)?
+/// Generates every CRD in `dir` into `<module>.rs`, and into `<module>_table.rs` a table
+/// `table` of round-trip functions and a macro `with` listing every generated type.
+fn generate(
+    dir: &Path,
+    out: &Path,
+    module: &str,
+    table_name: &str,
+    with: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
         .collect();
@@ -34,15 +58,15 @@ fn generate(corpus: &Path) -> Result<(), Box<dyn std::error::Error>> {
     }
     let crds = informer_gen::schema::load(&files)?;
     let output = informer_gen::Generator::new().generate(&crds)?;
-    write_if_changed(&out.join("corpus.rs"), &output.to_file_string())?;
+    write_if_changed(&out.join(format!("{module}.rs")), &output.to_file_string())?;
     let mut table =
         String::from("/// Every generated resource: (file, group, version, kind, round trip).\n");
-    table.push_str("pub static RESOURCES: &[Resource] = &[\n");
+    writeln!(table, "pub static {table_name}: &[Resource] = &[")?;
     for r in output.resources() {
         let file = r.file.file_name().and_then(|f| f.to_str()).unwrap_or_default();
         writeln!(
             table,
-            "    Resource {{ file: {file:?}, group: {:?}, version: {:?}, kind: {:?}, round_trip: round_trip::<corpus::{}> }},",
+            "    Resource {{ file: {file:?}, group: {:?}, version: {:?}, kind: {:?}, round_trip: round_trip::<{module}::{}> }},",
             r.group, r.version, r.kind, r.rust_path
         )?;
     }
@@ -52,22 +76,22 @@ fn generate(corpus: &Path) -> Result<(), Box<dyn std::error::Error>> {
     table.push_str(
         "\n/// Calls `$callback! { (file, version, Type), ... }` with every generated resource type.\n",
     );
-    table.push_str("#[macro_export]\nmacro_rules! with_resources {\n");
+    writeln!(table, "#[macro_export]\nmacro_rules! {with} {{")?;
     table.push_str("    ($callback:ident) => {\n        $callback! {\n");
     for r in output.resources() {
         let file = r.file.file_name().and_then(|f| f.to_str()).unwrap_or_default();
         writeln!(
             table,
-            "            ({file:?}, {:?}, $crate::corpus::{}),",
+            "            ({file:?}, {:?}, $crate::{module}::{}),",
             r.version, r.rust_path
         )?;
     }
     table.push_str("        }\n    };\n}\n");
-    write_if_changed(&out.join("table.rs"), &table)?;
-    hooks(corpus, &out)
+    write_if_changed(&out.join(format!("{module}_table.rs")), &table)?;
+    Ok(())
 }
 
-/// CRDs of the corpus generated again with the hooks: `ObjectMeta`, `Quantity`, `IntOrString`,
+/// CRDs of the corpus generated again with the hooks: `ObjectMeta`, `NumberOrQuantity`, `IntOrString`,
 /// JSON values, maps and numbers between them.
 const HOOKS_CRDS: [&str; 4] = [
     "cert-manager-certificate.yaml",

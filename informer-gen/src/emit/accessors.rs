@@ -155,7 +155,8 @@ pub(crate) fn version_body(
     for (method, spec) in resources {
         let path = type_path(spec);
         let accessor = accessor(rt, gv, method, &path);
-        let aliases = aliases(rt, &public, &spec.kind, &path, &words(method), gv, spec.namespaced);
+        let aliases =
+            aliases(rt, &public, spec.type_name(), &path, &words(method), gv, spec.namespaced);
         let text = unparse(quote! { #accessor #aliases });
         body.push_str(&wrap(range(spec), version_range, text));
     }

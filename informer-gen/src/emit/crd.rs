@@ -10,7 +10,7 @@ use quote::quote;
 use super::accessors::{ALL, version_body};
 use super::hooks::{Hooks, Place};
 use super::types::{Style, items};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Warning};
 use crate::generator::{
     GeneratedResource, Generator, GroupModule, Output, Visibility, config_error,
 };
@@ -25,17 +25,22 @@ struct Selected<'a> {
     index: usize,
 }
 
-/// group -> version -> kind -> the CRD version to generate.
-type Tree<'a> = BTreeMap<&'a str, BTreeMap<&'a str, BTreeMap<&'a str, Selected<'a>>>>;
+/// group -> version -> root type name -> the CRD version to generate.
+type Tree<'a> = BTreeMap<&'a str, BTreeMap<&'a str, BTreeMap<String, Selected<'a>>>>;
 
 pub(crate) fn generate(generator: &Generator, crds: &[Loaded]) -> Result<Output> {
     let rt: syn::Path = syn::parse_str(&generator.runtime_crate).map_err(|e| {
         config_error(format!("runtime crate {:?} is not a path: {e}", generator.runtime_crate))
     })?;
-    let style = style(generator)?;
+    let style = style(generator, &rt)?;
     let tree = select(generator, crds)?;
     let groups: Vec<&str> = tree.keys().copied().collect();
-    let mut out = Output { top: TokenStream::new(), groups: Vec::new(), resources: Vec::new() };
+    let mut out = Output {
+        top: TokenStream::new(),
+        groups: Vec::new(),
+        resources: Vec::new(),
+        warnings: Vec::new(),
+    };
     let modules = custom_group_modules(&groups);
     for (group, module_name) in &modules {
         out.groups.push(group_module(
@@ -44,8 +49,11 @@ pub(crate) fn generate(generator: &Generator, crds: &[Loaded]) -> Result<Output>
             group,
             module_name,
             &tree[group.as_str()],
-            &mut out.resources,
+            (&mut out.resources, &mut out.warnings),
         )?);
+    }
+    if generator.strict && !out.warnings.is_empty() {
+        return Err(Error::NotStructural { warnings: out.warnings });
     }
     let mut types = Vec::new();
     for r in &out.resources {
@@ -59,10 +67,11 @@ pub(crate) fn generate(generator: &Generator, crds: &[Loaded]) -> Result<Output>
     Ok(out)
 }
 
-fn style(generator: &Generator) -> Result<Style> {
+fn style(generator: &Generator, rt: &syn::Path) -> Result<Style> {
     let derives =
         generator.derives.iter().map(|d| super::derives::check(d)).collect::<Result<Vec<_>>>()?;
     Ok(Style {
+        runtime: rt.clone(),
         derives,
         schemars: generator.schemars,
         docs: generator.docs,
@@ -87,17 +96,18 @@ fn select<'a>(generator: &Generator, crds: &'a [Loaded]) -> Result<Tree<'a>> {
             if !generator.selects(version) {
                 continue;
             }
-            if !is_type_name(&spec.names.kind) {
+            let Some(type_name) = type_name(&spec.names.kind) else {
                 return Err(Error::Schema {
                     file: loaded.file.clone(),
                     document: loaded.document,
                     path: "spec.names.kind".to_owned(),
                     message: format!(
-                        "kind {:?} is not a Rust type name (letters and digits, starting with a letter)",
+                        "kind {:?} makes no Rust type name (letters and digits, starting with a \
+                         letter)",
                         spec.names.kind
                     ),
                 });
-            }
+            };
             if !is_identifier(&version.name) {
                 return Err(Error::Schema {
                     file: loaded.file.clone(),
@@ -107,7 +117,7 @@ fn select<'a>(generator: &Generator, crds: &'a [Loaded]) -> Result<Tree<'a>> {
                 });
             }
             let kinds = tree.entry(&spec.group).or_default().entry(&version.name).or_default();
-            if let Some(previous) = kinds.insert(&spec.names.kind, Selected { loaded, index }) {
+            if let Some(previous) = kinds.insert(type_name, Selected { loaded, index }) {
                 return Err(Error::Schema {
                     file: loaded.file.clone(),
                     document: loaded.document,
@@ -135,15 +145,15 @@ fn group_module(
     style: &Style,
     group: &str,
     module_name: &str,
-    versions: &BTreeMap<&str, BTreeMap<&str, Selected<'_>>>,
-    resources: &mut Vec<GeneratedResource>,
+    versions: &BTreeMap<&str, BTreeMap<String, Selected<'_>>>,
+    (resources, warnings): (&mut Vec<GeneratedResource>, &mut Vec<Warning>),
 ) -> Result<GroupModule> {
     let mut modules = Vec::new();
     for (version, kinds) in versions {
         let mut space = TypeSpace::default();
         space.names.reserve("Version");
         for (kind, selected) in kinds {
-            let names = std::iter::once((*kind).to_owned())
+            let names = std::iter::once((*kind).clone())
                 .chain(["Informer", "Lister", "NamespaceLister"].map(|s| format!("{kind}{s}")));
             for name in names {
                 if !space.names.reserve(&name) {
@@ -160,29 +170,29 @@ fn group_module(
             }
         }
         let mut specs = Vec::new();
-        for (kind, selected) in kinds {
-            Converter::new(&mut space, selected.loaded).root(
+        for (type_name, selected) in kinds {
+            Converter::new(&mut space, selected.loaded, warnings).root(
                 selected.loaded,
                 selected.index,
-                kind,
+                type_name,
             )?;
             let crd = &selected.loaded.crd;
             specs.push(ResourceSpec {
                 group: group.to_owned(),
                 version: (*version).to_owned(),
-                kind: (*kind).to_owned(),
+                kind: crd.spec.names.kind.clone(),
                 plural: crd.spec.names.plural.clone(),
-                rust_path: (*kind).to_owned(),
+                rust_path: type_name.clone(),
                 namespaced: crd.namespaced(),
                 versions: None,
             });
             resources.push(GeneratedResource {
                 group: group.to_owned(),
                 version: (*version).to_owned(),
-                kind: (*kind).to_owned(),
+                kind: crd.spec.names.kind.clone(),
                 plural: crd.spec.names.plural.clone(),
                 namespaced: crd.namespaced(),
-                rust_path: format!("{module_name}::{version}::{kind}"),
+                rust_path: format!("{module_name}::{version}::{type_name}"),
                 file: selected.loaded.file.clone(),
             });
         }
@@ -211,13 +221,13 @@ fn group_module(
 fn manifests(
     style: &Style,
     group: &str,
-    versions: &BTreeMap<&str, BTreeMap<&str, Selected<'_>>>,
+    versions: &BTreeMap<&str, BTreeMap<String, Selected<'_>>>,
 ) -> Result<TokenStream> {
     let mut by_kind: BTreeMap<&str, &Loaded> = BTreeMap::new();
     for kinds in versions.values() {
         for (kind, selected) in kinds {
             let loaded = selected.loaded;
-            let first = by_kind.insert(kind, loaded);
+            let first = by_kind.insert(kind.as_str(), loaded);
             if let Some(first) = first.filter(|first| first.manifest != loaded.manifest) {
                 return Err(Error::Schema {
                     file: loaded.file.clone(),
@@ -254,8 +264,18 @@ fn is_identifier(name: &str) -> bool {
         && naming::module_name(name) == name
 }
 
-fn is_type_name(name: &str) -> bool {
-    name.starts_with(|c: char| c.is_ascii_alphabetic())
-        && name.chars().all(|c| c.is_ascii_alphanumeric())
-        && name != "Self"
+/// The Rust name of a kind's root type: the kind itself when it is an upper camel case
+/// identifier (nearly always), else its upper camel case form (Zalando's `postgresql` is
+/// `Postgresql`, `Foo-Bar` is `FooBar`). `None` when that is no type name.
+fn type_name(kind: &str) -> Option<String> {
+    let is_type_name = |name: &str| {
+        name.starts_with(|c: char| c.is_ascii_uppercase())
+            && name.chars().all(|c| c.is_ascii_alphanumeric())
+            && name != "Self"
+    };
+    if is_type_name(kind) {
+        return Some(kind.to_owned());
+    }
+    let camel = heck::AsUpperCamelCase(kind).to_string();
+    is_type_name(&camel).then_some(camel)
 }

@@ -3,7 +3,7 @@
 //! time, not a compile error inside `OUT_DIR`.
 //!
 //! Every type the generator writes holds, somewhere, one of: `ObjectMeta` (the `metadata` of a
-//! root type), `Quantity`, `f64`, `serde_json::Value`, `BTreeMap`, `String` or `Vec`. What
+//! root type), `NumberOrQuantity`, `f64`, `serde_json::Value`, `BTreeMap`, `String` or `Vec`. What
 //! those implement decides (checked by compiling generated code of cert-manager's, Istio's, KEDA's and Strimzi's CRDs
 //! with each derive added to every struct, k8s-openapi 0.29):
 //!
@@ -12,9 +12,9 @@
 //! | `Clone`, `Debug`, `PartialEq` | yes | already derived on every type            |
 //! | `Default`    | yes   | already derived wherever it can be (never twice, never where it cannot) |
 //! | `Serialize`, `Deserialize` | yes | already derived or implemented on every type |
-//! | `Eq`         | no    | `ObjectMeta`, `Quantity` and `f64` are not `Eq`               |
-//! | `Hash`       | no    | `ObjectMeta`, `Time`, `Quantity`, `IntOrString` and `f64` are not `Hash` |
-//! | `PartialOrd` | no    | `ObjectMeta`, `Quantity`, `IntOrString` and `serde_json::Value` are not `PartialOrd` |
+//! | `Eq`         | no    | `ObjectMeta`, `NumberOrQuantity` and `f64` are not `Eq`               |
+//! | `Hash`       | no    | `ObjectMeta`, `Time`, `NumberOrQuantity`, `IntOrString` and `f64` are not `Hash` |
+//! | `PartialOrd` | no    | `ObjectMeta`, `NumberOrQuantity`, `IntOrString` and `serde_json::Value` are not `PartialOrd` |
 //! | `Ord`        | no    | as `PartialOrd`, and `f64` is not `Ord`                       |
 //! | `Copy`       | no    | `String`, `Vec`, `BTreeMap` and `ObjectMeta` are not `Copy`   |
 //! | `JsonSchema` | no    | string enums and `ByteString` fields need the schemas `Generator::schemars` writes |
@@ -26,20 +26,23 @@ use crate::error::{Error, Result};
 
 /// Derives refused for every type, by the last segment of their path, with the reason.
 const REFUSED: [(&str, &str); 6] = [
-    ("Eq", "`ObjectMeta` (every root type's metadata), `Quantity` and `f64` do not implement `Eq`"),
+    (
+        "Eq",
+        "`ObjectMeta` (every root type's metadata), `NumberOrQuantity` and `f64` do not implement `Eq`",
+    ),
     (
         "Hash",
-        "`ObjectMeta` (every root type's metadata), `Time`, `Quantity`, `IntOrString` and `f64` do \
+        "`ObjectMeta` (every root type's metadata), `Time`, `NumberOrQuantity`, `IntOrString` and `f64` do \
          not implement `Hash`",
     ),
     (
         "PartialOrd",
-        "`ObjectMeta` (every root type's metadata), `Quantity`, `IntOrString` and \
+        "`ObjectMeta` (every root type's metadata), `NumberOrQuantity`, `IntOrString` and \
          `serde_json::Value` do not implement `PartialOrd`",
     ),
     (
         "Ord",
-        "`ObjectMeta` (every root type's metadata), `Quantity`, `IntOrString`, \
+        "`ObjectMeta` (every root type's metadata), `NumberOrQuantity`, `IntOrString`, \
          `serde_json::Value` and `f64` do not implement `Ord`",
     ),
     ("Copy", "`String`, `Vec`, `BTreeMap` and `ObjectMeta` fields are not `Copy`"),

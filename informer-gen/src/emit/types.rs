@@ -13,6 +13,8 @@ use crate::ir::{Field, Root, StringEnum, Struct, Ty, TypeDef, TypeSpace};
 
 /// How items are written.
 pub(crate) struct Style {
+    /// The informer-runtime crate's path (`::informer_runtime`).
+    pub(crate) runtime: syn::Path,
     pub(crate) derives: Vec<syn::Path>,
     pub(crate) schemars: bool,
     pub(crate) docs: bool,
@@ -41,7 +43,7 @@ fn ident(name: &str) -> syn::Ident {
 }
 
 /// The Rust type of `ty`.
-pub(crate) fn rust_type(space: &TypeSpace, ty: &Ty) -> TokenStream {
+pub(crate) fn rust_type(space: &TypeSpace, style: &Style, ty: &Ty) -> TokenStream {
     match ty {
         Ty::String => quote!(::std::string::String),
         Ty::Bool => quote!(bool),
@@ -51,19 +53,24 @@ pub(crate) fn rust_type(space: &TypeSpace, ty: &Ty) -> TokenStream {
         Ty::Time => quote!(::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time),
         Ty::Bytes => quote!(::k8s_openapi::ByteString),
         Ty::IntOrString => quote!(::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString),
-        Ty::Quantity => quote!(::k8s_openapi::apimachinery::pkg::api::resource::Quantity),
+        Ty::Quantity => {
+            let rt = &style.runtime;
+            quote!(#rt::quantity::NumberOrQuantity)
+        }
+        // Only in schemars' `with`: the schema of a quantity field.
+        Ty::QuantitySchema => quote!(::k8s_openapi::apimachinery::pkg::api::resource::Quantity),
         Ty::Json => quote!(::serde_json::Value),
         Ty::ObjectMeta => quote!(::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta),
         Ty::Vec(item) => {
-            let item = rust_type(space, item);
+            let item = rust_type(space, style, item);
             quote!(::std::vec::Vec<#item>)
         }
         Ty::Nullable(inner) => {
-            let inner = rust_type(space, inner);
+            let inner = rust_type(space, style, inner);
             quote!(::std::option::Option<#inner>)
         }
         Ty::Map(value) => {
-            let value = rust_type(space, value);
+            let value = rust_type(space, style, value);
             quote!(::std::collections::BTreeMap<::std::string::String, #value>)
         }
         Ty::Named(id) => {
@@ -117,7 +124,7 @@ fn structure(space: &TypeSpace, s: &Struct, style: &Style, at: &Place<'_>) -> To
     });
     let extra = s.extra.as_ref().map(|extra| {
         let field = ident(&extra.rust_name);
-        let value = rust_type(space, &extra.value);
+        let value = rust_type(space, style, &extra.value);
         let doc =
             docs::attrs(&["Fields not listed in the schema's properties.".to_owned()], style.docs);
         quote! {
@@ -149,10 +156,15 @@ fn field(space: &TypeSpace, f: &Field, style: &Style, attributes: &TokenStream) 
         let json = &f.json_name;
         quote!(rename = #json,)
     });
-    let ty = rust_type(space, &f.ty);
-    // k8s-openapi's ByteString has no schema: describe it as the base64 string it is on the wire.
-    let schema_with = (style.schemars && f.ty.contains(&Ty::Bytes)).then(|| {
-        let as_string = rust_type(space, &f.ty.replace(&Ty::Bytes, &Ty::String));
+    let ty = rust_type(space, style, &f.ty);
+    // k8s-openapi's ByteString has no schema: describe it as the base64 string it is on the
+    // wire. A quantity has k8s-openapi's Quantity's schema (int-or-string).
+    let schema_with = (style.schemars
+        && (f.ty.contains(&Ty::Bytes) || f.ty.contains(&Ty::Quantity)))
+    .then(|| {
+        let for_schema =
+            f.ty.replace(&Ty::Bytes, &Ty::String).replace(&Ty::Quantity, &Ty::QuantitySchema);
+        let as_string = rust_type(space, style, &for_schema);
         let with = if f.required {
             as_string.to_string()
         } else {
@@ -284,9 +296,10 @@ fn string_enum(e: &StringEnum, style: &Style, at: &Place<'_>) -> TokenStream {
     }
 }
 
-/// The constant in a group module that holds the CRD manifest of `kind`, as JSON text.
-pub(crate) fn manifest_const(kind: &str) -> syn::Ident {
-    format_ident!("{}_CRD", heck::AsShoutySnakeCase(kind).to_string())
+/// The constant in a group module that holds the CRD manifest of the root type `type_name`, as
+/// JSON text.
+pub(crate) fn manifest_const(type_name: &str) -> syn::Ident {
+    format_ident!("{}_CRD", heck::AsShoutySnakeCase(type_name).to_string())
 }
 
 /// k8s-openapi's `Resource`, `ListableResource` and `Metadata`, and a `Serialize` that writes
@@ -294,7 +307,7 @@ pub(crate) fn manifest_const(kind: &str) -> syn::Ident {
 fn root_impls(s: &Struct, root: &Root, style: &Style) -> TokenStream {
     let name = format_ident!("{}", s.name);
     let vis = &style.vis;
-    let manifest = manifest_const(&root.kind);
+    let manifest = manifest_const(&s.name);
     let crd_name = format!("{}.{}", root.plural, root.group);
     let doc_crd = format!(
         " The `CustomResourceDefinition` `{}` was generated from (`{crd_name}`, every version), \

@@ -1,14 +1,17 @@
 //! Schema → [`TypeSpace`]: the mapping from a structural schema to Rust types.
 //!
 //! The rules, in the order [`Converter::convert`] tries them on a node:
-//! 1. `x-kubernetes-int-or-string` → `Quantity` when the node's `pattern` is the resource
-//!    quantity pattern (as in every controller-gen CRD), otherwise `IntOrString`.
+//! 1. `x-kubernetes-int-or-string` → the runtime's `NumberOrQuantity` when the node's `pattern`
+//!    is the resource quantity pattern (as in every controller-gen CRD): unlike k8s-openapi's
+//!    `Quantity`, it writes a number back as a number. Otherwise k8s-openapi's `IntOrString`
+//!    (whose integers are `i32`, as Go's `intstr.IntOrString`).
 //! 2. `type: string` with `enum` → a string enum with a variant for unlisted values, so a value
 //!    added by a newer server still decodes (and encodes back unchanged); `format: date-time` →
 //!    `Time`; `format: byte` → `ByteString`; otherwise `String`.
-//! 3. `integer` → `i32` for `format: int32`, else `i64`; `number` → `f64`; `boolean` → `bool`.
-//! 4. `array` → `Vec` of the items' type. The tuple form of `items` is rejected (structural
-//!    schemas forbid it).
+//! 3. `integer` → `i32` for `format: int32` (unless `minimum` or `maximum` lie beyond `i32`:
+//!    the API server checks those, not the format), else `i64`; `number` → `f64`; `boolean` →
+//!    `bool`.
+//! 4. `array` → `Vec` of the items' type.
 //! 5. Objects: `x-kubernetes-embedded-resource` or `properties` → a struct (an embedded resource
 //!    always has `apiVersion`, `kind` and `metadata: ObjectMeta`); fields beyond `properties`
 //!    are kept in a flattened map when `additionalProperties` or
@@ -17,17 +20,24 @@
 //!    values (or any JSON value when the node has no type); no type at all → any JSON value; an
 //!    object that allows nothing → an empty struct (the API server prunes whatever is sent).
 //! 6. `oneOf`/`anyOf`/`allOf`/`not` never change the shape: in a structural schema they may only
-//!    restate fields that `properties` already declares (checked here: anything else is an
-//!    error, never a silently dropped field). Their `required` sets are turned into documentation
-//!    ("exactly one of …").
+//!    restate fields that `properties` already declares. Their `required` sets are turned into
+//!    documentation ("exactly one of …").
 //! 7. A property is an `Option` unless it is listed in `required` and not `nullable`. `null`
 //!    and absence both read as `None`, and `None` is not written.
+//! 8. Where a schema is not structural (CRDs created before the API server required it are
+//!    still served, and still published), the node gets the loosest faithful type and a
+//!    [`Warning`] naming its path: an array without `items` or with the tuple form → `Vec` of
+//!    JSON values; no `type` → any JSON value, or an object, array or map where `properties`,
+//!    `items` or `additionalProperties` say so; an unknown `type` → any JSON value; a property
+//!    only inside `oneOf`/`anyOf`/`allOf`/`not` → the object keeps fields beyond its
+//!    `properties` in a flattened map (a property is never dropped); a CRD with
+//!    `preserveUnknownFields: true` → every struct does, since the API server prunes nothing.
 
 use std::path::Path;
 
 use super::naming::{self, NESTED_ITEM};
 use super::{Extra, Field, Root, StringEnum, Struct, Ty, TypeDef, TypeId, TypeSpace};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Warning};
 use crate::schema::Loaded;
 use crate::schema::openapi::{AdditionalProperties, Items, Schema};
 
@@ -36,11 +46,22 @@ pub(crate) struct Converter<'a> {
     space: &'a mut TypeSpace,
     file: &'a Path,
     document: usize,
+    /// The CRD turns pruning off (`spec.preserveUnknownFields: true`, which only CRDs created
+    /// before `apiextensions.k8s.io/v1` can have): the API server keeps every field of every
+    /// object, so every struct keeps the fields its schema does not name.
+    keep_unknown: bool,
+    /// Where the schema is not structural, and what it became.
+    warnings: &'a mut Vec<Warning>,
 }
 
 impl<'a> Converter<'a> {
-    pub(crate) fn new(space: &'a mut TypeSpace, loaded: &'a Loaded) -> Self {
-        Self { space, file: &loaded.file, document: loaded.document }
+    pub(crate) fn new(
+        space: &'a mut TypeSpace,
+        loaded: &'a Loaded,
+        warnings: &'a mut Vec<Warning>,
+    ) -> Self {
+        let keep_unknown = loaded.crd.spec.preserve_unknown_fields;
+        Self { space, file: &loaded.file, document: loaded.document, keep_unknown, warnings }
     }
 
     /// Adds the root type of `spec.versions[index]` of `loaded`, named `name` (reserved by the
@@ -56,6 +77,17 @@ impl<'a> Converter<'a> {
             .ok_or_else(|| self.error(&path, "the version has no schema"))?;
         if !matches!(schema.type_.as_deref(), None | Some("object")) {
             return Err(self.error(&path, "the root of a resource schema must be an object"));
+        }
+        if self.keep_unknown {
+            self.warn(
+                "spec.preserveUnknownFields",
+                format!(
+                    "pruning is off for the whole CRD (only CRDs created before \
+                     apiextensions.k8s.io/v1 can have that), so version {} keeps fields its \
+                     schema does not name: every struct keeps them in a flattened map",
+                    version.name
+                ),
+            );
         }
         let names = &crd.spec.names;
         let root = Root {
@@ -84,6 +116,16 @@ impl<'a> Converter<'a> {
         }
     }
 
+    /// Records a spot where the schema is not structural; `message` says what it became.
+    fn warn(&mut self, path: &str, message: impl Into<String>) {
+        self.warnings.push(Warning {
+            file: self.file.to_owned(),
+            document: self.document,
+            path: path.to_owned(),
+            message: message.into(),
+        });
+    }
+
     /// The type of one schema node. `name` is the name a nested type would get.
     fn convert(&mut self, schema: &Schema, path: &str, name: &str) -> Result<Ty> {
         if schema.int_or_string {
@@ -96,52 +138,74 @@ impl<'a> Converter<'a> {
                 (Some("byte"), None) => Ty::Bytes,
                 _ => Ty::String,
             }),
-            Some("integer") => {
-                Ok(if schema.format.as_deref() == Some("int32") { Ty::I32 } else { Ty::I64 })
-            }
+            Some("integer") => Ok(integer(schema)),
             Some("number") => Ok(Ty::F64),
             Some("boolean") => Ok(Ty::Bool),
-            Some("array") => {
-                let items_path = format!("{path}.items");
-                match schema.items.as_deref() {
-                    Some(Items::Schema(items)) => {
-                        let item_name = if items.type_.as_deref() == Some("array") {
-                            format!("{name}{NESTED_ITEM}")
-                        } else {
-                            name.to_owned()
-                        };
-                        let item = self.convert(items, &items_path, &item_name)?;
-                        Ok(Ty::Vec(Box::new(nullable(items, item))))
-                    }
-                    Some(Items::Tuple(_)) => Err(self.error(
-                        &items_path,
-                        "`items` as a list of schemas (tuple form) is not allowed in a structural \
-                         schema; give one schema for every item",
-                    )),
-                    None => Err(self.error(
-                        path,
-                        "an array needs `items` (a structural schema must say what the items are)",
-                    )),
-                }
+            Some("array") => self.array(schema, path, name),
+            None if schema.items.is_some() && !schema.preserves_unknown_fields() => {
+                self.warn(path, "no `type` beside `items`: read as an array");
+                self.array(schema, path, name)
             }
             Some("object") | None => self.object_like(schema, path, name),
-            Some(other) => Err(self.error(
-                &format!("{path}.type"),
-                format!(
-                    "unknown type {other:?}; expected object, array, string, integer, number or \
-                     boolean"
-                ),
-            )),
+            Some(other) => {
+                self.warn(
+                    &format!("{path}.type"),
+                    format!(
+                        "unknown type {other:?} (a structural schema has object, array, string, \
+                         integer, number or boolean): free JSON (serde_json::Value)"
+                    ),
+                );
+                Ok(Ty::Json)
+            }
+        }
+    }
+
+    fn array(&mut self, schema: &Schema, path: &str, name: &str) -> Result<Ty> {
+        let items_path = format!("{path}.items");
+        match schema.items.as_deref() {
+            Some(Items::Schema(items)) => {
+                let item_name = if items.type_.as_deref() == Some("array") {
+                    format!("{name}{NESTED_ITEM}")
+                } else {
+                    name.to_owned()
+                };
+                let item = self.convert(items, &items_path, &item_name)?;
+                Ok(Ty::Vec(Box::new(nullable(items, item))))
+            }
+            Some(Items::Tuple(_)) => {
+                self.warn(
+                    &items_path,
+                    "`items` is a list of schemas (tuple form), which a structural schema \
+                     forbids: items of free JSON (Vec<serde_json::Value>)",
+                );
+                Ok(Ty::Vec(Box::new(Ty::Json)))
+            }
+            None => {
+                self.warn(
+                    path,
+                    "an array without `items` (a structural schema says what the items are): \
+                     items of free JSON (Vec<serde_json::Value>)",
+                );
+                Ok(Ty::Vec(Box::new(Ty::Json)))
+            }
         }
     }
 
     fn object_like(&mut self, schema: &Schema, path: &str, name: &str) -> Result<Ty> {
+        let untyped = schema.type_.is_none() && !schema.preserves_unknown_fields();
         if schema.embedded_resource || !schema.properties.is_empty() {
+            if untyped {
+                self.warn(path, "no `type` beside `properties`: read as an object");
+            }
             let shape = if schema.embedded_resource { Shape::Embedded } else { Shape::Plain };
             let doc = description(schema);
             return Ok(Ty::Named(self.object(schema, path, name, shape, doc)?));
         }
-        self.check_junctions(schema, path)?;
+        // Properties only inside oneOf/anyOf/allOf/not: any field may come, kept as JSON.
+        let keep_unknown = self.check_junctions(schema, path) || self.keep_unknown;
+        if untyped && schema.additional_properties.is_some() {
+            self.warn(path, "no `type` beside `additionalProperties`: read as a map");
+        }
         match schema.additional_properties.as_deref() {
             Some(AdditionalProperties::Schema(values)) => {
                 let values_path = format!("{path}.additionalProperties");
@@ -155,7 +219,15 @@ impl<'a> Converter<'a> {
             return Ok(if schema.type_.is_some() { Ty::Map(Box::new(Ty::Json)) } else { Ty::Json });
         }
         if schema.type_.is_none() {
+            self.warn(
+                path,
+                "no `type` (a structural schema gives one, or \
+                 x-kubernetes-preserve-unknown-fields): free JSON (serde_json::Value)",
+            );
             return Ok(Ty::Json);
+        }
+        if keep_unknown {
+            return Ok(Ty::Map(Box::new(Ty::Json)));
         }
         let doc = description(schema);
         Ok(Ty::Named(self.object(schema, path, name, Shape::Plain, doc)?))
@@ -171,7 +243,14 @@ impl<'a> Converter<'a> {
         shape: Shape,
         mut doc: Vec<String>,
     ) -> Result<TypeId> {
-        self.check_junctions(schema, path)?;
+        let keep_unknown = self.check_junctions(schema, path) || self.keep_unknown;
+        if !schema.properties.is_empty() && schema.additional_properties.is_some() {
+            self.warn(
+                path,
+                "`properties` beside `additionalProperties`, which a structural schema forbids: \
+                 the properties are fields, other keys go to a flattened map",
+            );
+        }
         let junctions = junction_docs(schema);
         if !doc.is_empty() && !junctions.is_empty() {
             doc.push(String::new());
@@ -224,19 +303,7 @@ impl<'a> Converter<'a> {
                 doc: field_doc,
             });
         }
-        let extra_value = match schema.additional_properties.as_deref() {
-            Some(AdditionalProperties::Schema(values)) => {
-                let value = self.convert(
-                    values,
-                    &format!("{path}.additionalProperties"),
-                    &format!("{name}Value"),
-                )?;
-                Some(nullable(values, value))
-            }
-            Some(AdditionalProperties::Allowed(true)) => Some(Ty::Json),
-            _ if schema.preserves_unknown_fields() => Some(Ty::Json),
-            _ => None,
-        };
+        let extra_value = self.extra_value(schema, path, name, keep_unknown)?;
         let mut names: Vec<String> = fields.iter().map(|f| f.rust_name.clone()).collect();
         if extra_value.is_some() {
             names.push("extra".to_owned());
@@ -271,6 +338,30 @@ impl<'a> Converter<'a> {
         Ok(id)
     }
 
+    /// The type of the values of the flattened map that keeps an object's fields beyond its
+    /// `properties`, if it has one.
+    fn extra_value(
+        &mut self,
+        schema: &Schema,
+        path: &str,
+        name: &str,
+        keep_unknown: bool,
+    ) -> Result<Option<Ty>> {
+        Ok(match schema.additional_properties.as_deref() {
+            Some(AdditionalProperties::Schema(values)) => {
+                let value = self.convert(
+                    values,
+                    &format!("{path}.additionalProperties"),
+                    &format!("{name}Value"),
+                )?;
+                Some(nullable(values, value))
+            }
+            Some(AdditionalProperties::Allowed(true)) => Some(Ty::Json),
+            _ if schema.preserves_unknown_fields() || keep_unknown => Some(Ty::Json),
+            _ => None,
+        })
+    }
+
     fn string_enum(&mut self, schema: &Schema, name: &str, values: Vec<String>) -> TypeId {
         let doc = description(schema);
         let key = format!("{:?}", (&doc, &values));
@@ -292,8 +383,10 @@ impl<'a> Converter<'a> {
     }
 
     /// Structural schemas may only restate, inside `oneOf`/`anyOf`/`allOf`/`not`, fields that
-    /// the node declares itself; anything else would be dropped, so it is an error.
-    fn check_junctions(&self, schema: &Schema, path: &str) -> Result<()> {
+    /// the node declares itself. Anything else is a warning, and true is returned: such a field
+    /// may be in an object, so the node's type must keep fields its `properties` do not name.
+    fn check_junctions(&mut self, schema: &Schema, path: &str) -> bool {
+        let mut found = false;
         let branches =
             [("oneOf", &schema.one_of), ("anyOf", &schema.any_of), ("allOf", &schema.all_of)];
         let not = schema.not.iter().map(|b| ("not", std::slice::from_ref(&**b)));
@@ -306,18 +399,34 @@ impl<'a> Converter<'a> {
                 };
                 for property in branch.properties.keys() {
                     if !schema.properties.contains_key(property) {
-                        return Err(self.error(
+                        found = true;
+                        self.warn(
                             &format!("{at}.properties.{}", path_segment(property)),
                             format!(
-                                "property {property:?} appears only inside {keyword}; a structural \
-                                 schema must also declare it in the enclosing `properties`"
+                                "property {property:?} appears only inside {keyword} (a \
+                                 structural schema also declares it in the enclosing \
+                                 `properties`): kept as JSON among the object's other fields"
                             ),
-                        ));
+                        );
                     }
                 }
             }
         }
-        Ok(())
+        found
+    }
+}
+
+/// `integer`: `i32` for `format: int32` unless its bounds say values may not fit (the API server
+/// checks the bounds, not the format: `MetalLB`'s `format: int32` autonomous system numbers go up
+/// to 2^32 - 1), else `i64`.
+fn integer(schema: &Schema) -> Ty {
+    let fits = |bound: Option<f64>| {
+        bound.is_none_or(|b| (f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&b))
+    };
+    if schema.format.as_deref() == Some("int32") && fits(schema.minimum) && fits(schema.maximum) {
+        Ty::I32
+    } else {
+        Ty::I64
     }
 }
 
@@ -445,10 +554,6 @@ spec:
         Ok(Generator::new().generate(&crds)?.to_file_string())
     }
 
-    fn error(spec: &str) -> String {
-        generate(spec).unwrap_err().to_string()
-    }
-
     /// Whether `code` contains `expected`, whatever the formatting's line breaks.
     fn assert_contains(code: &str, expected: &str) {
         let squash = |s: &str| s.split_whitespace().collect::<String>().replace(",>", ">");
@@ -457,49 +562,149 @@ spec:
 
     const BASE: &str = "spec.versions[0].schema.openAPIV3Schema.properties.spec";
 
+    fn warnings(spec: &str) -> Vec<String> {
+        let crds = crate::schema::parse_str("widget.yaml".as_ref(), &crd(spec)).unwrap();
+        let output = Generator::new().generate(&crds).unwrap();
+        output.warnings().iter().map(ToString::to_string).collect()
+    }
+
     #[test]
-    fn unrepresentable_constructs_are_errors_at_their_schema_path() {
-        let tuple = "            type: object
+    fn non_structural_spots_are_warnings_at_their_path_with_the_loosest_type() {
+        let spec = "            type: object
             properties:
               pair: {type: array, items: [{type: string}, {type: integer}]}
-";
-        assert_eq!(
-            error(tuple),
-            format!(
-                "widget.yaml: {BASE}.properties.pair.items: `items` as a list of schemas (tuple \
-                 form) is not allowed in a structural schema; give one schema for every item"
-            )
-        );
-        let no_items = "            type: object
-            properties:
               list: {type: array}
+              odd: {type: decimal}
+              untyped: {properties: {a: {type: string}}}
+              nothing: {description: says nothing}
+              listed: {items: {type: string}}
+              counts: {additionalProperties: {type: integer}}
+              asn: {type: integer, format: int32, maximum: 4294967295}
+              port: {type: integer, format: int32, maximum: 65535}
+              both:
+                type: object
+                properties: {a: {type: string}}
+                additionalProperties: {type: string}
+              choice:
+                type: object
+                properties: {a: {type: string}}
+                oneOf:
+                - required: [a]
+                - properties: {b: {type: string}}
 ";
-        assert!(
-            error(no_items).starts_with(&format!(
-                "widget.yaml: {BASE}.properties.list: an array needs `items`"
-            ))
-        );
-        let only_in_one_of = "            type: object
-            properties:
-              a: {type: string}
-            oneOf:
-            - required: [a]
-            - properties: {b: {type: string}}
-";
+        let code = generate(spec).unwrap();
+        for expected in [
+            "pub pair: ::std::option::Option<::std::vec::Vec<::serde_json::Value>>,",
+            "pub list: ::std::option::Option<::std::vec::Vec<::serde_json::Value>>,",
+            "pub odd: ::std::option::Option<::serde_json::Value>,",
+            "pub untyped: ::std::option::Option<WidgetSpecUntyped>,",
+            "pub nothing: ::std::option::Option<::serde_json::Value>,",
+            "pub listed: ::std::option::Option<::std::vec::Vec<::std::string::String>>,",
+            "pub counts: ::std::option::Option<::std::collections::BTreeMap<::std::string::String, i64>>,",
+            "pub asn: ::std::option::Option<i64>,",
+            "pub port: ::std::option::Option<i32>,",
+            "pub struct WidgetSpecChoice { #[serde(default, skip_serializing_if = \"::std::option::Option::is_none\")] pub a: ::std::option::Option<::std::string::String>, /// Fields not listed in the schema's properties.
+ #[serde(flatten)] pub extra: ::std::collections::BTreeMap<::std::string::String, ::serde_json::Value>, }",
+        ] {
+            assert_contains(&code, expected);
+        }
+        let at =
+            |property: &str, rest: &str| format!("widget.yaml: {BASE}.properties.{property}{rest}");
         assert_eq!(
-            error(only_in_one_of),
-            format!(
-                "widget.yaml: {BASE}.oneOf[1].properties.b: property \"b\" appears only inside \
-                 oneOf; a structural schema must also declare it in the enclosing `properties`"
-            )
+            warnings(spec),
+            [
+                at(
+                    "both",
+                    ": `properties` beside `additionalProperties`, which a structural schema forbids: the properties are fields, other keys go to a flattened map"
+                ),
+                at(
+                    "choice",
+                    ".oneOf[1].properties.b: property \"b\" appears only inside oneOf (a structural schema also declares it in the enclosing `properties`): kept as JSON among the object's other fields"
+                ),
+                at("counts", ": no `type` beside `additionalProperties`: read as a map"),
+                at(
+                    "list",
+                    ": an array without `items` (a structural schema says what the items are): items of free JSON (Vec<serde_json::Value>)"
+                ),
+                at("listed", ": no `type` beside `items`: read as an array"),
+                at(
+                    "nothing",
+                    ": no `type` (a structural schema gives one, or x-kubernetes-preserve-unknown-fields): free JSON (serde_json::Value)"
+                ),
+                at(
+                    "odd",
+                    ".type: unknown type \"decimal\" (a structural schema has object, array, string, integer, number or boolean): free JSON (serde_json::Value)"
+                ),
+                at(
+                    "pair",
+                    ".items: `items` is a list of schemas (tuple form), which a structural schema forbids: items of free JSON (Vec<serde_json::Value>)"
+                ),
+                at("untyped", ": no `type` beside `properties`: read as an object"),
+            ]
         );
-        let unknown = "            type: object
+        let crds = crate::schema::parse_str("widget.yaml".as_ref(), &crd(spec)).unwrap();
+        let strict = Generator::new().strict(true).generate(&crds).unwrap_err();
+        let Error::NotStructural { warnings: listed } = &strict else { panic!("{strict}") };
+        assert_eq!(listed.len(), 9);
+        assert!(
+            strict
+                .to_string()
+                .starts_with("9 schema spot(s) are not structural (strict mode):\n  widget.yaml: "),
+            "{strict}"
+        );
+    }
+
+    #[test]
+    fn structural_schemas_have_no_warnings() {
+        assert_eq!(
+            warnings(
+                "            type: object
+            x-kubernetes-preserve-unknown-fields: true
             properties:
-              x: {type: decimal}
-";
-        assert!(error(unknown).starts_with(&format!(
-            "widget.yaml: {BASE}.properties.x.type: unknown type \"decimal\""
-        )));
+              port: {x-kubernetes-int-or-string: true}
+              any: {x-kubernetes-preserve-unknown-fields: true}
+              list: {type: array, items: {type: string}}
+              choice:
+                type: object
+                properties: {a: {type: string}, b: {type: string}}
+                oneOf: [{required: [a]}, {required: [b]}, {properties: {a: {}}}]
+"
+            ),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn a_crd_without_pruning_keeps_unknown_fields_in_every_struct() {
+        let text = crd("            type: object
+            properties:
+              inner: {type: object, properties: {a: {type: string}}}
+              empty: {type: object}
+")
+        .replace("  scope: Namespaced\n", "  scope: Namespaced\n  preserveUnknownFields: true\n");
+        let crds = crate::schema::parse_str("widget.yaml".as_ref(), &text).unwrap();
+        let output = Generator::new().generate(&crds).unwrap();
+        let code = output.to_file_string();
+        for name in ["Widget", "WidgetSpec", "WidgetSpecInner"] {
+            let start = code.find(&format!("pub struct {name} {{")).unwrap();
+            let end = start + code[start..].find("\n        }").unwrap();
+            assert!(
+                code[start..end].contains("#[serde(flatten)]"),
+                "{name}: {}",
+                &code[start..end]
+            );
+        }
+        assert_contains(
+            &code,
+            "pub empty: ::std::option::Option<::std::collections::BTreeMap<::std::string::String, ::serde_json::Value>>,",
+        );
+        let warnings: Vec<String> = output.warnings().iter().map(ToString::to_string).collect();
+        assert_eq!(
+            warnings,
+            [
+                "widget.yaml: spec.preserveUnknownFields: pruning is off for the whole CRD (only CRDs created before apiextensions.k8s.io/v1 can have that), so version v1 keeps fields its schema does not name: every struct keeps them in a flattened map"
+            ]
+        );
     }
 
     #[test]
@@ -561,7 +766,7 @@ spec:
         .unwrap();
         for expected in [
             "pub size: i32,",
-            "pub cpu: ::std::option::Option<::k8s_openapi::apimachinery::pkg::api::resource::Quantity>",
+            "pub cpu: ::std::option::Option<::informer_runtime::quantity::NumberOrQuantity>",
             "::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString",
             "pub when: ::std::option::Option<::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>",
             "pub blob: ::std::option::Option<::k8s_openapi::ByteString>,",
@@ -712,15 +917,29 @@ spec:
         .unwrap();
         let error = Generator::new().generate(&crds).unwrap_err().to_string();
         assert!(error.contains("kind Version needs the name `Version`"), "{error}");
-        let crds = crate::schema::parse_str(
-            "d.yaml".as_ref(),
-            &crd_named("example.com", "Foo-Bar", "foobars"),
-        )
-        .unwrap();
-        let error = Generator::new().generate(&crds).unwrap_err().to_string();
-        assert!(
-            error.contains("d.yaml: spec.names.kind: kind \"Foo-Bar\" is not a Rust type name"),
-            "{error}"
+    }
+
+    #[test]
+    fn kinds_that_are_not_upper_camel_case_name_their_types_in_it() {
+        let yaml = [
+            crd_named("acid.zalan.do", "postgresql", "postgresqls"),
+            crd_named("example.com", "Foo-Bar", "foobars"),
+        ]
+        .join("---\n");
+        let crds = crate::schema::parse_str("kinds.yaml".as_ref(), &yaml).unwrap();
+        let output = Generator::new().generate(&crds).unwrap();
+        let found: Vec<(&str, &str)> =
+            output.resources().iter().map(|r| (r.kind.as_str(), r.rust_path.as_str())).collect();
+        assert_eq!(
+            found,
+            [("postgresql", "acid::v1::Postgresql"), ("Foo-Bar", "example::v1::FooBar")]
+        );
+        let code = output.to_file_string();
+        assert_contains(&code, "pub struct Postgresql {");
+        assert_contains(&code, "const KIND: &'static str = \"postgresql\";");
+        assert_contains(
+            &code,
+            "pub type PostgresqlLister = ::informer_runtime::Lister<Postgresql>;",
         );
     }
 }

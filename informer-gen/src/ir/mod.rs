@@ -29,8 +29,11 @@ pub(crate) enum Ty {
     Bytes,
     /// `x-kubernetes-int-or-string`.
     IntOrString,
-    /// An int-or-string whose pattern is the resource quantity pattern.
+    /// An int-or-string whose pattern is the resource quantity pattern: the runtime's
+    /// `NumberOrQuantity`, which writes a number back as a number.
     Quantity,
+    /// k8s-openapi's `Quantity`, whose schema describes a [`Ty::Quantity`] field to schemars.
+    QuantitySchema,
     /// Any JSON value (`x-kubernetes-preserve-unknown-fields` without a type, or no type at all).
     Json,
     /// `metadata` of a root or an embedded resource.

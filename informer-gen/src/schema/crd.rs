@@ -28,6 +28,11 @@ pub struct CrdSpec {
     pub scope: String,
     /// The versions served, each with its schema.
     pub versions: Vec<CrdVersion>,
+    /// `preserveUnknownFields`: pruning is off, every field of every object is kept. Only CRDs
+    /// created as `apiextensions.k8s.io/v1beta1` can still have it; their schemas need not be
+    /// structural.
+    #[serde(default)]
+    pub preserve_unknown_fields: bool,
 }
 
 /// `spec.names`.

@@ -15,6 +15,7 @@ for ::informer_runtime::SharedInformerFactory<S> {
     fn example(&self) -> example::Group<'_, S> {
         example::Group { factory: self }
     }
+    #[allow(clippy::too_many_lines, reason = "one line per custom resource")]
     fn register_custom_resources(&self) {
         self.register::<example::v1::Database>();
     }

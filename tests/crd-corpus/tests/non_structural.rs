@@ -1,0 +1,115 @@
+//! CRDs whose schemas are not structural (`tests/fixtures/crd-non-structural`): they generate,
+//! with a warning naming each spot (an error in strict mode), and their types keep whatever an
+//! object held: free JSON where the schema says nothing, unknown fields where the API server
+//! keeps them, a number in a quantity as a number and a string as a string.
+
+use std::path::PathBuf;
+
+use informer_crd_corpus::NON_STRUCTURAL_RESOURCES;
+use informer_crd_corpus::non_structural::{legacy, loose};
+use informer_gen::{Error, Generator, sample};
+use serde_json::json;
+
+fn fixtures() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/crd-non-structural");
+    assert!(dir.is_dir(), "the fixtures {} are absent", dir.display());
+    dir
+}
+
+#[test]
+fn every_spot_is_a_warning_naming_file_and_path_and_strict_mode_refuses_them() {
+    let crds = informer_gen::schema::load(&[fixtures()]).unwrap();
+    let output = Generator::new().generate(&crds).unwrap();
+    let warnings: Vec<String> = output.warnings().iter().map(ToString::to_string).collect();
+    let spec = "spec.versions[0].schema.openAPIV3Schema.properties.spec.properties";
+    for expected in [
+        "legacy-widget.yaml: spec.preserveUnknownFields: pruning is off".to_owned(),
+        format!("legacy-widget.yaml: {spec}.args.items: no `type`"),
+        format!("legacy-widget.yaml: {spec}.hooks: an array without `items`"),
+        format!("legacy-widget.yaml: {spec}.selector: no `type` beside `properties`"),
+        format!("legacy-widget.yaml: {spec}.source.anyOf[1].properties.inline: property"),
+        format!("legacy-widget.yaml: {spec}.config: no `type`"),
+        format!("loose-gadget.yaml: {spec}.pair.items: `items` is a list of schemas"),
+        format!("loose-gadget.yaml: {spec}.ports: no `type` beside `items`"),
+        format!("loose-gadget.yaml: {spec}.flags: `properties` beside `additionalProperties`"),
+        format!("loose-gadget.yaml: {spec}.timeout.type: unknown type \"duration\""),
+    ] {
+        assert!(
+            warnings.iter().any(|w| w.contains(&expected)),
+            "no warning {expected:?} among\n{}",
+            warnings.join("\n")
+        );
+    }
+    assert_eq!(warnings.len(), 10, "{}", warnings.join("\n"));
+    match Generator::new().strict(true).generate(&crds) {
+        Err(Error::NotStructural { warnings: listed }) => assert_eq!(listed, output.warnings()),
+        other => panic!("strict mode generated: {:?}", other.map(|o| o.resources().len())),
+    }
+}
+
+#[test]
+fn every_generated_resource_round_trips_its_samples() {
+    let crds = informer_gen::schema::load(&[fixtures()]).unwrap();
+    let mut checked = 0;
+    for resource in NON_STRUCTURAL_RESOURCES {
+        let loaded = crds
+            .iter()
+            .find(|l| l.file.file_name().is_some_and(|f| f == resource.file))
+            .unwrap_or_else(|| panic!("{} is not a fixture", resource.file));
+        for sample in sample::samples(&loaded.crd, resource.version) {
+            let text = serde_json::to_string(&sample.object).unwrap();
+            let back = (resource.round_trip)(&text)
+                .unwrap_or_else(|e| panic!("{} {}: {e}", resource.file, sample.name));
+            if let Some(diff) = sample::json_diff(&sample.object, &back) {
+                panic!("{} {}: {diff}", resource.file, sample.name);
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 4, "{checked} samples");
+}
+
+#[test]
+fn free_json_unknown_fields_and_quantities_survive_exactly() {
+    let widget = json!({
+        "apiVersion": "legacy.example.com/v1alpha1",
+        "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "default"},
+        "addedLater": {"by": "a newer controller"},
+        "spec": {
+            "size": 3,
+            "args": ["--verbose", 2, {"nested": [true, null]}],
+            "hooks": [{"exec": "true"}, "pre-stop"],
+            "selector": {"matchLabels": {"app": "w"}, "matchNames": ["w"]},
+            "source": {"inline": "kind: Config", "sha": "abc"},
+            "resources": {"cpu": 2, "memory": "1Gi"},
+            "config": [1, "two"],
+            "unknown": 1.5
+        },
+        "status": {"phase": "", "ready": true, "observed": 7, "conditions": [{"type": "Ready", "status": "True", "reason": "Up"}]}
+    });
+    let parsed: legacy::v1alpha1::Widget = serde_json::from_value(widget.clone()).unwrap();
+    let spec = parsed.spec.as_ref().unwrap();
+    let resources = spec.resources.as_ref().unwrap();
+    assert_eq!(resources.cpu, Some(informer_runtime::quantity::NumberOrQuantity::from(2)));
+    assert_eq!(resources.memory.as_ref().map(ToString::to_string).as_deref(), Some("1Gi"));
+    assert_eq!(serde_json::to_value(&parsed).unwrap(), widget);
+
+    let gadget = json!({
+        "apiVersion": "loose.example.com/v1",
+        "kind": "Gadget",
+        "metadata": {"name": "g"},
+        "spec": {
+            "pair": ["a", 1],
+            "ports": [80, "http", null],
+            "weights": {"a": 0.5, "b": null},
+            "flags": {"debug": true, "trace": false},
+            "timeout": "30s",
+            "template": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}},
+            "limits": {"cpu": 1, "memory": "512Mi", "huge": 9_007_199_254_740_993_u64},
+            "extra": {"known": "k", "other": {"deep": [1]}}
+        }
+    });
+    let parsed: loose::v1::Gadget = serde_json::from_value(gadget.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&parsed).unwrap(), gadget);
+}
