@@ -3,9 +3,10 @@
 //! and the `CustomResourceDefinition` to install, with a structural schema from schemars.
 //!
 //! Stages, one module each (dtolnay's layout): `attrs` parses `#[informer(...)]`, `valid`
-//! checks the struct and the values and fills in defaults, `expand` generates the code (and
-//! `structural` the schema rewriter it embeds; `view` the code of a view), `fallback` stubs the
-//! traits when there are errors. `ctxt` collects every error so one build reports them all. `informers` is
+//! checks the struct and the values and fills in defaults, `expand` generates the code (`view`
+//! the code of a view), `fallback` stubs the traits when there are errors. What `crd()` does at
+//! run time (schemars' schema made structural, recursion found, versions merged) is
+//! `informer_runtime::crd`, as a proc-macro crate cannot export functions. `ctxt` collects every error so one build reports them all. `informers` is
 //! [`informers!`], the grouped factory accessors. The code informer-gen writes too (names,
 //! resource impls, aliases, accessors) comes from `informer-emit`, shared by both.
 //!
@@ -20,7 +21,6 @@ mod expand;
 mod fallback;
 mod informers;
 mod names;
-mod structural;
 mod valid;
 mod view;
 

@@ -99,6 +99,7 @@
 pub mod client;
 pub mod clock;
 pub mod controller;
+pub mod crd;
 pub mod delta_fifo;
 pub mod dynamic;
 #[cfg(feature = "client")]
