@@ -565,6 +565,27 @@ mod tests {
         assert!(code.contains("compile_error!"), "{code}");
         assert!(code.contains("impl ::k8s_openapi::Resource for Bar"), "{code}");
         assert!(code.contains("impl ::k8s_openapi::Metadata for Bar"), "{code}");
+        assert!(code.contains("pub fn crd()"), "{code}");
+    }
+
+    #[test]
+    fn the_stub_names_the_crates_where_crates_says() {
+        let code = expand_str(quote! {
+            #[informer(version = "v1", crates(k8s_openapi = facade::k8s, informer_runtime = facade::rt))]
+            struct Bar { metadata: ObjectMeta }
+        });
+        assert!(code.contains("compile_error!"), "{code}");
+        for expected in [
+            "impl facade::k8s::Resource for Bar",
+            "impl facade::k8s::ListableResource for Bar",
+            "impl facade::k8s::Metadata for Bar",
+            "type Ty = facade::k8s::apimachinery::pkg::apis::meta::v1::ObjectMeta;",
+            "facade::rt::crd::Error",
+        ] {
+            assert!(code.contains(expected), "missing {expected:?} in\n{code}");
+        }
+        assert!(!code.contains("::k8s_openapi"), "{code}");
+        assert!(!code.contains("::informer_runtime"), "{code}");
     }
 }
 
