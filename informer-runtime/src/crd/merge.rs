@@ -16,7 +16,7 @@ use super::{Error, Mismatch, Result};
 /// short names, categories, labels and annotations are the union of theirs (a label or an
 /// annotation given two values is a mismatch). The result must have exactly one storage
 /// version: write `storage = false` in the `#[informer(...)]` of every version's struct but
-/// one (`storage` is their default). See the [module docs](self) for an example.
+/// one (`storage` is their default). See the [module docs](crate::crd) for an example.
 ///
 /// # Errors
 ///
