@@ -21,7 +21,7 @@ use syn::spanned::Spanned as _;
 
 use crate::ctxt::Ctxt;
 use crate::valid::{self, Input};
-use crate::{fallback, informers, structural, view};
+use crate::{fallback, informers, view};
 
 /// `#[derive(Informer)]` on `input`.
 pub(crate) fn derive(input: &syn::DeriveInput) -> TokenStream {
@@ -48,12 +48,10 @@ fn expand(input: &Input) -> TokenStream {
     let resource = resource_impls(input);
     let serialize = serialize(input);
     let crd = crd(input);
-    let structural = input.derived_schema.then(|| structural::rewriter(&input.crates.serde_json));
     let impls = hidden(&quote! {
         #resource
         #serialize
         #crd
-        #structural
     });
     quote! {
         #aliases
@@ -199,14 +197,15 @@ fn serialize(input: &Input) -> TokenStream {
 }
 
 /// The schema struct (every field but `metadata`, with its serde, schemars and doc attributes)
-/// and `fn __informer_schema() -> Result<Value, String>`, which fails with the name of a type
-/// schemars could only refer to (a recursive one).
+/// and `fn __informer_schema() -> Result<Value, informer_runtime::crd::Error>`: schemars' schema
+/// of it, made structural by the runtime, which fails naming a recursive type.
 fn schema(input: &Input) -> TokenStream {
     let schemars = &input.crates.schemars;
     let j = &input.crates.serde_json;
+    let rt = &input.crates.informer_runtime;
     if !input.derived_schema {
         return quote! {
-            fn __informer_schema() -> ::core::result::Result<#j::Value, ::std::string::String> {
+            fn __informer_schema() -> ::core::result::Result<#j::Value, #rt::crd::Error> {
                 ::core::result::Result::Ok(#j::json!({
                     "type": "object",
                     "properties": {
@@ -233,6 +232,7 @@ fn schema(input: &Input) -> TokenStream {
         let ty = &f.ty;
         quote!(#(#serde)* #(#other)* #name: #ty)
     });
+    let kind = &input.kind;
     quote! {
         #[derive(#schemars::JsonSchema)]
         #[schemars(crate = #schemars_crate)]
@@ -246,29 +246,12 @@ fn schema(input: &Input) -> TokenStream {
 
         #default
 
-        fn __informer_schema() -> ::core::result::Result<#j::Value, ::std::string::String> {
+        fn __informer_schema() -> ::core::result::Result<#j::Value, #rt::crd::Error> {
             let mut settings = #schemars::generate::SchemaSettings::openapi3();
             settings.inline_subschemas = true;
             settings.meta_schema = ::core::option::Option::None;
             let schema = settings.into_generator().into_root_schema_for::<__InformerSchema>();
-            let mut value = schema.to_value();
-            __informer_structural(&mut value);
-            if let ::core::option::Option::Some(name) = __informer_find_ref(&value) {
-                return ::core::result::Result::Err(name);
-            }
-            if let #j::Value::Object(root) = &mut value {
-                root.remove("title");
-                root.insert("type".into(), #j::json!("object"));
-                let properties = root
-                    .entry("properties")
-                    .or_insert_with(|| #j::Value::Object(#j::Map::new()));
-                if let #j::Value::Object(properties) = properties {
-                    properties.insert("apiVersion".into(), #j::json!({ "type": "string" }));
-                    properties.insert("kind".into(), #j::json!({ "type": "string" }));
-                    properties.insert("metadata".into(), #j::json!({ "type": "object" }));
-                }
-            }
-            ::core::result::Result::Ok(value)
+            #rt::crd::__derived_schema(#kind, schema.to_value())
         }
     }
 }
@@ -361,8 +344,7 @@ fn crd(input: &Input) -> TokenStream {
     let doc_crd = format!(
         " The `CustomResourceDefinition` of `{kind}` ({name}), to install before informers of `{ident}` start."
     );
-    let serde = &input.crates.serde;
-    let recursive = recursive_message(kind);
+    let rt = &input.crates.informer_runtime;
     quote! {
         #schema
 
@@ -379,7 +361,7 @@ fn crd(input: &Input) -> TokenStream {
             pub fn crd() -> #k8s::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
                 match Self::try_crd() {
                     ::core::result::Result::Ok(crd) => crd,
-                    ::core::result::Result::Err(e) => ::core::panic!("the CustomResourceDefinition of {}: {}", #kind, e),
+                    ::core::result::Result::Err(e) => ::core::panic!("{}", e),
                 }
             }
 
@@ -388,21 +370,14 @@ fn crd(input: &Input) -> TokenStream {
             /// # Errors
             ///
             /// If a type in the schema is recursive (schemars can only refer to it, and a
-            /// `CustomResourceDefinition` cannot hold references): the error names the type.
-            /// Or if k8s-openapi cannot read the manifest (a bug in `informer-derive` or
-            /// schemars).
+            /// `CustomResourceDefinition` cannot hold references): the error names the type,
+            /// its cycle and where it recurses. Or if k8s-openapi cannot read the manifest (a
+            /// bug in `informer-derive` or schemars).
             pub fn try_crd() -> ::core::result::Result<
                 #k8s::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-                #j::Error,
+                #rt::crd::Error,
             > {
-                let #mutability schema = match __informer_schema() {
-                    ::core::result::Result::Ok(schema) => schema,
-                    ::core::result::Result::Err(name) => {
-                        return ::core::result::Result::Err(<#j::Error as #serde::de::Error>::custom(
-                            ::std::format!(#recursive, name, name),
-                        ));
-                    }
-                };
+                let #mutability schema = __informer_schema()?;
                 #rules
                 let mut names = #j::Map::new();
                 #(#names)*
@@ -415,7 +390,7 @@ fn crd(input: &Input) -> TokenStream {
                 v.insert("storage".into(), #j::Value::Bool(#storage));
                 v.insert("schema".into(), #j::json!({ "openAPIV3Schema": schema }));
                 #(#version_entries)*
-                #j::from_value(#j::json!({
+                #rt::crd::__manifest(#kind, #j::json!({
                     "apiVersion": "apiextensions.k8s.io/v1",
                     "kind": "CustomResourceDefinition",
                     "metadata": meta,
@@ -429,17 +404,6 @@ fn crd(input: &Input) -> TokenStream {
             }
         }
     }
-}
-
-/// The format string of `try_crd()`'s error for a recursive type, whose name fills both `{}`.
-fn recursive_message(kind: &str) -> String {
-    format!(
-        "the schema of {kind} refers to `{{}}` instead of holding it, as schemars writes a \
-         recursive type, and a CustomResourceDefinition cannot hold references: make `{{}}` \
-         not recursive, or give the field that recurses \
-         #[schemars(schema_with = \"...\")] with a schema such as \
-         {{{{\"type\": \"object\", \"x-kubernetes-preserve-unknown-fields\": true}}}}"
-    )
 }
 
 /// The statements that add the optional fields of the version entry `v`.
@@ -601,6 +565,27 @@ mod tests {
         assert!(code.contains("compile_error!"), "{code}");
         assert!(code.contains("impl ::k8s_openapi::Resource for Bar"), "{code}");
         assert!(code.contains("impl ::k8s_openapi::Metadata for Bar"), "{code}");
+        assert!(code.contains("pub fn crd()"), "{code}");
+    }
+
+    #[test]
+    fn the_stub_names_the_crates_where_crates_says() {
+        let code = expand_str(quote! {
+            #[informer(version = "v1", crates(k8s_openapi = facade::k8s, informer_runtime = facade::rt))]
+            struct Bar { metadata: ObjectMeta }
+        });
+        assert!(code.contains("compile_error!"), "{code}");
+        for expected in [
+            "impl facade::k8s::Resource for Bar",
+            "impl facade::k8s::ListableResource for Bar",
+            "impl facade::k8s::Metadata for Bar",
+            "type Ty = facade::k8s::apimachinery::pkg::apis::meta::v1::ObjectMeta;",
+            "facade::rt::crd::Error",
+        ] {
+            assert!(code.contains(expected), "missing {expected:?} in\n{code}");
+        }
+        assert!(!code.contains("::k8s_openapi"), "{code}");
+        assert!(!code.contains("::informer_runtime"), "{code}");
     }
 }
 

@@ -1,9 +1,16 @@
 //! What to emit next to the errors (thiserror's `fallback.rs`): the resource traits with
 //! placeholder values, so that the rest of the crate still type-checks and the user sees the
-//! attribute errors, not a cascade of "`Foo` is not a `Resource`" at every use.
+//! attribute errors, not a cascade of "`Foo` is not a `Resource`" at every use, nor "no function
+//! `crd`" where the CRD is installed. The stub names the crates where `crates(...)` says they
+//! are, as the expansion would: a crate that reaches k8s-openapi only through a facade has no
+//! `::k8s_openapi`.
 
 use proc_macro2::TokenStream;
 use quote::quote;
+
+use crate::attrs;
+use crate::ctxt::Ctxt;
+use crate::valid;
 
 /// Placeholder impls for a struct with named fields and no generics; nothing for other shapes
 /// (their errors say the derive cannot apply at all).
@@ -14,16 +21,36 @@ pub(crate) fn stub(input: &syn::DeriveInput) -> TokenStream {
         return TokenStream::new();
     }
     let ident = &input.ident;
+    // The attributes' errors are reported already; only the paths are wanted here.
+    let parsed = attrs::get(&mut Ctxt::default(), &input.attrs);
+    let crates = valid::crates(&parsed.crates);
+    let (k8s, rt) = (&crates.k8s_openapi, &crates.informer_runtime);
     let metadata = fields.named.iter().any(|f| f.ident.as_ref().is_some_and(|i| i == "metadata"));
     let metadata = metadata.then(|| {
         quote! {
             #[automatically_derived]
-            impl ::k8s_openapi::Metadata for #ident {
-                type Ty = ::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+            impl #k8s::Metadata for #ident {
+                type Ty = #k8s::apimachinery::pkg::apis::meta::v1::ObjectMeta;
                 fn metadata(&self) -> &Self::Ty {
                     ::core::unreachable!()
                 }
                 fn metadata_mut(&mut self) -> &mut Self::Ty {
+                    ::core::unreachable!()
+                }
+            }
+        }
+    });
+    // A view has no CRD; a resource's is installed somewhere, and that call should not fail too.
+    let crd = (!parsed.view_written).then(|| {
+        let crd = quote!(#k8s::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition);
+        quote! {
+            #[automatically_derived]
+            #[allow(missing_docs)]
+            impl #ident {
+                pub fn crd() -> #crd {
+                    ::core::unreachable!()
+                }
+                pub fn try_crd() -> ::core::result::Result<#crd, #rt::crd::Error> {
                     ::core::unreachable!()
                 }
             }
@@ -36,19 +63,20 @@ pub(crate) fn stub(input: &syn::DeriveInput) -> TokenStream {
         #[allow(unused_qualifications, clippy::all, clippy::pedantic)]
         const _: () = {
             #[automatically_derived]
-            impl ::k8s_openapi::Resource for #ident {
+            impl #k8s::Resource for #ident {
                 const API_VERSION: &'static str = "";
                 const GROUP: &'static str = "";
                 const KIND: &'static str = "";
                 const VERSION: &'static str = "";
                 const URL_PATH_SEGMENT: &'static str = "";
-                type Scope = ::k8s_openapi::NamespaceResourceScope;
+                type Scope = #k8s::NamespaceResourceScope;
             }
             #[automatically_derived]
-            impl ::k8s_openapi::ListableResource for #ident {
+            impl #k8s::ListableResource for #ident {
                 const LIST_KIND: &'static str = "";
             }
             #metadata
+            #crd
         };
     }
 }

@@ -3,9 +3,10 @@
 //! and the `CustomResourceDefinition` to install, with a structural schema from schemars.
 //!
 //! Stages, one module each (dtolnay's layout): `attrs` parses `#[informer(...)]`, `valid`
-//! checks the struct and the values and fills in defaults, `expand` generates the code (and
-//! `structural` the schema rewriter it embeds; `view` the code of a view), `fallback` stubs the
-//! traits when there are errors. `ctxt` collects every error so one build reports them all. `informers` is
+//! checks the struct and the values and fills in defaults, `expand` generates the code (`view`
+//! the code of a view), `fallback` stubs the traits when there are errors. What `crd()` does at
+//! run time (schemars' schema made structural, recursion found, versions merged) is
+//! `informer_runtime::crd`, as a proc-macro crate cannot export functions. `ctxt` collects every error so one build reports them all. `informers` is
 //! [`informers!`], the grouped factory accessors. The code informer-gen writes too (names,
 //! resource impls, aliases, accessors) comes from `informer-emit`, shared by both.
 //!
@@ -20,7 +21,6 @@ mod expand;
 mod fallback;
 mod informers;
 mod names;
-mod structural;
 mod valid;
 mod view;
 
@@ -76,20 +76,101 @@ use proc_macro::TokenStream;
 ///   `apiVersion` and `kind`, so `#[serde(deny_unknown_fields)]` is rejected.
 /// - `Foo::crd()` (and `Foo::try_crd()`): the `CustomResourceDefinition` named
 ///   `<plural>.<group>` with one version, whose `openAPIV3Schema` is schemars' schema of the
-///   struct's fields other than `metadata` (schemars' `openapi3` settings, subschemas inlined), rewritten to
-///   be structural, with `apiVersion`, `kind` and `metadata` added. The fields' types need
-///   `schemars::JsonSchema`; the root does not (derive it or not, as you like). Enums with data
-///   become an object with every variant's properties and a `oneOf` saying which each variant
-///   requires (and, internally tagged, its tag's value); a `#[serde(flatten)]` map beside fields
-///   becomes `x-kubernetes-preserve-unknown-fields`; a container `#[serde(default)]` makes every
-///   field optional, with the root's defaults. A recursive type cannot be inlined, and a CRD
-///   cannot refer to it: `try_crd()` fails naming it (`crd()` panics), because the derive sees
-///   the root's fields only and the recursion is known when schemars runs.
+///   struct's fields other than `metadata` (schemars' `openapi3` settings, subschemas inlined),
+///   rewritten to be structural by `informer_runtime::crd`, with `apiVersion`, `kind` and
+///   `metadata` added. The fields' types need `schemars::JsonSchema`; the root does not (derive
+///   it or not, as you like). See "Schemas" below for what serde's attributes become, and
+///   "Several versions" for a kind with a struct per version.
 /// - A hidden macro, named like the type in the macro namespace, that [`informers!`] reads the
 ///   resource's names from.
 ///
 /// The user's crate needs `k8s-openapi`, `informer-runtime`, `serde` (with `derive`),
 /// `serde_json` and `schemars` 1 as dependencies, or `crates(...)` paths to them.
+///
+/// # Schemas
+///
+/// The schema says what serde reads and writes, in a form the API server accepts (structural):
+///
+/// - **Enums with data** become an object with every variant's properties and a `oneOf` saying
+///   which each variant requires (and, internally tagged, its tag's value).
+/// - **`#[serde(flatten)]`**: a flattened struct's fields join the fields beside it. A flattened
+///   map (`BTreeMap<String, _>`, `HashMap<String, _>`) beside fields, which a structural schema
+///   cannot write as `properties` with `additionalProperties`, makes the object
+///   `x-kubernetes-preserve-unknown-fields: true`, so that the API server keeps the fields the
+///   map reads instead of pruning them (also when the map is in an enum variant: then on the
+///   enum's object).
+/// - **A container `#[serde(default)]`** (or `default = "path"`) means what serde does with it:
+///   every field may be absent. On the root, as on a spec or status type, no field is
+///   `required`, and each has the `default` the container's `Default` gives it (from the root's
+///   default, for the root), which the API server fills in as serde would. Nothing is rejected:
+///   a `default` schemars cannot write (`null`, or skipped by `skip_serializing_if`) is left
+///   out, and the field is optional all the same. This is what schemars, and so kube-derive, do
+///   for a container default on any other type.
+/// - **A recursive type** cannot be inlined, and a CRD's schema cannot refer to a type. A field
+///   of the root that holds the root again (`children: Vec<Foo>`, `Option<Box<Self>>`) is a
+///   compile error at its type. A recursion deeper down, in the fields' own types, is known when
+///   schemars runs: `try_crd()` fails with `informer_runtime::crd::Error::Recursive`, naming the
+///   type, its cycle (`Vertex → Edge → Vertex`) and where it recurses (`.spec.root.edges.*.to`),
+///   and `crd()` panics with that message. Hold the nested part as `serde_json::Value`, or give
+///   the field `#[schemars(schema_with = "...")]`.
+///
+/// # Several versions
+///
+/// A struct is one version of its kind. For a kind served in several versions, derive a struct
+/// per version (in modules `v1`, `v2`, or as `WidgetV1` with `kind = "Widget"`), with the same
+/// group, kind and names, `storage = false` on every one but the storage version, and
+/// `served = false` or `deprecated` where they apply; `informer_runtime::crd::merge` makes the
+/// one CRD to install, with every version:
+///
+/// ```
+/// use informer_derive::Informer;
+/// use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+/// use serde::{Deserialize, Serialize};
+///
+/// /// A widget in v1: served, not stored.
+/// #[derive(Clone, Debug, Deserialize, Informer)]
+/// #[informer(group = "example.com", version = "v1", kind = "Widget", storage = false)]
+/// pub struct WidgetV1 {
+///     pub metadata: ObjectMeta,
+///     pub spec: WidgetSpec,
+/// }
+///
+/// /// A widget in v2, the storage version.
+/// #[derive(Clone, Debug, Deserialize, Informer)]
+/// #[informer(group = "example.com", version = "v2", kind = "Widget")]
+/// pub struct WidgetV2 {
+///     pub metadata: ObjectMeta,
+///     pub spec: WidgetSpec,
+/// }
+///
+/// #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+/// pub struct WidgetSpec {
+///     pub size: i32,
+/// }
+///
+/// let crd = informer_runtime::crd::merge([WidgetV1::crd(), WidgetV2::crd()])?;
+/// assert_eq!(crd.metadata.name.as_deref(), Some("widgets.example.com"));
+/// let versions: Vec<(&str, bool, bool)> =
+///     crd.spec.versions.iter().map(|v| (v.name.as_str(), v.served, v.storage)).collect();
+/// assert_eq!(versions, [("v1", true, false), ("v2", true, true)]);
+///
+/// // Both left as storage versions (the default): refused, saying what to write.
+/// #[derive(Clone, Debug, Deserialize, Informer)]
+/// #[informer(group = "example.com", version = "v3", kind = "Widget")]
+/// pub struct WidgetV3 {
+///     pub metadata: ObjectMeta,
+///     pub spec: WidgetSpec,
+/// }
+/// let error = informer_runtime::crd::merge([WidgetV2::crd(), WidgetV3::crd()]).unwrap_err();
+/// assert!(error.to_string().contains("write `storage = false`"), "{error}");
+/// # Ok::<(), informer_runtime::crd::Error>(())
+/// ```
+///
+/// `merge` checks that the structs agree on the group, the kind and its names, the scope, and
+/// that exactly one is the storage version; each error names the field and the two versions.
+/// The informers are per version (`factory.informer::<WidgetV1>()` lists and watches
+/// `/apis/example.com/v1/...`); the API server converts objects between versions with the CRD's
+/// strategy, `None` unless set, which changes `apiVersion` alone.
 ///
 /// # Required attributes
 ///
@@ -114,7 +195,8 @@ use proc_macro::TokenStream;
 ///   columns. `type` is one of `integer`, `number`, `string`, `boolean`, `date`.
 /// - `selectable = ".spec.color"`, repeatable: selectable fields (field selectors on custom
 ///   resources; every Kubernetes version k8s-openapi 0.29 supports has them).
-/// - `served = false`, `storage = false`: both default to `true`.
+/// - `served = false`, `storage = false`: both default to `true`. With a struct per version,
+///   all but one say `storage = false` (see "Several versions").
 /// - `deprecated`, `deprecation_warning = "use v2"` (a warning implies `deprecated`).
 /// - `annotation("key", "value")`, `label("key", "value")`, repeatable: on the CRD's metadata.
 /// - `validation = "self.spec.replicas >= 0"`, repeatable: CEL rules
@@ -131,7 +213,9 @@ use proc_macro::TokenStream;
 /// A compile error at the offending span for an unknown, duplicated or malformed attribute,
 /// `namespaced` with `cluster`, names the API server would reject, a struct without `metadata`,
 /// tuple and unit structs, enums, unions and generics, `view` with another attribute than
-/// `crates`; every error in one build.
+/// `crates`, a field that holds the struct itself; every error in one build. Next to the
+/// errors, the derive emits placeholder impls (the traits, `crd()`), through the `crates(...)`
+/// paths, so that uses of the type elsewhere add no errors of their own.
 ///
 /// # Types you already have
 ///

@@ -195,6 +195,9 @@ pub(crate) fn check(cx: &mut Ctxt, input: &syn::DeriveInput) -> Option<Input> {
             true
         }
     };
+    if derived_schema {
+        recursive_fields(cx, &ident, &fields);
+    }
     let crates = crates(&attrs.crates);
     let list_kind = format!("{kind}List");
     Some(Input {
@@ -377,6 +380,57 @@ fn serde_container(cx: &mut Ctxt, attrs: &[syn::Attribute], view: bool) {
             cx.error_spanned_by(path, message);
         }
     }
+}
+
+/// Fields of the root whose type holds the root again (`children: Vec<Foo>`, `Box<Self>`): a
+/// CRD's schema cannot refer to a type, and schemars can only refer to a recursive one. The
+/// derive sees the root's fields alone; a recursion deeper in their types is found by `crd()`
+/// (`informer_runtime::crd::Error::Recursive`). Fields schemars does not describe by their type
+/// (`#[serde(skip)]`, `#[schemars(skip)]`, `with` or `schema_with`) cannot recurse.
+fn recursive_fields(cx: &mut Ctxt, ident: &syn::Ident, fields: &[syn::Field]) {
+    for field in fields {
+        let described_otherwise = field
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("serde") || a.path().is_ident("schemars"))
+            .filter_map(|a| serde_metas(a).ok())
+            .flatten()
+            .any(|meta| {
+                ["skip", "with", "schema_with"].iter().any(|name| meta.path().is_ident(name))
+            });
+        if described_otherwise || !names_type(field.ty.to_token_stream(), ident) {
+            continue;
+        }
+        let name = field.ident.as_ref().map(ToString::to_string).unwrap_or_default();
+        cx.error_spanned_by(
+            &field.ty,
+            format!(
+                "`{ident}` contains itself through the field `{name}` ({ident} → {ident}), and a \
+                 CustomResourceDefinition's schema cannot refer to a type: hold the nested \
+                 objects as `serde_json::Value` (its schema keeps any fields), or give the field \
+                 #[schemars(schema_with = \"...\")] returning {{\"type\": \"object\", \
+                 \"x-kubernetes-preserve-unknown-fields\": true}}"
+            ),
+        );
+    }
+}
+
+/// Whether `tokens` (a type) name the type `ident`, or `Self`, other than as the last segment
+/// of a longer path (`other::Foo` is another type).
+fn names_type(tokens: TokenStream, ident: &syn::Ident) -> bool {
+    let mut after_colons = false;
+    for tree in tokens {
+        match &tree {
+            proc_macro2::TokenTree::Ident(found) if found == "Self" => return true,
+            proc_macro2::TokenTree::Ident(found) if found == ident && !after_colons => return true,
+            proc_macro2::TokenTree::Group(group) if names_type(group.stream(), ident) => {
+                return true;
+            }
+            _ => {}
+        }
+        after_colons = matches!(&tree, proc_macro2::TokenTree::Punct(p) if p.as_char() == ':');
+    }
+    false
 }
 
 /// `Serialize` derived next to `Informer` (when the compiler shows the derive to this one).
@@ -588,7 +642,8 @@ fn print_column(cx: &mut Ctxt, column: &attrs::PrintColumn) -> Option<PrintColum
     })
 }
 
-fn crates(crates: &attrs::Crates) -> Crates {
+/// The crate paths `crates(...)` gives, or the defaults (`::informer_runtime`, ...).
+pub(crate) fn crates(crates: &attrs::Crates) -> Crates {
     let or = |given: Option<&syn::Path>, default: syn::Path| given.cloned().unwrap_or(default);
     Crates {
         informer_runtime: or(crates.informer_runtime.get(), syn::parse_quote!(::informer_runtime)),

@@ -607,7 +607,146 @@ pub struct Node {
 #[test]
 fn recursive_type_is_an_error_naming_it() {
     let error = Tree::try_crd().expect_err("a recursive schema has no CRD");
+    assert!(
+        matches!(&error, informer_runtime::crd::Error::Recursive { type_name, path, .. }
+            if type_name == "Node" && path == ".spec.children[*]"),
+        "{error:?}"
+    );
     let message = error.to_string();
-    assert!(message.starts_with("the schema of Tree refers to `Node`"), "{message}");
+    assert!(
+        message.starts_with(
+            "the schema of Tree cannot be written out: `Node` contains itself (Node → Node) at \
+             `.spec.children[*]`"
+        ),
+        "{message}"
+    );
+    assert!(message.contains("serde_json::Value"), "{message}");
     assert!(message.contains("schema_with"), "{message}");
+}
+
+/// A recursion through two types and a map.
+#[derive(Clone, Debug, Deserialize, Informer)]
+#[informer(group = "example.com", version = "v1")]
+pub struct Graph {
+    metadata: ObjectMeta,
+    spec: GraphSpec,
+}
+
+/// The root of a graph.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct GraphSpec {
+    /// The first vertex.
+    pub root: Option<Vertex>,
+}
+
+/// A vertex.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Vertex {
+    /// Its edges, by name.
+    pub edges: BTreeMap<String, Edge>,
+}
+
+/// An edge.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Edge {
+    /// Where it leads.
+    pub to: Option<Box<Vertex>>,
+}
+
+#[test]
+fn indirect_recursion_names_the_cycle() {
+    let message = Graph::try_crd().expect_err("a recursive schema has no CRD").to_string();
+    assert!(
+        message.contains(
+            "`Vertex` contains itself (Vertex → Edge → Vertex) at `.spec.root.edges.*.to`"
+        ),
+        "{message}"
+    );
+}
+
+#[test]
+#[should_panic(expected = "the schema of Tree cannot be written out")]
+fn crd_panics_with_the_same_message() {
+    let _ = Tree::crd();
+}
+
+/// A container `#[serde(default)]` on a spec type (schemars reads it there itself), and a
+/// flattened struct whose fields join the spec's.
+#[derive(Clone, Debug, Deserialize, Informer)]
+#[informer(group = "example.com", version = "v1")]
+pub struct Tuned {
+    metadata: ObjectMeta,
+    spec: TunedSpec,
+}
+
+/// Every field may be absent.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct TunedSpec {
+    /// How many.
+    pub max_size: i32,
+    /// A name.
+    pub name: Option<String>,
+    /// Common fields.
+    #[serde(flatten)]
+    pub common: Common,
+}
+
+/// Fields several specs share.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Common {
+    /// A priority.
+    pub priority: Option<i32>,
+}
+
+#[test]
+fn container_default_on_a_spec_type_and_a_flattened_struct() {
+    let crd = serde_json::to_value(Tuned::crd()).expect("a manifest encodes");
+    let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    assert!(spec.get("required").is_none(), "{spec}");
+    assert_eq!(spec["properties"]["maxSize"]["default"], 0, "{spec}");
+    // The flattened struct's fields are the spec's own; no map, so unknown fields are pruned.
+    assert_eq!(spec["properties"]["priority"]["type"], "integer", "{spec}");
+    assert!(spec.get("x-kubernetes-preserve-unknown-fields").is_none(), "{spec}");
+    let read: Tuned = serde_json::from_value(json!({"metadata": {}, "spec": {}})).expect("decodes");
+    assert_eq!(read.spec, TunedSpec::default());
+}
+
+/// A flattened map in a variant of an internally tagged enum.
+#[derive(Clone, Debug, Deserialize, Informer)]
+#[informer(group = "example.com", version = "v1")]
+pub struct Plugin {
+    metadata: ObjectMeta,
+    spec: PluginSpec,
+}
+
+/// A plugin: a known one, or any other with its settings kept.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type")]
+pub enum PluginSpec {
+    /// A known plugin.
+    Known {
+        /// Its level.
+        level: i32,
+    },
+    /// Another plugin.
+    Other {
+        /// Its name.
+        name: String,
+        /// Its settings, whatever they are.
+        #[serde(flatten)]
+        settings: BTreeMap<String, Value>,
+    },
+}
+
+#[test]
+fn flattened_map_in_an_enum_variant_preserves_unknown_fields() {
+    let crd = serde_json::to_value(Plugin::crd()).expect("a manifest encodes");
+    let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    // On the object, where the API server reads it, not inside `oneOf`, where it may not be.
+    assert_eq!(spec["x-kubernetes-preserve-unknown-fields"], true, "{spec}");
+    for variant in spec["oneOf"].as_array().expect("the variants") {
+        assert!(variant.get("x-kubernetes-preserve-unknown-fields").is_none(), "{variant}");
+        assert!(variant.get("additionalProperties").is_none(), "{variant}");
+    }
 }

@@ -21,7 +21,8 @@
 //! version and resource, whose objects are [`dynamic::DynamicObject`]s: metadata typed, the
 //! rest JSON (see the [`dynamic`] module). A [`controller::Controller`] turns informers
 //! into a reconcile loop: its handlers hand keys to a [`workqueue::WorkQueue`], whose workers
-//! call your `reconcile`.
+//! call your `reconcile`. The CRD of a `#[derive(Informer)]` type is `Foo::crd()`; for a kind
+//! with a derived struct per version, [`crd::merge`] makes the one CRD with all of them.
 //!
 //! # The data flow
 //!
@@ -99,6 +100,7 @@
 pub mod client;
 pub mod clock;
 pub mod controller;
+pub mod crd;
 pub mod delta_fifo;
 pub mod dynamic;
 #[cfg(feature = "client")]
