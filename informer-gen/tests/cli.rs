@@ -113,6 +113,10 @@ fn without_out_prints_one_file_that_parses() {
         "pub struct Gadget {",
         "/// How big it is.",
         "::informer_runtime::SharedInformerFactory",
+        // The trait's docs show the import a call of an accessor needs.
+        "/// use crate::crds::CustomResourceInformers as _;",
+        "/// let informer = factory.example().<version>().<plural>();",
+        "\"no method named `example` found\"",
     ] {
         assert!(code.contains(expected), "no {expected:?} in\n{code}");
     }
