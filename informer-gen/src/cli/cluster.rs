@@ -11,6 +11,7 @@
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use informer_gen::schema::{self, Format, Loaded};
@@ -259,7 +260,7 @@ impl Reader<'_> {
                 page.items
                     .into_iter()
                     .filter(|crd| groups.is_empty() || group_matches(groups, &crd.spec.group))
-                    .map(|crd| (*crd).clone()),
+                    .map(Arc::unwrap_or_clone),
             );
             match page.continue_token {
                 Some(token) if !token.is_empty() => options.continue_token = Some(token),
