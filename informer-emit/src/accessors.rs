@@ -84,8 +84,13 @@ pub fn group_items(rt: &syn::Path, group: &str, versions: &[&str]) -> TokenStrea
         }
     });
     let doc = format!(" Informers of the `{group}` API group.");
+    let how = " What the factory's accessor of the group returns: a method of the \
+        `CustomResourceInformers` trait, which must be in scope where it is called \
+        (`use …::CustomResourceInformers as _;`).";
     quote! {
         #[doc = #doc]
+        ///
+        #[doc = #how]
         pub struct Group<'a, S> {
             pub(crate) factory: &'a #rt::SharedInformerFactory<S>,
         }
@@ -105,6 +110,18 @@ pub fn factory_trait<T: ToTokens>(
     groups: &[(String, String)],
     types: &[T],
 ) -> TokenStream {
+    let first = groups.first().map_or("example", |(_, module)| module.as_str());
+    let missing = format!(
+        " The accessors are methods of this trait: where it is not in scope, a call fails with \
+         \"no method named `{first}` found\". Import it from the module that holds this code:"
+    );
+    let example = [
+        " ```text".to_owned(),
+        " use crate::crds::CustomResourceInformers as _; // `crds`: where this code is".to_owned(),
+        String::new(),
+        format!(" let informer = factory.{first}().<version>().<plural>();"),
+        " ```".to_owned(),
+    ];
     let mut trait_methods = Vec::new();
     let mut trait_impls = Vec::new();
     for (group, module) in groups {
@@ -122,7 +139,11 @@ pub fn factory_trait<T: ToTokens>(
     }
     quote! {
         /// Adds the grouped accessors of these custom resources to `SharedInformerFactory`
-        /// (`factory.<group>().<version>().<plural>()`); bring it into scope with `use`.
+        /// (`factory.<group>().<version>().<plural>()`).
+        ///
+        #[doc = #missing]
+        ///
+        #(#[doc = #example])*
         #[allow(dead_code, reason = "a program may use only some of the groups")]
         #vis trait CustomResourceInformers<S> {
             #(#trait_methods)*

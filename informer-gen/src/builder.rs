@@ -97,8 +97,8 @@ impl Builder {
     /// Replaces the generator, and with it every setting made through the forwarding setters
     /// ([`versions`](Builder::versions), [`derive`](Builder::derive), the hooks
     /// ([`type_attribute`](Builder::type_attribute), [`field_attribute`](Builder::field_attribute),
-    /// [`derive_for`](Builder::derive_for)), [`runtime_crate`](Builder::runtime_crate)) before
-    /// this call.
+    /// [`derive_for`](Builder::derive_for)), [`runtime_crate`](Builder::runtime_crate),
+    /// [`types_only`](Builder::types_only)) before this call.
     pub fn generator(mut self, generator: Generator) -> Self {
         self.generator = generator;
         self
@@ -152,6 +152,13 @@ impl Builder {
     /// The path of the informer-runtime crate in generated code ([`Generator::runtime_crate`]).
     pub fn runtime_crate(mut self, path: impl Into<String>) -> Self {
         self.generator = self.generator.runtime_crate(path);
+        self
+    }
+
+    /// Generates only the types and their resource impls, without informer and lister aliases,
+    /// factory accessors and the `CustomResourceInformers` trait ([`Generator::types_only`]).
+    pub fn types_only(mut self, enabled: bool) -> Self {
+        self.generator = self.generator.types_only(enabled);
         self
     }
 

@@ -89,6 +89,7 @@ pub struct Generator {
     pub(crate) docs: bool,
     pub(crate) visibility: Visibility,
     pub(crate) strict: bool,
+    pub(crate) types_only: bool,
 }
 
 impl Default for Generator {
@@ -105,6 +106,7 @@ impl Default for Generator {
             docs: true,
             visibility: Visibility::Public,
             strict: false,
+            types_only: false,
         }
     }
 }
@@ -290,6 +292,45 @@ impl Generator {
         self
     }
 
+    /// Generates only the Rust types and their resource impls (k8s-openapi's `Resource`,
+    /// `ListableResource` and `Metadata`, the `Serialize` that writes `apiVersion` and `kind`,
+    /// and `crd()`): no `…Informer`, `…Lister` and `…NamespaceLister` aliases, no factory
+    /// accessors (the `Group` and `Version` structs) and no `CustomResourceInformers` trait.
+    /// Off by default; the CLI's `--types-only`.
+    ///
+    /// Such code needs k8s-openapi, serde and `serde_json`, for a crate that wants the types
+    /// (informer-runtime still takes them, as any k8s-openapi resource). It names the
+    /// [`runtime_crate`](Generator::runtime_crate) only where a schema has quantities, for
+    /// `NumberOrQuantity` (a quantity that writes a number back as a number): informer-runtime
+    /// with `default-features = false` is then enough. Type names are the same either way: the
+    /// names the accessors would use stay reserved.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), informer_gen::Error> {
+    /// # let yaml = r#"
+    /// # apiVersion: apiextensions.k8s.io/v1
+    /// # kind: CustomResourceDefinition
+    /// # metadata: {name: widgets.example.com}
+    /// # spec:
+    /// #   group: example.com
+    /// #   names: {kind: Widget, plural: widgets}
+    /// #   scope: Namespaced
+    /// #   versions:
+    /// #   - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}
+    /// # "#;
+    /// let crds = informer_gen::schema::parse_str("widget.yaml".as_ref(), yaml)?;
+    /// let code = informer_gen::Generator::new().types_only(true).generate(&crds)?.to_file_string();
+    /// assert!(code.contains("pub struct Widget {"));
+    /// assert!(code.contains("impl ::k8s_openapi::Resource for Widget {"));
+    /// assert!(!code.contains("informer_runtime"));
+    /// assert!(!code.contains("CustomResourceInformers"));
+    /// # Ok(()) }
+    /// ```
+    pub fn types_only(mut self, enabled: bool) -> Self {
+        self.types_only = enabled;
+        self
+    }
+
     /// Generates code for `crds`.
     ///
     /// # Errors
@@ -315,7 +356,8 @@ impl Generator {
 }
 
 /// Generated code: a module per API group, each with a module per version, and a trait that
-/// adds the group accessors to `SharedInformerFactory`.
+/// adds the group accessors to `SharedInformerFactory` (unless
+/// [`types_only`](Generator::types_only)).
 #[derive(Debug, Clone)]
 pub struct Output {
     pub(crate) top: TokenStream,

@@ -4,7 +4,9 @@
 //!
 //! Three front ends share one generator:
 //! - the command line: `informer-gen crd crds/ > src/crds.rs` (one self-contained file, as kopium
-//!   prints) or `informer-gen crd crds/ --out src/crds` (a module tree);
+//!   prints) or `informer-gen crd crds/ --out src/crds` (a module tree); the CRDs can also come
+//!   from standard input (`kubectl get crd -o yaml | informer-gen crd -`) or straight from an API
+//!   server (see [the command line](#the-command-line));
 //! - a build script, through [`Builder`] (below);
 //! - `cargo xtask codegen`, which regenerates the built-in accessors checked into
 //!   `informer-runtime` ([`discover`] finds the resources, [`emit::accessors`] writes them).
@@ -43,16 +45,41 @@
 //!     include!(concat!(env!("OUT_DIR"), "/custom_resources.rs"));
 //! }
 //!
-//! use crds::CustomResourceInformers as _;
-//!
 //! # async fn run(client: informer_runtime::Client) {
 //! let factory = informer_runtime::SharedInformerFactory::new(client);
+//! // The accessors are methods of the generated trait: without this import, the call below
+//! // fails with "no method named `cert_manager` found".
+//! use crds::CustomResourceInformers as _;
 //! let certificates = factory.cert_manager().v1().certificates();
 //! certificates.informer(); // add handlers here
 //! factory.start();
 //! let lister: crds::cert_manager::v1::CertificateLister = certificates.lister();
 //! # }
 //! ```
+//!
+//! # The command line
+//!
+//! `informer-gen crd` (the default `cli` feature; `informer-gen crd --help` lists every option)
+//! reads CRDs from:
+//! - files and directories, as [`schema::load`] reads them;
+//! - standard input, `-` among the files: JSON when it starts with `{`, YAML otherwise, at most
+//!   64 MiB, named `<stdin>` in errors;
+//! - an API server: `--from-cluster widgets.example.com ...` reads the CRDs of those names,
+//!   `--all-from-cluster` every CRD, or with `--group cert-manager.io --group '*.istio.io'`
+//!   those of the groups named (a `*.` pattern matches the groups that end in the suffix).
+//!   The server and credentials are those of the current kubeconfig context (`KUBECONFIG`, else
+//!   `~/.kube/config`; `--kubeconfig FILE`, `--context NAME` choose others), else of the
+//!   in-cluster service account, as informer-runtime's `Client` loads them; each request must
+//!   be answered within `--request-timeout` (30 s). Errors name the server. Files and the
+//!   cluster are not read together.
+//!
+//! `--types-only` ([`Generator::types_only`]) writes the types and their resource impls alone,
+//! for a crate that wants the types without informers. The other options mirror the
+//! [`Generator`]'s setters.
+//!
+//! The `cli` feature brings the client and picks k8s-openapi's newest Kubernetes version (a
+//! binary must pick one): a crate that uses informer-gen as a library, a build script
+//! included, turns default features off, so that it picks none.
 //!
 //! # What a CRD becomes
 //!
@@ -69,7 +96,8 @@
 //!   still decodes and encodes back unchanged);
 //! - `CertificateInformer`, `CertificateLister`, `CertificateNamespaceLister`, and the accessors
 //!   behind `factory.cert_manager().v1().certificates()` (through the generated
-//!   `CustomResourceInformers` trait).
+//!   `CustomResourceInformers` trait, which must be imported where they are called), unless
+//!   [`types_only`](Generator::types_only).
 //!
 //! Mapping: `x-kubernetes-int-or-string` → `IntOrString`, or, when the schema has the quantity
 //! pattern, `informer_runtime::quantity::NumberOrQuantity` (a quantity that writes a number

@@ -5,6 +5,14 @@
 //! `--out DIR` writes a module tree instead; `--list` prints what was generated, one
 //! tab-separated line per resource. Errors go to standard error as `error: …`, with exit status
 //! 1 (2 for a bad command line).
+//!
+//! The CRDs come from files, from standard input (`-`, in `stdin`), or from an API server
+//! (`--from-cluster`, `--all-from-cluster`, in `cluster`).
+
+#[path = "cli/cluster.rs"]
+mod cluster;
+#[path = "cli/stdin.rs"]
+mod stdin;
 
 use std::fmt::Write as _;
 use std::io::{self, Write as _};
@@ -12,6 +20,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use informer_gen::schema::Loaded;
 use informer_gen::{Generator, Output, Result, Versions, Visibility};
 
 /// Generates typed Kubernetes informers, listers and resource types
@@ -31,6 +40,11 @@ enum Command {
     /// Without --out, prints one self-contained Rust file to standard output. With --out,
     /// writes a module tree (mod.rs, <group>/mod.rs, <group>/<version>.rs) to DIR, replacing
     /// what informer-gen wrote there before; DIR must not hold other files.
+    ///
+    /// The CRDs come from files, standard input (-) or a live API server (--from-cluster,
+    /// --all-from-cluster). The generated code adds its accessors to SharedInformerFactory
+    /// through the CustomResourceInformers trait, which must be imported where they are
+    /// called: use crate::crds::CustomResourceInformers as _;
     Crd(CrdArgs),
 }
 
@@ -39,8 +53,8 @@ enum Command {
 #[allow(clippy::doc_markdown, reason = "doc comments are --help text, shown verbatim")]
 struct CrdArgs {
     /// CRD files (YAML, multi-document YAML or JSON) or directories of *.yaml, *.yml and *.json
-    /// files
-    #[arg(value_name = "FILE", required = true)]
+    /// files; - reads standard input (JSON if it starts with {, else YAML; at most 64 MiB)
+    #[arg(value_name = "FILE", required_unless_present = "cluster")]
     files: Vec<PathBuf>,
 
     /// Writes a module tree to DIR instead of printing one file
@@ -114,6 +128,17 @@ struct CrdArgs {
     /// tree too)
     #[arg(long)]
     list: bool,
+
+    /// Generates only the Rust types and their resource impls (k8s-openapi's Resource,
+    /// ListableResource and Metadata; crd()), without informer and lister aliases, factory
+    /// accessors and the CustomResourceInformers trait; the code then needs k8s-openapi, serde
+    /// and serde_json, and informer-runtime (without default features) only where a schema has
+    /// quantities (informer_runtime::quantity::NumberOrQuantity)
+    #[arg(long)]
+    types_only: bool,
+
+    #[command(flatten)]
+    cluster: cluster::ClusterArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -169,9 +194,10 @@ fn main() -> ExitCode {
 
 /// Runs `informer-gen crd`: everything is generated in memory before anything is written, so an
 /// error leaves `--out` as it was. Returns what to print.
-fn crd(args: &CrdArgs) -> Result<String> {
-    let crds = informer_gen::schema::load(&args.files)?;
+fn crd(args: &CrdArgs) -> Result<String, Box<dyn std::error::Error>> {
+    let crds = inputs(args)?;
     let mut generator = Generator::new()
+        .types_only(args.types_only)
         .versions(args.versions.clone())
         .schemars(args.schemars)
         .docs(!args.no_docs)
@@ -207,6 +233,25 @@ fn crd(args: &CrdArgs) -> Result<String> {
     } else {
         output.to_file_string()
     })
+}
+
+/// The CRDs of the files and standard input (`-`, once) in the order given, or of the cluster.
+fn inputs(args: &CrdArgs) -> Result<Vec<Loaded>, Box<dyn std::error::Error>> {
+    if args.cluster.selected() {
+        return Ok(cluster::load(&args.cluster)?);
+    }
+    if args.files.iter().filter(|path| stdin::is_stdin(path)).count() > 1 {
+        return Err("- (standard input) can be read only once".into());
+    }
+    let mut crds = Vec::new();
+    for path in &args.files {
+        if stdin::is_stdin(path) {
+            crds.extend(stdin::load()?);
+        } else {
+            crds.extend(informer_gen::schema::load(std::slice::from_ref(path))?);
+        }
+    }
+    Ok(crds)
 }
 
 /// The `--list` lines.

@@ -1,6 +1,8 @@
 //! [`informer_gen::Builder`] as a build script uses it: the generated file in the output
 //! directory, `cargo:rerun-if-changed=` lines on standard output, and a file that is not
-//! rewritten (nor its modification time changed) when the output is the same.
+//! rewritten (nor its modification time changed) when the output is the same. With
+//! `types_only`, the file is compared with `tests/snapshots/types-only.rs`
+//! (`EXPECTORATE=overwrite` rewrites it).
 
 // Helpers outside the `#[test]` functions fail the test on a broken expectation, too.
 #![allow(clippy::unwrap_used)]
@@ -67,6 +69,32 @@ fn settings_reach_the_generator_and_the_file_name() {
     assert!(!code.contains("pub mod v1beta1 {"), "{code}");
     assert!(code.contains("::my_crate::Describe,"), "{code}");
     assert!(code.contains("crate::rt::SharedInformerFactory"), "{code}");
+}
+
+#[test]
+fn types_only_writes_the_types_and_resource_impls_alone() {
+    let temp = fixtures();
+    let path = Builder::new()
+        .types_only(true)
+        .crd(temp.path().join("crds"))
+        .crd(temp.path().join("extra.yaml"))
+        .out_dir(temp.path())
+        .emit_rerun_if_changed(false)
+        .build()
+        .unwrap();
+    let code = fs::read_to_string(&path).unwrap();
+    syn::parse_file(&code).unwrap();
+    let snapshot = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/types-only.rs");
+    if std::env::var_os("EXPECTORATE").is_some_and(|value| value == "overwrite") {
+        fs::write(&snapshot, &code).unwrap();
+    }
+    let expected = fs::read_to_string(&snapshot).unwrap().replace("\r\n", "\n");
+    assert_eq!(
+        code, expected,
+        "EXPECTORATE=overwrite cargo test -p informer-gen --test builder updates it"
+    );
+    assert!(!code.contains("informer_runtime"), "{code}");
+    assert!(!code.contains("CustomResourceInformers"), "{code}");
 }
 
 #[test]

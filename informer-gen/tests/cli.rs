@@ -1,6 +1,8 @@
 //! The `informer-gen` binary, run for real on CRDs written into temporary directories: stdout
-//! output, `--out` module trees, `--list`, the options, errors (exit status 1, `--out` untouched)
-//! and `--help` (compared with `tests/snapshots/help-crd.txt`; `EXPECTORATE=overwrite` rewrites it).
+//! output, `--out` module trees, `--list`, standard input (`-`), `--types-only`, the options,
+//! errors (exit status 1, `--out` untouched) and `--help` (compared with
+//! `tests/snapshots/help-crd.txt`; `EXPECTORATE=overwrite` rewrites it). `tests/cluster.rs`
+//! runs it against an API server.
 
 // Helpers outside the `#[test]` functions fail the test on a broken expectation, too.
 #![allow(clippy::unwrap_used)]
@@ -9,8 +11,9 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 use support::{GADGETS, WIDGETS};
 
@@ -24,6 +27,26 @@ fn fixtures() -> tempfile::TempDir {
 
 fn run(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_informer-gen")).current_dir(dir).args(args).output().unwrap()
+}
+
+/// Runs the binary with `input` on its standard input.
+fn run_with_stdin(dir: &Path, args: &[&str], input: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_informer-gen"))
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_owned();
+    // Written from another thread: the child may print before it has read everything.
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let output = child.wait_with_output().unwrap();
+    // The child may exit without reading it all (an error); a broken pipe is then expected.
+    let _ = writer.join().unwrap();
+    output
 }
 
 fn stdout(output: &Output) -> String {
@@ -90,6 +113,10 @@ fn without_out_prints_one_file_that_parses() {
         "pub struct Gadget {",
         "/// How big it is.",
         "::informer_runtime::SharedInformerFactory",
+        // The trait's docs show the import a call of an accessor needs.
+        "/// use crate::crds::CustomResourceInformers as _;",
+        "/// let informer = factory.example().<version>().<plural>();",
+        "\"no method named `example` found\"",
     ] {
         assert!(code.contains(expected), "no {expected:?} in\n{code}");
     }
@@ -102,6 +129,110 @@ fn a_directory_input_reads_its_crd_files() {
     let from_dir = stdout(&run(temp.path(), &["crd", "."]));
     let from_files = stdout(&run(temp.path(), &["crd", "gadgets.yaml", "widgets.yaml"]));
     assert_eq!(from_dir, from_files);
+}
+
+#[test]
+fn dash_reads_standard_input_as_yaml_or_json() {
+    let temp = fixtures();
+    let from_files = stdout(&run(temp.path(), &["crd", "widgets.yaml", "gadgets.yaml"]));
+    let yaml = format!("{WIDGETS}---\n{GADGETS}");
+    assert_eq!(stdout(&run_with_stdin(temp.path(), &["crd", "-"], &yaml)), from_files);
+
+    // JSON, as `kubectl get crd -o json` prints it: a List.
+    let to_json = |text: &str| -> serde_json::Value { serde_yaml_ng::from_str(text).unwrap() };
+    let list = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [to_json(WIDGETS), to_json(GADGETS)],
+    });
+    let json = serde_json::to_string_pretty(&list).unwrap();
+    assert_eq!(stdout(&run_with_stdin(temp.path(), &["crd", "-"], &json)), from_files);
+
+    // Among files, in the order given; `<stdin>` in the list.
+    let list =
+        stdout(&run_with_stdin(temp.path(), &["crd", "--list", "gadgets.yaml", "-"], WIDGETS));
+    assert_eq!(
+        list,
+        "example.com\tv1\tWidget\twidgets\tnamespaced\texample::v1::Widget\t<stdin>\n\
+         example.com\tv1beta1\tWidget\twidgets\tnamespaced\texample::v1beta1::Widget\t<stdin>\n\
+         tools.example.org\tv1alpha1\tGadget\tgadgets\tcluster\ttools::v1alpha1::Gadget\tgadgets.yaml\n"
+    );
+}
+
+#[test]
+fn errors_in_standard_input_name_it() {
+    let temp = fixtures();
+    let output = run_with_stdin(temp.path(), &["crd", "-"], "apiVersion: v1\nkind: ConfigMap\n");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output),
+        "error: <stdin>: kind: a ConfigMap, not a CustomResourceDefinition\n"
+    );
+    let output = run_with_stdin(temp.path(), &["crd", "-"], "{\"kind\": ");
+    assert_eq!(
+        stderr(&output),
+        "error: <stdin>: .: EOF while parsing a value at line 1 column 9\n"
+    );
+    let output = run_with_stdin(temp.path(), &["crd", "-", "widgets.yaml", "-"], WIDGETS);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stderr(&output), "error: - (standard input) can be read only once\n");
+}
+
+#[test]
+fn types_only_leaves_out_informers_listers_and_accessors() {
+    let temp = fixtures();
+    let full = stdout(&run(temp.path(), &["crd", "widgets.yaml", "gadgets.yaml"]));
+    let code = stdout(&run(temp.path(), &["crd", "--types-only", "widgets.yaml", "gadgets.yaml"]));
+    parse("stdout", &code);
+    for expected in [
+        "pub struct Widget {",
+        "pub struct WidgetSpec {",
+        "impl ::k8s_openapi::Resource for Widget {",
+        "impl ::k8s_openapi::ListableResource for Gadget {",
+        "impl ::k8s_openapi::Metadata for Widget {",
+        "pub fn crd() -> ::k8s_openapi::apiextensions_apiserver",
+        "pub const WIDGET_CRD: &str",
+    ] {
+        assert!(code.contains(expected), "no {expected:?} in\n{code}");
+        assert!(full.contains(expected), "no {expected:?} in\n{full}");
+    }
+    for unexpected in
+        ["informer_runtime", "Informer", "Lister", "struct Group", "struct Version", "fn widgets("]
+    {
+        assert!(!code.contains(unexpected), "{unexpected:?} in\n{code}");
+        assert!(full.contains(unexpected), "no {unexpected:?} in\n{full}");
+    }
+
+    // The module tree: the group modules declared, nothing else at the top.
+    stdout(&run(
+        temp.path(),
+        &["crd", "--types-only", "widgets.yaml", "gadgets.yaml", "--out", "gen"],
+    ));
+    let files = tree(&temp.path().join("gen"));
+    let paths: Vec<&str> = files.keys().map(|path| path.to_str().unwrap()).collect();
+    assert_eq!(
+        paths,
+        [
+            "example/mod.rs",
+            "example/v1.rs",
+            "example/v1beta1.rs",
+            "mod.rs",
+            "tools/mod.rs",
+            "tools/v1alpha1.rs"
+        ]
+    );
+    for (path, code) in &files {
+        parse(path.to_str().unwrap(), code);
+        assert!(!code.contains("informer_runtime"), "{}:\n{code}", path.display());
+    }
+    let top = &files[Path::new("mod.rs")];
+    let items: Vec<&str> = top.lines().filter(|line| line.starts_with("pub ")).collect();
+    assert_eq!(items, ["pub mod example;", "pub mod tools;"], "{top}");
+    let group = &files[Path::new("example/mod.rs")];
+    let items: Vec<&str> = group.lines().filter(|line| line.starts_with("pub ")).collect();
+    assert_eq!(items.len(), 3, "{group}");
+    assert!(items[0].starts_with("pub const WIDGET_CRD: &str = "), "{group}");
+    assert_eq!(items[1..], ["pub mod v1;", "pub mod v1beta1;"], "{group}");
 }
 
 #[test]
@@ -349,8 +480,19 @@ fn out_refuses_a_directory_with_files_it_did_not_generate() {
 #[test]
 fn bad_command_lines_exit_2() {
     let temp = fixtures();
-    for args in [&["crd"][..], &["crd", "widgets.yaml", "--visibility", "private"], &["frobnicate"]]
-    {
+    for args in [
+        &["crd"][..],
+        &["crd", "widgets.yaml", "--visibility", "private"],
+        &["frobnicate"],
+        // Files and the cluster are not read together.
+        &["crd", "widgets.yaml", "--all-from-cluster"],
+        &["crd", "--from-cluster", "widgets.example.com", "widgets.yaml"],
+        &["crd", "--from-cluster", "widgets.example.com", "--all-from-cluster"],
+        // Cluster options without a cluster.
+        &["crd", "widgets.yaml", "--context", "kind"],
+        &["crd", "widgets.yaml", "--group", "example.com"],
+        &["crd", "--all-from-cluster", "--request-timeout", "1h"],
+    ] {
         let output = run(temp.path(), args);
         assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
         assert!(output.stdout.is_empty());
@@ -393,7 +535,8 @@ fn help_describes_every_option() {
     let temp = fixtures();
     let help = stdout(&run(temp.path(), &["crd", "--help"]));
     for option in [
-        "<FILE>...",
+        "[FILE]...",
+        "- reads standard input",
         "--out <DIR>",
         "--versions <served|storage|V1,V2>",
         "--derive <PATH>",
@@ -405,6 +548,14 @@ fn help_describes_every_option() {
         "--visibility <VISIBILITY>",
         "--runtime-crate <PATH>",
         "--list",
+        "--types-only",
+        "--from-cluster <NAME>...",
+        "--all-from-cluster",
+        "--group <G>",
+        "--kubeconfig <FILE>",
+        "--context <NAME>",
+        "--request-timeout <DURATION>",
+        "CustomResourceInformers as _;",
     ] {
         assert!(help.contains(option), "no {option:?} in\n{help}");
     }

@@ -1,7 +1,8 @@
 //! Generates every CRD of the repository's corpus (`tests/fixtures/crd-corpus`) into one module,
 //! and the CRDs whose schemas are not structural (`tests/fixtures/crd-non-structural`) into
 //! another, each with a table of round-trip functions; and a few of the corpus again with the
-//! generator's hooks (every derive every type can take), whose output must compile too.
+//! generator's hooks (every derive every type can take), and as types only, whose output must
+//! compile too.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -120,6 +121,9 @@ fn hooks(corpus: &Path, out: &Path) -> Result<(), Box<dyn std::error::Error>> {
     }
     let output = generator.generate(&crds)?;
     write_if_changed(&out.join("hooks.rs"), &output.to_file_string())?;
+    // The same CRDs as types only (`--types-only`): no informers, listers or accessors.
+    let output = informer_gen::Generator::new().types_only(true).generate(&crds)?;
+    write_if_changed(&out.join("types_only.rs"), &output.to_file_string())?;
     Ok(())
 }
 

@@ -62,7 +62,9 @@ pub(crate) fn generate(generator: &Generator, crds: &[Loaded]) -> Result<Output>
         types.push(path);
     }
     style.hooks.check_all_matched()?;
-    out.top = factory_trait(&rt, &style.vis, &modules, &types);
+    if !style.types_only {
+        out.top = factory_trait(&rt, &style.vis, &modules, &types);
+    }
     out.resources.sort();
     Ok(out)
 }
@@ -84,6 +86,7 @@ fn style(generator: &Generator, rt: &syn::Path) -> Result<Style> {
             &generator.field_attributes,
             &generator.derives_for,
         )?,
+        types_only: generator.types_only,
     })
 }
 
@@ -199,14 +202,19 @@ fn group_module(
         let accessors: BTreeMap<String, &ResourceSpec> =
             specs.iter().map(|s| (naming::module_name(&s.method_name()), s)).collect();
         let gv = format!("{group}/{version}");
-        let accessor_tokens: TokenStream = version_body(rt, &gv, &accessors, ALL)
-            .parse()
-            .map_err(|e| config_error(format!("accessors of {gv}: {e}")))?;
+        let accessor_tokens: TokenStream = if style.types_only {
+            TokenStream::new()
+        } else {
+            version_body(rt, &gv, &accessors, ALL)
+                .parse()
+                .map_err(|e| config_error(format!("accessors of {gv}: {e}")))?
+        };
         let types = items(&space, style, &Place { group_module: module_name, version });
         modules.push(((*version).to_owned(), quote! { #types #accessor_tokens }));
     }
     let version_names: Vec<&str> = versions.keys().copied().collect();
-    let group_items = group_items(rt, group, &version_names);
+    let group_items =
+        if style.types_only { TokenStream::new() } else { group_items(rt, group, &version_names) };
     let manifests = manifests(style, group, versions)?;
     Ok(GroupModule {
         name: module_name.to_owned(),

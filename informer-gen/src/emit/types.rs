@@ -21,6 +21,8 @@ pub(crate) struct Style {
     pub(crate) vis: syn::Visibility,
     /// Attributes and derives for chosen types and fields.
     pub(crate) hooks: Hooks,
+    /// Types and resource impls only: no aliases, accessors or factory trait.
+    pub(crate) types_only: bool,
 }
 
 /// Every type of `space`, generated at `at`, in order.

@@ -116,7 +116,51 @@ pub fn load(paths: &[impl AsRef<Path>]) -> Result<Vec<Loaded>> {
 /// assert_eq!(error.to_string(), "cm.yaml: kind: a ConfigMap, not a CustomResourceDefinition");
 /// ```
 pub fn parse_str(file: &Path, text: &str) -> Result<Vec<Loaded>> {
-    let source = Source { file, text, json: is_json(file) };
+    parse_str_as(file, text, Format::of_file(file))
+}
+
+/// The syntax of a CRD text: what [`parse_str_as`] parses it as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Format {
+    /// YAML, possibly several documents separated by `---`.
+    Yaml,
+    /// One JSON document.
+    Json,
+}
+
+impl Format {
+    /// The format [`load`] and [`parse_str`] take `file` to be in: JSON if its name ends in
+    /// `.json` (in any case), YAML otherwise.
+    #[must_use]
+    pub fn of_file(file: &Path) -> Self {
+        if is_json(file) { Self::Json } else { Self::Yaml }
+    }
+
+    /// The format of a text that has no file name (standard input): JSON if its first
+    /// character other than white space is `{`, YAML otherwise. (A YAML document that starts
+    /// with a flow mapping, `{apiVersion: ...}`, is rare enough to be taken for JSON.)
+    ///
+    /// ```
+    /// use informer_gen::schema::Format;
+    /// assert_eq!(Format::of_text("\n  {\"kind\": \"CustomResourceDefinition\"}"), Format::Json);
+    /// assert_eq!(Format::of_text("---\nkind: CustomResourceDefinition\n"), Format::Yaml);
+    /// ```
+    #[must_use]
+    pub fn of_text(text: &str) -> Self {
+        if text.trim_start().starts_with('{') { Self::Json } else { Self::Yaml }
+    }
+}
+
+/// [`parse_str`] with the format given instead of taken from `file`'s name: for text that
+/// comes from elsewhere than a file (standard input, an API server), where `file` only names
+/// the source in errors and in [`Loaded::file`] (`<stdin>`).
+///
+/// # Errors
+///
+/// As [`parse_str`].
+pub fn parse_str_as(file: &Path, text: &str, format: Format) -> Result<Vec<Loaded>> {
+    let source = Source { file, text, json: format == Format::Json };
     let mut loaded = Vec::new();
     if source.json {
         let value: Value = serde_json::from_str(text)

@@ -5,4 +5,4 @@ pub mod crd;
 mod load;
 pub mod openapi;
 
-pub use load::{Loaded, load, parse_str};
+pub use load::{Format, Loaded, load, parse_str, parse_str_as};

@@ -20,6 +20,13 @@ pub mod hooks {
     include!(concat!(env!("OUT_DIR"), "/hooks.rs"));
 }
 
+/// The same CRDs as [`hooks`], generated as types only (`Generator::types_only`): the types and
+/// their resource impls, without informers, listers, accessors and the factory trait.
+#[allow(clippy::large_enum_variant, reason = "generated")]
+pub mod types_only {
+    include!(concat!(env!("OUT_DIR"), "/types_only.rs"));
+}
+
 /// The CRDs whose schemas are not structural (`tests/fixtures/crd-non-structural`), generated
 /// with the loosest faithful types.
 #[allow(clippy::large_enum_variant, reason = "generated")]
