@@ -28,6 +28,7 @@ for ::informer_runtime::SharedInformerFactory<S> {
     fn tools(&self) -> tools::Group<'_, S> {
         tools::Group { factory: self }
     }
+    #[allow(clippy::too_many_lines, reason = "one line per custom resource")]
     fn register_custom_resources(&self) {
         self.register::<example::v1::Widget>();
         self.register::<example::v1beta1::Widget>();
