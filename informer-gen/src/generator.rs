@@ -75,6 +75,7 @@ pub enum Visibility {
 /// ```
 #[derive(Debug, Clone)]
 #[must_use]
+#[allow(clippy::struct_excessive_bools, reason = "one field per builder option")]
 pub struct Generator {
     pub(crate) runtime_crate: String,
     pub(crate) versions: Versions,
