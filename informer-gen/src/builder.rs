@@ -98,7 +98,7 @@ impl Builder {
     /// ([`versions`](Builder::versions), [`derive`](Builder::derive), the hooks
     /// ([`type_attribute`](Builder::type_attribute), [`field_attribute`](Builder::field_attribute),
     /// [`derive_for`](Builder::derive_for)), [`runtime_crate`](Builder::runtime_crate),
-    /// [`types_only`](Builder::types_only)) before this call.
+    /// [`types_only`](Builder::types_only), [`strict`](Builder::strict)) before this call.
     pub fn generator(mut self, generator: Generator) -> Self {
         self.generator = generator;
         self
@@ -156,7 +156,8 @@ impl Builder {
     }
 
     /// Generates only the types and their resource impls, without informer and lister aliases,
-    /// factory accessors and the `CustomResourceInformers` trait ([`Generator::types_only`]).
+    /// factory accessors and the `CustomResourceInformers` trait ([`Generator::types_only`],
+    /// which says what such code depends on).
     pub fn types_only(mut self, enabled: bool) -> Self {
         self.generator = self.generator.types_only(enabled);
         self

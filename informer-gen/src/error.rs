@@ -84,7 +84,12 @@ pub enum Error {
     Config(String),
     /// [`Generator::strict`](crate::Generator::strict) is on and some schemas are not
     /// structural: every spot that would have been a [`Warning`], one per line.
-    #[error("{} schema spot(s) are not structural (strict mode):\n{}", warnings.len(), lines(warnings))]
+    #[error(
+        "{} schema spot(s) are not structural (strict mode):\n{}\nmake those schemas \
+         structural, or generate without strict mode to get the loosest faithful types",
+        warnings.len(),
+        lines(warnings)
+    )]
     NotStructural {
         /// What generating without strict mode would have warned about.
         warnings: Vec<Warning>,
@@ -92,9 +97,13 @@ pub enum Error {
 }
 
 /// A spot of a schema that is not structural (arrays without `items`, a `type` left out, an
-/// unknown `type`, a property only inside `oneOf`, pruning turned off for the whole CRD), which
+/// unknown `type`, a property only inside `oneOf`, `properties` beside `additionalProperties`,
+/// pruning turned off for the whole CRD) or a CRD file in `apiextensions.k8s.io/v1beta1`, which
 /// was generated with the loosest faithful Rust type: free JSON where the schema says nothing,
 /// and a map keeping unknown fields where the API server keeps them.
+///
+/// These are the spots that change the Rust types, not the API server's whole structural
+/// validation: a `description` inside `oneOf`, say, is no warning, since it changes nothing.
 ///
 /// Displayed as `file: path: message`, like [`Error::Schema`]. [`Output::warnings`] lists them;
 /// the command line prints them to standard error, and a build script's

@@ -113,9 +113,11 @@ struct CrdArgs {
 
     /// Makes schemas that are not structural an error instead of a warning
     ///
-    /// Without it, each such spot (an array without items, a node without type, a property only
-    /// inside oneOf, a CRD with preserveUnknownFields) is printed to standard error as
-    /// `warning: FILE: PATH: ...` and generated with the loosest faithful Rust type.
+    /// Without it, each such spot (an array without items or with tuple items, a node without
+    /// type or with an unknown one, a property only inside oneOf, properties beside
+    /// additionalProperties, a CRD with preserveUnknownFields, a v1beta1 file) is printed to
+    /// standard error as `warning: FILE: PATH: ...` and generated with the loosest faithful Rust
+    /// type.
     #[arg(long)]
     strict: bool,
 

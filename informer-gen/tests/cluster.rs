@@ -234,7 +234,7 @@ async fn an_unreachable_server_is_an_error_naming_it_within_the_deadline() {
     assert_eq!(
         failure(&output),
         format!(
-            "error: GET customresourcedefinitions/widgets.example.com on {silent_url}: no answer \
+            "error: LIST customresourcedefinitions?fieldSelector=metadata.name=widgets.example.com on {silent_url}: no answer \
              within 1 s (is the server reachable? --request-timeout sets the deadline)\n"
         )
     );

@@ -35,6 +35,7 @@ use serde_json::Number;
 ///
 /// let set = NumberOrQuantity::from(Quantity("500m".to_owned()));
 /// assert_eq!(set.to_string(), "500m");
+/// assert_eq!(NumberOrQuantity::from("500m"), set);
 /// assert_eq!(NumberOrQuantity::from(4).to_string(), "4");
 /// ```
 #[derive(Clone, Debug, PartialEq)]
@@ -87,6 +88,20 @@ impl From<NumberOrQuantity> for Quantity {
             NumberOrQuantity::Number(number) => Quantity(number.to_string()),
             NumberOrQuantity::Quantity(quantity) => quantity,
         }
+    }
+}
+
+/// A quantity string (`"500m"`), not checked: the API server checks it against the schema.
+impl From<&str> for NumberOrQuantity {
+    fn from(quantity: &str) -> Self {
+        NumberOrQuantity::Quantity(Quantity(quantity.to_owned()))
+    }
+}
+
+/// A quantity string (`"500m"`), not checked: the API server checks it against the schema.
+impl From<String> for NumberOrQuantity {
+    fn from(quantity: String) -> Self {
+        NumberOrQuantity::Quantity(Quantity(quantity))
     }
 }
 

@@ -22,17 +22,20 @@ fn main() {
         }
     }
     let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default());
-    let generated = generate(&corpus, &out, "corpus", "RESOURCES", "with_resources")
+    // Every CRD of the corpus is installable on today's API server, so structural: strict mode
+    // makes a warning about one of them (a false alarm) fail the build.
+    let generated = generate(&corpus, &out, ("corpus", true), "RESOURCES", "with_resources")
         .and_then(|()| {
             generate(
                 &non_structural,
                 &out,
-                "non_structural",
+                ("non_structural", false),
                 "NON_STRUCTURAL_RESOURCES",
                 "with_non_structural_resources",
             )
         })
-        .and_then(|()| hooks(&corpus, &out));
+        .and_then(|()| hooks(&corpus, &out))
+        .and_then(|()| with_schemars(&corpus, &non_structural, &out));
     if let Err(e) = generated {
         // A build script's error is the generator's error message, named with file and path.
         eprintln!("error: {e}");
@@ -40,12 +43,13 @@ fn main() {
     }
 }
 
-/// Generates every CRD in `dir` into `<module>.rs`, and into `<module>_table.rs` a table
-/// `table` of round-trip functions and a macro `with` listing every generated type.
+/// Generates every CRD in `dir` into `<module>.rs` (in strict mode if `strict`), and into
+/// `<module>_table.rs` a table `table` of round-trip functions and a macro `with` listing every
+/// generated type.
 fn generate(
     dir: &Path,
     out: &Path,
-    module: &str,
+    (module, strict): (&str, bool),
     table_name: &str,
     with: &str,
 ) -> Result<(), Box<dyn std::error::Error>> {
@@ -58,7 +62,7 @@ fn generate(
         println!("cargo::rerun-if-changed={}", file.display());
     }
     let crds = informer_gen::schema::load(&files)?;
-    let output = informer_gen::Generator::new().generate(&crds)?;
+    let output = informer_gen::Generator::new().strict(strict).generate(&crds)?;
     write_if_changed(&out.join(format!("{module}.rs")), &output.to_file_string())?;
     let mut table =
         String::from("/// Every generated resource: (file, group, version, kind, round trip).\n");
@@ -124,6 +128,25 @@ fn hooks(corpus: &Path, out: &Path) -> Result<(), Box<dyn std::error::Error>> {
     // The same CRDs as types only (`--types-only`): no informers, listers or accessors.
     let output = informer_gen::Generator::new().types_only(true).generate(&crds)?;
     write_if_changed(&out.join("types_only.rs"), &output.to_file_string())?;
+    Ok(())
+}
+
+/// The CRDs whose schemas are not structural and two of the corpus (quantities in maps, base64
+/// strings), generated with `Generator::schemars(true)` into `schemars.rs`: every type derives
+/// `JsonSchema`, which must compile.
+fn with_schemars(
+    corpus: &Path,
+    non_structural: &Path,
+    out: &Path,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let files = [
+        non_structural.to_owned(),
+        corpus.join("karpenter-nodepool.yaml"),
+        corpus.join("cert-manager-issuer.yaml"),
+    ];
+    let crds = informer_gen::schema::load(&files)?;
+    let output = informer_gen::Generator::new().schemars(true).generate(&crds)?;
+    write_if_changed(&out.join("schemars.rs"), &output.to_file_string())?;
     Ok(())
 }
 

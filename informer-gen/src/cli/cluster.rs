@@ -15,9 +15,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use informer_gen::schema::{self, Format, Loaded};
+use informer_runtime::GroupVersionResource;
 use informer_runtime::client::{Client, ClientError, Config, ConfigError, KubeconfigOptions};
-use informer_runtime::listwatch::ListOptions;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use informer_runtime::dynamic::DynamicObject;
+use informer_runtime::listwatch::{DynamicScope, ListOptions};
 
 /// The path of CRDs on an API server.
 const CRDS_PATH: &str = "apis/apiextensions.k8s.io/v1/customresourcedefinitions";
@@ -116,7 +117,8 @@ pub(crate) enum Error {
     /// A request failed.
     #[error("{request} on {server}: {message}")]
     Request {
-        /// `GET customresourcedefinitions/NAME` or `LIST customresourcedefinitions`.
+        /// `LIST customresourcedefinitions`, with `?fieldSelector=metadata.name=NAME` for a
+        /// named one.
         request: String,
         /// The server's URL.
         server: String,
@@ -227,46 +229,36 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    async fn named(&self, names: &[String]) -> Result<Vec<CustomResourceDefinition>, Error> {
+    /// The CRDs named, each once, in the order first named.
+    async fn named(&self, names: &[String]) -> Result<Vec<DynamicObject>, Error> {
         let mut crds = Vec::new();
-        for name in names {
-            let request = format!("GET customresourcedefinitions/{name}");
-            let got = self.deadline(&request, self.client.get(None, name)).await?;
-            match got {
-                Ok(crd) => crds.push(crd),
-                Err(error) if error.is_not_found() => {
+        let mut seen = std::collections::BTreeSet::new();
+        for name in names.iter().filter(|name| seen.insert(name.as_str())) {
+            let mut found = self.list(Some(format!("metadata.name={name}"))).await?;
+            match found.pop() {
+                Some(crd) => crds.push(crd),
+                None => {
                     return Err(Error::NotFound {
                         name: name.clone(),
                         server: self.server.to_owned(),
                     });
                 }
-                Err(error) => return Err(self.request_error(request, &error)),
             }
         }
         Ok(crds)
     }
 
-    async fn all(&self, groups: &[String]) -> Result<Vec<CustomResourceDefinition>, Error> {
-        let lister = self.client.lister_watcher::<CustomResourceDefinition>(None);
-        let mut options = ListOptions { limit: Some(PAGE_SIZE), ..ListOptions::default() };
-        let mut crds = Vec::new();
-        loop {
-            let request = "LIST customresourcedefinitions".to_owned();
-            let page = self
-                .deadline(&request, lister.list(&options))
-                .await?
-                .map_err(|error| self.request_error(request, &error))?;
-            crds.extend(
-                page.items
-                    .into_iter()
-                    .filter(|crd| groups.is_empty() || group_matches(groups, &crd.spec.group))
-                    .map(Arc::unwrap_or_clone),
-            );
-            match page.continue_token {
-                Some(token) if !token.is_empty() => options.continue_token = Some(token),
-                _ => break,
-            }
-        }
+    async fn all(&self, groups: &[String]) -> Result<Vec<DynamicObject>, Error> {
+        let mut crds: Vec<DynamicObject> = self
+            .list(None)
+            .await?
+            .into_iter()
+            .filter(|crd| {
+                let group = crd.data.get("spec").and_then(|spec| spec.get("group"));
+                groups.is_empty()
+                    || group.and_then(|g| g.as_str()).is_some_and(|g| group_matches(groups, g))
+            })
+            .collect();
         if crds.is_empty() {
             return Err(Error::NoneFound {
                 server: self.server.to_owned(),
@@ -274,6 +266,40 @@ impl Reader<'_> {
             });
         }
         crds.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        Ok(crds)
+    }
+
+    /// Every CRD the field selector selects, page by page, as the server wrote them: read as
+    /// JSON, not through k8s-openapi's type, which would drop schema fields newer than it and
+    /// write integer bounds back as floats.
+    async fn list(&self, field_selector: Option<String>) -> Result<Vec<DynamicObject>, Error> {
+        let resource =
+            GroupVersionResource::new("apiextensions.k8s.io", "v1", "customresourcedefinitions");
+        let lister = self.client.dynamic_lister_watcher(&resource, DynamicScope::All, false);
+        let request = match &field_selector {
+            Some(selector) => format!("LIST customresourcedefinitions?fieldSelector={selector}"),
+            None => "LIST customresourcedefinitions".to_owned(),
+        };
+        let mut options =
+            ListOptions { limit: Some(PAGE_SIZE), field_selector, ..ListOptions::default() };
+        let mut crds = Vec::new();
+        loop {
+            let request = request.clone();
+            let page = self
+                .deadline(&request, lister.list(&options))
+                .await?
+                .map_err(|error| self.request_error(request, &error))?;
+            crds.extend(page.items.into_iter().map(Arc::unwrap_or_clone).map(|mut crd| {
+                // Items of a list may leave their type out; the loader checks it.
+                crd.api_version.get_or_insert_with(|| "apiextensions.k8s.io/v1".to_owned());
+                crd.kind.get_or_insert_with(|| "CustomResourceDefinition".to_owned());
+                crd
+            }));
+            match page.continue_token {
+                Some(token) if !token.is_empty() => options.continue_token = Some(token),
+                _ => break,
+            }
+        }
         Ok(crds)
     }
 
@@ -338,7 +364,9 @@ fn parse_duration(value: &str) -> Result<Duration, String> {
         None => (value.strip_suffix('s').unwrap_or(value), 1),
     };
     match number.parse::<u64>() {
-        Ok(n) if n > 0 => Ok(Duration::from_secs(n * unit)),
+        Ok(n) if n > 0 => n.checked_mul(unit).map(Duration::from_secs).ok_or_else(|| {
+            format!("{value} is longer than this program can wait; give at most {} s", u64::MAX)
+        }),
         _ => Err("expected a positive number of seconds (30, 30s) or minutes (2m)".into()),
     }
 }
@@ -374,5 +402,7 @@ mod tests {
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert!(parse_duration("0").is_err());
         assert!(parse_duration("1h").is_err());
+        let overflow = parse_duration("999999999999999999m").unwrap_err();
+        assert!(overflow.starts_with("999999999999999999m is longer than"), "{overflow}");
     }
 }

@@ -39,7 +39,7 @@ pub(crate) fn generate(generator: &Generator, crds: &[Loaded]) -> Result<Output>
         top: TokenStream::new(),
         groups: Vec::new(),
         resources: Vec::new(),
-        warnings: Vec::new(),
+        warnings: crds.iter().flat_map(|loaded| loaded.warnings.iter().cloned()).collect(),
     };
     let modules = custom_group_modules(&groups);
     for (group, module_name) in &modules {
@@ -120,13 +120,19 @@ fn select<'a>(generator: &Generator, crds: &'a [Loaded]) -> Result<Tree<'a>> {
                 });
             }
             let kinds = tree.entry(&spec.group).or_default().entry(&version.name).or_default();
-            if let Some(previous) = kinds.insert(type_name, Selected { loaded, index }) {
+            if let Some(previous) = kinds.insert(type_name.clone(), Selected { loaded, index }) {
+                let previous_kind = &previous.loaded.crd.spec.names.kind;
+                let same = if *previous_kind == spec.names.kind {
+                    String::new()
+                } else {
+                    format!(" as kind {previous_kind}, whose Rust type is also {type_name}")
+                };
                 return Err(Error::Schema {
                     file: loaded.file.clone(),
                     document: loaded.document,
                     path: "spec.names.kind".to_owned(),
                     message: format!(
-                        "{}/{} {} is also defined by {}",
+                        "{}/{} {} is also defined by {}{same}: give each CRD once",
                         spec.group,
                         version.name,
                         spec.names.kind,

@@ -129,9 +129,15 @@ fn structure(space: &TypeSpace, s: &Struct, style: &Style, at: &Place<'_>) -> To
         let value = rust_type(space, style, &extra.value);
         let doc =
             docs::attrs(&["Fields not listed in the schema's properties.".to_owned()], style.docs);
+        let schema_with = schema_type(space, style, &extra.value).map(|as_type| {
+            let with =
+                quote!(::std::collections::BTreeMap<::std::string::String, #as_type>).to_string();
+            quote!(#[schemars(with = #with)])
+        });
         quote! {
             #doc
             #[serde(flatten)]
+            #schema_with
             #vis #field: ::std::collections::BTreeMap<::std::string::String, #value>,
         }
     });
@@ -148,6 +154,17 @@ fn structure(space: &TypeSpace, s: &Struct, style: &Style, at: &Place<'_>) -> To
     }
 }
 
+/// The type whose schema describes `ty` to schemars, where `ty`'s own has none: k8s-openapi's
+/// ByteString has no schema, so it is described as the base64 string it is on the wire; a
+/// quantity (the runtime's `NumberOrQuantity`) has k8s-openapi's `Quantity`'s (int-or-string).
+fn schema_type(space: &TypeSpace, style: &Style, ty: &Ty) -> Option<TokenStream> {
+    (style.schemars && (ty.contains(&Ty::Bytes) || ty.contains(&Ty::Quantity))).then(|| {
+        let for_schema =
+            ty.replace(&Ty::Bytes, &Ty::String).replace(&Ty::Quantity, &Ty::QuantitySchema);
+        rust_type(space, style, &for_schema)
+    })
+}
+
 /// `attributes`: the field hooks' attributes, after the field's own.
 fn field(space: &TypeSpace, f: &Field, style: &Style, attributes: &TokenStream) -> TokenStream {
     let name = ident(&f.rust_name);
@@ -159,18 +176,11 @@ fn field(space: &TypeSpace, f: &Field, style: &Style, attributes: &TokenStream) 
         quote!(rename = #json,)
     });
     let ty = rust_type(space, style, &f.ty);
-    // k8s-openapi's ByteString has no schema: describe it as the base64 string it is on the
-    // wire. A quantity has k8s-openapi's Quantity's schema (int-or-string).
-    let schema_with = (style.schemars
-        && (f.ty.contains(&Ty::Bytes) || f.ty.contains(&Ty::Quantity)))
-    .then(|| {
-        let for_schema =
-            f.ty.replace(&Ty::Bytes, &Ty::String).replace(&Ty::Quantity, &Ty::QuantitySchema);
-        let as_string = rust_type(space, style, &for_schema);
+    let schema_with = schema_type(space, style, &f.ty).map(|as_type| {
         let with = if f.required {
-            as_string.to_string()
+            as_type.to_string()
         } else {
-            quote!(::std::option::Option<#as_string>).to_string()
+            quote!(::std::option::Option<#as_type>).to_string()
         };
         quote!(#[schemars(with = #with)])
     });

@@ -416,9 +416,9 @@ impl<'a> Converter<'a> {
     }
 }
 
-/// `integer`: `i32` for `format: int32` unless its bounds say values may not fit (the API server
-/// checks the bounds, not the format: `MetalLB`'s `format: int32` autonomous system numbers go up
-/// to 2^32 - 1), else `i64`.
+/// `integer`: `i32` for `format: int32` unless its bounds say values may not fit (`MetalLB`'s
+/// `format: int32` autonomous system numbers have a maximum of 2^32 - 1; kube-apiserver refuses
+/// objects against such a schema, but an `i64` holds whatever a server keeps), else `i64`.
 fn integer(schema: &Schema) -> Ty {
     let fits = |bound: Option<f64>| {
         bound.is_none_or(|b| (f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&b))

@@ -1,6 +1,7 @@
 //! Reading CRD files: files and directories, multi-document YAML or JSON, `List`s of CRDs; each
 //! document checked to be an `apiextensions.k8s.io/v1` `CustomResourceDefinition` whose served
-//! versions all have a schema.
+//! versions all have a schema (a `v1beta1` one is converted to `v1` first, with a warning, as
+//! the API server converts it).
 //!
 //! A YAML document is first read into a [`serde_json::Value`], the way the API server converts
 //! YAML to JSON: YAML 1.2 scalars (a bare `=` is the string `"="`, `yes` is a string, not a
@@ -21,10 +22,11 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess,
 use serde_json::{Map, Value};
 
 use super::crd::CustomResourceDefinition;
-use crate::error::{Error, Result};
+use super::v1beta1;
+use crate::error::{Error, Result, Warning};
 
 /// The `apiVersion` of the CRDs the generator accepts.
-const API_VERSION: &str = "apiextensions.k8s.io/v1";
+pub(crate) const API_VERSION: &str = "apiextensions.k8s.io/v1";
 /// The `kind` of a CRD.
 const KIND: &str = "CustomResourceDefinition";
 /// File name extensions read from a directory (compared without regard to case).
@@ -44,6 +46,9 @@ pub struct Loaded {
     /// rest of `metadata`, and `status`, left out), as JSON. Generated root types return it
     /// from `crd()`.
     pub manifest: Value,
+    /// What reading it found to warn about: an `apiextensions.k8s.io/v1beta1` CRD read as v1.
+    /// The generator adds them to [`Output::warnings`](crate::Output::warnings).
+    pub warnings: Vec<Warning>,
 }
 
 /// Reads every CRD in `paths`: files (YAML, multi-document YAML or JSON) and directories (their
@@ -76,8 +81,8 @@ pub fn load(paths: &[impl AsRef<Path>]) -> Result<Vec<Loaded>> {
 ///
 /// `text` is JSON if `file`'s name ends in `.json`, and otherwise YAML, possibly several
 /// documents separated by `---`. Empty documents (a trailing `---`) are skipped. Every other
-/// document must be an `apiextensions.k8s.io/v1` `CustomResourceDefinition`, or a `List` (or
-/// `CustomResourceDefinitionList`) whose `items` are.
+/// document must be an `apiextensions.k8s.io/v1` `CustomResourceDefinition` (or a `v1beta1`
+/// one, converted to `v1`), or a `List` (or `CustomResourceDefinitionList`) whose `items` are.
 ///
 /// # Errors
 ///
@@ -85,7 +90,8 @@ pub fn load(paths: &[impl AsRef<Path>]) -> Result<Vec<Loaded>> {
 ///   line and column; at the path of the field for a document that does not have the shape of a
 ///   CRD (`spec.versions[0].served`), with a line and column where one can be found.
 /// - [`Error::Schema`] at `kind` for a document that is not a CRD, at `apiVersion` for a CRD
-///   that is not `apiextensions.k8s.io/v1`, and at `spec.versions[N].schema.openAPIV3Schema` for a
+///   that is neither `apiextensions.k8s.io/v1` nor `v1beta1` (read as `v1`, with a
+///   [`Warning`] in [`Loaded::warnings`]), and at `spec.versions[N].schema.openAPIV3Schema` for a
 ///   served version without a schema. Paths inside a `List` start with `items[N].`.
 ///
 /// # Examples
@@ -281,6 +287,24 @@ impl Source<'_> {
         (prefix, prefix_steps): (&str, Vec<Step>),
         mut object: Map<String, Value>,
     ) -> Result<Loaded> {
+        let at = |path: &str| join(prefix, path);
+        let mut warnings = Vec::new();
+        let v1beta1 =
+            object.get("apiVersion").and_then(Value::as_str) == Some(v1beta1::API_VERSION);
+        if v1beta1 && object.get("kind").and_then(Value::as_str) == Some(KIND) {
+            v1beta1::to_v1(&mut object);
+            warnings.push(Warning {
+                file: self.file.to_owned(),
+                document,
+                path: at("apiVersion"),
+                message: format!(
+                    "{} (removed in Kubernetes 1.22) read as {API_VERSION}, as the API server \
+                     converts it: its schema, subresources and printer columns given to every \
+                     version, pruning off unless preserveUnknownFields is false",
+                    v1beta1::API_VERSION
+                ),
+            });
+        }
         // Not needed, and sometimes large (annotations, managedFields): only the name is kept.
         let name = object
             .remove("metadata")
@@ -293,7 +317,6 @@ impl Source<'_> {
         metadata.insert("name".to_owned(), name.unwrap_or(Value::Null));
         manifest.insert("metadata".to_owned(), Value::Object(metadata));
         manifest.insert("spec".to_owned(), object.get("spec").cloned().unwrap_or(Value::Null));
-        let at = |path: &str| join(prefix, path);
         if let Some((field, message)) = header_problem(&object) {
             return Err(self.schema_error(document, at(field), message));
         }
@@ -335,7 +358,13 @@ impl Source<'_> {
                 ));
             }
         }
-        Ok(Loaded { file: self.file.to_owned(), document, crd, manifest: Value::Object(manifest) })
+        Ok(Loaded {
+            file: self.file.to_owned(),
+            document,
+            crd,
+            manifest: Value::Object(manifest),
+            warnings,
+        })
     }
 
     /// The line and column (from 1) of the node at `steps` in `document`, found by parsing the
@@ -482,10 +511,6 @@ fn header_problem(object: &Map<String, Value>) -> Option<(&'static str, String)>
     }
     let problem = match object.get("apiVersion") {
         Some(Value::String(version)) if version == API_VERSION => None,
-        Some(Value::String(version)) if version == "apiextensions.k8s.io/v1beta1" => Some(format!(
-            "{version} is not supported (it was removed in Kubernetes 1.22); convert the CRD to \
-             {API_VERSION}, which requires a structural schema for every served version"
-        )),
         Some(Value::String(version)) => {
             Some(format!("{version} is not supported; expected {API_VERSION}"))
         }
@@ -977,14 +1002,34 @@ spec:
     }
 
     #[test]
-    fn a_v1beta1_crd_is_a_schema_error_at_api_version() {
-        let text =
-            crd(V1_SCHEMA).replace("apiextensions.k8s.io/v1\n", "apiextensions.k8s.io/v1beta1\n");
-        let error = parse_str(Path::new("old.yaml"), &text).unwrap_err();
-        assert!(matches!(&error, Error::Schema { path, .. } if path == "apiVersion"));
-        assert_eq!(
-            error.to_string(),
-            "old.yaml: apiVersion: apiextensions.k8s.io/v1beta1 is not supported (it was removed in Kubernetes 1.22); convert the CRD to apiextensions.k8s.io/v1, which requires a structural schema for every served version"
+    fn a_v1beta1_crd_is_read_as_v1_with_a_warning() {
+        let text = "apiVersion: apiextensions.k8s.io/v1beta1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  version: v1
+  names: {kind: Widget, plural: widgets}
+  scope: Namespaced
+  validation:
+    openAPIV3Schema:
+      properties:
+        spec: {type: object, properties: {size: {type: integer}}}
+";
+        let loaded = parse_str(Path::new("old.yaml"), text).unwrap();
+        let version = &loaded[0].crd.spec.versions[0];
+        assert_eq!((version.name.as_str(), version.served, version.storage), ("v1", true, true));
+        assert!(version.schema.as_ref().unwrap().open_api_v3_schema.is_some());
+        assert!(loaded[0].crd.spec.preserve_unknown_fields);
+        assert_eq!(loaded[0].manifest["apiVersion"], "apiextensions.k8s.io/v1");
+        let warnings: Vec<String> = loaded[0].warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].starts_with(
+                "old.yaml: apiVersion: apiextensions.k8s.io/v1beta1 (removed in Kubernetes 1.22) \
+                 read as apiextensions.k8s.io/v1"
+            ),
+            "{warnings:?}"
         );
         let text = crd(V1_SCHEMA).replace("apiextensions.k8s.io/v1\n", "apiextensions.k8s.io/v2\n");
         assert_eq!(

@@ -4,5 +4,6 @@
 pub mod crd;
 mod load;
 pub mod openapi;
+mod v1beta1;
 
 pub use load::{Format, Loaded, load, parse_str, parse_str_as};

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use informer_crd_corpus::NON_STRUCTURAL_RESOURCES;
-use informer_crd_corpus::non_structural::{legacy, loose};
+use informer_crd_corpus::non_structural::{beta, legacy, loose};
 use informer_gen::{Error, Generator, sample};
 use serde_json::json;
 
@@ -22,7 +22,15 @@ fn every_spot_is_a_warning_naming_file_and_path_and_strict_mode_refuses_them() {
     let output = Generator::new().generate(&crds).unwrap();
     let warnings: Vec<String> = output.warnings().iter().map(ToString::to_string).collect();
     let spec = "spec.versions[0].schema.openAPIV3Schema.properties.spec.properties";
+    let beta = "spec.versions[0].schema.openAPIV3Schema.properties";
     for expected in [
+        "beta-doohickey.yaml: apiVersion: apiextensions.k8s.io/v1beta1 (removed in Kubernetes \
+         1.22) read as apiextensions.k8s.io/v1"
+            .to_owned(),
+        "beta-doohickey.yaml: spec.preserveUnknownFields: pruning is off".to_owned(),
+        format!("beta-doohickey.yaml: {beta}.spec: no `type` beside `properties`"),
+        format!("beta-doohickey.yaml: {beta}.spec.properties.tags: an array without `items`"),
+        format!("beta-doohickey.yaml: {beta}.status: no `type` beside `properties`"),
         "legacy-widget.yaml: spec.preserveUnknownFields: pruning is off".to_owned(),
         format!("legacy-widget.yaml: {spec}.args.items: no `type`"),
         format!("legacy-widget.yaml: {spec}.hooks: an array without `items`"),
@@ -40,7 +48,7 @@ fn every_spot_is_a_warning_naming_file_and_path_and_strict_mode_refuses_them() {
             warnings.join("\n")
         );
     }
-    assert_eq!(warnings.len(), 10, "{}", warnings.join("\n"));
+    assert_eq!(warnings.len(), 15, "{}", warnings.join("\n"));
     match Generator::new().strict(true).generate(&crds) {
         Err(Error::NotStructural { warnings: listed }) => assert_eq!(listed, output.warnings()),
         other => panic!("strict mode generated: {:?}", other.map(|o| o.resources().len())),
@@ -112,4 +120,18 @@ fn free_json_unknown_fields_and_quantities_survive_exactly() {
     });
     let parsed: loose::v1::Gadget = serde_json::from_value(gadget.clone()).unwrap();
     assert_eq!(serde_json::to_value(&parsed).unwrap(), gadget);
+
+    // v1beta1, read as v1: pruning off, so unknown fields survive at every level.
+    let doohickey = json!({
+        "apiVersion": "beta.example.com/v1beta1",
+        "kind": "Doohickey",
+        "metadata": {"name": "d", "namespace": "default"},
+        "spec": {"replicas": 2, "selector": {"app": "d"}, "tags": ["a", 1], "paused": false},
+        "status": {"phase": "Running", "observedGeneration": 3}
+    });
+    let parsed: beta::v1beta1::Doohickey = serde_json::from_value(doohickey.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&parsed).unwrap(), doohickey);
+    let crd = beta::v1beta1::Doohickey::crd();
+    assert_eq!(crd.spec.versions[0].name, "v1beta1");
+    assert_eq!(crd.spec.preserve_unknown_fields, Some(true));
 }
