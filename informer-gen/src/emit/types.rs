@@ -155,7 +155,7 @@ fn structure(space: &TypeSpace, s: &Struct, style: &Style, at: &Place<'_>) -> To
 }
 
 /// The type whose schema describes `ty` to schemars, where `ty`'s own has none: k8s-openapi's
-/// ByteString has no schema, so it is described as the base64 string it is on the wire; a
+/// `ByteString` has no schema, so it is described as the base64 string it is on the wire; a
 /// quantity (the runtime's `NumberOrQuantity`) has k8s-openapi's `Quantity`'s (int-or-string).
 fn schema_type(space: &TypeSpace, style: &Style, ty: &Ty) -> Option<TokenStream> {
     (style.schemars && (ty.contains(&Ty::Bytes) || ty.contains(&Ty::Quantity))).then(|| {
