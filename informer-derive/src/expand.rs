@@ -581,6 +581,8 @@ mod tests {
             "impl facade::k8s::Metadata for Bar",
             "type Ty = facade::k8s::apimachinery::pkg::apis::meta::v1::ObjectMeta;",
             "facade::rt::crd::Error",
+            "type BarInformer<'a, S> = facade::rt::informers::TypedInformer<'a, S, Bar>;",
+            "type BarLister = facade::rt::Lister<Bar>;",
         ] {
             assert!(code.contains(expected), "missing {expected:?} in\n{code}");
         }

@@ -1,7 +1,8 @@
 //! What to emit next to the errors (thiserror's `fallback.rs`): the resource traits with
-//! placeholder values, so that the rest of the crate still type-checks and the user sees the
-//! attribute errors, not a cascade of "`Foo` is not a `Resource`" at every use, nor "no function
-//! `crd`" where the CRD is installed. The stub names the crates where `crates(...)` says they
+//! placeholder values and the informer and lister aliases, so that the rest of the crate still
+//! type-checks and the user sees the attribute errors, not a cascade of "`Foo` is not a
+//! `Resource`" at every use, "cannot find type `FooLister`", nor "no function `crd`" where the
+//! CRD is installed. The stub names the crates where `crates(...)` says they
 //! are, as the expansion would: a crate that reaches k8s-openapi only through a facade has no
 //! `::k8s_openapi`.
 
@@ -56,9 +57,16 @@ pub(crate) fn stub(input: &syn::DeriveInput) -> TokenStream {
             }
         }
     });
+    // Code naming `FooInformer` or `FooLister` should not fail too. The scope is unknown here,
+    // so `FooNamespaceLister` is written as well; the docs are never read.
+    let aliases = (!parsed.view_written).then(|| {
+        let words = format!("{ident} objects");
+        informer_emit::aliases(rt, &input.vis, &ident.to_string(), ident, &words, "unknown", true)
+    });
     // `informers!` then stops quietly at this type, instead of adding errors to the derive's.
     let helper = crate::informers::helper(ident, &input.vis, None);
     quote! {
+        #aliases
         #helper
         #[allow(unused_qualifications, clippy::all, clippy::pedantic)]
         const _: () = {
