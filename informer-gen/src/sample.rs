@@ -320,7 +320,7 @@ impl Generator {
             let n = self.next();
             return Some(if (variant + n) % 2 == 0 {
                 integer(schema, n)
-            } else if is_quantity(schema) {
+            } else if schema.is_quantity() {
                 quantity(n)
             } else {
                 Value::from("25%")
@@ -407,8 +407,7 @@ impl Generator {
         if mode == Mode::All {
             // Properties only inside oneOf/anyOf/allOf/not (not structural, but they are fields
             // a user may set), the first schema given for each.
-            let branches = schema.one_of.iter().chain(&schema.any_of).chain(&schema.all_of);
-            for branch in branches.chain(schema.not.as_deref()) {
+            for (_, _, branch) in schema.junctions() {
                 for (name, property) in &branch.properties {
                     if schema.properties.contains_key(name) || object.contains_key(name) {
                         continue;
@@ -543,11 +542,6 @@ fn enum_fits(schema: &Schema, values: &[Value]) -> bool {
     })
 }
 
-/// Whether `schema` has the Kubernetes quantity pattern.
-fn is_quantity(schema: &Schema) -> bool {
-    schema.pattern.as_deref().is_some_and(|pattern| pattern.contains("[KMGTPE]i"))
-}
-
 /// A quantity in canonical form (`1Gi` … `9Gi`).
 fn quantity(n: usize) -> Value {
     Value::from(format!("{}Gi", n % 9 + 1))
@@ -555,7 +549,7 @@ fn quantity(n: usize) -> Value {
 
 /// A string for leaf number `n`, following `format`, the quantity pattern and the length limits.
 fn string(schema: &Schema, n: usize) -> Value {
-    if is_quantity(schema) {
+    if schema.is_quantity() {
         return quantity(n);
     }
     let text = match schema.format.as_deref() {
@@ -833,10 +827,8 @@ spec:
                 if schema.embedded_resource && header(key) {
                     continue;
                 }
-                let in_branch = || {
-                    let branches = schema.one_of.iter().chain(&schema.any_of).chain(&schema.all_of);
-                    branches.chain(schema.not.as_deref()).find_map(|b| b.properties.get(key))
-                };
+                let in_branch =
+                    || schema.junctions().find_map(|(_, _, branch)| branch.properties.get(key));
                 if let Some(property) = schema.properties.get(key).or_else(in_branch) {
                     check(property, value, &path, seen, errors);
                 } else if let Some(AdditionalProperties::Schema(values)) =

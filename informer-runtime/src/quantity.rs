@@ -52,10 +52,7 @@ impl NumberOrQuantity {
     /// `resource.Quantity` reads from it).
     #[must_use]
     pub fn to_quantity(&self) -> Quantity {
-        match self {
-            NumberOrQuantity::Number(number) => Quantity(number.to_string()),
-            NumberOrQuantity::Quantity(quantity) => quantity.clone(),
-        }
+        self.clone().into()
     }
 }
 

@@ -22,20 +22,23 @@ fn main() {
         }
     }
     let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default());
-    // Every CRD of the corpus is installable on today's API server, so structural: strict mode
-    // makes a warning about one of them (a false alarm) fail the build.
-    let generated = generate(&corpus, &out, ("corpus", true), "RESOURCES", "with_resources")
-        .and_then(|()| {
-            generate(
-                &non_structural,
-                &out,
-                ("non_structural", false),
-                "NON_STRUCTURAL_RESOURCES",
-                "with_non_structural_resources",
-            )
-        })
-        .and_then(|()| hooks(&corpus, &out))
-        .and_then(|()| with_schemars(&corpus, &non_structural, &out));
+    let generated = load(&corpus).and_then(|corpus| {
+        let non_structural = load(&non_structural)?;
+        // Every CRD of the corpus is installable on today's API server, so structural: strict
+        // mode makes a warning about one of them (a false alarm) fail the build.
+        generate(&corpus, &out, ("corpus", true), "RESOURCES", "with_resources")?;
+        generate(
+            &non_structural,
+            &out,
+            ("non_structural", false),
+            "NON_STRUCTURAL_RESOURCES",
+            "with_non_structural_resources",
+        )?;
+        hooks(&pick(&corpus, &HOOKS_CRDS), &out)?;
+        let mut loose = non_structural;
+        loose.extend(pick(&corpus, &["cert-manager-issuer.yaml", "karpenter-nodepool.yaml"]));
+        with_schemars(&loose, &out)
+    });
     if let Err(e) = generated {
         // A build script's error is the generator's error message, named with file and path.
         eprintln!("error: {e}");
@@ -43,16 +46,12 @@ fn main() {
     }
 }
 
-/// Generates every CRD in `dir` into `<module>.rs` (in strict mode if `strict`), and into
-/// `<module>_table.rs` a table `table` of round-trip functions and a macro `with` listing every
-/// generated type.
-fn generate(
-    dir: &Path,
-    out: &Path,
-    (module, strict): (&str, bool),
-    table_name: &str,
-    with: &str,
-) -> Result<(), Box<dyn std::error::Error>> {
+type Loaded = informer_gen::schema::Loaded;
+type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+/// Every CRD of the `*.yaml` files in `dir`, read once for every module generated from them;
+/// Cargo is told to run the script again when one changes.
+fn load(dir: &Path) -> Result<Vec<Loaded>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
@@ -61,43 +60,60 @@ fn generate(
     for file in &files {
         println!("cargo::rerun-if-changed={}", file.display());
     }
-    let crds = informer_gen::schema::load(&files)?;
-    let output = informer_gen::Generator::new().strict(strict).generate(&crds)?;
+    Ok(informer_gen::schema::load(&files)?)
+}
+
+/// The CRDs of `crds` read from the files `names`.
+fn pick(crds: &[Loaded], names: &[&str]) -> Vec<Loaded> {
+    let named = |crd: &&Loaded| {
+        crd.file.file_name().and_then(|f| f.to_str()).is_some_and(|f| names.contains(&f))
+    };
+    crds.iter().filter(named).cloned().collect()
+}
+
+/// Generates `crds` into `<module>.rs` (in strict mode if `strict`), and into
+/// `<module>_table.rs` a table `table` of round-trip functions and a macro `with` listing every
+/// generated type.
+fn generate(
+    crds: &[Loaded],
+    out: &Path,
+    (module, strict): (&str, bool),
+    table_name: &str,
+    with: &str,
+) -> Result {
+    let output = informer_gen::Generator::new().strict(strict).generate(crds)?;
     write_if_changed(&out.join(format!("{module}.rs")), &output.to_file_string())?;
-    let mut table =
-        String::from("/// Every generated resource: (file, group, version, kind, round trip).\n");
-    writeln!(table, "pub static {table_name}: &[Resource] = &[")?;
+    // The same list twice: as a table of function pointers, and as tokens, for tests that
+    // instantiate generic code for every generated type (a table of function pointers cannot
+    // name functions of the test crate).
+    let mut rows = String::new();
+    let mut types = String::new();
     for r in output.resources() {
         let file = r.file.file_name().and_then(|f| f.to_str()).unwrap_or_default();
         writeln!(
-            table,
+            rows,
             "    Resource {{ file: {file:?}, group: {:?}, version: {:?}, kind: {:?}, round_trip: round_trip::<{module}::{}> }},",
             r.group, r.version, r.kind, r.rust_path
         )?;
-    }
-    table.push_str("];\n");
-    // The same list as tokens, for tests that instantiate generic code for every generated type
-    // (a table of function pointers cannot name functions of the test crate).
-    table.push_str(
-        "\n/// Calls `$callback! { (file, version, Type), ... }` with every generated resource type.\n",
-    );
-    writeln!(table, "#[macro_export]\nmacro_rules! {with} {{")?;
-    table.push_str("    ($callback:ident) => {\n        $callback! {\n");
-    for r in output.resources() {
-        let file = r.file.file_name().and_then(|f| f.to_str()).unwrap_or_default();
         writeln!(
-            table,
+            types,
             "            ({file:?}, {:?}, $crate::{module}::{}),",
             r.version, r.rust_path
         )?;
     }
-    table.push_str("        }\n    };\n}\n");
+    let table = format!(
+        "/// Every generated resource: (file, group, version, kind, round trip).\n\
+         pub static {table_name}: &[Resource] = &[\n{rows}];\n\n\
+         /// Calls `$callback! {{ (file, version, Type), ... }}` with every generated resource type.\n\
+         #[macro_export]\nmacro_rules! {with} {{\n    ($callback:ident) => {{\n        $callback! {{\n\
+         {types}        }}\n    }};\n}}\n"
+    );
     write_if_changed(&out.join(format!("{module}_table.rs")), &table)?;
     Ok(())
 }
 
-/// CRDs of the corpus generated again with the hooks: `ObjectMeta`, `NumberOrQuantity`, `IntOrString`,
-/// JSON values, maps and numbers between them.
+/// CRDs of the corpus generated again with the hooks: `ObjectMeta`, `NumberOrQuantity`,
+/// `IntOrString`, JSON values, maps and numbers between them.
 const HOOKS_CRDS: [&str; 4] = [
     "cert-manager-certificate.yaml",
     "istio-envoyfilter.yaml",
@@ -106,10 +122,8 @@ const HOOKS_CRDS: [&str; 4] = [
 ];
 
 /// Every derive every generated type takes (`Generator::derive`'s list), and attributes and
-/// derives on chosen types and fields, into `hooks.rs`.
-fn hooks(corpus: &Path, out: &Path) -> Result<(), Box<dyn std::error::Error>> {
-    let files: Vec<PathBuf> = HOOKS_CRDS.iter().map(|name| corpus.join(name)).collect();
-    let crds = informer_gen::schema::load(&files)?;
+/// derives on chosen types and fields, into `hooks.rs`; and the same CRDs as types only.
+fn hooks(crds: &[Loaded], out: &Path) -> Result {
     // Attributes and derives on chosen types and fields, as a user's build script adds them.
     let mut generator = informer_gen::Generator::new()
         .type_attribute(".", "#[allow(dead_code)]")
@@ -123,29 +137,19 @@ fn hooks(corpus: &Path, out: &Path) -> Result<(), Box<dyn std::error::Error>> {
     {
         generator = generator.derive(derive);
     }
-    let output = generator.generate(&crds)?;
+    let output = generator.generate(crds)?;
     write_if_changed(&out.join("hooks.rs"), &output.to_file_string())?;
     // The same CRDs as types only (`--types-only`): no informers, listers or accessors.
-    let output = informer_gen::Generator::new().types_only(true).generate(&crds)?;
+    let output = informer_gen::Generator::new().types_only(true).generate(crds)?;
     write_if_changed(&out.join("types_only.rs"), &output.to_file_string())?;
     Ok(())
 }
 
-/// The CRDs whose schemas are not structural and two of the corpus (quantities in maps, base64
-/// strings), generated with `Generator::schemars(true)` into `schemars.rs`: every type derives
-/// `JsonSchema`, which must compile.
-fn with_schemars(
-    corpus: &Path,
-    non_structural: &Path,
-    out: &Path,
-) -> Result<(), Box<dyn std::error::Error>> {
-    let files = [
-        non_structural.to_owned(),
-        corpus.join("karpenter-nodepool.yaml"),
-        corpus.join("cert-manager-issuer.yaml"),
-    ];
-    let crds = informer_gen::schema::load(&files)?;
-    let output = informer_gen::Generator::new().schemars(true).generate(&crds)?;
+/// `crds` (the CRDs whose schemas are not structural and two of the corpus: quantities in
+/// maps, base64 strings) generated with `Generator::schemars(true)` into `schemars.rs`: every
+/// type derives `JsonSchema`, which must compile.
+fn with_schemars(crds: &[Loaded], out: &Path) -> Result {
+    let output = informer_gen::Generator::new().schemars(true).generate(crds)?;
     write_if_changed(&out.join("schemars.rs"), &output.to_file_string())?;
     Ok(())
 }

@@ -2,8 +2,10 @@
 //! read from a live API server, through informer-runtime's own [`Client`] and its configuration
 //! loading (kubeconfig as kubectl reads it, else the in-cluster service account).
 //!
-//! Each CRD is read typed (k8s-openapi's `CustomResourceDefinition`), encoded as JSON again and
-//! handed to [`schema::parse_str_as`], so it is checked and converted exactly as a file would be.
+//! The CRDs are listed as JSON (informer-runtime's `DynamicObject`), not through k8s-openapi's
+//! `CustomResourceDefinition`, which would drop schema fields newer than it and write integer
+//! bounds back as floats. Each is encoded as JSON text again and handed to
+//! [`schema::parse_str_as`], so it is checked and converted exactly as a file would be.
 //! Its "file", in errors and in `--list`, is its URL on the server
 //! (`https://10.0.0.1:6443/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com`).
 //! Every request runs under a deadline (`--request-timeout`), so an unreachable server is an

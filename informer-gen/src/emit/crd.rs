@@ -161,9 +161,10 @@ fn group_module(
     for (version, kinds) in versions {
         let mut space = TypeSpace::default();
         space.names.reserve("Version");
-        for (kind, selected) in kinds {
-            let names = std::iter::once((*kind).clone())
-                .chain(["Informer", "Lister", "NamespaceLister"].map(|s| format!("{kind}{s}")));
+        for (type_name, selected) in kinds {
+            let names = std::iter::once(type_name.clone()).chain(
+                ["Informer", "Lister", "NamespaceLister"].map(|s| format!("{type_name}{s}")),
+            );
             for name in names {
                 if !space.names.reserve(&name) {
                     return Err(Error::Schema {
@@ -171,8 +172,9 @@ fn group_module(
                         document: selected.loaded.document,
                         path: "spec.names.kind".to_owned(),
                         message: format!(
-                            "kind {kind} needs the name `{name}`, which another kind of \
-                             {group}/{version} or the generated accessors already use"
+                            "kind {} needs the name `{name}`, which another kind of \
+                             {group}/{version} or the generated accessors already use",
+                            selected.loaded.crd.spec.names.kind
                         ),
                     });
                 }

@@ -129,7 +129,7 @@ impl<'a> Converter<'a> {
     /// The type of one schema node. `name` is the name a nested type would get.
     fn convert(&mut self, schema: &Schema, path: &str, name: &str) -> Result<Ty> {
         if schema.int_or_string {
-            return Ok(if is_quantity(schema) { Ty::Quantity } else { Ty::IntOrString });
+            return Ok(if schema.is_quantity() { Ty::Quantity } else { Ty::IntOrString });
         }
         match schema.type_.as_deref() {
             Some("string") => Ok(match (schema.format.as_deref(), string_enum(schema)) {
@@ -387,28 +387,18 @@ impl<'a> Converter<'a> {
     /// may be in an object, so the node's type must keep fields its `properties` do not name.
     fn check_junctions(&mut self, schema: &Schema, path: &str) -> bool {
         let mut found = false;
-        let branches =
-            [("oneOf", &schema.one_of), ("anyOf", &schema.any_of), ("allOf", &schema.all_of)];
-        let not = schema.not.iter().map(|b| ("not", std::slice::from_ref(&**b)));
-        for (keyword, list) in branches.into_iter().map(|(k, l)| (k, l.as_slice())).chain(not) {
-            for (i, branch) in list.iter().enumerate() {
-                let at = if keyword == "not" {
-                    format!("{path}.not")
-                } else {
-                    format!("{path}.{keyword}[{i}]")
-                };
-                for property in branch.properties.keys() {
-                    if !schema.properties.contains_key(property) {
-                        found = true;
-                        self.warn(
-                            &format!("{at}.properties.{}", path_segment(property)),
-                            format!(
-                                "property {property:?} appears only inside {keyword} (a \
-                                 structural schema also declares it in the enclosing \
-                                 `properties`): kept as JSON among the object's other fields"
-                            ),
-                        );
-                    }
+        for (keyword, segment, branch) in schema.junctions() {
+            for property in branch.properties.keys() {
+                if !schema.properties.contains_key(property) {
+                    found = true;
+                    self.warn(
+                        &format!("{path}.{segment}.properties.{}", path_segment(property)),
+                        format!(
+                            "property {property:?} appears only inside {keyword} (a structural \
+                             schema also declares it in the enclosing `properties`): kept as \
+                             JSON among the object's other fields"
+                        ),
+                    );
                 }
             }
         }
@@ -473,12 +463,6 @@ fn string_enum(schema: &Schema) -> Option<Vec<String>> {
         }
     }
     (!values.is_empty()).then_some(values)
-}
-
-/// Whether an int-or-string node is a resource quantity: controller-gen writes the quantity
-/// pattern on every `resource.Quantity` field.
-fn is_quantity(schema: &Schema) -> bool {
-    schema.pattern.as_deref().is_some_and(|p| p.contains("[KMGTPE]i"))
 }
 
 fn description(schema: &Schema) -> Vec<String> {

@@ -114,4 +114,22 @@ impl Schema {
     pub fn preserves_unknown_fields(&self) -> bool {
         self.preserve_unknown_fields == Some(true)
     }
+
+    /// Whether the node has the resource quantity pattern (a `pattern` containing `[KMGTPE]i`),
+    /// which controller-gen writes on every `resource.Quantity` field.
+    pub(crate) fn is_quantity(&self) -> bool {
+        self.pattern.as_deref().is_some_and(|pattern| pattern.contains("[KMGTPE]i"))
+    }
+
+    /// The branches of `oneOf`, `anyOf`, `allOf` and `not`, each with its keyword and its path
+    /// segment (`oneOf[1]`, `not`).
+    pub(crate) fn junctions(&self) -> impl Iterator<Item = (&'static str, String, &Schema)> {
+        let lists = [("oneOf", &self.one_of), ("anyOf", &self.any_of), ("allOf", &self.all_of)];
+        let listed = lists.into_iter().flat_map(|(keyword, list)| {
+            list.iter()
+                .enumerate()
+                .map(move |(i, branch)| (keyword, format!("{keyword}[{i}]"), branch))
+        });
+        listed.chain(self.not.as_deref().map(|branch| ("not", "not".to_owned(), branch)))
+    }
 }

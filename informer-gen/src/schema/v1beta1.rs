@@ -17,34 +17,25 @@ pub(crate) const API_VERSION: &str = "apiextensions.k8s.io/v1beta1";
 pub(crate) fn to_v1(object: &mut Map<String, Value>) {
     object.insert("apiVersion".to_owned(), Value::from(super::load::API_VERSION));
     let Some(Value::Object(spec)) = object.get_mut("spec") else { return };
-    // Given once for the whole CRD in v1beta1, per version in v1 (a version's own wins).
-    let shared: Vec<(&str, &str, Option<Value>)> = vec![
-        ("validation", "schema", spec.remove("validation")),
-        ("subresources", "subresources", spec.remove("subresources")),
-        (
-            "additionalPrinterColumns",
-            "additionalPrinterColumns",
-            spec.remove("additionalPrinterColumns"),
-        ),
+    // Given once for the whole CRD in v1beta1 (`validation` is v1's `schema`), per version in
+    // v1; a version's own wins.
+    let shared = [
+        ("schema", spec.remove("validation")),
+        ("subresources", spec.remove("subresources")),
+        ("additionalPrinterColumns", spec.remove("additionalPrinterColumns")),
     ];
     let single = spec.remove("version");
-    let versions = match spec.get_mut("versions") {
-        Some(Value::Array(versions)) if !versions.is_empty() => versions,
-        _ => {
-            let name = single.unwrap_or(Value::Null);
-            spec.insert(
-                "versions".to_owned(),
-                json!([{"name": name, "served": true, "storage": true}]),
-            );
-            match spec.get_mut("versions") {
-                Some(Value::Array(versions)) => versions,
-                _ => return,
-            }
-        }
-    };
+    if !matches!(spec.get("versions"), Some(Value::Array(versions)) if !versions.is_empty()) {
+        let name = single.unwrap_or(Value::Null);
+        spec.insert(
+            "versions".to_owned(),
+            json!([{"name": name, "served": true, "storage": true}]),
+        );
+    }
+    let Some(Value::Array(versions)) = spec.get_mut("versions") else { return };
     for version in versions.iter_mut() {
         let Value::Object(version) = version else { continue };
-        for (_, field, value) in &shared {
+        for (field, value) in &shared {
             if let Some(value) = value
                 && !version.contains_key(*field)
             {

@@ -3,17 +3,15 @@
 //! object held: free JSON where the schema says nothing, unknown fields where the API server
 //! keeps them, a number in a quantity as a number and a string as a string.
 
-use std::path::PathBuf;
+mod support;
 
 use informer_crd_corpus::NON_STRUCTURAL_RESOURCES;
 use informer_crd_corpus::non_structural::{beta, legacy, loose};
-use informer_gen::{Error, Generator, sample};
+use informer_gen::{Error, Generator};
 use serde_json::json;
 
-fn fixtures() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/crd-non-structural");
-    assert!(dir.is_dir(), "the fixtures {} are absent", dir.display());
-    dir
+fn fixtures() -> std::path::PathBuf {
+    support::fixtures("crd-non-structural")
 }
 
 #[test]
@@ -57,23 +55,8 @@ fn every_spot_is_a_warning_naming_file_and_path_and_strict_mode_refuses_them() {
 
 #[test]
 fn every_generated_resource_round_trips_its_samples() {
-    let crds = informer_gen::schema::load(&[fixtures()]).unwrap();
-    let mut checked = 0;
-    for resource in NON_STRUCTURAL_RESOURCES {
-        let loaded = crds
-            .iter()
-            .find(|l| l.file.file_name().is_some_and(|f| f == resource.file))
-            .unwrap_or_else(|| panic!("{} is not a fixture", resource.file));
-        for sample in sample::samples(&loaded.crd, resource.version) {
-            let text = serde_json::to_string(&sample.object).unwrap();
-            let back = (resource.round_trip)(&text)
-                .unwrap_or_else(|e| panic!("{} {}: {e}", resource.file, sample.name));
-            if let Some(diff) = sample::json_diff(&sample.object, &back) {
-                panic!("{} {}: {diff}", resource.file, sample.name);
-            }
-            checked += 1;
-        }
-    }
+    let (checked, failures) = support::round_trip_samples(&fixtures(), NON_STRUCTURAL_RESOURCES);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(checked >= 4, "{checked} samples");
 }
 
