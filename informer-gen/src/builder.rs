@@ -142,8 +142,9 @@ impl Builder {
         self
     }
 
-    /// Whether schemas that are not structural fail the build ([`Generator::strict`]); by
-    /// default each such spot is a `cargo:warning=` line, which Cargo shows.
+    /// Whether schemas that are not structural, or hold keys that are no schema keywords, fail
+    /// the build ([`Generator::strict`]); by default each such spot is a `cargo:warning=` line,
+    /// which Cargo shows.
     pub fn strict(mut self, enabled: bool) -> Self {
         self.generator = self.generator.strict(enabled);
         self

@@ -83,10 +83,11 @@ pub enum Error {
     #[error("{0}")]
     Config(String),
     /// [`Generator::strict`](crate::Generator::strict) is on and some schemas are not
-    /// structural: every spot that would have been a [`Warning`], one per line.
+    /// structural or hold keys that are no schema keywords: every spot that would have been a
+    /// [`Warning`], one per line.
     #[error(
-        "{} schema spot(s) are not structural (strict mode):\n{}\nmake those schemas \
-         structural, or generate without strict mode to get the loosest faithful types",
+        "{} schema spot(s) are not structural or not understood (strict mode):\n{}\nfix those \
+         schemas, or generate without strict mode to get the loosest faithful types",
         warnings.len(),
         lines(warnings)
     )]
@@ -100,7 +101,9 @@ pub enum Error {
 /// unknown `type`, a property only inside `oneOf`, `properties` beside `additionalProperties`,
 /// pruning turned off for the whole CRD) or a CRD file in `apiextensions.k8s.io/v1beta1`, which
 /// was generated with the loosest faithful Rust type: free JSON where the schema says nothing,
-/// and a map keeping unknown fields where the API server keeps them.
+/// and a map keeping unknown fields where the API server keeps them; or a key in a schema that
+/// is no schema keyword (most often a property written beside `properties` instead of inside),
+/// ignored as the API server ignores it.
 ///
 /// These are the spots that change the Rust types, not the API server's whole structural
 /// validation: a `description` inside `oneOf`, say, is no warning, since it changes nothing.

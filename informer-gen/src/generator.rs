@@ -250,7 +250,9 @@ impl Generator {
     /// nothing (an array without `items`, a node without `type`), a flattened map of JSON values
     /// where fields the schema does not name may come (a property only inside `oneOf`, a CRD
     /// with `preserveUnknownFields: true`). The API server still serves CRDs created before it
-    /// required structural schemas, and their projects still publish them.
+    /// required structural schemas, and their projects still publish them. A key that is no
+    /// schema keyword (`replicas:` beside `properties:` instead of inside) is a warning too, and
+    /// is ignored, as the API server ignores it.
     ///
     /// ```
     /// # use informer_gen::{Error, Generator};

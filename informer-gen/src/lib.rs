@@ -119,8 +119,10 @@
 //! Schemas that are not structural (an array without `items`, a `type` left out, a property only
 //! inside `oneOf`, a CRD with `preserveUnknownFields: true`) still generate: each such spot gets
 //! the loosest faithful type (free JSON where the schema says nothing) and a [`Warning`] naming
-//! the file and schema path, printed by the command line and by [`Builder`]. With
-//! [`Generator::strict`] (`--strict`) they are errors.
+//! the file and schema path, printed by the command line and by [`Builder`]. So does a key that
+//! is no schema keyword (a property written beside `properties` instead of inside), which the
+//! API server ignores as the generator does. With [`Generator::strict`] (`--strict`) they are
+//! errors.
 //!
 //! Types and fields can be given attributes and derives of their own, as prost-build's hooks do:
 //! [`Generator::type_attribute`], [`Generator::field_attribute`] and [`Generator::derive_for`]

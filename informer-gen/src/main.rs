@@ -111,11 +111,13 @@ struct CrdArgs {
     #[arg(long, value_enum, default_value_t = VisibilityArg::Pub)]
     visibility: VisibilityArg,
 
-    /// Makes schemas that are not structural an error instead of a warning
+    /// Makes schemas that are not structural, or keys that are no schema keywords, an error
+    /// instead of a warning
     ///
     /// Without it, each such spot (an array without items or with tuple items, a node without
     /// type or with an unknown one, a property only inside oneOf, properties beside
-    /// additionalProperties, a CRD with preserveUnknownFields, a v1beta1 file) is printed to
+    /// additionalProperties, a CRD with preserveUnknownFields, a v1beta1 file, a key that is no
+    /// schema keyword) is printed to
     /// standard error as `warning: FILE: PATH: ...` and generated with the loosest faithful Rust
     /// type.
     #[arg(long)]

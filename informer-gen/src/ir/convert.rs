@@ -39,7 +39,7 @@ use super::naming::{self, NESTED_ITEM};
 use super::{Extra, Field, Root, StringEnum, Struct, Ty, TypeDef, TypeId, TypeSpace};
 use crate::error::{Error, Result, Warning};
 use crate::schema::Loaded;
-use crate::schema::openapi::{AdditionalProperties, Items, Schema};
+use crate::schema::openapi::{AdditionalProperties, Items, Schema, path_segment};
 
 /// Converts the schemas of one file's document into types of a [`TypeSpace`].
 pub(crate) struct Converter<'a> {
@@ -497,15 +497,6 @@ fn deprecation(deprecated: bool) -> &'static str {
     if deprecated { " (deprecated)" } else { "" }
 }
 
-/// A property name as a path segment: plain when it is a simple name, quoted otherwise.
-fn path_segment(name: &str) -> String {
-    if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') && !name.is_empty() {
-        name.to_owned()
-    } else {
-        format!("{name:?}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use crate::{Error, Generator};
@@ -633,7 +624,7 @@ spec:
         assert!(
             strict
                 .to_string()
-                .starts_with("9 schema spot(s) are not structural (strict mode):\n  widget.yaml: "),
+                .starts_with("9 schema spot(s) are not structural or not understood (strict mode):\n  widget.yaml: "),
             "{strict}"
         );
     }

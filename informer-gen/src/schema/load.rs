@@ -22,6 +22,7 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess,
 use serde_json::{Map, Value};
 
 use super::crd::CustomResourceDefinition;
+use super::openapi;
 use super::v1beta1;
 use crate::error::{Error, Result, Warning};
 
@@ -46,7 +47,8 @@ pub struct Loaded {
     /// rest of `metadata`, and `status`, left out), as JSON. Generated root types return it
     /// from `crd()`.
     pub manifest: Value,
-    /// What reading it found to warn about: an `apiextensions.k8s.io/v1beta1` CRD read as v1.
+    /// What reading it found to warn about: an `apiextensions.k8s.io/v1beta1` CRD read as v1, a
+    /// key in a schema that is no schema keyword (in any version, served or not).
     /// The generator adds them to [`Output::warnings`](crate::Output::warnings).
     pub warnings: Vec<Warning>,
 }
@@ -357,6 +359,25 @@ impl Source<'_> {
                     ),
                 ));
             }
+        }
+        let versions = manifest.get("spec").and_then(|spec| spec.get("versions"));
+        for (index, version) in versions.and_then(Value::as_array).into_iter().flatten().enumerate()
+        {
+            let Some(schema) = version.pointer("/schema/openAPIV3Schema") else { continue };
+            let mut unknown = Vec::new();
+            let path = at(&format!("spec.versions[{index}].schema.openAPIV3Schema"));
+            openapi::unknown_keywords(schema, &path, &mut unknown);
+            unknown.sort();
+            warnings.extend(unknown.into_iter().map(|(path, keyword)| Warning {
+                file: self.file.to_owned(),
+                document,
+                path: format!("{path}.{}", openapi::path_segment(&keyword)),
+                message: format!(
+                    "{keyword:?} is no schema keyword, so it is ignored, as the API server \
+                     ignores it: is it a property outside `properties`, or a keyword indented \
+                     one level off?"
+                ),
+            }));
         }
         Ok(Loaded {
             file: self.file.to_owned(),

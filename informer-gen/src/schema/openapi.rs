@@ -4,10 +4,15 @@
 //! [`crate::sample`] needs to build valid objects (`pattern`, `minimum`, `maxLength`, …); the
 //! others (CEL rules, `uniqueItems`, …) are skipped by serde. Properties are held in a
 //! `BTreeMap`, so generated fields come out in a deterministic (alphabetical) order.
+//!
+//! A key that is no keyword of `JSONSchemaProps` at all is dropped by serde as by the API
+//! server's decoder; `unknown_keywords` finds them in the document, since one is most often a
+//! property written outside `properties` or a keyword indented one level off.
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
+use serde_json::Value;
 
 /// One schema node (apiextensions' `JSONSchemaProps`).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -131,5 +136,148 @@ impl Schema {
                 .map(move |(i, branch)| (keyword, format!("{keyword}[{i}]"), branch))
         });
         listed.chain(self.not.as_deref().map(|branch| ("not", "not".to_owned(), branch)))
+    }
+}
+
+/// Every key of apiextensions' `JSONSchemaProps` (Kubernetes 1.37), sorted.
+const KEYWORDS: [&str; 44] = [
+    "$ref",
+    "$schema",
+    "additionalItems",
+    "additionalProperties",
+    "allOf",
+    "anyOf",
+    "default",
+    "definitions",
+    "dependencies",
+    "description",
+    "enum",
+    "example",
+    "exclusiveMaximum",
+    "exclusiveMinimum",
+    "externalDocs",
+    "format",
+    "id",
+    "items",
+    "maxItems",
+    "maxLength",
+    "maxProperties",
+    "maximum",
+    "minItems",
+    "minLength",
+    "minProperties",
+    "minimum",
+    "multipleOf",
+    "not",
+    "nullable",
+    "oneOf",
+    "pattern",
+    "patternProperties",
+    "properties",
+    "required",
+    "title",
+    "type",
+    "uniqueItems",
+    "x-kubernetes-embedded-resource",
+    "x-kubernetes-int-or-string",
+    "x-kubernetes-list-map-keys",
+    "x-kubernetes-list-type",
+    "x-kubernetes-map-type",
+    "x-kubernetes-preserve-unknown-fields",
+    "x-kubernetes-validations",
+];
+
+/// Every key in the schema `node` and the schemas nested in it that is no `JSONSchemaProps`
+/// keyword, as the path of its schema (`{path}.properties.spec`) and the key (`replica`), in no
+/// particular order (a `serde_json::Map` may or may not keep the document's).
+///
+/// Values that are data rather than schemas (`default`, `enum`, `example`, `externalDocs`,
+/// CEL rules) are not entered.
+pub(crate) fn unknown_keywords(node: &Value, path: &str, found: &mut Vec<(String, String)>) {
+    let Value::Object(keys) = node else { return };
+    for (key, value) in keys {
+        let here = format!("{path}.{}", path_segment(key));
+        match key.as_str() {
+            "properties" | "patternProperties" | "definitions" | "dependencies" => {
+                // `dependencies` maps to a schema or to a list of property names.
+                for (name, schema) in value.as_object().into_iter().flatten() {
+                    unknown_keywords(schema, &format!("{here}.{}", path_segment(name)), found);
+                }
+            }
+            "allOf" | "anyOf" | "oneOf" | "items" if value.is_array() => {
+                for (i, schema) in value.as_array().into_iter().flatten().enumerate() {
+                    unknown_keywords(schema, &format!("{here}[{i}]"), found);
+                }
+            }
+            // `additionalProperties` and `additionalItems` may be booleans: nothing to enter.
+            "items" | "not" | "additionalProperties" | "additionalItems" => {
+                unknown_keywords(value, &here, found);
+            }
+            known if KEYWORDS.binary_search(&known).is_ok() => {}
+            _ => found.push((path.to_owned(), key.clone())),
+        }
+    }
+}
+
+/// A property name or keyword as one segment of a schema path: as it is when it is made of
+/// letters, digits, `_` and `-`, else quoted (`properties."app.kubernetes.io/name"`).
+pub(crate) fn path_segment(name: &str) -> String {
+    if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') && !name.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{name:?}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{KEYWORDS, unknown_keywords};
+
+    #[test]
+    fn keywords_are_sorted_for_binary_search() {
+        assert!(KEYWORDS.windows(2).all(|pair| pair[0] < pair[1]));
+    }
+
+    #[test]
+    fn unknown_keywords_are_found_in_every_nested_schema_but_not_in_data() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "replicas": {"type": "integer"},
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "descripton": "a typo",
+                    "default": {"anything": 1},
+                    "enum": [{"goes": true}],
+                    "example": {"here": 2},
+                    "x-kubernetes-validations": [{"rule": "self.a > 0", "message": "m"}],
+                    "properties": {"app.kubernetes.io/name": {"type": "string", "min": 1}},
+                    "additionalProperties": false,
+                },
+                "list": {"type": "array", "items": {"type": "string", "maxlength": 3}},
+                "tuple": {"items": [{"type": "string"}, {"typ": "string"}]},
+                "map": {"additionalProperties": {"type": "string", "format ": "byte"}},
+                "choice": {"oneOf": [{"required": ["a"]}, {"requires": ["b"]}], "not": {"x": 1}},
+                "deps": {"dependencies": {"a": ["b"], "c": {"requird": ["d"]}}},
+            },
+        });
+        let mut found = Vec::new();
+        unknown_keywords(&schema, "root", &mut found);
+        found.sort();
+        let found: Vec<String> = found.iter().map(|(at, key)| format!("{at} {key}")).collect();
+        assert_eq!(
+            found,
+            [
+                "root replicas",
+                "root.properties.choice.not x",
+                "root.properties.choice.oneOf[1] requires",
+                "root.properties.deps.dependencies.c requird",
+                "root.properties.list.items maxlength",
+                "root.properties.map.additionalProperties format ",
+                "root.properties.spec descripton",
+                "root.properties.spec.properties.\"app.kubernetes.io/name\" min",
+                "root.properties.tuple.items[1] typ",
+            ]
+        );
     }
 }

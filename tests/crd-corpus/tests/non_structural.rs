@@ -1,7 +1,8 @@
 //! CRDs whose schemas are not structural (`tests/fixtures/crd-non-structural`): they generate,
-//! with a warning naming each spot (an error in strict mode), and their types keep whatever an
-//! object held: free JSON where the schema says nothing, unknown fields where the API server
-//! keeps them, a number in a quantity as a number and a string as a string.
+//! with a warning naming each spot and each key that is no schema keyword (an error in strict
+//! mode), and their types keep whatever an object held: free JSON where the schema says nothing,
+//! unknown fields where the API server keeps them, a number in a quantity as a number and a
+//! string as a string.
 
 mod support;
 
@@ -39,6 +40,11 @@ fn every_spot_is_a_warning_naming_file_and_path_and_strict_mode_refuses_them() {
         format!("loose-gadget.yaml: {spec}.ports: no `type` beside `items`"),
         format!("loose-gadget.yaml: {spec}.flags: `properties` beside `additionalProperties`"),
         format!("loose-gadget.yaml: {spec}.timeout.type: unknown type \"duration\""),
+        format!(
+            "loose-gadget.yaml: {spec}.flags.verbose: \"verbose\" is no schema keyword, so it is \
+             ignored, as the API server ignores it: is it a property outside `properties`, or a \
+             keyword indented one level off?"
+        ),
     ] {
         assert!(
             warnings.iter().any(|w| w.contains(&expected)),
@@ -46,7 +52,7 @@ fn every_spot_is_a_warning_naming_file_and_path_and_strict_mode_refuses_them() {
             warnings.join("\n")
         );
     }
-    assert_eq!(warnings.len(), 15, "{}", warnings.join("\n"));
+    assert_eq!(warnings.len(), 16, "{}", warnings.join("\n"));
     match Generator::new().strict(true).generate(&crds) {
         Err(Error::NotStructural { warnings: listed }) => assert_eq!(listed, output.warnings()),
         other => panic!("strict mode generated: {:?}", other.map(|o| o.resources().len())),
