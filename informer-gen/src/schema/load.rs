@@ -360,25 +360,7 @@ impl Source<'_> {
                 ));
             }
         }
-        let versions = manifest.get("spec").and_then(|spec| spec.get("versions"));
-        for (index, version) in versions.and_then(Value::as_array).into_iter().flatten().enumerate()
-        {
-            let Some(schema) = version.pointer("/schema/openAPIV3Schema") else { continue };
-            let mut unknown = Vec::new();
-            let path = at(&format!("spec.versions[{index}].schema.openAPIV3Schema"));
-            openapi::unknown_keywords(schema, &path, &mut unknown);
-            unknown.sort();
-            warnings.extend(unknown.into_iter().map(|(path, keyword)| Warning {
-                file: self.file.to_owned(),
-                document,
-                path: format!("{path}.{}", openapi::path_segment(&keyword)),
-                message: format!(
-                    "{keyword:?} is no schema keyword, so it is ignored, as the API server \
-                     ignores it: is it a property outside `properties`, or a keyword indented \
-                     one level off?"
-                ),
-            }));
-        }
+        warnings.extend(self.unknown_keywords(document, prefix, &manifest));
         Ok(Loaded {
             file: self.file.to_owned(),
             document,
@@ -386,6 +368,44 @@ impl Source<'_> {
             manifest: Value::Object(manifest),
             warnings,
         })
+    }
+
+    /// A warning for every key in a version's schema (served or not) that is no schema keyword:
+    /// serde drops it as the API server's decoder does, but it is most often a mistake.
+    fn unknown_keywords(
+        &self,
+        document: usize,
+        prefix: &str,
+        manifest: &Map<String, Value>,
+    ) -> Vec<Warning> {
+        let mut warnings = Vec::new();
+        let versions = manifest.get("spec").and_then(|spec| spec.get("versions"));
+        for (index, version) in versions.and_then(Value::as_array).into_iter().flatten().enumerate()
+        {
+            let Some(schema) = version.pointer("/schema/openAPIV3Schema") else { continue };
+            let mut unknown = Vec::new();
+            let path = join(prefix, &format!("spec.versions[{index}].schema.openAPIV3Schema"));
+            openapi::unknown_keywords(schema, &path, &mut unknown);
+            unknown.sort();
+            warnings.extend(unknown.into_iter().map(|(path, keyword)| Warning {
+                file: self.file.to_owned(),
+                document,
+                path: format!("{path}.{}", openapi::path_segment(&keyword)),
+                message: if keyword.starts_with("x-") {
+                    format!(
+                        "{keyword:?} is no extension the API server knows, so it is ignored, as \
+                         the API server ignores it"
+                    )
+                } else {
+                    format!(
+                        "{keyword:?} is no schema keyword, so it is ignored, as the API server \
+                         ignores it: is it a property outside `properties`, or a keyword \
+                         indented one level off?"
+                    )
+                },
+            }));
+        }
+        warnings
     }
 
     /// The line and column (from 1) of the node at `steps` in `document`, found by parsing the
@@ -1056,6 +1076,65 @@ spec:
         assert_eq!(
             self::error("new.yaml", &text),
             "new.yaml: apiVersion: apiextensions.k8s.io/v2 is not supported; expected apiextensions.k8s.io/v1"
+        );
+    }
+
+    #[test]
+    fn keys_that_are_no_schema_keywords_are_warnings_naming_their_path() {
+        // As in a manifest once published with a property indented one level off; served or
+        // not, every version is read.
+        let text = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+            replicas: {type: integer}
+            x-kubernetes-patch-strategy: merge
+  - name: v0
+    served: false
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          metadata: {type: object, app.kubernetes.io/name: {type: string}}
+";
+        let loaded = parse_str(Path::new("typo.yaml"), text).unwrap();
+        let warnings: Vec<String> = loaded[0].warnings.iter().map(ToString::to_string).collect();
+        let schema = "spec.versions[0].schema.openAPIV3Schema.properties.spec";
+        assert_eq!(
+            warnings,
+            [
+                format!(
+                    "typo.yaml: {schema}.replicas: \"replicas\" is no schema keyword, so it is \
+                     ignored, as the API server ignores it: is it a property outside \
+                     `properties`, or a keyword indented one level off?"
+                ),
+                format!(
+                    "typo.yaml: {schema}.x-kubernetes-patch-strategy: \
+                     \"x-kubernetes-patch-strategy\" is no extension the API server knows, so \
+                     it is ignored, as the API server ignores it"
+                ),
+                "typo.yaml: spec.versions[1].schema.openAPIV3Schema.properties.metadata.\
+                 \"app.kubernetes.io/name\": \"app.kubernetes.io/name\" is no schema keyword, \
+                 so it is ignored, as the API server ignores it: is it a property outside \
+                 `properties`, or a keyword indented one level off?"
+                    .to_owned(),
+            ]
         );
     }
 
