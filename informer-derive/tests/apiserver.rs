@@ -44,9 +44,10 @@ pub struct FooStatus {
     pub ready: i32,
 }
 
-/// A cluster-scoped kind of another group, to list beside `Foo`.
+/// A cluster-scoped kind of another group, to list beside `Foo`. Its plural has dashes, as
+/// Multus' `network-attachment-definitions` has; its accessor is `network_limits()`.
 #[derive(Clone, Debug, PartialEq, Deserialize, Informer)]
-#[informer(group = "apps.example.org", version = "v1beta1", cluster)]
+#[informer(group = "apps.example.org", version = "v1beta1", cluster, plural = "network-limits")]
 pub struct NetworkLimit {
     /// Standard object metadata.
     pub metadata: ObjectMeta,

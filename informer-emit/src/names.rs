@@ -63,8 +63,10 @@ const FACTORY_METHODS: &[&str] = &[
 /// The accessor method of a kind with `plural`: the plural in snake case
 /// (`horizontal_pod_autoscalers`, `network_policies`, `endpoints`).
 ///
-/// The word boundaries come from the kind, the spelling from the plural: the kind in snake case
-/// for as long as its letters agree with the plural, then the rest of the plural.
+/// The spelling comes from the plural, the word boundaries from the kind (for as long as its
+/// letters agree with the plural) and from the plural itself: a `-`, which a plural may hold
+/// (`network-attachment-definitions`), or any other character an identifier cannot hold,
+/// separates words.
 ///
 /// ```
 /// use informer_emit::names::method_name;
@@ -72,26 +74,44 @@ const FACTORY_METHODS: &[&str] = &[
 /// assert_eq!(method_name("FooBar", "foobars"), "foo_bars");
 /// assert_eq!(method_name("NetworkPolicy", "networkpolicies"), "network_policies");
 /// assert_eq!(method_name("Widget", "gizmos"), "gizmos");
+/// assert_eq!(
+///     method_name("NetworkAttachmentDefinition", "network-attachment-definitions"),
+///     "network_attachment_definitions"
+/// );
 /// ```
 #[must_use]
 pub fn method_name(kind: &str, plural: &str) -> String {
-    let snake = kind.to_snake_case();
-    let letters = kind.to_lowercase();
-    let plural = plural.to_lowercase();
-    let common = letters.chars().zip(plural.chars()).take_while(|(a, b)| a == b).count();
-    let mut out = String::new();
-    let mut taken = 0;
-    for c in snake.chars() {
-        if taken == common {
-            break;
+    let (kind_letters, kind_breaks) = words(&kind.to_snake_case());
+    let (letters, breaks) = words(&plural.to_lowercase());
+    let common = kind_letters.iter().zip(&letters).take_while(|(a, b)| a == b).count();
+    let mut out = String::with_capacity(plural.len());
+    for (i, c) in letters.into_iter().enumerate() {
+        if i > 0 && (breaks.contains(&i) || (i < common && kind_breaks.contains(&i))) {
+            out.push('_');
         }
         out.push(c);
-        if c != '_' {
-            taken += 1;
+    }
+    out
+}
+
+/// The ASCII letters and digits of `text`, and the indices among them that start a word after
+/// the first: where any other character stood before them.
+fn words(text: &str) -> (Vec<char>, BTreeSet<usize>) {
+    let mut letters = Vec::with_capacity(text.len());
+    let mut breaks = BTreeSet::new();
+    let mut gap = false;
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            if gap && !letters.is_empty() {
+                breaks.insert(letters.len());
+            }
+            gap = false;
+            letters.push(c);
+        } else {
+            gap = true;
         }
     }
-    out.extend(plural.chars().skip(common));
-    out
+    (letters, breaks)
 }
 
 /// The accessor name of an API group as client-go names it: `core` for the core group, otherwise
@@ -179,6 +199,17 @@ mod tests {
         assert_eq!(method_name("CSIDriver", "csidrivers"), "csi_drivers");
         assert_eq!(method_name("FooBar", "foobars"), "foo_bars");
         assert_eq!(method_name("Widget", "gizmos"), "gizmos");
+        // Plurals are DNS labels: a `-` separates words too, and agrees with the kind's.
+        assert_eq!(
+            method_name("NetworkAttachmentDefinition", "network-attachment-definitions"),
+            "network_attachment_definitions"
+        );
+        assert_eq!(method_name("Widget", "gizmo-things"), "gizmo_things");
+        assert_eq!(method_name("FooBar", "foo-bars"), "foo_bars");
+        assert_eq!(method_name("Foo-Bar", "foobars"), "foo_bars");
+        assert_eq!(method_name("postgresql", "postgresqls"), "postgresqls");
+        assert_eq!(method_name("Widget", "-widgets-"), "widgets");
+        assert_eq!(method_name("Widget", "--"), "");
     }
 
     #[test]
