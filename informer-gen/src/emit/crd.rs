@@ -116,7 +116,11 @@ fn select<'a>(generator: &Generator, crds: &'a [Loaded]) -> Result<Tree<'a>> {
                     file: loaded.file.clone(),
                     document: loaded.document,
                     path: format!("spec.versions[{index}].name"),
-                    message: format!("version {:?} is not a valid module name", version.name),
+                    message: format!(
+                        "version {:?} makes no Rust module name (letters, digits and `_`); \
+                         leave it out with --versions or Generator::versions",
+                        version.name
+                    ),
                 });
             }
             let kinds = tree.entry(&spec.group).or_default().entry(&version.name).or_default();
