@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use informer_emit::accessors::{
     accessor, factory_trait, group_items, group_module_attrs, version_module_doc, version_struct,
 };
-use informer_emit::names::{custom_group_modules, method_name, module_name};
+use informer_emit::names::{custom_group_modules, method_name, module_name, version_module};
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, format_ident, quote};
 use syn::parse::{Parse, ParseStream};
@@ -258,7 +258,7 @@ fn finish(collected: &Collected) -> syn::Result<TokenStream> {
         let version_modules = versions.iter().map(|(version, methods)| {
             let gv = format!("{group}/{version}");
             let doc = version_module_doc(version);
-            let ident = format_ident!("{version}");
+            let ident = format_ident!("{}", version_module(version));
             let version_struct = version_struct(rt, &gv);
             let accessors = methods
                 .iter()

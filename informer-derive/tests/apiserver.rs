@@ -44,10 +44,11 @@ pub struct FooStatus {
     pub ready: i32,
 }
 
-/// A cluster-scoped kind of another group, to list beside `Foo`. Its plural has dashes, as
-/// Multus' `network-attachment-definitions` has; its accessor is `network_limits()`.
+/// A cluster-scoped kind of another group, to list beside `Foo`. Its plural and version have
+/// dashes, as DNS labels may (Multus' plural is `network-attachment-definitions`): its accessors
+/// are `v1_preview()` and `network_limits()`.
 #[derive(Clone, Debug, PartialEq, Deserialize, Informer)]
-#[informer(group = "apps.example.org", version = "v1beta1", cluster, plural = "network-limits")]
+#[informer(group = "apps.example.org", version = "v1-preview", cluster, plural = "network-limits")]
 pub struct NetworkLimit {
     /// Standard object metadata.
     pub metadata: ObjectMeta,
@@ -157,7 +158,7 @@ async fn grouped_accessors_of_derived_types_sync() {
     // `example.com` is `example()`; `apps.example.org` may not take the built-in `apps()`.
     let foos: FooInformer<'_, Client> = factory.example().v1().foos();
     let limits: NetworkLimitInformer<'_, Client> =
-        factory.apps_example_org().v1beta1().network_limits();
+        factory.apps_example_org().v1_preview().network_limits();
     // Asked for before the factory starts, as with `factory.informer::<Foo>()`.
     foos.informer();
     limits.informer();

@@ -17,6 +17,8 @@
 use proc_macro2::TokenStream;
 use quote::{ToTokens, format_ident, quote};
 
+use crate::names;
+
 /// The struct a version accessor returns, for `gv` (`example.com/v1`).
 #[must_use]
 pub fn version_struct(rt: &syn::Path, gv: &str) -> TokenStream {
@@ -69,11 +71,11 @@ pub fn version_module_doc(version: &str) -> String {
 }
 
 /// A group module's own items: `Group` and one method per version (whose module is named after
-/// it).
+/// it, by [`names::version_module`]).
 #[must_use]
 pub fn group_items(rt: &syn::Path, group: &str, versions: &[&str]) -> TokenStream {
     let version_methods = versions.iter().map(|version| {
-        let ident = format_ident!("{version}");
+        let ident = format_ident!("{}", names::version_module(version));
         let doc = format!(" Informers of `{group}/{version}`.");
         quote! {
             #[doc = #doc]

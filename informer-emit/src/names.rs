@@ -171,6 +171,20 @@ pub fn module_name(name: &str) -> String {
     }
 }
 
+/// The module (and accessor) name of an API version: the version, with a `-` (a version is a DNS
+/// label, so `v1-preview` is one) as `_`, made usable by [`module_name`].
+///
+/// ```
+/// use informer_emit::names::version_module;
+///
+/// assert_eq!(version_module("v1beta1"), "v1beta1");
+/// assert_eq!(version_module("v2-preview"), "v2_preview");
+/// ```
+#[must_use]
+pub fn version_module(version: &str) -> String {
+    module_name(&version.replace('-', "_"))
+}
+
 /// `wanted`, else `wanted{sep}2`, `wanted{sep}3`, …: the first that `taken` says is free.
 pub fn first_free(wanted: &str, sep: &str, taken: impl Fn(&str) -> bool) -> String {
     let mut name = wanted.to_owned();

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use informer_emit::accessors::version_module_doc;
+use informer_emit::names::version_module;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
@@ -422,7 +423,7 @@ impl Output {
             let (attrs, items) = (&g.attrs, &g.items);
             let versions = g.versions.iter().map(|(v, items)| {
                 let doc = version_module_doc(v);
-                let v = format_ident!("{v}");
+                let v = format_ident!("{}", version_module(v));
                 quote! {
                     #[doc = #doc]
                     pub mod #v {
@@ -458,7 +459,7 @@ impl Output {
             let items = &g.items;
             let decls = g.versions.iter().map(|(v, _)| {
                 let doc = version_module_doc(v);
-                let v = format_ident!("{v}");
+                let v = format_ident!("{}", version_module(v));
                 quote! {
                     #[doc = #doc]
                     pub mod #v;
@@ -467,7 +468,7 @@ impl Output {
             let dir = PathBuf::from(&g.name);
             files.insert(dir.join("mod.rs"), render(&quote! { #items #(#decls)* }));
             for (v, items) in &g.versions {
-                files.insert(dir.join(format!("{v}.rs")), render(items));
+                files.insert(dir.join(format!("{}.rs", version_module(v))), render(items));
             }
         }
         files

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use informer_emit::accessors::{factory_trait, group_items, group_module_attrs};
-use informer_emit::names::custom_group_modules;
+use informer_emit::names::{custom_group_modules, version_module};
 use proc_macro2::TokenStream;
 use quote::quote;
 
@@ -111,7 +111,7 @@ fn select<'a>(generator: &Generator, crds: &'a [Loaded]) -> Result<Tree<'a>> {
                     ),
                 });
             };
-            if !is_identifier(&version.name) {
+            if !is_identifier(&version_module(&version.name)) {
                 return Err(Error::Schema {
                     file: loaded.file.clone(),
                     document: loaded.document,
@@ -207,7 +207,7 @@ fn group_module(
                 kind: crd.spec.names.kind.clone(),
                 plural: crd.spec.names.plural.clone(),
                 namespaced: crd.namespaced(),
-                rust_path: format!("{module_name}::{version}::{type_name}"),
+                rust_path: format!("{module_name}::{}::{type_name}", version_module(version)),
                 file: selected.loaded.file.clone(),
             });
         }
@@ -221,7 +221,8 @@ fn group_module(
                 .parse()
                 .map_err(|e| config_error(format!("accessors of {gv}: {e}")))?
         };
-        let types = items(&space, style, &Place { group_module: module_name, version });
+        let place = Place { group_module: module_name, version: &version_module(version) };
+        let types = items(&space, style, &place);
         modules.push(((*version).to_owned(), quote! { #types #accessor_tokens }));
     }
     let version_names: Vec<&str> = versions.keys().copied().collect();
@@ -278,10 +279,11 @@ fn manifests(
     Ok(quote! { #(#consts)* })
 }
 
+/// Whether `name` is a module name as [`version_module`] makes them: the loader lets only DNS
+/// labels through, but a caller may build a [`Loaded`] by hand.
 fn is_identifier(name: &str) -> bool {
     name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && naming::module_name(name) == name
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
 /// The Rust name of a kind's root type: the kind itself when it is an upper camel case

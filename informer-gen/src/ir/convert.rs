@@ -873,6 +873,25 @@ spec:
     }
 
     #[test]
+    fn dashes_in_versions_and_plurals_make_snake_case_names() {
+        // DNS labels both: Multus names its plural `network-attachment-definitions`.
+        let yaml = crd_named("k8s.cni.cncf.io", "NetworkAttachmentDefinition", "net-attach-defs")
+            .replace("- name: v1\n", "- name: v1-preview\n");
+        let crds = crate::schema::parse_str("nad.yaml".as_ref(), &yaml).unwrap();
+        let output = Generator::new().generate(&crds).unwrap();
+        let code = output.to_file_string();
+        syn::parse_file(&code).unwrap();
+        let resource = &output.resources()[0];
+        assert_eq!(resource.rust_path, "k8s::v1_preview::NetworkAttachmentDefinition");
+        assert_eq!(resource.version, "v1-preview");
+        assert_contains(&code, "pub fn v1_preview(&self) -> v1_preview::Version<'a, S>");
+        assert_contains(&code, "pub fn net_attach_defs(");
+        assert_contains(&code, "const API_VERSION: &'static str = \"k8s.cni.cncf.io/v1-preview\";");
+        let files: Vec<_> = output.files().into_keys().collect();
+        assert!(files.contains(&std::path::PathBuf::from("k8s/v1_preview.rs")), "{files:?}");
+    }
+
+    #[test]
     fn kinds_that_clash_with_generated_names_are_errors() {
         let yaml = [
             crd_named("example.com", "Foo", "foos"),
