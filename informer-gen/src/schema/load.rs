@@ -396,6 +396,11 @@ impl Source<'_> {
                         "{keyword:?} is no extension the API server knows, so it is ignored, as \
                          the API server ignores it"
                     )
+                } else if openapi::is_foreign_keyword(&keyword) {
+                    format!(
+                        "{keyword:?} is a keyword of OpenAPI or JSON Schema that Kubernetes' \
+                         schemas do not have, so it is ignored, as the API server ignores it"
+                    )
                 } else {
                     format!(
                         "{keyword:?} is no schema keyword, so it is ignored, as the API server \
@@ -1104,6 +1109,7 @@ spec:
               size: {type: integer}
             replicas: {type: integer}
             x-kubernetes-patch-strategy: merge
+            readOnly: true
   - name: v0
     served: false
     storage: false
@@ -1119,6 +1125,11 @@ spec:
         assert_eq!(
             warnings,
             [
+                format!(
+                    "typo.yaml: {schema}.readOnly: \"readOnly\" is a keyword of OpenAPI or JSON \
+                     Schema that Kubernetes' schemas do not have, so it is ignored, as the API \
+                     server ignores it"
+                ),
                 format!(
                     "typo.yaml: {schema}.replicas: \"replicas\" is no schema keyword, so it is \
                      ignored, as the API server ignores it: is it a property outside \

@@ -187,6 +187,43 @@ const KEYWORDS: [&str; 44] = [
     "x-kubernetes-validations",
 ];
 
+/// Keywords of `OpenAPI` 3 and of later JSON Schema drafts that `JSONSchemaProps` lacks, sorted:
+/// published CRDs hold some (`allowEmptyValue`, `readOnly`), copied from `OpenAPI` documents.
+const FOREIGN_KEYWORDS: [&str; 26] = [
+    "$anchor",
+    "$comment",
+    "$defs",
+    "$dynamicRef",
+    "$id",
+    "allowEmptyValue",
+    "const",
+    "contains",
+    "contentEncoding",
+    "contentMediaType",
+    "dependentRequired",
+    "dependentSchemas",
+    "deprecated",
+    "discriminator",
+    "else",
+    "examples",
+    "if",
+    "maxContains",
+    "minContains",
+    "propertyNames",
+    "readOnly",
+    "then",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "writeOnly",
+    "xml",
+];
+
+/// Whether `key` is a keyword of `OpenAPI` 3 or of a later JSON Schema draft that Kubernetes'
+/// schemas do not have.
+pub(crate) fn is_foreign_keyword(key: &str) -> bool {
+    FOREIGN_KEYWORDS.binary_search(&key).is_ok()
+}
+
 /// Every key in the schema `node` and the schemas nested in it that is no `JSONSchemaProps`
 /// keyword, as the path of its schema (`{path}.properties.spec`) and the key (`replica`), in no
 /// particular order (a `serde_json::Map` may or may not keep the document's).
@@ -231,11 +268,13 @@ pub(crate) fn path_segment(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{KEYWORDS, unknown_keywords};
+    use super::{FOREIGN_KEYWORDS, KEYWORDS, unknown_keywords};
 
     #[test]
     fn keywords_are_sorted_for_binary_search() {
         assert!(KEYWORDS.windows(2).all(|pair| pair[0] < pair[1]));
+        assert!(FOREIGN_KEYWORDS.windows(2).all(|pair| pair[0] < pair[1]));
+        assert!(FOREIGN_KEYWORDS.iter().all(|k| KEYWORDS.binary_search(k).is_err()));
     }
 
     #[test]
