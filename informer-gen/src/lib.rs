@@ -131,7 +131,7 @@
 //! `CertificateSpec.dnsNames`). [`Generator::derive`] refuses the derives some type cannot take.
 //!
 //! [`sample`] synthesises objects from a schema, for round-trip tests of generated code.
-//! `KOPIUM.md` in this crate compares the generator with kopium over the 91 real CRDs of the
+//! `KOPIUM.md` in this crate compares the generator with kopium over the 112 real CRDs of the
 //! repository's corpus (`tests/fixtures/crd-corpus`).
 #![allow(clippy::needless_doctest_main, reason = "a build script example is a whole file")]
 
