@@ -69,6 +69,11 @@ type ready struct {
 }
 
 func run() error {
+	// A parent that exits without stopping the harness (a test binary holding the server in a
+	// static) closes its end of our stdout and stderr with our stdin. Go kills a program that
+	// writes to a broken stdout or stderr with SIGPIPE unless the signal is ignored, and that
+	// would skip the deferred clean-up: each such run would leave its data directory behind.
+	signal.Ignore(syscall.SIGPIPE)
 	dirFlag := flag.String("dir", "", "directory for data, certificates and logs (default: a new temporary directory, removed on exit)")
 	watchStdin := flag.Bool("stdin", true, "exit when stdin reaches end of file")
 	extra := flag.String("apiserver-flags", "", "extra kube-apiserver flags, space separated")
