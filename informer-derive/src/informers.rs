@@ -218,6 +218,7 @@ fn finish(collected: &Collected) -> syn::Result<TokenStream> {
     let rt = &first.informer_runtime;
     // group -> version -> method -> the type's path
     let mut tree: BTreeMap<&str, BTreeMap<&str, BTreeMap<String, &syn::Path>>> = BTreeMap::new();
+    let mut plurals: BTreeMap<(&str, &str, String), &str> = BTreeMap::new();
     for (path, names) in collected.paths.iter().zip(&collected.names) {
         let method = module_name(&method_name(&names.kind, &names.plural));
         let methods = tree
@@ -225,18 +226,26 @@ fn finish(collected: &Collected) -> syn::Result<TokenStream> {
             .or_default()
             .entry(names.version.as_str())
             .or_default();
+        let key = (names.group.as_str(), names.version.as_str(), method.clone());
         if let Some(earlier) = methods.get(&method) {
-            return Err(syn::Error::new_spanned(
-                path,
+            let earlier = earlier.to_token_stream().to_string().replace(' ', "");
+            let earlier_plural = plurals.get(&key).copied().unwrap_or_default();
+            let message = if earlier_plural == names.plural {
                 format!(
-                    "this type is `{}` of {}/{} too, like `{}`: list one type per resource",
-                    names.plural,
-                    names.group,
-                    names.version,
-                    earlier.to_token_stream().to_string().replace(' ', ""),
-                ),
-            ));
+                    "this type is `{}` of {}/{} too, like `{earlier}`: list one type per resource",
+                    names.plural, names.group, names.version,
+                )
+            } else {
+                // Plurals that differ only in dashes (`foo-bars`, `foobars`) share an accessor.
+                format!(
+                    "this type's plural `{}` makes the accessor `{method}()` of {}/{}, as \
+                     `{earlier}`'s plural `{earlier_plural}` does: give one of them another plural",
+                    names.plural, names.group, names.version,
+                )
+            };
+            return Err(syn::Error::new_spanned(path, message));
         }
+        plurals.insert(key, names.plural.as_str());
         methods.insert(method, path);
     }
     let groups: Vec<&str> = tree.keys().copied().collect();

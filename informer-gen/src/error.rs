@@ -101,12 +101,12 @@ pub enum Error {
 /// unknown `type`, a property only inside `oneOf`, `properties` beside `additionalProperties`,
 /// pruning turned off for the whole CRD) or a CRD file in `apiextensions.k8s.io/v1beta1`, which
 /// was generated with the loosest faithful Rust type: free JSON where the schema says nothing,
-/// and a map keeping unknown fields where the API server keeps them; or a key in a schema that
-/// is no schema keyword (most often a property written beside `properties` instead of inside),
-/// ignored as the API server ignores it.
+/// and a map keeping unknown fields where the API server keeps them; or a key in a generated
+/// version's schema that is no schema keyword (most often a property written beside
+/// `properties` instead of inside), dropped as the API server's decoder drops it.
 ///
-/// These are the spots that change the Rust types, not the API server's whole structural
-/// validation: a `description` inside `oneOf`, say, is no warning, since it changes nothing.
+/// These are the spots that change the Rust types or are most likely mistakes, not the API
+/// server's whole structural validation: a `description` inside `oneOf`, say, is no warning.
 ///
 /// Displayed as `file: path: message`, like [`Error::Schema`]. [`Output::warnings`] lists them;
 /// the command line prints them to standard error, and a build script's
@@ -121,7 +121,7 @@ pub struct Warning {
     pub document: usize,
     /// Where in the document (`spec.versions[0].schema.openAPIV3Schema.properties.spec`).
     pub path: String,
-    /// What is not structural, and which Rust type it became.
+    /// What is not structural and which Rust type it became, or which key was dropped.
     pub message: String,
 }
 

@@ -165,8 +165,9 @@ impl Generator {
     /// Paths name generated Rust types:
     /// - `"."` is every struct and enum;
     /// - `"CertificateSpec"` is every type of that name, in any group and version;
-    /// - `"cert_manager::v1::CertificateSpec"` is the one in that group module and version (as
-    ///   [`GeneratedResource::rust_path`] gives it for root types).
+    /// - `"cert_manager::v1::CertificateSpec"` is the one in that group module and version
+    ///   module (as [`GeneratedResource::rust_path`] gives it for root types; a version's `-` is
+    ///   `_` there, `v1_preview` for `v1-preview`).
     ///
     /// `attribute` is one or more outer attributes (`#[allow(dead_code)]`,
     /// `#[doc = "..."]`), written verbatim after the type's doc comment and before its derives.
@@ -252,8 +253,8 @@ impl Generator {
     /// where fields the schema does not name may come (a property only inside `oneOf`, a CRD
     /// with `preserveUnknownFields: true`). The API server still serves CRDs created before it
     /// required structural schemas, and their projects still publish them. A key that is no
-    /// schema keyword (`replicas:` beside `properties:` instead of inside) is a warning too, and
-    /// is ignored, as the API server ignores it.
+    /// schema keyword (`replicas:` beside `properties:` instead of inside) in a generated
+    /// version is a warning too; it is dropped, as the API server's decoder drops it.
     ///
     /// ```
     /// # use informer_gen::{Error, Generator};

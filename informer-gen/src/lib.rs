@@ -121,8 +121,8 @@
 //! the loosest faithful type (free JSON where the schema says nothing) and a [`Warning`] naming
 //! the file and schema path, printed by the command line and by [`Builder`]. So does a key that
 //! is no schema keyword (a property written beside `properties` instead of inside), which the
-//! API server ignores as the generator does. With [`Generator::strict`] (`--strict`) they are
-//! errors.
+//! generator drops as the API server's decoder does. With [`Generator::strict`] (`--strict`)
+//! they are errors.
 //!
 //! Types and fields can be given attributes and derives of their own, as prost-build's hooks do:
 //! [`Generator::type_attribute`], [`Generator::field_attribute`] and [`Generator::derive_for`]

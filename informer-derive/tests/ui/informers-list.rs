@@ -15,6 +15,19 @@ pub struct FooAgain {
     metadata: ObjectMeta,
 }
 
+/// Plurals that differ only in a dash make one accessor, `foo_bars()`.
+#[derive(Deserialize, Informer)]
+#[informer(group = "example.com", version = "v1", schema = "disabled")]
+pub struct FooBar {
+    metadata: ObjectMeta,
+}
+
+#[derive(Deserialize, Informer)]
+#[informer(group = "example.com", version = "v1", kind = "FooBarX", plural = "foo-bars", schema = "disabled")]
+pub struct FooBarX {
+    metadata: ObjectMeta,
+}
+
 pub struct NotDerived {
     pub metadata: ObjectMeta,
 }
@@ -33,6 +46,10 @@ mod generic {
 
 mod same_resource {
     informer_derive::informers!(super::Foo, super::FooAgain);
+}
+
+mod same_accessor {
+    informer_derive::informers!(super::FooBar, super::FooBarX);
 }
 
 mod not_derived {

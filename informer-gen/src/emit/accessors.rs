@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use informer_emit::accessors::{accessor, version_struct, words};
 use informer_emit::aliases;
+use informer_emit::names::version_module;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
@@ -67,7 +68,7 @@ pub fn accessors(specs: &[ResourceSpec], runtime_crate: &str) -> Result<String, 
         let mut body = String::new();
         for (version, resources) in versions {
             let version_range = union(resources.values().map(|s| range(s)));
-            let text = version_module(&rt, group, version, resources, version_range);
+            let text = version_module_text(&rt, group, version, resources, version_range);
             body.push_str(&wrap(version_range, group_range, text));
         }
         let doc = format!(" Informers of {display}.");
@@ -80,7 +81,7 @@ pub fn accessors(specs: &[ResourceSpec], runtime_crate: &str) -> Result<String, 
         }));
         for (version, resources) in versions {
             let version_range = union(resources.values().map(|s| range(s)));
-            let ident = format_ident!("{version}");
+            let ident = format_ident!("{}", version_module(version));
             let gv = resources.values().next().map(|s| s.group_version()).unwrap_or_default();
             let doc = format!(" Informers of `{gv}`.");
             let text = unparse(quote! {
@@ -127,7 +128,7 @@ pub fn accessors(specs: &[ResourceSpec], runtime_crate: &str) -> Result<String, 
 }
 
 /// The module of one group/version: its `Version` struct, accessors and aliases.
-fn version_module(
+fn version_module_text(
     rt: &syn::Path,
     group: &str,
     version: &str,
@@ -137,7 +138,7 @@ fn version_module(
     let gv = if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") };
     let doc = format!(" Informers of `{gv}`.");
     let body = version_body(rt, &gv, resources, version_range);
-    let module = format_ident!("{version}");
+    let module = format_ident!("{}", version_module(version));
     format!("///{doc}\npub mod {module} {{\n{}}}\n", indent(&body))
 }
 

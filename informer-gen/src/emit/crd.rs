@@ -41,6 +41,11 @@ pub(crate) fn generate(generator: &Generator, crds: &[Loaded]) -> Result<Output>
         resources: Vec::new(),
         warnings: crds.iter().flat_map(|loaded| loaded.warnings.iter().cloned()).collect(),
     };
+    // Keys that are no schema keywords, in the versions generated only: a typo in a version
+    // left out must not fail a strict build.
+    for selected in tree.values().flat_map(BTreeMap::values).flat_map(BTreeMap::values) {
+        out.warnings.extend(selected.loaded.unknown_keywords(selected.index));
+    }
     let modules = custom_group_modules(&groups);
     for (group, module_name) in &modules {
         out.groups.push(group_module(
@@ -211,8 +216,27 @@ fn group_module(
                 file: selected.loaded.file.clone(),
             });
         }
-        let accessors: BTreeMap<String, &ResourceSpec> =
-            specs.iter().map(|s| (naming::module_name(&s.method_name()), s)).collect();
+        let mut accessors: BTreeMap<String, &ResourceSpec> = BTreeMap::new();
+        for spec in &specs {
+            let method = naming::module_name(&spec.method_name());
+            if let Some(earlier) = accessors.insert(method.clone(), spec) {
+                // Plurals that differ only in dashes (`foo-bars`, `foobars`) share a name.
+                let (file, document) = kinds
+                    .get(&spec.rust_path)
+                    .map(|selected| (selected.loaded.file.clone(), selected.loaded.document))
+                    .unwrap_or_default();
+                return Err(Error::Schema {
+                    file,
+                    document,
+                    path: "spec.names.plural".to_owned(),
+                    message: format!(
+                        "plural {} makes the accessor `{method}()`, as plural {} of \
+                         {group}/{version} (kind {}) does: give each kind a plural of its own",
+                        spec.plural, earlier.plural, earlier.kind
+                    ),
+                });
+            }
+        }
         let gv = format!("{group}/{version}");
         let accessor_tokens: TokenStream = if style.types_only {
             TokenStream::new()

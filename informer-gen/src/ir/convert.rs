@@ -499,7 +499,7 @@ fn deprecation(deprecated: bool) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use crate::{Error, Generator};
+    use crate::{Error, Generator, Versions};
 
     /// A CRD with one version whose `spec` schema is `spec` (YAML, indented for the slot).
     fn crd(spec: &str) -> String {
@@ -873,6 +873,84 @@ spec:
     }
 
     #[test]
+    fn keys_that_are_no_schema_keywords_are_warnings_of_the_versions_generated() {
+        // As in a manifest once published with a property indented one level off.
+        let yaml = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+            replicas: {type: integer}
+            x-kubernetes-patch-strategy: merge
+            readOnly: true
+  - name: v0
+    served: false
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          metadata: {type: object, app.kubernetes.io/name: {type: string}}
+";
+        let crds = crate::schema::parse_str("typo.yaml".as_ref(), yaml).unwrap();
+        let output = Generator::new().generate(&crds).unwrap();
+        let dropped = "the API server drops it (or refuses the CRD under strict field \
+                       validation, kubectl's default), and so does the generator";
+        let schema = "typo.yaml: spec.versions[0].schema.openAPIV3Schema.properties.spec";
+        let expected = [
+            format!(
+                "{schema}.readOnly: \"readOnly\" is a keyword of OpenAPI or JSON Schema that CRD \
+                 schemas do not have: {dropped}"
+            ),
+            format!(
+                "{schema}.replicas: \"replicas\" is no schema keyword: {dropped}; is it a \
+                 property outside `properties`, or a keyword indented one level off?"
+            ),
+            format!(
+                "{schema}.x-kubernetes-patch-strategy: \"x-kubernetes-patch-strategy\" is no \
+                 extension CRD schemas have: {dropped}"
+            ),
+        ];
+        // The unserved v0 is not generated, so its key is nobody's business.
+        let listed = |output: &crate::Output| -> Vec<String> {
+            output.warnings().iter().map(ToString::to_string).collect()
+        };
+        assert_eq!(listed(&output), expected);
+        assert_contains(&output.to_file_string(), "pub size: ::std::option::Option<i64>");
+
+        let both = Generator::new().versions(Versions::Only(vec!["v0".into(), "v1".into()]));
+        let output = both.generate(&crds).unwrap();
+        assert_eq!(output.warnings().len(), 4);
+        assert!(
+            output.warnings()[0].to_string().starts_with(
+                "typo.yaml: spec.versions[1].schema.openAPIV3Schema.properties.metadata.\
+                 \"app.kubernetes.io/name\": \"app.kubernetes.io/name\" is no schema keyword"
+            ),
+            "{:?}",
+            listed(&output)
+        );
+
+        // Strict mode refuses a CRD whose only fault is such a key.
+        let strict = Generator::new().strict(true).generate(&crds).unwrap_err();
+        let Error::NotStructural { warnings: listed } = &strict else { panic!("{strict}") };
+        assert_eq!(listed.iter().map(ToString::to_string).collect::<Vec<_>>(), expected);
+    }
+
+    #[test]
     fn dashes_in_versions_and_plurals_make_snake_case_names() {
         // DNS labels both: Multus names its plural `network-attachment-definitions`.
         let yaml = crd_named("k8s.cni.cncf.io", "NetworkAttachmentDefinition", "net-attach-defs")
@@ -889,6 +967,31 @@ spec:
         assert_contains(&code, "const API_VERSION: &'static str = \"k8s.cni.cncf.io/v1-preview\";");
         let files: Vec<_> = output.files().into_keys().collect();
         assert!(files.contains(&std::path::PathBuf::from("k8s/v1_preview.rs")), "{files:?}");
+        // Hooks name the version by its module.
+        let hooked = Generator::new()
+            .type_attribute(
+                "k8s::v1_preview::NetworkAttachmentDefinition",
+                "#[doc(alias = \"nad\")]",
+            )
+            .generate(&crds)
+            .unwrap();
+        assert_contains(&hooked.to_file_string(), "#[doc(alias = \"nad\")]");
+
+        // Plurals that differ only in dashes would share an accessor: refused, naming both.
+        let twins = [
+            crd_named("example.com", "FooBar", "foobars"),
+            crd_named("example.com", "FooBarX", "foo-bars"),
+        ]
+        .join("---\n");
+        let crds = crate::schema::parse_str("twins.yaml".as_ref(), &twins).unwrap();
+        let error = Generator::new().generate(&crds).unwrap_err().to_string();
+        assert!(
+            error.contains(
+                "twins.yaml (document 2): spec.names.plural: plural foo-bars makes the accessor \
+                 `foo_bars()`, as plural foobars of example.com/v1 (kind FooBar) does"
+            ),
+            "{error}"
+        );
     }
 
     #[test]

@@ -47,10 +47,50 @@ pub struct Loaded {
     /// rest of `metadata`, and `status`, left out), as JSON. Generated root types return it
     /// from `crd()`.
     pub manifest: Value,
-    /// What reading it found to warn about: an `apiextensions.k8s.io/v1beta1` CRD read as v1, a
-    /// key in a schema that is no schema keyword (in any version, served or not).
+    /// What reading it found to warn about: an `apiextensions.k8s.io/v1beta1` CRD read as v1.
     /// The generator adds them to [`Output::warnings`](crate::Output::warnings).
     pub warnings: Vec<Warning>,
+}
+
+impl Loaded {
+    /// A warning for every key in the schema of version `index` that is no schema keyword. The
+    /// API server's decoder drops such a key (or refuses the CRD under strict field validation,
+    /// kubectl's default, outside `items` and `additionalProperties`), and serde drops it here;
+    /// it is most often a mistake.
+    pub(crate) fn unknown_keywords(&self, index: usize) -> Vec<Warning> {
+        let path = format!("spec.versions[{index}].schema.openAPIV3Schema");
+        let Some(schema) =
+            self.manifest.pointer(&format!("/spec/versions/{index}/schema/openAPIV3Schema"))
+        else {
+            return Vec::new();
+        };
+        let mut unknown = Vec::new();
+        openapi::unknown_keywords(schema, &path, &mut unknown);
+        unknown.sort();
+        let dropped = "the API server drops it (or refuses the CRD under strict field validation, \
+                       kubectl's default), and so does the generator";
+        unknown
+            .into_iter()
+            .map(|(path, keyword)| Warning {
+                file: self.file.clone(),
+                document: self.document,
+                path: format!("{path}.{}", openapi::path_segment(&keyword)),
+                message: if keyword.starts_with("x-") {
+                    format!("{keyword:?} is no extension CRD schemas have: {dropped}")
+                } else if openapi::is_foreign_keyword(&keyword) {
+                    format!(
+                        "{keyword:?} is a keyword of OpenAPI or JSON Schema that CRD schemas do \
+                         not have: {dropped}"
+                    )
+                } else {
+                    format!(
+                        "{keyword:?} is no schema keyword: {dropped}; is it a property outside \
+                         `properties`, or a keyword indented one level off?"
+                    )
+                },
+            })
+            .collect()
+    }
 }
 
 /// Reads every CRD in `paths`: files (YAML, multi-document YAML or JSON) and directories (their
@@ -360,7 +400,6 @@ impl Source<'_> {
                 ));
             }
         }
-        warnings.extend(self.unknown_keywords(document, prefix, &manifest));
         Ok(Loaded {
             file: self.file.to_owned(),
             document,
@@ -368,49 +407,6 @@ impl Source<'_> {
             manifest: Value::Object(manifest),
             warnings,
         })
-    }
-
-    /// A warning for every key in a version's schema (served or not) that is no schema keyword:
-    /// serde drops it as the API server's decoder does, but it is most often a mistake.
-    fn unknown_keywords(
-        &self,
-        document: usize,
-        prefix: &str,
-        manifest: &Map<String, Value>,
-    ) -> Vec<Warning> {
-        let mut warnings = Vec::new();
-        let versions = manifest.get("spec").and_then(|spec| spec.get("versions"));
-        for (index, version) in versions.and_then(Value::as_array).into_iter().flatten().enumerate()
-        {
-            let Some(schema) = version.pointer("/schema/openAPIV3Schema") else { continue };
-            let mut unknown = Vec::new();
-            let path = join(prefix, &format!("spec.versions[{index}].schema.openAPIV3Schema"));
-            openapi::unknown_keywords(schema, &path, &mut unknown);
-            unknown.sort();
-            warnings.extend(unknown.into_iter().map(|(path, keyword)| Warning {
-                file: self.file.to_owned(),
-                document,
-                path: format!("{path}.{}", openapi::path_segment(&keyword)),
-                message: if keyword.starts_with("x-") {
-                    format!(
-                        "{keyword:?} is no extension the API server knows, so it is ignored, as \
-                         the API server ignores it"
-                    )
-                } else if openapi::is_foreign_keyword(&keyword) {
-                    format!(
-                        "{keyword:?} is a keyword of OpenAPI or JSON Schema that Kubernetes' \
-                         schemas do not have, so it is ignored, as the API server ignores it"
-                    )
-                } else {
-                    format!(
-                        "{keyword:?} is no schema keyword, so it is ignored, as the API server \
-                         ignores it: is it a property outside `properties`, or a keyword \
-                         indented one level off?"
-                    )
-                },
-            }));
-        }
-        warnings
     }
 
     /// The line and column (from 1) of the node at `steps` in `document`, found by parsing the
@@ -1081,71 +1077,6 @@ spec:
         assert_eq!(
             self::error("new.yaml", &text),
             "new.yaml: apiVersion: apiextensions.k8s.io/v2 is not supported; expected apiextensions.k8s.io/v1"
-        );
-    }
-
-    #[test]
-    fn keys_that_are_no_schema_keywords_are_warnings_naming_their_path() {
-        // As in a manifest once published with a property indented one level off; served or
-        // not, every version is read.
-        let text = "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
-spec:
-  group: example.com
-  names: {kind: Widget, plural: widgets}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {type: integer}
-            replicas: {type: integer}
-            x-kubernetes-patch-strategy: merge
-            readOnly: true
-  - name: v0
-    served: false
-    storage: false
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          metadata: {type: object, app.kubernetes.io/name: {type: string}}
-";
-        let loaded = parse_str(Path::new("typo.yaml"), text).unwrap();
-        let warnings: Vec<String> = loaded[0].warnings.iter().map(ToString::to_string).collect();
-        let schema = "spec.versions[0].schema.openAPIV3Schema.properties.spec";
-        assert_eq!(
-            warnings,
-            [
-                format!(
-                    "typo.yaml: {schema}.readOnly: \"readOnly\" is a keyword of OpenAPI or JSON \
-                     Schema that Kubernetes' schemas do not have, so it is ignored, as the API \
-                     server ignores it"
-                ),
-                format!(
-                    "typo.yaml: {schema}.replicas: \"replicas\" is no schema keyword, so it is \
-                     ignored, as the API server ignores it: is it a property outside \
-                     `properties`, or a keyword indented one level off?"
-                ),
-                format!(
-                    "typo.yaml: {schema}.x-kubernetes-patch-strategy: \
-                     \"x-kubernetes-patch-strategy\" is no extension the API server knows, so \
-                     it is ignored, as the API server ignores it"
-                ),
-                "typo.yaml: spec.versions[1].schema.openAPIV3Schema.properties.metadata.\
-                 \"app.kubernetes.io/name\": \"app.kubernetes.io/name\" is no schema keyword, \
-                 so it is ignored, as the API server ignores it: is it a property outside \
-                 `properties`, or a keyword indented one level off?"
-                    .to_owned(),
-            ]
         );
     }
 

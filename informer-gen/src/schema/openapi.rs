@@ -5,9 +5,10 @@
 //! others (CEL rules, `uniqueItems`, …) are skipped by serde. Properties are held in a
 //! `BTreeMap`, so generated fields come out in a deterministic (alphabetical) order.
 //!
-//! A key that is no keyword of `JSONSchemaProps` at all is dropped by serde as by the API
-//! server's decoder; `unknown_keywords` finds them in the document, since one is most often a
-//! property written outside `properties` or a keyword indented one level off.
+//! A key that is no keyword of `JSONSchemaProps` at all is dropped by serde, as the API server's
+//! decoder drops it (or refuses the CRD under strict field validation); `unknown_keywords` finds
+//! them in the document, since one is most often a property written outside `properties` or a
+//! keyword indented one level off.
 
 use std::collections::BTreeMap;
 
@@ -189,17 +190,22 @@ const KEYWORDS: [&str; 44] = [
 
 /// Keywords of `OpenAPI` 3 and of later JSON Schema drafts that `JSONSchemaProps` lacks, sorted:
 /// published CRDs hold some (`allowEmptyValue`, `readOnly`), copied from `OpenAPI` documents.
-const FOREIGN_KEYWORDS: [&str; 26] = [
+const FOREIGN_KEYWORDS: [&str; 32] = [
     "$anchor",
     "$comment",
     "$defs",
+    "$dynamicAnchor",
     "$dynamicRef",
     "$id",
+    "$recursiveAnchor",
+    "$recursiveRef",
+    "$vocabulary",
     "allowEmptyValue",
     "const",
     "contains",
     "contentEncoding",
     "contentMediaType",
+    "contentSchema",
     "dependentRequired",
     "dependentSchemas",
     "deprecated",
@@ -209,6 +215,7 @@ const FOREIGN_KEYWORDS: [&str; 26] = [
     "if",
     "maxContains",
     "minContains",
+    "prefixItems",
     "propertyNames",
     "readOnly",
     "then",

@@ -41,8 +41,9 @@ fn every_spot_is_a_warning_naming_file_and_path_and_strict_mode_refuses_them() {
         format!("loose-gadget.yaml: {spec}.flags: `properties` beside `additionalProperties`"),
         format!("loose-gadget.yaml: {spec}.timeout.type: unknown type \"duration\""),
         format!(
-            "loose-gadget.yaml: {spec}.flags.verbose: \"verbose\" is no schema keyword, so it is \
-             ignored, as the API server ignores it: is it a property outside `properties`, or a \
+            "loose-gadget.yaml: {spec}.flags.verbose: \"verbose\" is no schema keyword: the API \
+             server drops it (or refuses the CRD under strict field validation, kubectl's \
+             default), and so does the generator; is it a property outside `properties`, or a \
              keyword indented one level off?"
         ),
         // Published ones: Istio's Sidecar and Jaeger's CRD of their v1beta1 days, and Litmus',
@@ -53,7 +54,7 @@ fn every_spot_is_a_warning_naming_file_and_path_and_strict_mode_refuses_them() {
             "litmus-chaosengine.yaml: {spec}.experiments.items.properties.spec.properties.\
              components.properties.experimentannotation.additionalProperties.properties.key.\
              allowEmptyValue: \"allowEmptyValue\" is a keyword of OpenAPI or JSON Schema that \
-             Kubernetes' schemas do not have"
+             CRD schemas do not have"
         ),
         format!(
             "litmus-chaosengine.yaml: {spec}.experiments.items.properties.spec.properties.\
