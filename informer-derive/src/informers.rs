@@ -210,15 +210,17 @@ fn from_version_module(path: &syn::Path) -> TokenStream {
     quote!(super::super::#(#segments)::*)
 }
 
+/// A listed type's path, and its plural (for a message when two share an accessor).
+type Listed<'a> = (&'a syn::Path, &'a str);
+
 /// The trait, and a module per group with a module per version.
 fn finish(collected: &Collected) -> syn::Result<TokenStream> {
     let Some(first) = collected.names.first() else {
         return Err(syn::Error::new(Span::call_site(), USAGE));
     };
     let rt = &first.informer_runtime;
-    // group -> version -> method -> the type's path
-    let mut tree: BTreeMap<&str, BTreeMap<&str, BTreeMap<String, &syn::Path>>> = BTreeMap::new();
-    let mut plurals: BTreeMap<(&str, &str, String), &str> = BTreeMap::new();
+    // group -> version -> method -> the type's path and plural
+    let mut tree: BTreeMap<&str, BTreeMap<&str, BTreeMap<String, Listed<'_>>>> = BTreeMap::new();
     for (path, names) in collected.paths.iter().zip(&collected.names) {
         let method = module_name(&method_name(&names.kind, &names.plural));
         let methods = tree
@@ -226,11 +228,9 @@ fn finish(collected: &Collected) -> syn::Result<TokenStream> {
             .or_default()
             .entry(names.version.as_str())
             .or_default();
-        let key = (names.group.as_str(), names.version.as_str(), method.clone());
-        if let Some(earlier) = methods.get(&method) {
+        if let Some((earlier, earlier_plural)) = methods.get(&method) {
             let earlier = earlier.to_token_stream().to_string().replace(' ', "");
-            let earlier_plural = plurals.get(&key).copied().unwrap_or_default();
-            let message = if earlier_plural == names.plural {
+            let message = if *earlier_plural == names.plural {
                 format!(
                     "this type is `{}` of {}/{} too, like `{earlier}`: list one type per resource",
                     names.plural, names.group, names.version,
@@ -245,8 +245,7 @@ fn finish(collected: &Collected) -> syn::Result<TokenStream> {
             };
             return Err(syn::Error::new_spanned(path, message));
         }
-        plurals.insert(key, names.plural.as_str());
-        methods.insert(method, path);
+        methods.insert(method, (path, names.plural.as_str()));
     }
     let groups: Vec<&str> = tree.keys().copied().collect();
     let modules = custom_group_modules(&groups);
@@ -271,7 +270,7 @@ fn finish(collected: &Collected) -> syn::Result<TokenStream> {
             let version_struct = version_struct(rt, &gv);
             let accessors = methods
                 .iter()
-                .map(|(method, path)| accessor(rt, &gv, method, &from_version_module(path)));
+                .map(|(method, (path, _))| accessor(rt, &gv, method, &from_version_module(path)));
             quote! {
                 #[doc = #doc]
                 pub mod #ident {

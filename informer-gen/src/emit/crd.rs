@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use informer_emit::accessors::{factory_trait, group_items, group_module_attrs};
-use informer_emit::names::{custom_group_modules, version_module};
+use informer_emit::names::{custom_group_modules, method_name, version_module};
 use proc_macro2::TokenStream;
 use quote::quote;
 
@@ -168,8 +168,11 @@ fn group_module(
 ) -> Result<GroupModule> {
     let mut modules = Vec::new();
     for (version, kinds) in versions {
+        let version_module = version_module(version);
         let mut space = TypeSpace::default();
         space.names.reserve("Version");
+        // accessor method -> the kind that has it
+        let mut methods: BTreeMap<String, &Selected<'_>> = BTreeMap::new();
         for (type_name, selected) in kinds {
             let names = std::iter::once(type_name.clone()).chain(
                 ["Informer", "Lister", "NamespaceLister"].map(|s| format!("{type_name}{s}")),
@@ -187,6 +190,22 @@ fn group_module(
                         ),
                     });
                 }
+            }
+            // Plurals that differ only in dashes (`foo-bars`, `foobars`) share a name.
+            let names = &selected.loaded.crd.spec.names;
+            let method = naming::module_name(&method_name(&names.kind, &names.plural));
+            if let Some(earlier) = methods.insert(method.clone(), selected) {
+                let earlier = &earlier.loaded.crd.spec.names;
+                return Err(Error::Schema {
+                    file: selected.loaded.file.clone(),
+                    document: selected.loaded.document,
+                    path: "spec.names.plural".to_owned(),
+                    message: format!(
+                        "plural {} makes the accessor `{method}()`, as plural {} of \
+                         {group}/{version} (kind {}) does: give each kind a plural of its own",
+                        names.plural, earlier.plural, earlier.kind
+                    ),
+                });
             }
         }
         let mut specs = Vec::new();
@@ -212,31 +231,12 @@ fn group_module(
                 kind: crd.spec.names.kind.clone(),
                 plural: crd.spec.names.plural.clone(),
                 namespaced: crd.namespaced(),
-                rust_path: format!("{module_name}::{}::{type_name}", version_module(version)),
+                rust_path: format!("{module_name}::{version_module}::{type_name}"),
                 file: selected.loaded.file.clone(),
             });
         }
-        let mut accessors: BTreeMap<String, &ResourceSpec> = BTreeMap::new();
-        for spec in &specs {
-            let method = naming::module_name(&spec.method_name());
-            if let Some(earlier) = accessors.insert(method.clone(), spec) {
-                // Plurals that differ only in dashes (`foo-bars`, `foobars`) share a name.
-                let (file, document) = kinds
-                    .get(&spec.rust_path)
-                    .map(|selected| (selected.loaded.file.clone(), selected.loaded.document))
-                    .unwrap_or_default();
-                return Err(Error::Schema {
-                    file,
-                    document,
-                    path: "spec.names.plural".to_owned(),
-                    message: format!(
-                        "plural {} makes the accessor `{method}()`, as plural {} of \
-                         {group}/{version} (kind {}) does: give each kind a plural of its own",
-                        spec.plural, earlier.plural, earlier.kind
-                    ),
-                });
-            }
-        }
+        let accessors: BTreeMap<String, &ResourceSpec> =
+            specs.iter().map(|s| (naming::module_name(&s.method_name()), s)).collect();
         let gv = format!("{group}/{version}");
         let accessor_tokens: TokenStream = if style.types_only {
             TokenStream::new()
@@ -245,8 +245,8 @@ fn group_module(
                 .parse()
                 .map_err(|e| config_error(format!("accessors of {gv}: {e}")))?
         };
-        let place = Place { group_module: module_name, version: &version_module(version) };
-        let types = items(&space, style, &place);
+        let types =
+            items(&space, style, &Place { group_module: module_name, version: &version_module });
         modules.push(((*version).to_owned(), quote! { #types #accessor_tokens }));
     }
     let version_names: Vec<&str> = versions.keys().copied().collect();

@@ -874,30 +874,15 @@ spec:
 
     #[test]
     fn keys_that_are_no_schema_keywords_are_warnings_of_the_versions_generated() {
-        // As in a manifest once published with a property indented one level off.
-        let yaml = "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
-spec:
-  group: example.com
-  names: {kind: Widget, plural: widgets}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
+        // As in a manifest once published with a property indented one level off, and an
+        // unserved version after it.
+        let yaml = crd("            type: object
             properties:
               size: {type: integer}
             replicas: {type: integer}
             x-kubernetes-patch-strategy: merge
             readOnly: true
-  - name: v0
+") + "  - name: v0
     served: false
     storage: false
     schema:
@@ -906,7 +891,7 @@ spec:
         properties:
           metadata: {type: object, app.kubernetes.io/name: {type: string}}
 ";
-        let crds = crate::schema::parse_str("typo.yaml".as_ref(), yaml).unwrap();
+        let crds = crate::schema::parse_str("typo.yaml".as_ref(), &yaml).unwrap();
         let output = Generator::new().generate(&crds).unwrap();
         let dropped = "the API server drops it (or refuses the CRD under strict field \
                        validation, kubectl's default), and so does the generator";
