@@ -253,6 +253,15 @@ impl Config {
             .map_err(|source| Error::Bind { addr: self.addr, source })?;
         let addr =
             listener.local_addr().map_err(|source| Error::Bind { addr: self.addr, source })?;
+        if !addr.ip().is_loopback() {
+            // It has no authentication: whoever reaches the address reads and writes it all.
+            tracing::warn!(
+                %addr,
+                "the embedded API server listens beyond loopback and has no authentication: \
+                 anyone who reaches {addr} can read and change every object; bind 127.0.0.1 \
+                 unless that is meant"
+            );
+        }
         let mut catalog = Catalog::builtin();
         for ty in self.resources {
             catalog.add(ApiResource::custom(ty));

@@ -487,8 +487,11 @@ where
             // Undone when the reconcile ends, or when its task is aborted mid-reconcile.
             let in_flight = InFlight::new(self, key.clone());
             let started = std::time::Instant::now();
-            let outcome =
-                AssertUnwindSafe((self.reconcile)(request)).catch_unwind().instrument(span).await;
+            // The call inside the future: a panic in the closure's synchronous part (before it
+            // returns its future) is caught like one while the future runs, instead of ending
+            // this worker's task and dropping the key.
+            let reconcile = async { (self.reconcile)(request).await };
+            let outcome = AssertUnwindSafe(reconcile).catch_unwind().instrument(span).await;
             drop(in_flight);
             if let Some(observer) = &self.observer {
                 let result = match &outcome {

@@ -16,6 +16,12 @@
 //!   counted in [`dropped`](EventRecorder::dropped). At most 1,000 events wait to be written, and
 //!   at most 4,096 series are remembered (the oldest are forgotten first): a hot loop costs
 //!   neither the server nor the program's memory.
+//! - **A flush has a deadline.** [`flush`](EventRecorder::flush) waits at most 10 seconds
+//!   ([`flush_within`](EventRecorder::flush_within) chooses): a program that exits while the
+//!   server is unreachable would otherwise wait out every queued write's own timeouts, hours
+//!   for a full queue. Past the deadline the writer gives up on what waits, and the
+//!   [`FlushReport`] says how much that was. The last recorder's drop writes within the same
+//!   10 seconds.
 //!
 //! Events are best effort, as everywhere in Kubernetes: a failed write is logged and dropped.
 //!
@@ -27,13 +33,19 @@
 //! # async fn run(client: Client, cm: ConfigMap) {
 //! let recorder = EventRecorder::new(client, "example.com/configmapset-controller", "pod-7f9c");
 //! recorder.publish(&cm, EventType::Normal, "Created", "Create", "created for set web");
-//! recorder.flush().await; // before exiting: what was published is written
+//! let report = recorder.flush().await; // before exiting: what was published is written
+//! if !report.complete {
+//!     eprintln!("{} events were not written", report.given_up + report.waiting);
+//! }
 //! # }
 //! ```
 
 use std::collections::HashMap;
+use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -58,6 +70,8 @@ const SPAM_REFILL: Duration = Duration::from_secs(5 * 60);
 const QUEUE: usize = 1000;
 /// Series and buckets remembered; the oldest go first.
 const REMEMBERED: usize = 4096;
+/// How long [`EventRecorder::flush`], and the writes after the last recorder's drop, may take.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The `type` of an Event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -83,12 +97,48 @@ impl EventType {
 pub struct EventRecorder {
     sender: mpsc::Sender<Command>,
     dropped: Arc<AtomicU64>,
+    shared: Arc<Shared>,
+}
+
+/// What the recorders and the writing task share.
+struct Shared {
+    clock: SharedClock,
+    /// The deadlines of the flushes whose command the writer has not reached: past the
+    /// earliest, what it meets before that command is given up, not written.
+    deadlines: Mutex<Vec<Instant>>,
+    /// Events and series counts given up at a flush's deadline.
+    given_up: AtomicU64,
+    /// Told when a flush adds a deadline, so that a write under way sees it.
+    flushing: tokio::sync::Notify,
+}
+
+impl fmt::Debug for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shared").field("deadlines", &*self.deadlines.lock()).finish_non_exhaustive()
+    }
+}
+
+/// What a [flush](EventRecorder::flush) achieved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FlushReport {
+    /// Every event published before the flush, and every series count, was written (or its
+    /// write failed and was logged) within the deadline.
+    pub complete: bool,
+    /// Events and series counts given up because the deadline passed, by the time the flush
+    /// returned: a write abandoned under way, and those the writer met after it. Also counted
+    /// in [`EventRecorder::dropped`].
+    pub given_up: u64,
+    /// Events still queued when the flush returned. Those published before the flush are
+    /// given up, unwritten, when the writer meets them; those published after it are written.
+    pub waiting: u64,
 }
 
 /// What the task is asked to do.
 enum Command {
     Publish(Box<Published>),
-    Flush(oneshot::Sender<()>),
+    /// Answer once everything before is written; the flush's deadline, to take off the list.
+    Flush(oneshot::Sender<()>, Instant),
 }
 
 struct Published {
@@ -152,6 +202,12 @@ impl EventRecorder {
     ) -> Self {
         let (sender, receiver) = mpsc::channel(QUEUE);
         let dropped = Arc::new(AtomicU64::new(0));
+        let shared = Arc::new(Shared {
+            clock: Arc::clone(&clock),
+            deadlines: Mutex::new(Vec::new()),
+            given_up: AtomicU64::new(0),
+            flushing: tokio::sync::Notify::new(),
+        });
         let writer = Writer {
             client,
             controller: controller.into(),
@@ -160,9 +216,10 @@ impl EventRecorder {
             series: HashMap::new(),
             buckets: HashMap::new(),
             dropped: Arc::clone(&dropped),
+            shared: Arc::clone(&shared),
         };
         tokio::spawn(writer.run(receiver));
-        Self { sender, dropped }
+        Self { sender, dropped, shared }
     }
 
     /// Records an event about `regarding`: its `type`, `reason` (why, `CamelCase`, at most 128
@@ -204,19 +261,65 @@ impl EventRecorder {
         }
     }
 
-    /// Waits until every event published before it is written (or given up), series counts
-    /// included.
-    pub async fn flush(&self) {
+    /// Waits until every event published before it is written (or its write failed), series
+    /// counts included, for at most 10 seconds; see [`flush_within`](Self::flush_within).
+    pub async fn flush(&self) -> FlushReport {
+        self.flush_within(FLUSH_TIMEOUT).await
+    }
+
+    /// Waits until every event published before it is written (or its write failed), series
+    /// counts included, for at most `timeout` (measured on the recorder's clock). A write
+    /// under way at the deadline is abandoned, and what still waits is dropped unwritten: the
+    /// report counts both.
+    pub async fn flush_within(&self, timeout: Duration) -> FlushReport {
+        let clock = &self.shared.clock;
+        let deadline = crate::clock::later(clock.now(), timeout);
+        self.shared.deadlines.lock().push(deadline);
+        self.shared.flushing.notify_waiters();
+        let given_up_before = self.shared.given_up.load(Ordering::Relaxed);
         let (done, wait) = oneshot::channel();
-        if self.sender.send(Command::Flush(done)).await.is_ok() {
-            let _ = wait.await;
+        let mut sent = false;
+        let flushed = async {
+            // A full queue makes the send wait: under the same deadline.
+            if self.sender.send(Command::Flush(done, deadline)).await.is_ok() {
+                sent = true;
+                let _ = wait.await;
+            }
+        };
+        let complete = tokio::select! {
+            () = flushed => true,
+            () = clock.sleep(deadline.saturating_duration_since(clock.now())) => false,
+        };
+        if !sent {
+            // No command carries the deadline to the writer, which would take it off.
+            take_off(&self.shared.deadlines, deadline);
         }
+        let given_up = self.shared.given_up.load(Ordering::Relaxed).saturating_sub(given_up_before);
+        let waiting = self.sender.max_capacity().saturating_sub(self.sender.capacity());
+        let waiting = u64::try_from(waiting).unwrap_or(u64::MAX);
+        if !complete {
+            tracing::warn!(
+                given_up,
+                waiting,
+                ?timeout,
+                "event flush: the deadline passed before every event was written; the rest are dropped"
+            );
+        }
+        FlushReport { complete, given_up, waiting }
     }
 
     /// Events dropped so far: by the per-object bucket, or because too many waited.
     #[must_use]
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// Takes one `deadline` off the list of flushes waiting.
+fn take_off(deadlines: &Mutex<Vec<Instant>>, deadline: Instant) {
+    let mut deadlines = deadlines.lock();
+    if let Some(at) = deadlines.iter().position(|d| *d == deadline) {
+        deadlines.swap_remove(at);
     }
 }
 
@@ -266,7 +369,11 @@ struct Writer {
     /// Per object (its UID, or kind/namespace/name): tokens and when they were counted.
     buckets: HashMap<String, (f64, Instant)>,
     dropped: Arc<AtomicU64>,
+    shared: Arc<Shared>,
 }
+
+/// Why a write did not happen.
+struct Expired;
 
 impl Writer {
     async fn run(mut self, mut receiver: mpsc::Receiver<Command>) {
@@ -286,17 +393,54 @@ impl Writer {
             };
             match command {
                 Some(Command::Publish(event)) => self.record(*event).await,
-                Some(Command::Flush(done)) => {
+                Some(Command::Flush(done, deadline)) => {
                     self.tick(true).await;
                     let _ = done.send(());
+                    // What comes after this flush's command is no longer under its deadline.
+                    take_off(&self.shared.deadlines, deadline);
                 }
                 None => {
-                    // The last recorder is gone: what was counted is written.
+                    // The last recorder is gone: what was counted is written, within the
+                    // deadline a flush would have.
+                    self.shared
+                        .deadlines
+                        .lock()
+                        .push(crate::clock::later(clock.now(), FLUSH_TIMEOUT));
                     self.tick(true).await;
                     break;
                 }
             }
         }
+    }
+
+    /// Runs `write`, unless the deadline of a flush waiting for it has passed; abandons it at
+    /// that deadline. Either way, what was not written is counted as given up.
+    async fn before_deadline<T>(&self, write: impl Future<Output = T>) -> Result<T, Expired> {
+        let mut write = std::pin::pin!(write);
+        loop {
+            // Registered before the deadlines are read: a flush that adds one meanwhile wakes it.
+            let flushing = self.shared.flushing.notified();
+            let deadline = self.shared.deadlines.lock().iter().min().copied();
+            let expired = async {
+                match deadline {
+                    Some(deadline) => {
+                        self.clock
+                            .sleep(deadline.saturating_duration_since(self.clock.now()))
+                            .await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                () = expired => break,
+                out = &mut write => return Ok(out),
+                () = flushing => {}
+            }
+        }
+        self.shared.given_up.fetch_add(1, Ordering::Relaxed);
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+        Err(Expired)
     }
 
     /// Takes a token from the object's bucket; false when it is empty.
@@ -391,9 +535,13 @@ impl Writer {
             reporting_instance: Some(self.instance.clone()),
             ..Event::default()
         };
-        if let Err(e) = self.client.create(Some(&namespace), &written).await {
-            tracing::warn!(namespace, name, error = %e, "writing an event failed; dropped");
-            return;
+        match self.before_deadline(self.client.create(Some(&namespace), &written)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(namespace, name, error = %e, "writing an event failed; dropped");
+                return;
+            }
+            Err(Expired) => return,
         }
         if self.series.len() >= REMEMBERED {
             if let Some(oldest) =
@@ -432,10 +580,9 @@ impl Writer {
         let last = self.series.get(key).map(|s| s.last_seen);
         let series = EventSeries { count, last_observed_time: MicroTime(Timestamp::now()) };
         let body = serde_json::json!({ "series": series });
-        let result = self
-            .client
-            .patch::<Event, _>(Some(namespace), name, &Patch::Merge(&body), &PatchParams::default())
-            .await;
+        let (patch, params) = (Patch::Merge(&body), PatchParams::default());
+        let write = self.client.patch::<Event, _>(Some(namespace), name, &patch, &params);
+        let Ok(result) = self.before_deadline(write).await else { return };
         match result {
             Ok(_) => {
                 if let Some(series) = self.series.get_mut(key) {

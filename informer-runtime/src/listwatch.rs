@@ -327,6 +327,10 @@ pub enum Error {
     /// A streaming list did not deliver its initial-events-end bookmark in time.
     #[error("streaming list: no initial-events-end bookmark within {0:?}")]
     StreamingListTimeout(Duration),
+    /// The request could not be made from the settings it was given (a namespace that cannot
+    /// be a path segment, say); nothing was sent. Retrying does not help: fix the setting.
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
 }
 
 impl Error {

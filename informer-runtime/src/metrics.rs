@@ -79,6 +79,25 @@ const MAX_CONNECTIONS: usize = 64;
 /// How long [`Metrics::serve`] waits for a request's headers.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long [`Metrics::serve`] keeps a connection: a scrape takes milliseconds (Prometheus'
+/// own `scrape_timeout` is 10 s by default), and a client that sends requests and never reads
+/// the answers must not hold one of the 64 slots for good.
+const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The bounds of [`Metrics::serve`], apart so that tests can shrink them.
+#[derive(Clone, Copy, Debug)]
+struct ServeLimits {
+    connections: usize,
+    header: Duration,
+    connection: Duration,
+}
+
+const SERVE_LIMITS: ServeLimits = ServeLimits {
+    connections: MAX_CONNECTIONS,
+    header: HEADER_TIMEOUT,
+    connection: CONNECTION_TIMEOUT,
+};
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct QueueLabels {
     name: String,
@@ -283,8 +302,10 @@ impl Metrics {
     }
 
     /// Answers `GET /metrics` on `listener` with [`encode`](Self::encode) until `stop` is
-    /// cancelled (HTTP/1.1; other paths get 404). At most 64 scrapes are answered at once, and
-    /// a request's headers must arrive within 10 seconds.
+    /// cancelled (HTTP/1.1; other paths get 404). At most 64 connections are served at once
+    /// (more wait for a slot), a request's headers must arrive within 10 seconds, and a
+    /// connection is closed after 30 seconds, whatever it is doing: a client that stops
+    /// reading frees its slot then (scrapers connect again; Prometheus does at its next scrape).
     ///
     /// # Errors
     ///
@@ -294,7 +315,16 @@ impl Metrics {
         listener: TcpListener,
         stop: CancellationToken,
     ) -> std::io::Result<()> {
-        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+        self.serve_within(listener, stop, SERVE_LIMITS).await
+    }
+
+    async fn serve_within(
+        &self,
+        listener: TcpListener,
+        stop: CancellationToken,
+        limits: ServeLimits,
+    ) -> std::io::Result<()> {
+        let slots = Arc::new(tokio::sync::Semaphore::new(limits.connections));
         loop {
             let (stream, _) = tokio::select! {
                 accepted = listener.accept() => accepted?,
@@ -310,14 +340,17 @@ impl Metrics {
                 });
                 let connection = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
-                    .header_read_timeout(HEADER_TIMEOUT)
+                    .header_read_timeout(limits.header)
                     .serve_connection(TokioIo::new(stream), service);
                 tokio::select! {
-                    served = connection => {
-                        if let Err(e) = served {
-                            tracing::debug!("metrics connection: {e}");
-                        }
-                    }
+                    served = tokio::time::timeout(limits.connection, connection) => match served {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => tracing::debug!("metrics connection: {e}"),
+                        Err(_) => tracing::debug!(
+                            "metrics connection closed after {:?} (a client that does not read?)",
+                            limits.connection
+                        ),
+                    },
                     () = stop.cancelled() => {}
                 }
                 drop(slot);
@@ -562,4 +595,62 @@ fn gauges<'a, L: EncodeLabelSet + 'a, N: EncodeGaugeValue>(
         ConstGauge::new(value).encode(family.encode_family(labels)?)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    const SCRAPE: &[u8] = b"GET /metrics HTTP/1.1\r\nHost: metrics\r\n\r\n";
+
+    /// A client that asks and never reads holds its connection's slot only until the
+    /// connection's deadline: the next scraper is answered then. Before the deadline, a body
+    /// larger than the socket buffers kept the slot for as long as that client lived.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_client_that_never_reads_frees_its_slot_at_the_connection_deadline() {
+        let metrics = Metrics::new();
+        // Some megabytes of text: more than the kernel buffers on both sides hold, so the
+        // server's write blocks on a client that does not read.
+        for i in 0..6000 {
+            let queue = metrics.queue_observer(&format!("queue-with-a-long-name-{i:05}"));
+            queue.queued_for(Duration::from_millis(3));
+            queue.worked_for(Duration::from_millis(7));
+        }
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = CancellationToken::new();
+        let limits = ServeLimits {
+            connections: 1,
+            header: HEADER_TIMEOUT,
+            connection: Duration::from_millis(500),
+        };
+        let server = tokio::spawn({
+            let (metrics, stop) = (metrics.clone(), stop.clone());
+            async move { metrics.serve_within(listener, stop, limits).await }
+        });
+
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let mut stalled = socket.connect(addr).await.unwrap();
+        stalled.write_all(SCRAPE).await.unwrap();
+
+        let scrape = async {
+            let mut next = tokio::net::TcpStream::connect(addr).await.unwrap();
+            next.write_all(SCRAPE).await.unwrap();
+            let mut head = [0; 12];
+            next.read_exact(&mut head).await.unwrap();
+            head
+        };
+        let head = tokio::time::timeout(Duration::from_secs(10), scrape)
+            .await
+            .expect("the next scrape is answered once the stalled connection's deadline passed");
+        assert_eq!(&head, b"HTTP/1.1 200");
+        drop(stalled);
+        stop.cancel();
+        server.await.unwrap().unwrap();
+    }
 }

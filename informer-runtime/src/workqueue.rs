@@ -336,7 +336,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     fn done(&self, item: &T) {
         let mut state = self.shared.state.lock();
         let (ready, worked) = state.done(item, self.shared.clock.now());
-        let idle = state.processing_len() == 0;
+        let idle = state.is_drained();
         drop(state);
         if let (Some(observer), Some(worked)) = (&self.shared.observer, worked) {
             observer.worked_for(worked);
@@ -384,22 +384,20 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
         self.shared.changed.notify_waiters();
     }
 
-    /// Shuts the queue down as [`shut_down`](Self::shut_down) does, then waits until no key is
-    /// handed out (client-go's `ShutDownWithDrain`): in-flight work finishes. Keys ready at
-    /// shutdown are still handed to workers that ask, and a key added while processed is handed
-    /// out again when done; the drain waits for those too while workers take them. Bound the
-    /// wait with a timeout: a worker that never finishes keeps it waiting.
+    /// Shuts the queue down as [`shut_down`](Self::shut_down) does, then waits until the
+    /// queue is drained (client-go's `ShutDownWithDrain`): every key handed out is done, and
+    /// every key still ready (ready at shutdown, or added while it was processed and so ready
+    /// again once done) has been handed out and is done too. The workers must go on asking
+    /// until they get `None`, and finish each key; bound the wait with a timeout, since a
+    /// worker that never finishes, or no worker at all, keeps it waiting.
     pub async fn shut_down_with_drain(&self) {
         self.shut_down();
         loop {
             let idle = self.shared.idle.notified();
             tokio::pin!(idle);
             idle.as_mut().enable();
-            {
-                let state = self.shared.state.lock();
-                if state.processing_len() == 0 {
-                    return;
-                }
+            if self.shared.state.lock().is_drained() {
+                return;
             }
             idle.await;
         }

@@ -411,3 +411,56 @@ async fn a_stalled_watch_ends_at_the_configured_idle_deadline() {
         started.elapsed()
     );
 }
+
+/// Names and namespaces can come from users' data (an annotation mapped to a key). A value that
+/// is path navigation (`..`), or holds `/` or `%`, must never turn a request on one object into
+/// one on another object or on the whole collection: client-go refuses them
+/// (`IsValidPathSegmentName`), and so does every typed request here, naming the value.
+#[tokio::test]
+async fn names_that_would_retarget_a_request_are_refused() {
+    let (_server, client) = start().await;
+    for name in ["a", "b", "status"] {
+        within(client.create(Some("ns"), &pod(name))).await.unwrap();
+    }
+    let served = async || {
+        let mut found = 0;
+        for name in ["a", "b", "status"] {
+            found += usize::from(within(client.get::<Pod>(Some("ns"), name)).await.is_ok());
+        }
+        found
+    };
+
+    // `..` would delete the collection `/api/v1/namespaces/ns/pods`.
+    let refused = within(client.delete::<Pod>(Some("ns"), "..")).await.unwrap_err();
+    assert!(refused.to_string().contains(r#"".."#), "{refused}");
+    let refused = within(client.delete_with::<Pod>(Some("ns"), ".", &DeleteOptions::default()))
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains(r#""."#), "{refused}");
+    assert_eq!(served().await, 3, "a refused delete deleted pods");
+
+    // `patch_status(ns, "..")` would patch the pod named `status`.
+    let patch = serde_json::json!({"metadata": {"labels": {"hit": "yes"}}});
+    let params = PatchParams::default();
+    let refused =
+        within(client.patch_status::<Pod, _>(Some("ns"), "..", &Patch::Merge(&patch), &params))
+            .await
+            .unwrap_err();
+    assert!(refused.to_string().contains("name"), "{refused}");
+    let untouched: Pod = within(client.get(Some("ns"), "status")).await.unwrap();
+    assert!(untouched.metadata.labels.unwrap().get("hit").is_none());
+
+    // A namespace of `..` would leave the namespace; `/` and `%` would add or smuggle segments.
+    for (namespace, name) in
+        [("..", "a"), ("ns/../other", "a"), ("ns", "a/b"), ("ns", "%2e%2e"), ("ns", ""), ("", "a")]
+    {
+        let refused = within(client.get::<Pod>(Some(namespace), name)).await.unwrap_err();
+        let shown = if namespace == "ns" { name } else { namespace };
+        assert!(refused.to_string().contains(&format!("{shown:?}")), "{refused}");
+        let refused = within(client.replace(Some(namespace), name, &pod("a"))).await.unwrap_err();
+        assert!(refused.to_string().contains(&format!("{shown:?}")), "{refused}");
+    }
+    let refused = within(client.create(Some(".."), &pod("c"))).await.unwrap_err();
+    assert!(refused.to_string().contains(r#"".."#), "{refused}");
+    assert_eq!(served().await, 3);
+}

@@ -165,3 +165,45 @@ async fn a_hot_loop_about_one_object_is_held_back_and_others_are_not() {
     assert_eq!(events(&s.server).len(), 27);
     assert_eq!(s.recorder.dropped(), 76);
 }
+
+/// A flush waits for a deadline, not for every queued write's own timeouts: against a server
+/// that accepts connections and never answers (hours of waiting for a full queue before), it
+/// returns at its deadline and says how many events it gave up.
+#[tokio::test]
+async fn a_flush_gives_up_at_its_deadline_when_the_server_never_answers() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    // Accepts, holds every connection open, answers nothing.
+    let _silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((connection, _)) = listener.accept().await {
+            held.push(connection);
+        }
+    });
+    let client = Client::new(Config::new(url.parse().unwrap())).unwrap();
+    let recorder = EventRecorder::new(client, "example.com/settings-controller", "replica-1");
+    for i in 0..20 {
+        let configmap = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(format!("settings-{i}")),
+                namespace: Some("default".to_owned()),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        };
+        recorder.publish(&configmap, EventType::Normal, "Synced", "Sync", "synced");
+    }
+    let started = std::time::Instant::now();
+    let report = tokio::time::timeout(
+        Duration::from_secs(5),
+        recorder.flush_within(Duration::from_millis(300)),
+    )
+    .await
+    .expect("the flush returns at its deadline");
+    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(!report.complete, "{report:?}");
+    assert!(report.given_up >= 1, "the write under way is given up: {report:?}");
+    assert_eq!(report.given_up + report.waiting, 20, "{report:?}");
+    // The writer drops the rest without trying them: each would wait for the client's timeouts.
+    eventually("the writer drops what waited", DEADLINE, || recorder.dropped() == 20).await;
+}

@@ -72,6 +72,12 @@ fn serve(args: &[String]) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("could not start the tokio runtime: {e}"))?;
+    if !addr.ip().is_loopback() {
+        eprintln!(
+            "warning: {addr} is reachable beyond this machine, and the embedded API server has \
+             no authentication: anyone who reaches it can read and change every object"
+        );
+    }
     println!("serving the embedded API server on http://{addr}");
     println!("  kubectl --server http://{addr} get namespaces");
     runtime.block_on(embedded_apiserver::serve(addr)).map_err(|e| format!("serve {addr}: {e}"))

@@ -17,7 +17,7 @@ use super::config::Config;
 use super::error::{
     ClientError, MAX_ERROR_BODY, Result, decode_error, status_from_response, transport_error,
 };
-use super::request::{JSON, collection_url, object_accept, object_url};
+use super::request::{JSON, check_segment, collection_url, object_accept, object_url};
 use super::tls::{self, PinnedHost, TlsOptions};
 use super::transport::{Body, Response, Transport};
 use crate::listwatch::Error;
@@ -500,23 +500,30 @@ impl Client {
         name: &str,
         subresource: &str,
     ) -> Result<Url> {
-        let mut url = self.object_url::<K>(namespace, name)?;
-        if let Ok(mut segments) = url.path_segments_mut() {
-            segments.push(subresource);
-        }
-        Ok(url)
+        self.namespace_of::<K>(namespace)?;
+        Ok(object_url::<K>(&self.inner.base, namespace, name, Some(subresource))?)
     }
 
     fn collection_url<K: Resource>(&self, namespace: Option<&str>) -> Result<Url> {
-        if is_namespaced::<K>() && namespace.is_none() {
-            return Err(ClientError::NamespaceRequired { resource: resource_name::<K>() });
-        }
-        Ok(collection_url::<K>(&self.inner.base, namespace))
+        self.namespace_of::<K>(namespace)?;
+        Ok(collection_url::<K>(&self.inner.base, namespace)?)
     }
 
     fn object_url<K: Resource>(&self, namespace: Option<&str>, name: &str) -> Result<Url> {
-        self.collection_url::<K>(namespace)?;
-        Ok(object_url::<K>(&self.inner.base, namespace, name))
+        self.namespace_of::<K>(namespace)?;
+        Ok(object_url::<K>(&self.inner.base, namespace, name, None)?)
+    }
+
+    /// A request about one object of a namespaced kind (or one created) is in one namespace:
+    /// not every namespace, which `""` is for a collection.
+    fn namespace_of<K: Resource>(&self, namespace: Option<&str>) -> Result<()> {
+        if !is_namespaced::<K>() {
+            return Ok(());
+        }
+        match namespace {
+            None => Err(ClientError::NamespaceRequired { resource: resource_name::<K>() }),
+            Some(ns) => Ok(check_segment("namespace", ns)?),
+        }
     }
 
     async fn request_object<K: Resource>(

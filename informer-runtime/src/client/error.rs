@@ -65,6 +65,27 @@ pub enum ClientError {
         /// The resource, as `plural` or `plural.group`.
         resource: String,
     },
+    /// A name, namespace or subresource could not be one segment of the request's path:
+    /// empty, `.`, `..`, or holding `/` or `%` (client-go refuses the same). Nothing was sent:
+    /// such a value would make the request about another object, or the whole collection.
+    #[error(
+        "{what} {value:?} cannot name an object in a request path: {reason}; Kubernetes names \
+         are never that, so check where the value came from"
+    )]
+    InvalidPathSegment {
+        /// `name`, `namespace` or `subresource`.
+        what: &'static str,
+        /// The value refused.
+        value: String,
+        /// Why it was refused.
+        reason: &'static str,
+    },
+}
+
+impl From<super::request::PathSegmentError> for ClientError {
+    fn from(e: super::request::PathSegmentError) -> Self {
+        Self::InvalidPathSegment { what: e.what, value: e.value, reason: e.reason }
+    }
 }
 
 impl ClientError {

@@ -248,7 +248,13 @@ impl<K: Object> HttpListerWatcher<K> {
                 return Err(e);
             }
         };
-        let url = self.url(&target, &options);
+        let url = match self.url(&target, &options) {
+            Ok(url) => url,
+            Err(e) => {
+                self.prefetch.lock().take();
+                return Err(e);
+            }
+        };
         let keep = options.keep_managed_fields;
         let limits = self.client.limits();
         let decoder =
@@ -290,10 +296,12 @@ impl<K: Object> HttpListerWatcher<K> {
         decoded
     }
 
-    fn url(&self, target: &Target, options: &ListOptions) -> url::Url {
-        let mut url = target.collection_url(self.client.base_url(), self.namespace.as_deref());
+    fn url(&self, target: &Target, options: &ListOptions) -> Result<url::Url, Error> {
+        let mut url = target
+            .collection_url(self.client.base_url(), self.namespace.as_deref())
+            .map_err(|e| Error::InvalidRequest(e.to_string()))?;
         set_list_query(&mut url, options);
-        url
+        Ok(url)
     }
 
     /// What to do with a continue token: fetch the page the reflector will ask for next.
@@ -322,7 +330,10 @@ impl<K: Object> HttpListerWatcher<K> {
                 resource_version_match: None,
                 ..options
             };
-            let mut url = target.collection_url(client.base_url(), namespace.as_deref());
+            // The list's own URL was made from the same namespace: this one is too.
+            let Ok(mut url) = target.collection_url(client.base_url(), namespace.as_deref()) else {
+                return;
+            };
             set_list_query(&mut url, &next);
             let accept = target.list_accept();
             let task = runtime.spawn(async move {
@@ -339,7 +350,9 @@ impl<K: Object> HttpListerWatcher<K> {
 
     async fn open_watch(&self, options: WatchOptions) -> Result<WatchStream<K>, Error> {
         let target = self.target().await?;
-        let mut url = target.collection_url(self.client.base_url(), self.namespace.as_deref());
+        let mut url = target
+            .collection_url(self.client.base_url(), self.namespace.as_deref())
+            .map_err(|e| Error::InvalidRequest(e.to_string()))?;
         set_watch_query(&mut url, &options);
         let accept = target.object_accept();
         let forget = self.forget_target();

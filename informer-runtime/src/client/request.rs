@@ -14,7 +14,11 @@
 //! | namespaced, all namespaces; cluster-scoped | `.../{plural}[/{name}]` |
 //!
 //! Path segments and query values are percent-encoded (a label selector such as
-//! `tier in (a,b)` travels as `tier+in+%28a%2Cb%29`).
+//! `tier in (a,b)` travels as `tier+in+%28a%2Cb%29`). A name, namespace or subresource that
+//! could not be one segment ([`PathSegmentError`]: empty, `.`, `..`, or holding `/` or `%`, as
+//! client-go's `IsValidPathSegmentName` refuses) makes no URL at all: a URL library resolves
+//! `..`, so `delete(ns, "..")` would otherwise delete the collection, and names can come
+//! from users' data.
 //!
 //! The `Accept` header says which representation to send: the objects themselves
 //! (`application/json`), or, for [`PartialObjectMetadata<K>`](crate::metadata::PartialObjectMetadata),
@@ -23,6 +27,7 @@
 //! and for each object of a watch) and answers `406 Not Acceptable` to the wrong one.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use url::Url;
 
@@ -104,10 +109,21 @@ impl Target {
     }
 
     /// The URL of the collection under `base` (which may carry a path prefix), in `namespace`
-    /// when the resource is namespaced and one is given; a namespace is ignored for
-    /// cluster-scoped resources.
-    pub(crate) fn collection_url(&self, base: &Url, namespace: Option<&str>) -> Url {
+    /// when the resource is namespaced and one is given (`""`: every namespace); a namespace is
+    /// ignored for cluster-scoped resources.
+    ///
+    /// # Errors
+    ///
+    /// A namespace that cannot be a path segment.
+    pub(crate) fn collection_url(
+        &self,
+        base: &Url,
+        namespace: Option<&str>,
+    ) -> Result<Url, PathSegmentError> {
         let resource = &self.resource;
+        if let Some(ns) = namespace.filter(|ns| resource.namespaced && !ns.is_empty()) {
+            check_segment("namespace", ns)?;
+        }
         let mut url = base.clone();
         url.set_query(None);
         url.set_fragment(None);
@@ -125,8 +141,37 @@ impl Target {
             }
             segments.push(&resource.plural);
         }
-        url
+        Ok(url)
     }
+}
+
+/// A name, namespace or subresource that cannot be one segment of a request's path.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{what} {value:?} cannot name an object in a request path: {reason}; Kubernetes names are \
+     never that, so check where the value came from"
+)]
+pub(crate) struct PathSegmentError {
+    /// `name`, `namespace` or `subresource`.
+    pub(crate) what: &'static str,
+    /// The value refused.
+    pub(crate) value: String,
+    /// Why.
+    pub(crate) reason: &'static str,
+}
+
+/// Refuses what client-go refuses in a path segment (`IsValidPathSegmentName`, and the
+/// request builder's empty name): `""`, `.` and `..` (path navigation, which URL libraries
+/// resolve) and values holding `/` (another segment) or `%` (an escape a proxy may decode).
+pub(crate) fn check_segment(what: &'static str, value: &str) -> Result<(), PathSegmentError> {
+    let reason = match value {
+        "" => "it is empty",
+        "." | ".." => "`.` and `..` are path navigation",
+        _ if value.contains('/') => "it contains `/`",
+        _ if value.contains('%') => "it contains `%`",
+        _ => return Ok(()),
+    };
+    Err(PathSegmentError { what, value: value.to_owned(), reason })
 }
 
 fn list_accept_for(metadata_only: bool) -> &'static str {
@@ -156,17 +201,34 @@ const METADATA_LIST: &str = "application/json;as=PartialObjectMetadataList;g=met
 const METADATA_OBJECT: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 
 /// The URL of `K`'s collection: see [`Target::collection_url`].
-pub(crate) fn collection_url<K: Resource>(base: &Url, namespace: Option<&str>) -> Url {
+pub(crate) fn collection_url<K: Resource>(
+    base: &Url,
+    namespace: Option<&str>,
+) -> Result<Url, PathSegmentError> {
     Target::of::<K>().collection_url(base, namespace)
 }
 
-/// The URL of one object of `K`.
-pub(crate) fn object_url<K: Resource>(base: &Url, namespace: Option<&str>, name: &str) -> Url {
-    let mut url = collection_url::<K>(base, namespace);
+/// The URL of one object of `K`, and of one of its `subresources` (`status`, `scale`).
+///
+/// # Errors
+///
+/// A namespace, name or subresource that cannot be a path segment.
+pub(crate) fn object_url<K: Resource>(
+    base: &Url,
+    namespace: Option<&str>,
+    name: &str,
+    subresource: Option<&str>,
+) -> Result<Url, PathSegmentError> {
+    check_segment("name", name)?;
+    if let Some(subresource) = subresource {
+        check_segment("subresource", subresource)?;
+    }
+    let mut url = collection_url::<K>(base, namespace)?;
     if let Ok(mut segments) = url.path_segments_mut() {
         segments.push(name);
+        segments.extend(subresource);
     }
-    url
+    Ok(url)
 }
 
 /// Adds the query of one list request (one page).
@@ -214,11 +276,24 @@ pub(crate) fn set_watch_query(url: &mut Url, options: &WatchOptions) {
         query.append_pair("allowWatchBookmarks", "true");
     }
     if let Some(timeout) = options.timeout {
-        query.append_pair("timeoutSeconds", &timeout.as_secs().to_string());
+        query.append_pair("timeoutSeconds", &timeout_seconds(timeout).to_string());
     }
     if options.send_initial_events {
         query.append_pair("sendInitialEvents", "true");
     }
+}
+
+/// The largest `timeoutSeconds` kube-apiserver takes as it is: it multiplies the value into a
+/// Go `time.Duration` (nanoseconds in an `int64`), which overflows past this many seconds
+/// (about 292 years), and it refuses a value past `int64` outright.
+const MAX_TIMEOUT_SECONDS: u64 = i64::MAX as u64 / 1_000_000_000;
+
+/// A watch's `timeoutSeconds`: whole seconds, as client-go's reflector truncates them, but at
+/// least 1 (`0` asks for the server's default, 30 to 60 minutes, instead of a short watch)
+/// and at most [`MAX_TIMEOUT_SECONDS`] (a saturated setting, `Duration::MAX`, would otherwise
+/// be a value the server refuses).
+fn timeout_seconds(timeout: Duration) -> u64 {
+    timeout.as_secs().clamp(1, MAX_TIMEOUT_SECONDS)
 }
 
 fn append_selectors(
@@ -260,12 +335,12 @@ mod tests {
     #[test]
     fn core_namespaced_paths() {
         assert_eq!(
-            collection_url::<Pod>(&base(), Some("kube-system")).path(),
+            collection_url::<Pod>(&base(), Some("kube-system")).unwrap().path(),
             "/api/v1/namespaces/kube-system/pods"
         );
-        assert_eq!(collection_url::<Pod>(&base(), None).path(), "/api/v1/pods");
+        assert_eq!(collection_url::<Pod>(&base(), None).unwrap().path(), "/api/v1/pods");
         assert_eq!(
-            object_url::<Pod>(&base(), Some("default"), "web-0").path(),
+            object_url::<Pod>(&base(), Some("default"), "web-0", None).unwrap().path(),
             "/api/v1/namespaces/default/pods/web-0"
         );
     }
@@ -273,24 +348,29 @@ mod tests {
     #[test]
     fn grouped_paths() {
         assert_eq!(
-            collection_url::<Deployment>(&base(), Some("default")).as_str(),
+            collection_url::<Deployment>(&base(), Some("default")).unwrap().as_str(),
             "https://10.0.0.1:6443/apis/apps/v1/namespaces/default/deployments"
         );
-        assert_eq!(collection_url::<Deployment>(&base(), None).path(), "/apis/apps/v1/deployments");
+        assert_eq!(
+            collection_url::<Deployment>(&base(), None).unwrap().path(),
+            "/apis/apps/v1/deployments"
+        );
     }
 
     #[test]
     fn cluster_scoped_paths_ignore_the_namespace() {
         assert_eq!(
-            collection_url::<Namespace>(&base(), Some("default")).path(),
+            collection_url::<Namespace>(&base(), Some("default")).unwrap().path(),
             "/api/v1/namespaces"
         );
         assert_eq!(
-            object_url::<Namespace>(&base(), None, "kube-system").path(),
+            object_url::<Namespace>(&base(), None, "kube-system", None).unwrap().path(),
             "/api/v1/namespaces/kube-system"
         );
         assert_eq!(
-            object_url::<ClusterRole>(&base(), None, "system:controller:job-controller").path(),
+            object_url::<ClusterRole>(&base(), None, "system:controller:job-controller", None)
+                .unwrap()
+                .path(),
             "/apis/rbac.authorization.k8s.io/v1/clusterroles/system:controller:job-controller"
         );
     }
@@ -299,7 +379,7 @@ mod tests {
     fn base_path_prefix_is_kept() {
         let base = Url::parse("https://rancher.example/k8s/clusters/c-1/?x=1").unwrap();
         assert_eq!(
-            collection_url::<Pod>(&base, Some("a")).as_str(),
+            collection_url::<Pod>(&base, Some("a")).unwrap().as_str(),
             "https://rancher.example/k8s/clusters/c-1/api/v1/namespaces/a/pods"
         );
     }
@@ -307,14 +387,37 @@ mod tests {
     #[test]
     fn segments_are_percent_encoded() {
         assert_eq!(
-            object_url::<Pod>(&base(), Some("a/b"), "c d?").path(),
-            "/api/v1/namespaces/a%2Fb/pods/c%20d%3F"
+            object_url::<Pod>(&base(), Some("a b"), "c d?", Some("status")).unwrap().path(),
+            "/api/v1/namespaces/a%20b/pods/c%20d%3F/status"
         );
+    }
+
+    /// client-go's `IsValidPathSegmentName`: a name, namespace or subresource that would be
+    /// path navigation or more than one segment makes no URL (the URL library would resolve
+    /// `..`: a delete of `(ns, "..")` became a delete of the collection).
+    #[test]
+    fn segments_that_would_retarget_the_request_are_refused() {
+        for bad in ["", ".", "..", "a/b", "../x", "%2e%2e", "a%2Fb"] {
+            let error = object_url::<Pod>(&base(), Some("ns"), bad, None).unwrap_err();
+            assert_eq!((error.what, error.value.as_str()), ("name", bad));
+            assert!(error.to_string().contains(&format!("{bad:?}")), "{error}");
+            let error = object_url::<Pod>(&base(), Some("ns"), "web", Some(bad)).unwrap_err();
+            assert_eq!(error.what, "subresource");
+        }
+        for bad in [".", "..", "a/b", "%2e"] {
+            let error = collection_url::<Pod>(&base(), Some(bad)).unwrap_err();
+            assert_eq!((error.what, error.value.as_str()), ("namespace", bad));
+        }
+        // `""` is every namespace for a collection; a cluster-scoped kind has no namespace to
+        // check; `.` inside a name is a DNS subdomain's, not navigation.
+        assert!(collection_url::<Pod>(&base(), Some("")).is_ok());
+        assert!(collection_url::<Namespace>(&base(), Some("..")).is_ok());
+        assert!(object_url::<Pod>(&base(), Some("ns"), "web.v1..x", None).is_ok());
     }
 
     #[test]
     fn list_query_has_every_option_encoded() {
-        let mut url = collection_url::<Pod>(&base(), None);
+        let mut url = collection_url::<Pod>(&base(), None).unwrap();
         set_list_query(
             &mut url,
             &ListOptions {
@@ -342,7 +445,7 @@ mod tests {
 
     #[test]
     fn empty_list_options_give_no_query() {
-        let mut url = collection_url::<Pod>(&base(), None);
+        let mut url = collection_url::<Pod>(&base(), None).unwrap();
         set_list_query(
             &mut url,
             &ListOptions { continue_token: Some(String::new()), ..ListOptions::default() },
@@ -350,9 +453,31 @@ mod tests {
         assert_eq!(url.as_str(), "https://10.0.0.1:6443/api/v1/pods");
     }
 
+    /// A saturated watch timeout (a setting made of `Duration::MAX`, or added to until it
+    /// saturated) is sent as a value kube-apiserver takes, and a sub-second one is not `0`,
+    /// which would ask for the server's default of 30 to 60 minutes.
+    #[test]
+    fn watch_timeouts_are_seconds_the_api_server_takes() {
+        let query = |timeout: Duration| {
+            let mut url = collection_url::<Pod>(&base(), None).unwrap();
+            set_watch_query(
+                &mut url,
+                &WatchOptions { timeout: Some(timeout), ..WatchOptions::default() },
+            );
+            url.query().unwrap_or_default().to_owned()
+        };
+        assert_eq!(query(Duration::MAX), "watch=true&timeoutSeconds=9223372036");
+        assert_eq!(
+            query(Duration::from_secs(u64::MAX / 2)),
+            "watch=true&timeoutSeconds=9223372036"
+        );
+        assert_eq!(query(Duration::from_millis(400)), "watch=true&timeoutSeconds=1");
+        assert_eq!(query(Duration::from_secs(330)), "watch=true&timeoutSeconds=330");
+    }
+
     #[test]
     fn watch_query() {
-        let mut url = collection_url::<Pod>(&base(), Some("default"));
+        let mut url = collection_url::<Pod>(&base(), Some("default")).unwrap();
         set_watch_query(
             &mut url,
             &WatchOptions {
@@ -373,7 +498,7 @@ mod tests {
 
     #[test]
     fn streaming_list_watch_query() {
-        let mut url = collection_url::<Pod>(&base(), None);
+        let mut url = collection_url::<Pod>(&base(), None).unwrap();
         set_watch_query(
             &mut url,
             &WatchOptions {
@@ -405,7 +530,7 @@ mod tests {
         );
         // Same URLs as the kind itself.
         assert_eq!(
-            collection_url::<PartialObjectMetadata<Deployment>>(&base(), Some("a")).path(),
+            collection_url::<PartialObjectMetadata<Deployment>>(&base(), Some("a")).unwrap().path(),
             "/apis/apps/v1/namespaces/a/deployments"
         );
     }

@@ -177,6 +177,52 @@ async fn a_failed_reconcile_is_retried_after_its_backoff_and_a_success_forgets_i
     assert_eq!((report.failed, report.succeeded), (3, 1), "{report:?}");
 }
 
+/// A panic before the reconcile's future exists (in the closure's synchronous part) is a
+/// failed reconcile like any other: the key comes back after its backoff, and the only worker
+/// lives on to reconcile every other key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_in_the_synchronous_part_of_reconcile_keeps_the_worker_and_the_key() {
+    let source = FakeSource::new();
+    source.add(configmap("panics-once", "1"));
+    source.add(configmap("other", "1"));
+    let factory = SharedInformerFactory::new(source.clone());
+    let queue = fast_queue();
+    let attempts = Arc::new(Mutex::new(BTreeMap::<String, u32>::new()));
+    let stop = CancellationToken::new();
+    let reconcile = {
+        let attempts = Arc::clone(&attempts);
+        move |request: Request<ConfigMap>| {
+            let key = request.key.as_str().to_owned();
+            let attempt = {
+                let mut attempts = attempts.lock();
+                let n = attempts.entry(key.clone()).or_default();
+                *n += 1;
+                *n
+            };
+            assert!(!(key == "default/panics-once" && attempt == 1), "the synchronous part panics");
+            async { Ok::<_, std::io::Error>(Action::Done) }
+        }
+    };
+    let run = tokio::spawn(
+        Controller::<ConfigMap, _>::new(&factory)
+            .queue(queue.clone())
+            .workers(1)
+            .run(reconcile, stop.clone()),
+    );
+    let count = |key: &str| attempts.lock().get(key).copied().unwrap_or(0);
+    until("the panicking key is reconciled again, and the other key too", || {
+        count("default/panics-once") == 2 && count("default/other") >= 1
+    })
+    .await;
+    // The one worker is alive: a new change is reconciled.
+    source.modify(configmap("other", "2"));
+    until("a change after the panic is reconciled", || count("default/other") >= 2).await;
+    stop.cancel();
+    let report =
+        tokio::time::timeout(DEADLINE, run).await.expect("ends").expect("task").expect("runs");
+    assert_eq!(report.failed, 1, "{report:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requeue_after_reconciles_again_without_a_change() {
     let source = FakeSource::new();

@@ -130,6 +130,13 @@ impl<T: Clone + Eq + Hash> State<T> {
         }
     }
 
+    /// Nothing is handed out, and nothing is ready to be: what a drain waits for. A key added
+    /// while processed is ready again when done, so `processing` alone can be empty for a
+    /// moment before the key's second round.
+    pub(super) fn is_drained(&self) -> bool {
+        self.processing.is_empty() && self.ready.is_empty()
+    }
+
     pub(super) fn is_shutting_down(&self) -> bool {
         self.shutting_down
     }

@@ -194,6 +194,32 @@ async fn a_drain_waits_for_a_key_added_while_in_flight_to_be_processed_again() {
     tokio::time::timeout(DEADLINE, drain).await.expect("drained").expect("drain");
 }
 
+/// The drain's promise holds whatever order the tasks run in: a key added while in flight is
+/// back among the ready ones when its worker is done, with nothing in flight for a moment, and
+/// the drain must not take that moment for the end.
+#[tokio::test]
+async fn a_drain_does_not_end_while_a_key_added_in_flight_waits_to_be_handed_out_again() {
+    let queue = WorkQueue::new();
+    queue.add("foo");
+    let first = queue.try_get().expect("foo");
+    queue.add("foo");
+    let drain = tokio::spawn({
+        let queue = queue.clone();
+        async move { queue.shut_down_with_drain().await }
+    });
+    until("the queue shuts down", || queue.is_shutting_down()).await;
+    first.done();
+    // The drain task runs now, before any worker takes foo again.
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert!(!drain.is_finished(), "foo waits to be processed again");
+    let second = queue.try_get().expect("foo, added while in flight");
+    second.done();
+    tokio::time::timeout(DEADLINE, drain).await.expect("drained").expect("drain");
+    assert!(queue.get().await.is_none());
+}
+
 #[tokio::test]
 async fn shutdown_hands_out_the_ready_keys_then_none_and_drops_the_delayed() {
     let clock = FakeClock::new();
