@@ -2,6 +2,8 @@
 //! causes, and waiting for its watches to open. (Helpers users' tests can use too are public,
 //! in `embedded_apiserver::testing`.)
 
+#![allow(dead_code, reason = "each test file uses a different part")]
+
 use std::time::Duration;
 
 use embedded_apiserver::{ApiServer, Config};
