@@ -83,13 +83,22 @@ impl ServerHandle {
         self.shared.traffic.snapshot()
     }
 
-    /// A kubeconfig for this server (no credentials, namespace `default`; over TLS, its CA as
-    /// `certificate-authority-data`), for kubectl, kube-rs or informer-runtime's `Client`.
+    /// A kubeconfig for this server (namespace `default`), for kubectl, kube-rs or
+    /// informer-runtime's `Client`.
+    ///
+    /// Over plain HTTP the user has no credentials. Over [TLS](crate::Config::tls) the cluster
+    /// carries the server's CA as `certificate-authority-data`, and the user a bearer token,
+    /// `embedded-apiserver`, which the server ignores (it authenticates nobody): kubectl asks
+    /// for a username and password on a TLS connection when the user has no credentials.
     #[must_use]
     pub fn kubeconfig_yaml(&self) -> String {
-        let ca = self.ca_pem().map_or_else(String::new, |pem| {
-            format!("\n    certificate-authority-data: {}", BASE64_STANDARD.encode(pem))
-        });
+        let (ca, user) = match self.ca_pem() {
+            Some(pem) => (
+                format!("\n    certificate-authority-data: {}", BASE64_STANDARD.encode(pem)),
+                "\n    token: embedded-apiserver",
+            ),
+            None => (String::new(), " {}"),
+        };
         format!(
             "apiVersion: v1\n\
              kind: Config\n\
@@ -99,7 +108,7 @@ impl ServerHandle {
              - name: informer-runtime\n  context:\n    cluster: informer-runtime\n    user: informer-runtime\n    namespace: default\n\
              current-context: informer-runtime\n\
              users:\n\
-             - name: informer-runtime\n  user: {{}}\n\
+             - name: informer-runtime\n  user:{user}\n\
              preferences: {{}}\n",
             url = self.url()
         )
