@@ -1,7 +1,9 @@
 //! The embedded API server against hostile clients, over real HTTP: a watcher that stops
 //! reading, bodies, selectors and patches built to exhaust it, more watches than it serves, and
 //! a seeded stream of random malformed requests. Every request must get an HTTP answer, no
-//! panic may reach a client, and the server must go on serving.
+//! panic may reach a client, and the server must go on serving. Each runs over plain HTTP/1.1
+//! (`over_http1::*`) and over TLS, where the client speaks HTTP/2 (`over_tls::*`); the watcher
+//! that stops reading has a version for each protocol's flow control.
 //!
 //! `HOSTILE_SEED=N` replays one run of the randomised test; `HOSTILE_CASES=N` sets how many
 //! requests it sends (300 by default, which is what CI runs).
@@ -14,11 +16,12 @@ mod support;
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use axum::http::Request;
 use embedded_apiserver::testing::{crontab_crd, eventually, pod};
 use embedded_apiserver::{ApiServer, Config};
 use informer_runtime::GroupVersionResource;
 use serde_json::{Value, json};
-use support::open_watches;
+use support::{open_watches, raw_h2};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -219,6 +222,50 @@ async fn a_watcher_that_stops_reading_is_closed_and_its_buffer_stays_bounded() {
     // A well-behaved client is served as before.
     let list = send(http(&server).get(format!("{}{CONFIGMAPS}", server.url()))).await;
     assert_eq!(list.body["items"].as_array().map(Vec::len), Some(EVENTS));
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_that_stops_reading_over_http2_is_closed_and_its_buffer_stays_bounded() {
+    const BUFFER: usize = 16;
+    const EVENTS: usize = 400;
+    let config = Config::default().watch_buffer(BUFFER);
+    let server = start_over(Over::Tls, config).await;
+    // A client that opens a watch stream and never reads it: HTTP/2 flow control stops the
+    // server's writes once the stream's window (64 KiB) is full.
+    let mut send = raw_h2(&server).await;
+    let request = Request::get(format!("{}{CONFIGMAPS}?watch=true", server.url()));
+    let (response, _) = send.send_request(request.body(()).unwrap(), true).unwrap();
+    let response = tokio::time::timeout(DEADLINE, response).await.unwrap().unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    open_watches(&server, 1).await;
+    for i in 0..EVENTS {
+        server.create(&configmaps(), big_configmap(&format!("cm-{i}"), 64 * 1024)).unwrap();
+        let buffered = server.buffered_watch_events();
+        assert!(buffered <= BUFFER, "{buffered} events buffered after {i} writes");
+        tokio::task::yield_now().await;
+    }
+    eventually("the unresponsive watch to be closed", DEADLINE, || server.open_watches() == 0)
+        .await;
+    // What the client reads once it wakes up: a prefix of the events, then the stream's end.
+    let mut received = Vec::new();
+    let read_all = async {
+        while let Some(chunk) = body.data().await {
+            let chunk = chunk.expect("the stream ends cleanly, not reset");
+            body.flow_control().release_capacity(chunk.len()).unwrap();
+            received.extend_from_slice(&chunk);
+        }
+    };
+    tokio::time::timeout(DEADLINE, read_all).await.expect("the response ends");
+    let text = String::from_utf8_lossy(&received);
+    let events = text.matches(r#"{"type":"ADDED""#).count();
+    assert!(events < EVENTS, "all {events} events were sent: the watch was never closed");
+    // The connection serves on.
+    let list = Request::get(format!("{}{CONFIGMAPS}?limit=1", server.url()));
+    let (list, _) = send.send_request(list.body(()).unwrap(), true).unwrap();
+    let list = tokio::time::timeout(DEADLINE, list).await.unwrap().unwrap();
+    assert_eq!(list.status(), 200);
     server.shutdown().await.unwrap();
 }
 

@@ -7,19 +7,16 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
 use axum::http::Request;
 use embedded_apiserver::testing::eventually;
 use embedded_apiserver::{ApiServer, Config};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use rustls::pki_types::ServerName;
 use serde_json::Value;
-use support::open_watches;
+use support::{open_watches, raw_h2, tls_config};
 
 /// How long any single wait may take before the test fails.
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -47,26 +44,6 @@ fn client(server: &ApiServer, http1_only: bool) -> reqwest::Client {
     let builder = reqwest::Client::builder().tls_backend_preconfigured(tls);
     let builder = if http1_only { builder.http1_only() } else { builder };
     builder.build().expect("an HTTP client")
-}
-
-/// A rustls client configuration that trusts the server's CA.
-fn tls_config(server: &ApiServer) -> rustls::ClientConfig {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots(server))
-        .with_no_client_auth()
-}
-
-/// The server's CA as rustls roots.
-fn roots(server: &ApiServer) -> rustls::RootCertStore {
-    let mut pem = server.ca_pem().expect("a TLS server has a CA").as_bytes();
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut pem) {
-        roots.add(cert.expect("a PEM certificate")).expect("a CA certificate");
-    }
-    roots
 }
 
 async fn get(http: &reqwest::Client, url: String) -> (reqwest::Version, u16, Value) {
@@ -135,19 +112,6 @@ async fn kube_rs_trusts_the_kubeconfig_of_a_tls_server() {
     assert!(namespaces.items.iter().any(|n| n.metadata.name.as_deref() == Some("default")));
     assert!(server.traffic().tls_connections >= 1);
     server.shutdown().await.unwrap();
-}
-
-/// An HTTP/2 connection to `server` made by hand, for what reqwest hides: the SETTINGS.
-async fn raw_h2(server: &ApiServer) -> h2::client::SendRequest<Bytes> {
-    let mut tls = tls_config(server);
-    tls.alpn_protocols = vec![b"h2".to_vec()];
-    let tcp = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
-    let name = ServerName::try_from("127.0.0.1").unwrap();
-    let stream = tokio_rustls::TlsConnector::from(Arc::new(tls)).connect(name, tcp).await.unwrap();
-    assert_eq!(stream.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
-    let (send, connection) = h2::client::handshake(stream).await.unwrap();
-    tokio::spawn(connection);
-    send
 }
 
 #[tokio::test]
