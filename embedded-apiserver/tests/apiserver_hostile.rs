@@ -233,7 +233,7 @@ async fn a_watcher_that_stops_reading_over_http2_is_closed_and_its_buffer_stays_
     let server = start_over(Over::Tls, config).await;
     // A client that opens a watch stream and never reads it: HTTP/2 flow control stops the
     // server's writes once the stream's window (64 KiB) is full.
-    let mut send = raw_h2(&server).await;
+    let (mut send, _connection) = raw_h2(&server).await;
     let request = Request::get(format!("{}{CONFIGMAPS}?watch=true", server.url()));
     let (response, _) = send.send_request(request.body(()).unwrap(), true).unwrap();
     let response = tokio::time::timeout(DEADLINE, response).await.unwrap().unwrap();

@@ -17,6 +17,7 @@ use kube::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::Value;
 use support::{open_watches, raw_h2, tls_config};
+use tokio::io::AsyncReadExt;
 
 /// How long any single wait may take before the test fails.
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -117,7 +118,7 @@ async fn kube_rs_trusts_the_kubeconfig_of_a_tls_server() {
 #[tokio::test]
 async fn each_http2_connection_advertises_its_stream_limit() {
     let server = start_tls(4).await;
-    let mut send = raw_h2(&server).await;
+    let (mut send, _connection) = raw_h2(&server).await;
     // One answered request: the server's SETTINGS came before its answer.
     let request = Request::get(format!("{}/version", server.url())).body(()).unwrap();
     let (response, _) = send.send_request(request, true).unwrap();
@@ -148,5 +149,39 @@ async fn a_client_past_the_stream_limit_waits_for_a_stream_to_end() {
     let traffic = server.traffic();
     assert_eq!(traffic.http2_requests, 5, "{traffic:?}");
     assert_eq!(traffic.tls_connections, 1, "one connection carried them all: {traffic:?}");
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tls_handshake_that_never_comes_is_given_up_after_32_seconds() {
+    let server = start_tls(100).await;
+    let mut tcp = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
+    let started = tokio::time::Instant::now();
+    let mut byte = [0; 1];
+    let read = tokio::time::timeout(Duration::from_secs(120), tcp.read(&mut byte)).await;
+    assert!(matches!(read, Ok(Ok(0) | Err(_))), "the server closed the connection: {read:?}");
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_secs(32) && waited < Duration::from_secs(33), "{waited:?}");
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_http2_connection_is_closed_after_90_idle_seconds_but_not_under_a_watch() {
+    let server = start_tls(100).await;
+    // A watch holds its connection open past the idle timeout.
+    let (mut send, mut connection) = raw_h2(&server).await;
+    let watch = Request::get(format!("{}{PODS}?watch=true", server.url()));
+    let (watch, _) = send.send_request(watch.body(()).unwrap(), true).unwrap();
+    let watch = tokio::time::timeout(DEADLINE, watch).await.unwrap().unwrap();
+    assert_eq!(watch.status(), 200);
+    let busy = tokio::time::timeout(Duration::from_secs(300), &mut connection).await;
+    assert!(busy.is_err(), "a connection with an open watch was closed: {busy:?}");
+    // Once the watch ends, the connection is idle: closed 90 s later.
+    drop(watch);
+    let idle_from = tokio::time::Instant::now();
+    let closed = tokio::time::timeout(Duration::from_secs(300), connection).await;
+    assert!(closed.is_ok(), "the idle connection is closed");
+    let idle = idle_from.elapsed();
+    assert!(idle >= Duration::from_secs(90) && idle < Duration::from_secs(91), "{idle:?}");
     server.shutdown().await.unwrap();
 }

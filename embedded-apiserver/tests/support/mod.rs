@@ -46,9 +46,11 @@ pub fn roots(server: &ApiServer) -> rustls::RootCertStore {
     roots
 }
 
-/// An HTTP/2 connection to `server` made by hand, for what reqwest hides: the SETTINGS, and
-/// a stream's flow control.
-pub async fn raw_h2(server: &ApiServer) -> h2::client::SendRequest<Bytes> {
+/// An HTTP/2 connection to `server` made by hand, for what reqwest hides: the SETTINGS, a
+/// stream's flow control, the connection's end (the task, which ends with it).
+pub async fn raw_h2(
+    server: &ApiServer,
+) -> (h2::client::SendRequest<Bytes>, tokio::task::JoinHandle<Result<(), h2::Error>>) {
     let mut tls = tls_config(server);
     tls.alpn_protocols = vec![b"h2".to_vec()];
     let tcp = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
@@ -56,6 +58,5 @@ pub async fn raw_h2(server: &ApiServer) -> h2::client::SendRequest<Bytes> {
     let stream = tokio_rustls::TlsConnector::from(Arc::new(tls)).connect(name, tcp).await.unwrap();
     assert_eq!(stream.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
     let (send, connection) = h2::client::handshake(stream).await.unwrap();
-    tokio::spawn(connection);
-    send
+    (send, tokio::spawn(connection))
 }
