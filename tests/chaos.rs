@@ -1,24 +1,47 @@
 //! Nothing lost over HTTP under random churn and faults: the chaos scenario of
-//! `informer_tests::chaos`, CI-sized.
+//! `informer_tests::chaos`, CI-sized, over plain HTTP/1.1 and over TLS with HTTP/2.
 //!
 //! Every run has a new seed, printed first and in the failure message; `INFORMER_CHAOS_SEED=S`
 //! replays one. `INFORMER_CHAOS_MINUTES=N` runs N one-minute epochs instead (what
-//! `cargo xtask soak --minutes N` does, in a release build).
+//! `cargo xtask soak --minutes N` does, in a release build, for each transport).
 
-use informer_tests::chaos::{self, Length, SEED_ENV, Settings};
+use informer_tests::chaos::{self, Length, Report, SEED_ENV, Settings};
 
 /// Two epochs: each adds a late handler and removes one.
 const CI: Length = Length::Writes { epochs: 2, writes: 5_000 };
+
+/// One epoch over TLS, for CI time: a late handler, a removal, and (at about 20 faults an
+/// epoch) every kind of fault at least once, since the injector draws each kind once first.
+const CI_TLS: Length = Length::Writes { epochs: 1, writes: 5_000 };
+
+fn check(report: &Report, seed: u64) {
+    assert_eq!(report.lost(), 0, "{report}\nreplay with {SEED_ENV}={seed}");
+    assert!(
+        report.faults.values().all(|&n| n > 0),
+        "every kind of fault was injected: {:?} (seed {seed})",
+        report.faults
+    );
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn informers_over_http_lose_nothing_under_churn_and_faults() {
     let settings = Settings::from_env(CI).unwrap_or_else(|e| panic!("{e}"));
     let seed = settings.seed;
     let report = chaos::run(settings).await;
-    assert_eq!(report.lost(), 0, "{report}\nreplay with {SEED_ENV}={seed}");
+    check(&report, seed);
+    assert_eq!(report.traffic.http2_requests, 0, "plain HTTP is HTTP/1.1: {report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn informers_over_tls_and_http2_lose_nothing_under_churn_and_faults() {
+    let mut settings = Settings::from_env(CI_TLS).unwrap_or_else(|e| panic!("{e}"));
+    settings.tls = true;
+    let seed = settings.seed;
+    let report = chaos::run(settings).await;
+    check(&report, seed);
+    let traffic = report.traffic;
     assert!(
-        report.faults.values().all(|&n| n > 0),
-        "every kind of fault was injected: {:?} (seed {seed})",
-        report.faults
+        traffic.http2_requests > 0 && traffic.http1_requests == 0,
+        "the client spoke HTTP/2 only: {report}"
     );
 }

@@ -5,7 +5,9 @@
 //! then always sent chunked (its `Content-Length` is dropped), so that cutting it short looks
 //! on the wire as a dying server looks: some bytes, then the connection closes without the
 //! chunked terminator. hyper closes the connection when a body stream fails, which is how the
-//! cut is made.
+//! cut is made. Over HTTP/2 ([`Config::tls`](crate::Config::tls)) the same failure resets only
+//! that response's stream (`RST_STREAM`), as a dying handler of Go's HTTP/2 server does; the
+//! connection's other streams go on.
 
 use std::io;
 use std::time::Duration;

@@ -6,11 +6,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use base64::Engine as _;
+use base64::prelude::BASE64_STANDARD;
 use informer_runtime::{GroupVersionResource, Status};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::catalog::{ApiResource, ResourceType};
+use crate::connection::Traffic;
 use crate::faults::{Disruption, Failure};
 use crate::registry::{self, Deleted, Part, Scope};
 use crate::served::served;
@@ -51,10 +54,12 @@ pub struct ServerHandle {
 }
 
 impl ServerHandle {
-    /// The server's base URL, `http://127.0.0.1:PORT`.
+    /// The server's base URL: `http://127.0.0.1:PORT`, or `https://127.0.0.1:PORT` when it
+    /// serves [TLS](crate::Config::tls).
     #[must_use]
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.shared.settings.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// The address the server listens on.
@@ -63,20 +68,47 @@ impl ServerHandle {
         self.addr
     }
 
-    /// A kubeconfig for this server (plain HTTP, no credentials, namespace `default`), for
-    /// kubectl, kube-rs or informer-runtime's `Client`.
+    /// The PEM certificate of the CA that signed the server's certificate, for clients to
+    /// trust; `None` for a plain-HTTP server. A new CA for each server.
+    #[doc(alias = "certificate-authority")]
+    #[must_use]
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.shared.settings.tls.as_ref().map(|tls| tls.ca_pem.as_str())
+    }
+
+    /// What the server has served so far, by protocol: whether clients really spoke HTTP/2,
+    /// and how many streams one connection had open at once.
+    #[must_use]
+    pub fn traffic(&self) -> Traffic {
+        self.shared.traffic.snapshot()
+    }
+
+    /// A kubeconfig for this server (namespace `default`), for kubectl, kube-rs or
+    /// informer-runtime's `Client`.
+    ///
+    /// Over plain HTTP the user has no credentials. Over [TLS](crate::Config::tls) the cluster
+    /// carries the server's CA as `certificate-authority-data`, and the user a bearer token,
+    /// `embedded-apiserver`, which the server ignores (it authenticates nobody): kubectl asks
+    /// for a username and password on a TLS connection when the user has no credentials.
     #[must_use]
     pub fn kubeconfig_yaml(&self) -> String {
+        let (ca, user) = match self.ca_pem() {
+            Some(pem) => (
+                format!("\n    certificate-authority-data: {}", BASE64_STANDARD.encode(pem)),
+                "\n    token: embedded-apiserver",
+            ),
+            None => (String::new(), " {}"),
+        };
         format!(
             "apiVersion: v1\n\
              kind: Config\n\
              clusters:\n\
-             - name: informer-runtime\n  cluster:\n    server: {url}\n\
+             - name: informer-runtime\n  cluster:\n    server: {url}{ca}\n\
              contexts:\n\
              - name: informer-runtime\n  context:\n    cluster: informer-runtime\n    user: informer-runtime\n    namespace: default\n\
              current-context: informer-runtime\n\
              users:\n\
-             - name: informer-runtime\n  user: {{}}\n\
+             - name: informer-runtime\n  user:{user}\n\
              preferences: {{}}\n",
             url = self.url()
         )

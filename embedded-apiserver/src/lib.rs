@@ -50,6 +50,13 @@
 //!
 //! # What is faithful
 //!
+//! - **Transport.** Plain HTTP/1.1 by default; with [`Config::tls`], TLS with ALPN offering
+//!   `h2` and `http/1.1` as kube-apiserver does, so that client-go, kube-rs and
+//!   informer-runtime's `Client` speak HTTP/2, with kube-apiserver's per-connection stream
+//!   limit ([`Config::max_concurrent_streams`], 100 by default) advertised and enforced, its
+//!   32 s handshake deadline and 90 s HTTP/2 idle timeout. The server makes its own CA
+//!   ([`ServerHandle::ca_pem`], in the [kubeconfig](ServerHandle::kubeconfig_yaml));
+//!   [`ServerHandle::traffic`] counts requests by protocol and streams per connection.
 //! - **Storage.** Objects are JSON, in any number of resource types: built-ins (core/v1 pods,
 //!   namespaces, configmaps, secrets, services, serviceaccounts, nodes, events, endpoints,
 //!   persistentvolumes(claims); apps/v1; batch/v1; leases; endpointslices; events.k8s.io/v1
@@ -131,6 +138,7 @@
 //!   kube-apiserver's panic recovery answers, and the server goes on.
 
 mod catalog;
+mod connection;
 mod crd;
 mod discovery;
 mod disrupt;
@@ -154,11 +162,13 @@ mod status;
 mod storage;
 mod table;
 pub mod testing;
+mod tls;
 mod util;
 mod watch;
 mod watch_hub;
 
 pub use catalog::ResourceType;
+pub use connection::Traffic;
 pub use faults::{Disruption, DisruptionKind, Failure};
 pub use handle::ServerHandle;
 pub use server::{ApiServer, Config, Error, Result, serve};

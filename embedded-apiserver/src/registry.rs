@@ -643,6 +643,8 @@ mod tests {
             bookmark_interval: None,
             watch_buffer: 1,
             max_watches: 1,
+            tls: None,
+            max_concurrent_streams: 1,
         }
     }
 

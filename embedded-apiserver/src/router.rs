@@ -190,9 +190,11 @@ fn serve(shared: &Arc<Shared>, parts: &Parts, body: &Bytes) -> Result<Response, 
             get_only(response)
         }
         ["api"] => {
+            // HTTP/2 carries the host in the `:authority` pseudo-header, which is the URI's.
+            let host = parts.headers.get(header::HOST).and_then(|h| h.to_str().ok());
             let host =
-                parts.headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
-            get_only(document(&discovery::api_versions(host)))
+                host.or_else(|| parts.uri.authority().map(axum::http::uri::Authority::as_str));
+            get_only(document(&discovery::api_versions(host.unwrap_or_default())))
         }
         ["apis"] => get_only(document(&discovery::api_group_list(&shared.state.lock().catalog))),
         ["openapi", "v3"] => {

@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{ApiResource, Catalog, ResourceType};
+use crate::connection::TrafficCounters;
 use crate::faults::Faults;
 use crate::handle::ServerHandle;
 use crate::registry::{self, Scope};
@@ -20,6 +21,7 @@ use crate::router::router;
 use crate::serving;
 use crate::state::{Settings, Shared, State};
 use crate::storage::Store;
+use crate::tls::ServingTls;
 use crate::watch_hub::WatchHub;
 
 /// Why the server could not start, or stopped.
@@ -39,6 +41,15 @@ pub enum Error {
     /// restart is [`Error::Bind`].)
     #[error("the server failed: {0}")]
     Serve(#[source] io::Error),
+    /// The server's TLS certificates or configuration could not be made ([`Config::tls`]).
+    #[error("cannot make {what} for the embedded API server's TLS: {source}")]
+    Tls {
+        /// What was being made.
+        what: &'static str,
+        /// What the TLS or certificate library said.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The server task panicked or was aborted.
     #[error("the server task ended abnormally: {0}")]
     Task(#[source] tokio::task::JoinError),
@@ -55,6 +66,7 @@ impl Error {
         match self {
             Self::Bind { addr, source } => Self::Bind { addr: *addr, source: copy(source) },
             Self::Serve(source) => Self::Serve(copy(source)),
+            Self::Tls { what, source } => Self::Tls { what, source: source.to_string().into() },
             Self::Task(_) | Self::Stopped => Self::Stopped,
         }
     }
@@ -112,6 +124,13 @@ pub struct Config {
     /// Off by default, as in kube-apiserver; [`ServerHandle::set_paginate_cached_lists`]
     /// switches it on a running server.
     pub paginate_cached_lists: bool,
+    /// Whether to serve TLS, with ALPN offering HTTP/2 and HTTP/1.1 as kube-apiserver does,
+    /// instead of plain HTTP/1.1 (see [`tls`](Self::tls)).
+    pub tls: bool,
+    /// The most streams (requests at once: watches count for as long as they run) a client
+    /// may open on one HTTP/2 connection, advertised in its `SETTINGS_MAX_CONCURRENT_STREAMS`
+    /// (see [`max_concurrent_streams`](Self::max_concurrent_streams)).
+    pub max_concurrent_streams: u32,
 }
 
 impl Default for Config {
@@ -140,6 +159,12 @@ impl Default for Config {
             // kube-apiserver's watch cache ignores `limit` on `resourceVersion=0` lists, while
             // it pages the other lists it serves (`computeListLimit` in its cacher).
             paginate_cached_lists: false,
+            // Plain HTTP: what every test wrote so far expects, and cheaper to serve.
+            tls: false,
+            // kube-apiserver's when `--http2-max-streams-per-connection` is 0 (its default) in
+            // current releases: the 100 Go's clients assume before the server's SETTINGS
+            // arrive (older releases made it 250, Go's server default).
+            max_concurrent_streams: 100,
         }
     }
 }
@@ -242,11 +267,60 @@ impl Config {
         self
     }
 
+    /// Serves TLS instead of plain HTTP, as kube-apiserver does: ALPN offers `h2` then
+    /// `http/1.1`, so HTTP/2 clients (client-go, kube-rs, informer-runtime's `Client`) speak
+    /// HTTP/2, with [`max_concurrent_streams`](Self::max_concurrent_streams) streams per
+    /// connection. Off by default.
+    ///
+    /// The server makes a new CA and a serving certificate for `localhost`, `127.0.0.1`, `::1`
+    /// and the address it listens on; [`ServerHandle::url`] is then `https://...`, and clients
+    /// trust [`ServerHandle::ca_pem`] (the [kubeconfig](ServerHandle::kubeconfig_yaml)
+    /// carries it). Bounds as kube-apiserver's: a TLS handshake must finish within 32 s, an
+    /// HTTP/2 connection without a stream for 90 s is closed (`GOAWAY`), and the HTTP/1.1
+    /// bounds of plain connections hold for HTTP/1.1 over TLS.
+    ///
+    /// ```
+    /// use embedded_apiserver::Config;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), embedded_apiserver::Error> {
+    /// let server = Config::default().tls(true).max_concurrent_streams(10).start().await?;
+    /// assert!(server.url().starts_with("https://127.0.0.1:"));
+    /// assert!(server.ca_pem().is_some_and(|pem| pem.starts_with("-----BEGIN CERTIFICATE-----")));
+    /// assert!(server.kubeconfig_yaml().contains("certificate-authority-data: "));
+    /// server.shutdown().await
+    /// # }
+    /// ```
+    #[doc(alias = "https")]
+    #[doc(alias = "http2")]
+    #[must_use]
+    pub fn tls(mut self, yes: bool) -> Self {
+        self.tls = yes;
+        self
+    }
+
+    /// Lets a client open at most `streams` streams at once on one HTTP/2 connection (100 by
+    /// default, as kube-apiserver's `--http2-max-streams-per-connection` unset; at least 1).
+    ///
+    /// The server advertises the limit in its `SETTINGS` frame and refuses streams past it;
+    /// a client at the limit waits for a stream to end or opens another connection. A watch
+    /// holds its stream for as long as it runs, so a client with more watches than this on
+    /// one connection can stall its other requests: set it low to test that. Only TLS
+    /// connections speak HTTP/2 ([`tls`](Self::tls)).
+    #[doc(alias = "http2-max-streams-per-connection")]
+    #[doc(alias = "SETTINGS_MAX_CONCURRENT_STREAMS")]
+    #[must_use]
+    pub fn max_concurrent_streams(mut self, streams: u32) -> Self {
+        self.max_concurrent_streams = streams;
+        self
+    }
+
     /// Binds the address and starts serving, on the current tokio runtime.
     ///
     /// # Errors
     ///
-    /// [`Error::Bind`] if the address cannot be bound.
+    /// [`Error::Bind`] if the address cannot be bound, [`Error::Tls`] if TLS was asked for
+    /// and its certificates cannot be made.
     pub async fn start(self) -> Result<ApiServer> {
         let listener = tokio::net::TcpListener::bind(self.addr)
             .await
@@ -271,6 +345,8 @@ impl Config {
             bookmark_interval: self.bookmark_interval,
             watch_buffer: self.watch_buffer.max(1),
             max_watches: self.max_watches,
+            tls: if self.tls { Some(ServingTls::generate(addr)?) } else { None },
+            max_concurrent_streams: self.max_concurrent_streams.max(1),
         };
         let mut state = State {
             store: Store::new(0, self.history_limit),
@@ -297,6 +373,7 @@ impl Config {
             shutdown: CancellationToken::new(),
             watch_opened: Notify::new(),
             restarts,
+            traffic: TrafficCounters::default(),
         });
         let app = router(Arc::clone(&shared));
         let task =
@@ -319,8 +396,9 @@ impl Config {
                 }
             })
         });
-        tracing::info!(url = %format!("http://{addr}"), "embedded API server listening");
-        Ok(ApiServer { handle: ServerHandle { shared, addr }, task: Some(task), bookmarks })
+        let handle = ServerHandle { shared, addr };
+        tracing::info!(url = %handle.url(), "embedded API server listening");
+        Ok(ApiServer { handle, task: Some(task), bookmarks })
     }
 }
 

@@ -1,10 +1,10 @@
 //! Accepting connections and serving them: the accept loop, one task per connection, restarts
 //! that keep the data, and shutdown.
 //!
-//! Each connection is served by hyper in its own task, which drops the connection when the
-//! server restarts: the socket closes in the middle of whatever it was sending, as when an API
-//! server process dies. (axum's own `serve` can only let connections finish, which is what
-//! shutdown does here.)
+//! Each connection is served by hyper in its own task (`connection.rs`), which drops the
+//! connection when the server restarts: the socket closes in the middle of whatever it was
+//! sending, as when an API server process dies. (axum's own `serve` can only let connections
+//! finish, which is what shutdown does here.)
 
 use std::io;
 use std::net::SocketAddr;
@@ -12,13 +12,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::connection::serve_connection;
 use crate::server::{Error, Result};
 use crate::state::Shared;
 
@@ -35,12 +34,6 @@ pub(crate) struct Restart {
 /// client that never reads would hold shutdown up forever otherwise).
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// How long a connection may wait for a request's head: kube-apiserver closes idle
-/// keep-alive connections after 90 s (`IdleTimeout`) and connections whose head takes over
-/// 32 s to arrive (`ReadHeaderTimeout`, against slowloris clients). hyper has one timer for
-/// both, from the moment it waits for a head, so this is the longer of the two.
-const HEAD_TIMEOUT: Duration = Duration::from_secs(90);
-
 /// How long a restart keeps trying to listen on its address again.
 const REBIND_FOR: Duration = Duration::from_secs(10);
 
@@ -56,8 +49,8 @@ impl Connections {
         Self { tasks: TaskTracker::new(), close: CancellationToken::new() }
     }
 
-    fn serve(&self, stream: TcpStream, app: Router, shutdown: CancellationToken) {
-        self.tasks.spawn(serve_connection(stream, app, self.close.clone(), shutdown));
+    fn serve(&self, stream: TcpStream, app: Router, shared: Arc<Shared>) {
+        self.tasks.spawn(serve_connection(stream, app, shared, self.close.clone()));
     }
 
     /// Closes every connection now, and waits until their tasks have ended.
@@ -128,7 +121,7 @@ pub(crate) async fn run(
                 }
             }
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => connections.serve(stream, app.clone(), shutdown.clone()),
+                Ok((stream, _)) => connections.serve(stream, app.clone(), Arc::clone(&shared)),
                 // One connection's failure (reset before it was accepted) concerns no other.
                 Err(error) if is_connection_error(&error) => {}
                 Err(error) => {
@@ -142,36 +135,6 @@ pub(crate) async fn run(
     drop(listener);
     connections.finish(SHUTDOWN_GRACE).await;
     Ok(())
-}
-
-/// Serves one connection until it ends, is closed (`close`: a restart), or has finished its
-/// responses after `shutdown`.
-async fn serve_connection(
-    stream: TcpStream,
-    app: Router,
-    close: CancellationToken,
-    shutdown: CancellationToken,
-) {
-    // Watch events go out as they happen, not when a segment fills up.
-    let _ = stream.set_nodelay(true);
-    let service = TowerToHyperService::new(app);
-    let connection = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEAD_TIMEOUT)
-        .serve_connection(TokioIo::new(stream), service);
-    tokio::pin!(connection);
-    tokio::select! {
-        biased;
-        // Dropping the connection closes its socket mid-response.
-        () = close.cancelled() => return,
-        _ = connection.as_mut() => return,
-        () = shutdown.cancelled() => connection.as_mut().graceful_shutdown(),
-    }
-    tokio::select! {
-        biased;
-        () = close.cancelled() => {}
-        _ = connection => {}
-    }
 }
 
 /// Listens on `addr` again after a restart, retrying for [`REBIND_FOR`]: the address was just

@@ -13,10 +13,12 @@ use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::Catalog;
+use crate::connection::TrafficCounters;
 use crate::faults::Faults;
 use crate::serving::Restart;
 use crate::status::GroupResource;
 use crate::storage::{Change, ChangeKind, Store};
+use crate::tls::ServingTls;
 use crate::watch_hub::WatchHub;
 
 /// Settings fixed when the server starts.
@@ -30,6 +32,10 @@ pub(crate) struct Settings {
     pub(crate) watch_buffer: usize,
     /// How many watches may be open at once.
     pub(crate) max_watches: usize,
+    /// Serve TLS (HTTP/2 or HTTP/1.1 by ALPN) instead of plain HTTP/1.1.
+    pub(crate) tls: Option<ServingTls>,
+    /// The `SETTINGS_MAX_CONCURRENT_STREAMS` each HTTP/2 connection advertises.
+    pub(crate) max_concurrent_streams: u32,
 }
 
 /// Everything behind the lock.
@@ -72,4 +78,6 @@ pub(crate) struct Shared {
     pub(crate) watch_opened: Notify,
     /// Asks the accept loop to restart (`serving.rs`).
     pub(crate) restarts: mpsc::Sender<Restart>,
+    /// Requests and connections by protocol (`connection.rs`).
+    pub(crate) traffic: TrafficCounters,
 }

@@ -1,7 +1,9 @@
 //! The embedded API server against hostile clients, over real HTTP: a watcher that stops
 //! reading, bodies, selectors and patches built to exhaust it, more watches than it serves, and
 //! a seeded stream of random malformed requests. Every request must get an HTTP answer, no
-//! panic may reach a client, and the server must go on serving.
+//! panic may reach a client, and the server must go on serving. Each runs over plain HTTP/1.1
+//! (`over_http1::*`) and over TLS, where the client speaks HTTP/2 (`over_tls::*`); the watcher
+//! that stops reading has a version for each protocol's flow control.
 //!
 //! `HOSTILE_SEED=N` replays one run of the randomised test; `HOSTILE_CASES=N` sets how many
 //! requests it sends (300 by default, which is what CI runs).
@@ -14,11 +16,12 @@ mod support;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use embedded_apiserver::Config;
+use axum::http::Request;
 use embedded_apiserver::testing::{crontab_crd, eventually, pod};
+use embedded_apiserver::{ApiServer, Config};
 use informer_runtime::GroupVersionResource;
 use serde_json::{Value, json};
-use support::{open_watches, start};
+use support::{open_watches, raw_h2};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -27,11 +30,75 @@ const DEADLINE: Duration = Duration::from_secs(20);
 const PODS: &str = "/api/v1/namespaces/default/pods";
 const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
 
-fn http() -> reqwest::Client {
+/// What the tests run over: each runs over both (`over_http1::*`, `over_tls::*`).
+#[derive(Clone, Copy, Debug)]
+enum Over {
+    /// Plain HTTP/1.1.
+    Http1,
+    /// TLS, where the client speaks HTTP/2 (ALPN `h2`), as to kube-apiserver.
+    Tls,
+}
+
+/// `config` without periodic bookmarks (watches see only what a test causes), started over
+/// `over`.
+async fn start_over(over: Over, config: Config) -> ApiServer {
+    let config = config.bookmark_interval(None).tls(matches!(over, Over::Tls));
+    config.start().await.expect("the server starts")
+}
+
+/// Runs each named test (an `async fn(Over)`) over plain HTTP/1.1 and over TLS and HTTP/2.
+macro_rules! over_both {
+    ($($name:ident),* $(,)?) => {
+        mod over_http1 {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::Over::Http1).await;
+                }
+            )*
+        }
+        mod over_tls {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::Over::Tls).await;
+                }
+            )*
+        }
+    };
+}
+
+over_both!(
+    a_generation_at_the_largest_integer_saturates_instead_of_overflowing,
+    a_pod_table_with_restart_counts_that_overflow_renders,
+    request_bodies_over_three_mebibytes_get_413_with_a_status,
+    open_watches_beyond_the_cap_get_429_with_retry_after,
+    pathological_selectors_and_limits_get_400_not_cpu,
+    json_patches_cannot_grow_an_object_without_bound,
+    hostile_requests_all_get_answers_and_the_server_keeps_serving,
+);
+
+/// A client for `server`: over TLS, one that trusts its CA and offers `h2` first, as client-go
+/// and informer-runtime's `Client` do.
+fn http(server: &ApiServer) -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     // No pooled connections: each request stands alone, so a connection the server closed
     // after one answer cannot fail the next request.
-    reqwest::Client::builder().pool_max_idle_per_host(0).build().expect("an HTTP client")
+    let builder = reqwest::Client::builder().pool_max_idle_per_host(0);
+    let builder = match server.ca_pem() {
+        None => builder,
+        Some(pem) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in rustls_pemfile::certs(&mut pem.as_bytes()) {
+                roots.add(cert.expect("a PEM certificate")).expect("a CA certificate");
+            }
+            let mut tls =
+                rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth();
+            tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+            builder.tls_backend_preconfigured(tls)
+        }
+    };
+    builder.build().expect("an HTTP client")
 }
 
 /// Status, headers and JSON body (a JSON string when the body is not JSON).
@@ -67,10 +134,9 @@ fn big_configmap(name: &str, size: usize) -> Value {
     json!({"metadata": {"name": name, "namespace": "default"}, "data": {"blob": "x".repeat(size)}})
 }
 
-#[tokio::test]
-async fn a_generation_at_the_largest_integer_saturates_instead_of_overflowing() {
-    let server = start().await;
-    let (http, base) = (http(), server.url());
+async fn a_generation_at_the_largest_integer_saturates_instead_of_overflowing(over: Over) {
+    let server = start_over(over, Config::default()).await;
+    let (http, base) = (http(&server), server.url());
     let mut cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "max", "generation": i64::MAX}, "data": {"a": "1"}});
     let created = send(
@@ -92,10 +158,9 @@ async fn a_generation_at_the_largest_integer_saturates_instead_of_overflowing() 
     server.shutdown().await.unwrap();
 }
 
-#[tokio::test]
-async fn a_pod_table_with_restart_counts_that_overflow_renders() {
-    let server = start().await;
-    let (http, base) = (http(), server.url());
+async fn a_pod_table_with_restart_counts_that_overflow_renders(over: Over) {
+    let server = start_over(over, Config::default()).await;
+    let (http, base) = (http(&server), server.url());
     let pods = GroupVersionResource::new("", "v1", "pods");
     server.create(&pods, pod("default", "web-0", "web")).unwrap();
     // A client may write any status: two containers restarted i64::MAX times each.
@@ -155,15 +220,58 @@ async fn a_watcher_that_stops_reading_is_closed_and_its_buffer_stays_bounded() {
     let events = text.matches(r#"{"type":"ADDED""#).count();
     assert!(events < EVENTS, "all {events} events were sent: the watch was never closed");
     // A well-behaved client is served as before.
-    let list = send(http().get(format!("{}{CONFIGMAPS}", server.url()))).await;
+    let list = send(http(&server).get(format!("{}{CONFIGMAPS}", server.url()))).await;
     assert_eq!(list.body["items"].as_array().map(Vec::len), Some(EVENTS));
     server.shutdown().await.unwrap();
 }
 
-#[tokio::test]
-async fn request_bodies_over_three_mebibytes_get_413_with_a_status() {
-    let server = start().await;
-    let (http, base) = (http(), server.url());
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_that_stops_reading_over_http2_is_closed_and_its_buffer_stays_bounded() {
+    const BUFFER: usize = 16;
+    const EVENTS: usize = 400;
+    let config = Config::default().watch_buffer(BUFFER);
+    let server = start_over(Over::Tls, config).await;
+    // A client that opens a watch stream and never reads it: HTTP/2 flow control stops the
+    // server's writes once the stream's window (64 KiB) is full.
+    let (mut send, _connection) = raw_h2(&server).await;
+    let request = Request::get(format!("{}{CONFIGMAPS}?watch=true", server.url()));
+    let (response, _) = send.send_request(request.body(()).unwrap(), true).unwrap();
+    let response = tokio::time::timeout(DEADLINE, response).await.unwrap().unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    open_watches(&server, 1).await;
+    for i in 0..EVENTS {
+        server.create(&configmaps(), big_configmap(&format!("cm-{i}"), 64 * 1024)).unwrap();
+        let buffered = server.buffered_watch_events();
+        assert!(buffered <= BUFFER, "{buffered} events buffered after {i} writes");
+        tokio::task::yield_now().await;
+    }
+    eventually("the unresponsive watch to be closed", DEADLINE, || server.open_watches() == 0)
+        .await;
+    // What the client reads once it wakes up: a prefix of the events, then the stream's end.
+    let mut received = Vec::new();
+    let read_all = async {
+        while let Some(chunk) = body.data().await {
+            let chunk = chunk.expect("the stream ends cleanly, not reset");
+            body.flow_control().release_capacity(chunk.len()).unwrap();
+            received.extend_from_slice(&chunk);
+        }
+    };
+    tokio::time::timeout(DEADLINE, read_all).await.expect("the response ends");
+    let text = String::from_utf8_lossy(&received);
+    let events = text.matches(r#"{"type":"ADDED""#).count();
+    assert!(events < EVENTS, "all {events} events were sent: the watch was never closed");
+    // The connection serves on.
+    let list = Request::get(format!("{}{CONFIGMAPS}?limit=1", server.url()));
+    let (list, _) = send.send_request(list.body(()).unwrap(), true).unwrap();
+    let list = tokio::time::timeout(DEADLINE, list).await.unwrap().unwrap();
+    assert_eq!(list.status(), 200);
+    server.shutdown().await.unwrap();
+}
+
+async fn request_bodies_over_three_mebibytes_get_413_with_a_status(over: Over) {
+    let server = start_over(over, Config::default()).await;
+    let (http, base) = (http(&server), server.url());
     let huge = big_configmap("huge", 4 * 1024 * 1024);
     let refused = send(
         http.post(format!("{base}{CONFIGMAPS}"))
@@ -190,15 +298,9 @@ async fn request_bodies_over_three_mebibytes_get_413_with_a_status() {
     server.shutdown().await.unwrap();
 }
 
-#[tokio::test]
-async fn open_watches_beyond_the_cap_get_429_with_retry_after() {
-    let server = Config::default()
-        .bookmark_interval(None)
-        .max_watches(2)
-        .start()
-        .await
-        .expect("the server starts");
-    let (http, base) = (http(), server.url());
+async fn open_watches_beyond_the_cap_get_429_with_retry_after(over: Over) {
+    let server = start_over(over, Config::default().max_watches(2)).await;
+    let (http, base) = (http(&server), server.url());
     let watch = || http.get(format!("{base}{PODS}?watch=true")).send();
     let first = watch().await.unwrap();
     let second = watch().await.unwrap();
@@ -215,10 +317,9 @@ async fn open_watches_beyond_the_cap_get_429_with_retry_after() {
     server.shutdown().await.unwrap();
 }
 
-#[tokio::test]
-async fn pathological_selectors_and_limits_get_400_not_cpu() {
-    let server = start().await;
-    let (http, base) = (http(), server.url());
+async fn pathological_selectors_and_limits_get_400_not_cpu(over: Over) {
+    let server = start_over(over, Config::default()).await;
+    let (http, base) = (http(&server), server.url());
     server.create(&configmaps(), big_configmap("a", 1)).unwrap();
     let get = |query: String| http.get(format!("{base}{CONFIGMAPS}?{query}"));
     // Thousands of requirements.
@@ -249,10 +350,9 @@ impl std::fmt::Debug for Reply {
     }
 }
 
-#[tokio::test]
-async fn json_patches_cannot_grow_an_object_without_bound() {
-    let server = start().await;
-    let (http, base) = (http(), server.url());
+async fn json_patches_cannot_grow_an_object_without_bound(over: Over) {
+    let server = start_over(over, Config::default()).await;
+    let (http, base) = (http(&server), server.url());
     server.create(&configmaps(), big_configmap("bomb", 1024)).unwrap();
     let patch = |ops: &Value| {
         http.patch(format!("{base}{CONFIGMAPS}/bomb"))
@@ -634,8 +734,7 @@ async fn read_back(http: &reqwest::Client, base: &str, replay: &str) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hostile_requests_all_get_answers_and_the_server_keeps_serving() {
+async fn hostile_requests_all_get_answers_and_the_server_keeps_serving(over: Over) {
     let seed = std::env::var("HOSTILE_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -644,8 +743,8 @@ async fn hostile_requests_all_get_answers_and_the_server_keeps_serving() {
         std::env::var("HOSTILE_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(300);
     println!("hostile requests: HOSTILE_SEED={seed} HOSTILE_CASES={cases}");
     let mut rng = fastrand::Rng::with_seed(seed);
-    let server = start().await;
-    let (http, base) = (http(), server.url());
+    let server = start_over(over, Config::default()).await;
+    let (http, base) = (http(&server), server.url());
     // Something for the requests to find.
     let crd = GroupVersionResource::new("apiextensions.k8s.io", "v1", "customresourcedefinitions");
     server.create(&crd, crontab_crd("stable.example.com", "Namespaced")).unwrap();
@@ -707,5 +806,10 @@ async fn hostile_requests_all_get_answers_and_the_server_keeps_serving() {
     assert!(matches!(created.status, 201 | 409), "after HOSTILE_SEED={seed}: {created:?}");
     let watch = http.get(format!("{base}{PODS}?watch=true&timeoutSeconds=1")).send().await;
     assert_eq!(watch.unwrap().status().as_u16(), 200, "after HOSTILE_SEED={seed}");
+    if let Over::Tls = over {
+        let traffic = server.traffic();
+        assert_eq!(traffic.http1_requests, 0, "{traffic:?}");
+        assert!(traffic.http2_requests > cases as u64, "{traffic:?}");
+    }
     server.shutdown().await.unwrap();
 }

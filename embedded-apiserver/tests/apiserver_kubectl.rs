@@ -1,5 +1,6 @@
 //! kubectl against the embedded API server: `get` (tables and `-o json`), `get -w`, `create -f`,
-//! `apply -f`, `patch --type merge`, `delete`, and a CRD applied then used.
+//! `apply -f`, `patch --type merge`, `delete`, a CRD applied then used, and `get` and `create`
+//! over TLS, where kubectl speaks HTTP/2.
 //!
 //! Runs the real kubectl (`$KUBECTL`, else `/usr/bin/kubectl`, else `kubectl` on `PATH`) with a
 //! kubeconfig and a discovery cache in a temporary directory. Without a kubectl binary, each
@@ -15,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use embedded_apiserver::ApiServer;
+use embedded_apiserver::{ApiServer, Config};
 use informer_runtime::GroupVersionResource;
 use serde_json::{Value, json};
 use support::{open_watches, start};
@@ -180,6 +181,24 @@ async fn kubectl_get_prints_tables_and_json() {
     assert!(!missing.status.success());
     let stderr = String::from_utf8_lossy(&missing.stderr);
     assert!(stderr.contains("Error from server (NotFound): pods \"nope\" not found"), "{stderr}");
+    drop(kubectl);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_speaks_http2_to_a_tls_server_it_trusts_from_the_kubeconfig() {
+    let server = Config::default().bookmark_interval(None).tls(true).start().await.unwrap();
+    let Some(kubectl) = Kubectl::new(&server, "tls") else { return };
+    add_pod(&server, "web-0", "web");
+    assert_eq!(first_column(&kubectl.ok(&["get", "pods"]).await), ["web-0"]);
+    let path = kubectl.manifest("configmap.yaml", CONFIGMAP);
+    kubectl.ok(&["create", "-f", &path]).await;
+    let created =
+        server.get(&GroupVersionResource::new("", "v1", "configmaps"), "default", "settings");
+    assert_eq!(created.map(|c| c["data"]["level"].clone()), Some(json!("debug")));
+    // Go's client, as under client-go: HTTP/2 by ALPN, nothing over HTTP/1.1.
+    let traffic = server.traffic();
+    assert!(traffic.http2_requests > 0 && traffic.http1_requests == 0, "{traffic:?}");
     drop(kubectl);
     server.shutdown().await.unwrap();
 }

@@ -4,6 +4,9 @@
 //! must keep its last good state meanwhile, nothing may panic, and once the server answers well
 //! again the informer must recover on its own (rewatch or relist with backoff) and apply it.
 //!
+//! The cases run over plain HTTP/1.1 and over TLS with HTTP/2, where a body cut short is a
+//! reset stream and a stalled one leaves its connection serving other streams.
+//!
 //! Everything runs on one thread with a 2 MiB stack (and so does tokio's blocking pool, where
 //! large list pages are decoded), so input nested 100,000 deep proves that no decoder recurses
 //! once per level.
@@ -36,6 +39,47 @@ const DEPTH: usize = 100_000;
 /// The client's limits in these tests: small enough for the cases to cross quickly.
 const IDLE: Duration = Duration::from_secs(1);
 const MAX_OBJECT: usize = 1024 * 1024;
+
+/// How the scripted server speaks: what kube-apiserver speaks to a client over plain HTTP, or
+/// over TLS (where a cut body is a reset stream, and a stall leaves the connection serving).
+#[derive(Clone, Copy, Debug)]
+enum Transport {
+    Http1,
+    Http2,
+}
+
+/// A server configuration for `127.0.0.1` and the PEM of the CA that signed it.
+fn tls() -> (rustls::ServerConfig, Vec<u8>) {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap();
+    let leaf = leaf.signed_by(&key, &ca).unwrap();
+    let key = rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![leaf.der().clone()], key.into())
+        .unwrap();
+    (config, ca.pem().into_bytes())
+}
+
+impl Case {
+    /// What the error says over `transport`. Over HTTP/2 a body cut short is a reset stream,
+    /// which the client reports as such ("stream error received: unexpected internal error
+    /// encountered"), without the "(the last event was cut off)" it adds to a connection
+    /// closed inside an event.
+    fn expect_over(&self, transport: Transport) -> &'static str {
+        match (transport, self.expect) {
+            (Transport::Http2, "cut off") => "stream error received",
+            (_, expect) => expect,
+        }
+    }
+}
 
 /// Where the hostile answer goes.
 #[derive(Clone, Copy, Debug)]
@@ -423,17 +467,24 @@ async fn until(what: &str, mut cond: impl FnMut() -> bool) -> Result<(), String>
 
 /// Runs one case against an informer whose cache is held in `storage`; what went wrong, if
 /// anything.
-async fn run_case(case: Case, storage: StorageMode) -> Result<(), String> {
+async fn run_case(case: Case, storage: StorageMode, transport: Transport) -> Result<(), String> {
     let name = case.name;
     let script = Arc::new(Script::default());
     let case = Arc::new(case);
-    let server = Server::start({
+    let answer = {
         let (script, case) = (Arc::clone(&script), Arc::clone(&case));
-        move |request| script.answer(&case, request)
-    })
-    .await;
-    let config =
-        Config::new(server.url("http")).read_idle_timeout(IDLE).max_object_size(MAX_OBJECT);
+        move |request: &Request| script.answer(&case, request)
+    };
+    let (server, scheme, ca) = match transport {
+        Transport::Http1 => (Server::start(answer).await, "http", None),
+        Transport::Http2 => {
+            let (config, ca) = tls();
+            (Server::start_http2(config, answer).await, "https", Some(ca))
+        }
+    };
+    let mut config =
+        Config::new(server.url(scheme)).read_idle_timeout(IDLE).max_object_size(MAX_OBJECT);
+    config.root_certs_pem = ca;
     let fast = BackoffConfig {
         initial: Duration::from_millis(10),
         max: Duration::from_millis(100),
@@ -467,8 +518,9 @@ async fn run_case(case: Case, storage: StorageMode) -> Result<(), String> {
         if !factory.wait_for_cache_sync(DEADLINE).await.all_synced() {
             return Err("no sync".to_owned());
         }
-        let reported = until(&format!("an error saying {:?} at the handler", case.expect), || {
-            errors.lock().iter().any(|e| e.contains(case.expect))
+        let expect = case.expect_over(transport);
+        let reported = until(&format!("an error saying {expect:?} at the handler"), || {
+            errors.lock().iter().any(|e| e.contains(expect))
         })
         .await;
         if let Err(missing) = reported {
@@ -485,6 +537,10 @@ async fn run_case(case: Case, storage: StorageMode) -> Result<(), String> {
         // The server answers well again: the informer finds out by itself.
         script.recovered.store(true, Ordering::SeqCst);
         until("recovery", || cached(&factory) == ["a@50", "b@60", "c@150"]).await?;
+        let http2 = matches!(transport, Transport::Http2);
+        if server.requests().iter().any(|r| r.http2 != http2) {
+            return Err(format!("a request came over another protocol than {transport:?}"));
+        }
         match deletes.load(Ordering::SeqCst) {
             0 => Ok(()),
             n => Err(format!("handlers heard of {n} deletes")),
@@ -495,21 +551,25 @@ async fn run_case(case: Case, storage: StorageMode) -> Result<(), String> {
     if tokio::time::timeout(DEADLINE, factory.shutdown()).await.is_err() {
         return Err(format!("{name} ({storage:?}): the factory did not shut down"));
     }
-    outcome.map_err(|e| format!("{name} ({storage:?}): {e}"))
+    outcome.map_err(|e| format!("{name} ({storage:?}, {transport:?}): {e}"))
 }
 
-#[test]
-fn hostile_input_reaches_the_error_handler_and_the_informer_recovers() {
+/// Runs every case over `transport`, on one thread with a normal stack; returns the failures,
+/// and fails if anything panicked.
+fn run_all(transport: Transport) -> Vec<String> {
     static PANICS: AtomicUsize = AtomicUsize::new(0);
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        PANICS.fetch_add(1, Ordering::SeqCst);
-        previous(info);
-    }));
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICS.fetch_add(1, Ordering::SeqCst);
+            previous(info);
+        }));
+    });
     let cases = std::thread::Builder::new()
-        .name("hostile-input".to_owned())
+        .name(format!("hostile-input-{transport:?}"))
         .stack_size(STACK)
-        .spawn(|| {
+        .spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .thread_stack_size(STACK)
@@ -519,17 +579,30 @@ fn hostile_input_reaches_the_error_handler_and_the_informer_recovers() {
             // The list cases run against a compact cache too, which holds a list in compact
             // form until it is complete (issue 18): a broken list must change nothing there
             // either.
-            let runs = cases().into_iter().map(|case| run_case(case, StorageMode::Decoded));
+            let runs =
+                cases().into_iter().map(|case| run_case(case, StorageMode::Decoded, transport));
             let compact = cases()
                 .into_iter()
                 .filter(|case| matches!(case.phase, Phase::List))
-                .map(|case| run_case(case, StorageMode::Compact { recent: 1 }));
+                .map(|case| run_case(case, StorageMode::Compact { recent: 1 }, transport));
             let outcomes = runtime.block_on(futures::future::join_all(runs.chain(compact)));
             outcomes.into_iter().filter_map(Result::err).collect::<Vec<String>>()
         })
         .unwrap()
         .join();
     let failed = cases.expect("the cases' thread ran to its end");
-    assert!(failed.is_empty(), "{} cases failed:\n{}", failed.len(), failed.join("\n"));
     assert_eq!(PANICS.load(Ordering::SeqCst), 0, "something panicked (see above)");
+    failed
+}
+
+#[test]
+fn hostile_input_reaches_the_error_handler_and_the_informer_recovers() {
+    let failed = run_all(Transport::Http1);
+    assert!(failed.is_empty(), "{} cases failed:\n{}", failed.len(), failed.join("\n"));
+}
+
+#[test]
+fn hostile_input_over_http2_reaches_the_error_handler_and_the_informer_recovers() {
+    let failed = run_all(Transport::Http2);
+    assert!(failed.is_empty(), "{} cases failed:\n{}", failed.len(), failed.join("\n"));
 }

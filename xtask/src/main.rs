@@ -5,7 +5,9 @@
 //! - `cargo xtask demo-controller [--sets N]`: the `ConfigMapSet` controller of
 //!   `examples/controller` on the embedded API server, two replicas behind a Lease, through
 //!   faults and a killed leader, with progress lines.
-//! - `cargo xtask serve [--addr 127.0.0.1:PORT]`: the embedded API server alone, for any client.
+//! - `cargo xtask serve [--addr 127.0.0.1:PORT] [--tls] [--max-streams N]`: the embedded API
+//!   server alone, for any client; over TLS and HTTP/2 with `--tls` (it writes a kubeconfig
+//!   with its CA and prints the path).
 //! - `cargo xtask codegen [--check]`: regenerate (or check) the generated typed accessors.
 //! - `cargo xtask compare-kopium [--crds DIR] [--out FILE] [--work DIR] [--only NAME]`: the table
 //!   comparing informer-gen with kopium on a corpus of CRDs (`informer-gen/KOPIUM.md`).
@@ -31,7 +33,7 @@ mod widget;
 
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <demo [--objects N] [--kubeconfig PATH] [--seconds N] | demo-controller [--sets N] | serve [--addr HOST:PORT] | codegen [--check] | compare-kopium [--crds DIR] [--out FILE] [--work DIR] [--only NAME] | kube-apiserver [--dir DIR] | bench [--quick] [--runs N] [--counts N,...] (see bench --help) | soak --minutes N [--seed S] | fuzz [--minutes N] [--target NAME] | ci>";
+const USAGE: &str = "usage: cargo xtask <demo [--objects N] [--kubeconfig PATH] [--seconds N] | demo-controller [--sets N] | serve [--addr HOST:PORT] [--tls] [--max-streams N] | codegen [--check] | compare-kopium [--crds DIR] [--out FILE] [--work DIR] [--only NAME] | kube-apiserver [--dir DIR] | bench [--quick] [--runs N] [--counts N,...] (see bench --help) | soak --minutes N [--seed S] | fuzz [--minutes N] [--target NAME] | ci>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -61,12 +63,25 @@ fn main() -> ExitCode {
     }
 }
 
+const SERVE_USAGE: &str = "usage: cargo xtask serve [--addr HOST:PORT] [--tls] [--max-streams N]";
+
 fn serve(args: &[String]) -> Result<(), String> {
-    let addr = match args {
-        [] => "127.0.0.1:8080".to_owned(),
-        [flag, addr] if flag == "--addr" => addr.clone(),
-        _ => return Err("usage: cargo xtask serve [--addr HOST:PORT]".to_owned()),
-    };
+    let mut addr = "127.0.0.1:8080".to_owned();
+    let mut config = embedded_apiserver::Config::default();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| args.next().cloned().ok_or(format!("{name} needs a value"));
+        match arg.as_str() {
+            "--addr" => addr = value("--addr")?,
+            "--tls" => config = config.tls(true),
+            "--max-streams" => {
+                let n = value("--max-streams")?;
+                let n = n.parse().map_err(|e| format!("--max-streams {n:?}: {e}"))?;
+                config = config.max_concurrent_streams(n);
+            }
+            other => return Err(format!("unknown serve option {other:?}; {SERVE_USAGE}")),
+        }
+    }
     let addr: std::net::SocketAddr = addr.parse().map_err(|e| format!("--addr {addr:?}: {e}"))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -78,9 +93,21 @@ fn serve(args: &[String]) -> Result<(), String> {
              no authentication: anyone who reaches it can read and change every object"
         );
     }
-    println!("serving the embedded API server on http://{addr}");
-    println!("  kubectl --server http://{addr} get namespaces");
-    runtime.block_on(embedded_apiserver::serve(addr)).map_err(|e| format!("serve {addr}: {e}"))
+    runtime.block_on(async {
+        let server = config.addr(addr).start().await.map_err(|e| format!("serve {addr}: {e}"))?;
+        println!("serving the embedded API server on {}", server.url());
+        if server.ca_pem().is_some() {
+            // The CA is new for each run: clients need this run's kubeconfig.
+            let path = std::env::temp_dir().join(format!("xtask-serve-{}.kubeconfig", addr.port()));
+            std::fs::write(&path, server.kubeconfig_yaml())
+                .map_err(|e| format!("could not write {}: {e}", path.display()))?;
+            println!("  kubeconfig (with the server's CA): {}", path.display());
+            println!("  KUBECONFIG={} kubectl get namespaces", path.display());
+        } else {
+            println!("  kubectl --server {} get namespaces", server.url());
+        }
+        server.run().await.map_err(|e| format!("serve {addr}: {e}"))
+    })
 }
 
 /// The Kubernetes versions k8s-openapi 0.29 offers; the libraries must build under each.

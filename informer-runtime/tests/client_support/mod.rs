@@ -1,4 +1,5 @@
-//! A tiny scripted HTTP/1.1 server for the client tests, over plain TCP or TLS.
+//! A tiny scripted HTTP/1.1 server for the client tests, over plain TCP or TLS; or HTTP/2
+//! over TLS (`http2.rs`), where the same scripts end, cut or stall a stream instead.
 //!
 //! Each connection serves requests one after the other until the script closes it; a script
 //! maps a request to a [`Reply`]: a whole body, or chunks sent with chunked encoding and ended
@@ -12,6 +13,8 @@
     clippy::expect_used,
     reason = "test code: a failed unwrap is a failed test"
 )]
+
+mod http2;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -43,6 +46,8 @@ pub struct Request {
     pub sni: Option<String>,
     /// The subject of the client certificate, for TLS connections that presented one.
     pub client_cert: bool,
+    /// Whether it came over HTTP/2.
+    pub http2: bool,
 }
 
 impl Request {
@@ -118,6 +123,12 @@ impl Reply {
 
 type Script = Arc<dyn Fn(&Request) -> Reply + Send + Sync>;
 
+/// What a TLS connection told about its client.
+struct Connection {
+    sni: Option<String>,
+    client_cert: bool,
+}
+
 /// A running server; it stops when dropped.
 pub struct Server {
     pub addr: SocketAddr,
@@ -135,7 +146,7 @@ impl Drop for Server {
 impl Server {
     /// A plain-HTTP server on loopback.
     pub async fn start(script: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Self {
-        Self::spawn(None, Arc::new(script)).await
+        Self::spawn(None, false, Arc::new(script)).await
     }
 
     /// A TLS server on loopback.
@@ -143,10 +154,22 @@ impl Server {
         config: rustls::ServerConfig,
         script: impl Fn(&Request) -> Reply + Send + Sync + 'static,
     ) -> Self {
-        Self::spawn(Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))), Arc::new(script)).await
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        Self::spawn(Some(acceptor), false, Arc::new(script)).await
     }
 
-    async fn spawn(tls: Option<tokio_rustls::TlsAcceptor>, script: Script) -> Self {
+    /// A TLS server on loopback that speaks HTTP/2 to clients that offer it in ALPN (`config`
+    /// gets `h2` as its only protocol), HTTP/1.1 to the others.
+    pub async fn start_http2(
+        mut config: rustls::ServerConfig,
+        script: impl Fn(&Request) -> Reply + Send + Sync + 'static,
+    ) -> Self {
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        Self::spawn(Some(acceptor), true, Arc::new(script)).await
+    }
+
+    async fn spawn(tls: Option<tokio_rustls::TlsAcceptor>, http2: bool, script: Script) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -168,7 +191,14 @@ impl Server {
                             let sni = conn.server_name().map(ToOwned::to_owned);
                             let client_cert =
                                 conn.peer_certificates().is_some_and(|c| !c.is_empty());
-                            serve(stream, sni, client_cert, &script, &recorded, &notify).await;
+                            let h2 = http2 && conn.alpn_protocol() == Some(b"h2");
+                            let connection = Connection { sni, client_cert };
+                            if h2 {
+                                http2::serve(stream, connection, &script, &recorded, &notify).await;
+                            } else {
+                                let Connection { sni, client_cert } = connection;
+                                serve(stream, sni, client_cert, &script, &recorded, &notify).await;
+                            }
                         }
                     }
                 });
@@ -261,7 +291,7 @@ async fn read_request<S: AsyncRead + Unpin>(
         buffer.extend_from_slice(&chunk[..n]);
     }
     let body = buffer.drain(..length).collect();
-    Some(Request { method, target, headers, body, sni: None, client_cert: false })
+    Some(Request { method, target, headers, body, sni: None, client_cert: false, http2: false })
 }
 
 /// Writes a reply; `false` when the connection must not be used again.

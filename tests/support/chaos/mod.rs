@@ -18,8 +18,12 @@
 //! last state of every object is the server's. What has not converged by then is lost. Handlers check the order of what they
 //! receive as it arrives (`recorder.rs`).
 //!
-//! `tests/chaos.rs` runs a CI-sized scenario; `cargo xtask soak --minutes N` runs that test
-//! binary in a release build with `INFORMER_CHAOS_MINUTES=N`, an epoch a minute.
+//! The server speaks plain HTTP/1.1, or TLS with HTTP/2 ([`Settings::tls`]), as a real API
+//! server does: the same faults then reach the client as HTTP/2 streams reset mid-body,
+//! connections closed under many streams at once, and streams that stall.
+//!
+//! `tests/chaos.rs` runs a CI-sized scenario over each; `cargo xtask soak --minutes N` runs
+//! that test binary in a release build with `INFORMER_CHAOS_MINUTES=N`, an epoch a minute.
 
 mod churn;
 mod faults;
@@ -32,7 +36,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use embedded_apiserver::{ApiServer, ServerHandle};
+use embedded_apiserver::{ApiServer, ServerHandle, Traffic};
 use informer_runtime::client::Config;
 use informer_runtime::reflector::{BackoffConfig, ReflectorConfig};
 use informer_runtime::shared_informer::{ResourceEventHandlerRegistration, SharedIndexInformer};
@@ -99,6 +103,9 @@ pub struct Settings {
     pub length: Length,
     /// How long the caches and handlers get to converge once churn and faults stop.
     pub converge_within: Duration,
+    /// Whether the server serves TLS, over which the client speaks HTTP/2 (ALPN), instead of
+    /// plain HTTP/1.1.
+    pub tls: bool,
 }
 
 impl Settings {
@@ -119,7 +126,7 @@ impl Settings {
         };
         let seed = number(SEED_ENV)?.unwrap_or_else(|| fastrand::u64(..));
         let length = number(MINUTES_ENV)?.map_or(length, Length::Minutes);
-        Ok(Self { seed, length, converge_within: Duration::from_secs(60) })
+        Ok(Self { seed, length, converge_within: Duration::from_secs(60), tls: false })
     }
 }
 
@@ -144,6 +151,8 @@ pub struct Report {
     pub violations: u64,
     /// Objects or caches that had not converged when the deadline passed.
     pub unconverged: u64,
+    /// What the server served, by protocol (whether the client really spoke HTTP/2).
+    pub traffic: Traffic,
     /// The first few violations and unconverged states, described.
     pub examples: Vec<String>,
 }
@@ -171,6 +180,16 @@ impl fmt::Display for Report {
             f,
             "chaos: seed {} | {} epochs in {:.1?} | {total} writes",
             self.seed, self.epochs, self.elapsed
+        )?;
+        let traffic = &self.traffic;
+        writeln!(
+            f,
+            "  requests: {} over HTTP/1.1, {} over HTTP/2 ({} TLS connections, at most {} \
+             requests at once on one)",
+            traffic.http1_requests,
+            traffic.http2_requests,
+            traffic.tls_connections,
+            traffic.max_open_streams
         )?;
         let list = |map: &BTreeMap<String, u64>| {
             map.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
@@ -233,7 +252,11 @@ struct Scenario {
 /// within [`Settings::converge_within`]. Losses are not panics: they are in the report.
 pub async fn run(settings: Settings) -> Report {
     let seed = settings.seed;
-    println!("chaos: seed {seed} (replay with {SEED_ENV}={seed}), {:?}", settings.length);
+    let transport = if settings.tls { "TLS (HTTP/2)" } else { "plain HTTP/1.1" };
+    println!(
+        "chaos: seed {seed} (replay with {SEED_ENV}={seed}), {:?}, over {transport}",
+        settings.length
+    );
     let mut scenario = Scenario::start(settings).await;
     let epochs = match scenario.settings.length {
         Length::Writes { epochs, .. } => epochs,
@@ -285,6 +308,7 @@ impl Scenario {
         let server = ApiServer::builder()
             .bookmark_interval(Some(BOOKMARK_INTERVAL))
             .history_limit(HISTORY_LIMIT)
+            .tls(settings.tls)
             .start()
             .await
             .unwrap_or_else(|e| panic!("chaos: the embedded API server did not start: {e}"));
@@ -301,7 +325,9 @@ impl Scenario {
         }
 
         let url = server.url().parse().unwrap_or_else(|e| panic!("chaos: server URL: {e}"));
-        let config = Config::new(url).watch_idle_timeout(WATCH_IDLE).read_idle_timeout(READ_IDLE);
+        let mut config =
+            Config::new(url).watch_idle_timeout(WATCH_IDLE).read_idle_timeout(READ_IDLE);
+        config.root_certs_pem = server.ca_pem().map(|pem| pem.as_bytes().to_vec());
         let client = Client::new(config).unwrap_or_else(|e| panic!("chaos: client: {e}"));
         // Fast retries, so that a run sees many; a Retry-After of a second is still honoured.
         let backoff = BackoffConfig {
@@ -473,6 +499,7 @@ impl Scenario {
     fn count(&mut self) {
         let report = &mut self.report;
         report.elapsed = self.started.elapsed();
+        report.traffic = self.server.traffic();
         report.writes = self
             .churn
             .counts
