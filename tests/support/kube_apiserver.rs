@@ -99,8 +99,31 @@ impl KubeApiServer {
     /// When Go is missing, the build fails, or the server is not ready in time; the message
     /// carries the harness's own error output.
     pub fn start() -> Result<KubeApiServer, String> {
+        Self::start_with_flags(&[])
+    }
+
+    /// [`start`](Self::start) with extra kube-apiserver flags (`--name=value` each), added after
+    /// the harness's own, so a later one wins: a server configured as a test needs it (a small
+    /// `--http2-max-streams-per-connection`, say).
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start); a flag kube-apiserver refuses fails the start, with its log.
+    pub fn start_with_flags(flags: &[&str]) -> Result<KubeApiServer, String> {
+        if let Some(flag) =
+            flags.iter().find(|f| !f.starts_with("--") || f.contains(char::is_whitespace))
+        {
+            return Err(format!(
+                "kube-apiserver flag {flag:?}: pass each flag as one `--name=value` without spaces"
+            ));
+        }
         let binary = build()?;
-        let mut child = Command::new(&binary)
+        let mut command = Command::new(&binary);
+        if !flags.is_empty() {
+            // The harness splits this on spaces (main.go's -apiserver-flags).
+            command.arg(format!("--apiserver-flags={}", flags.join(" ")));
+        }
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -142,6 +165,28 @@ impl KubeApiServer {
         let endpoints: Endpoints = serde_json::from_str(line.trim())
             .map_err(|e| format!("the harness's ready line {line:?}: {e}"))?;
         Ok(KubeApiServer { endpoints, child: Mutex::new(Some((child, stdin))) })
+    }
+
+    /// A server of the caller's own started with extra kube-apiserver `flags` (see
+    /// [`start_with_flags`](Self::start_with_flags)), or `None` after printing why the
+    /// real-server tests are skipped, exactly when [`shared`](Self::shared) would skip them.
+    ///
+    /// # Panics
+    ///
+    /// When the server cannot be built or started and a skip is not allowed.
+    pub fn private(flags: &[&str]) -> Option<KubeApiServer> {
+        match Self::start_with_flags(flags) {
+            Ok(server) => Some(server),
+            Err(reason) if !required() && go().is_none() => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "skipping a real kube-apiserver test: {reason} (set {REQUIRE_ENV}=1 to fail \
+                     instead)"
+                );
+                None
+            }
+            Err(reason) => panic!("a kube-apiserver with flags {flags:?} is unavailable: {reason}"),
+        }
     }
 
     /// Where the server is.

@@ -14,33 +14,36 @@ use url::Url;
 use super::auth::Authenticator;
 use super::body::{BodyReader, Limits, ReadError};
 use super::config::Config;
+use super::connections::{Connections, PoolSettings};
 use super::error::{
     ClientError, MAX_ERROR_BODY, Result, decode_error, status_from_response, transport_error,
 };
 use super::request::{JSON, check_segment, collection_url, object_accept, object_url};
 use super::tls::{self, PinnedHost, TlsOptions};
-use super::transport::{Body, Response, Transport};
+use super::transport::{Body, Response, Traffic, Transport};
 use crate::listwatch::Error;
 use crate::resource::{Resource, WholeObject, is_namespaced, resource_name};
 
-/// Sent as `User-Agent`.
-const USER_AGENT: &str = concat!("informer-runtime/", env!("CARGO_PKG_VERSION"));
-
-/// Interval of HTTP/2 pings on an API server connection (client-go's `ReadIdleTimeout`).
-const HTTP2_PING_INTERVAL: Duration = Duration::from_secs(30);
-
-/// How long a ping may go unanswered before the connection is dropped (client-go's
-/// `PingTimeout`).
-const HTTP2_PING_TIMEOUT: Duration = Duration::from_secs(15);
-
-/// TCP keep-alive of API server connections (client-go's dialer uses 30 s).
-const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
-
 /// A client for one Kubernetes API server.
 ///
-/// Cheap to clone: clones share one connection pool (HTTP/2 when the server offers it, so all
-/// watches share one connection) and one set of credentials. `Debug` shows the server's URL
-/// and default namespace, never credentials.
+/// Cheap to clone: clones share their connections and one set of credentials. `Debug` shows
+/// the server's URL and default namespace, never credentials.
+///
+/// # Connections and the server's stream limit
+///
+/// Over HTTP/2 (what kube-apiserver speaks over TLS) a connection carries many requests at
+/// once, up to the limit the server advertises (`--http2-max-streams-per-connection`: 250
+/// unless set; proxies and load balancers in front of it often 100). A request past that limit
+/// waits for a stream to end, and a watch holds its stream for minutes. So a client built by
+/// [`Client::new`] keeps its watches off the connection of its other requests (lists, gets,
+/// writes, Events, Lease renewals), which then never wait behind watches, and opens another
+/// connection for every [`watches_per_connection`](Config::watches_per_connection) watches (50
+/// by default), as client-go's transport opens another connection at the server's limit. A
+/// connection whose watches have all ended is closed (the first one stays). Set
+/// `watches_per_connection` below the limit of a server or proxy that advertises 50 or less.
+///
+/// A client over a kube-rs `kube::Client` (`Client::from`) speaks HTTP/1.1, with a
+/// connection per request, watches included: no stream limit applies.
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
@@ -173,34 +176,25 @@ impl Client {
             verify_name,
             https,
         })?;
-        let mut builder = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls)
-            .connect_timeout(config.connect_timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(USER_AGENT)
-            .tcp_keepalive(TCP_KEEPALIVE)
-            // client-go's HTTP/2 health check: a half-open connection is found within ~45 s
-            // instead of hanging lists and watches until TCP gives up.
-            .http2_keep_alive_interval(HTTP2_PING_INTERVAL)
-            .http2_keep_alive_timeout(HTTP2_PING_TIMEOUT)
-            .http2_keep_alive_while_idle(true);
-        builder = match &config.proxy_url {
-            Some(proxy) => {
-                builder.proxy(reqwest::Proxy::all(proxy.as_str()).map_err(ClientError::Http)?)
-            }
-            // Unlike client-go, HTTPS_PROXY/NO_PROXY are not read: set `proxy_url` to use a proxy.
-            None => builder.no_proxy(),
+        let proxy = match &config.proxy_url {
+            Some(proxy) => Some(reqwest::Proxy::all(proxy.as_str()).map_err(ClientError::Http)?),
+            None => None,
         };
-        if let Some(pinned) = pinned {
+        if let Some(pinned) = &pinned {
             base.set_host(Some(&pinned.name))
                 .map_err(|e| ClientError::Tls(format!("tls_server_name {:?}: {e}", pinned.name)))?;
-            builder = builder.dns_resolver(Arc::new(pinned));
         }
-        let http = builder.build().map_err(ClientError::Http)?;
+        let settings = PoolSettings {
+            tls,
+            connect_timeout: config.connect_timeout,
+            proxy,
+            pinned: pinned.map(Arc::new),
+        };
+        let connections = Connections::new(settings, config.watches_per_connection)?;
         tracing::debug!(url = %cluster_url, "client ready");
         Ok(Self {
             inner: Arc::new(Inner {
-                transport: Transport::Http { http, auth },
+                transport: Transport::Http { connections, auth },
                 base,
                 cluster_url: Some(cluster_url),
                 default_namespace: config.default_namespace,
@@ -598,10 +592,32 @@ impl Client {
         body: Option<Body>,
         accept: &'static str,
     ) -> Result<Response, Error> {
-        tracing::trace!(%method, path = url.path(), "request");
+        self.send_traffic(method, url, body, accept, Traffic::Request).await
+    }
+
+    /// A watch: [`send_accepting`](Self::send_accepting) of a `GET`, over a watch connection
+    /// (see [Connections](Client#connections-and-the-servers-stream-limit)) held until the
+    /// body is dropped.
+    pub(crate) async fn send_watch(
+        &self,
+        url: Url,
+        accept: &'static str,
+    ) -> Result<Response, Error> {
+        self.send_traffic(Method::GET, url, None, accept, Traffic::Watch).await
+    }
+
+    async fn send_traffic(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<Body>,
+        accept: &'static str,
+        traffic: Traffic,
+    ) -> Result<Response, Error> {
+        tracing::trace!(%method, path = url.path(), ?traffic, "request");
         let path = url.path().to_owned();
         let idle = self.inner.limits.read_idle_timeout;
-        let response = self.inner.transport.send(method, url, body, accept, idle).await?;
+        let response = self.inner.transport.send(method, url, body, accept, traffic, idle).await?;
         let code = response.status();
         if code.is_success() {
             return Ok(response);

@@ -79,7 +79,25 @@ pub struct Config {
     /// bookmark interval (about a minute on kube-apiserver), or quiet watches are cut and
     /// reopened for nothing.
     pub watch_idle_timeout: Option<Duration>,
+    /// How many watches share one connection to the API server; another connection is opened
+    /// for the next ones. Requests that end (lists, gets, writes, Events, Lease renewals) have
+    /// a connection of their own, so open watches never hold them up.
+    ///
+    /// Over HTTP/2 a server advertises how many streams a connection may carry at once
+    /// (`SETTINGS_MAX_CONCURRENT_STREAMS`: kube-apiserver's `--http2-max-streams-per-connection`,
+    /// 250 unless set; proxies and load balancers in front of it often 100 or 128). A request
+    /// past that limit waits for a stream to end, and a watch holds its stream for minutes.
+    /// Keep this below the smallest limit between the client and the server.
+    ///
+    /// Default: 50, half the smallest limit common in front of kube-apiserver (100, HTTP/2's
+    /// recommended minimum), so that streams the server has not counted as closed yet (a watch
+    /// just ended, its reset still in flight) leave room. 0 counts as 1. Over HTTP/1.1 every
+    /// watch has a connection of its own anyway.
+    pub watches_per_connection: usize,
 }
+
+/// The default [`Config::watches_per_connection`]; see there for why.
+pub(crate) const DEFAULT_WATCHES_PER_CONNECTION: usize = 50;
 
 impl Config {
     /// A config for `cluster_url` with no TLS customisation and no authentication (for example
@@ -104,6 +122,7 @@ impl Config {
             max_object_size: DEFAULT_MAX_OBJECT_SIZE,
             // Derived from each watch's own timeout; see the field.
             watch_idle_timeout: None,
+            watches_per_connection: DEFAULT_WATCHES_PER_CONNECTION,
         }
     }
 
@@ -162,6 +181,22 @@ impl Config {
     #[must_use]
     pub fn watch_idle_timeout(mut self, timeout: Duration) -> Self {
         self.watch_idle_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets [`watches_per_connection`](Self::watches_per_connection): for a server or proxy
+    /// that advertises a stream limit at or below the default of 50.
+    ///
+    /// ```
+    /// use informer_runtime::client::Config;
+    ///
+    /// // Behind a proxy that allows 32 streams per connection.
+    /// let config = Config::new("https://127.0.0.1:6443".parse().unwrap()).watches_per_connection(30);
+    /// assert_eq!(config.watches_per_connection, 30);
+    /// ```
+    #[must_use]
+    pub fn watches_per_connection(mut self, watches: usize) -> Self {
+        self.watches_per_connection = watches;
         self
     }
 
@@ -268,6 +303,7 @@ impl fmt::Debug for Config {
             .field("read_idle_timeout", &self.read_idle_timeout)
             .field("max_object_size", &self.max_object_size)
             .field("watch_idle_timeout", &self.watch_idle_timeout)
+            .field("watches_per_connection", &self.watches_per_connection)
             .finish()
     }
 }

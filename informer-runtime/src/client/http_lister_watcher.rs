@@ -356,7 +356,7 @@ impl<K: Object> HttpListerWatcher<K> {
         set_watch_query(&mut url, &options);
         let accept = target.object_accept();
         let forget = self.forget_target();
-        let response = match self.client.send_accepting(Method::GET, url, None, accept).await {
+        let response = match self.client.send_watch(url, accept).await {
             Ok(response) => response,
             Err(e) => {
                 if let Some(forget) = &forget {

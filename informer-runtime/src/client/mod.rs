@@ -34,7 +34,9 @@
 //! What differs is kube-rs's stack:
 //!
 //! - HTTP/1.1 only (kube-rs's connector enables no HTTP/2), so each watch holds a connection of
-//!   its own, where [`Client::new`] multiplexes them over one HTTP/2 connection with pings.
+//!   its own, where [`Client::new`] multiplexes them over HTTP/2 connections with pings (at most
+//!   [`Config::watches_per_connection`] on each, apart from other requests: see
+//!   [`Client`](Client#connections-and-the-servers-stream-limit)).
 //! - kube-rs retries `429`, `503` and `504` itself (`kube::Config::default_retry`, on by
 //!   default) before the reflector sees them, within the 90 s the answer may take; set it to
 //!   `false` to leave retries to the reflector's backoff.
@@ -90,6 +92,7 @@ mod api_client;
 mod auth;
 mod body;
 mod config;
+mod connections;
 mod discovery;
 mod error;
 mod files;

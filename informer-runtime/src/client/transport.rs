@@ -10,10 +10,13 @@
 //!
 //! - [`Transport::Http`]: reqwest and rustls, with this crate's [`Authenticator`] adding the
 //!   credentials of each request (token files read again, exec plugins run again when a token
-//!   expires or a 401 says it is no longer good).
+//!   expires or a 401 says it is no longer good). Watches and other requests go over separate
+//!   connections, at most `watches_per_connection` watches on each ([`Connections`]), so that
+//!   watches never queue the rest at an HTTP/2 server's stream limit.
 //! - `Transport::Kube`: `kube::Client::send`. kube-rs's tower stack adds its base URL,
 //!   credentials (and refreshes them), TLS, proxy, extra headers and retries; only the path and
-//!   query of the URL built here are sent.
+//!   query of the URL built here are sent. It speaks HTTP/1.1 only, so every request, watches
+//!   included, has a connection of its own and no stream limit applies.
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -27,6 +30,7 @@ use url::Url;
 
 use super::auth::Authenticator;
 use super::body::within_idle;
+use super::connections::Connections;
 use super::error::transport_error;
 use crate::listwatch::Error;
 
@@ -37,14 +41,23 @@ pub(crate) type Body = (&'static str, Vec<u8>);
 pub(crate) enum Transport {
     /// This crate's HTTP client, and the credentials it adds.
     Http {
-        /// The connection pool.
-        http: reqwest::Client,
+        /// The connection pools: one for requests, others for watches.
+        connections: Connections,
         /// The credentials of each request.
         auth: Authenticator,
     },
     /// A kube-rs client, which adds its own credentials.
     #[cfg(feature = "kube")]
     Kube(kube::Client),
+}
+
+/// What a request is, for the choice of its connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Traffic {
+    /// A request that ends once answered: a list, a get, a write.
+    Request,
+    /// A watch, which holds its stream until the server or the client ends it.
+    Watch,
 }
 
 /// An answer of any status: its headers, and its body as a stream of chunks.
@@ -92,6 +105,12 @@ impl Response {
     pub(crate) fn into_body(self) -> BoxStream<'static, Result<Bytes, TransportError>> {
         self.body
     }
+
+    /// This answer, with `guard` dropped when its body is (read to its end, or not).
+    fn holding<G: Send + Unpin + 'static>(mut self, guard: G) -> Self {
+        self.body = Holding { body: self.body, _guard: guard }.boxed();
+        self
+    }
 }
 
 impl From<reqwest::Response> for Response {
@@ -102,6 +121,27 @@ impl From<reqwest::Response> for Response {
             content_length: response.content_length(),
             body: response.bytes_stream().map(|chunk| chunk.map_err(boxed)).boxed(),
         }
+    }
+}
+
+/// A body that holds a guard (a watch's place on its connection) for as long as it lives.
+struct Holding<G> {
+    body: BoxStream<'static, Result<Bytes, TransportError>>,
+    _guard: G,
+}
+
+impl<G: Unpin> futures::Stream for Holding<G> {
+    type Item = Result<Bytes, TransportError>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.body.poll_next_unpin(cx)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.body.size_hint()
     }
 }
 
@@ -123,13 +163,15 @@ impl Transport {
     /// answer's headers must arrive within `idle` (the wait for credentials, an exec plugin's
     /// run, is bounded by its own timeout and not counted).
     ///
-    /// A 401 makes this crate's credentials be refreshed for the next request.
+    /// A 401 makes this crate's credentials be refreshed for the next request. A watch
+    /// ([`Traffic::Watch`]) holds its place on a watch connection until its body is dropped.
     pub(crate) async fn send(
         &self,
         method: Method,
         url: Url,
         body: Option<Body>,
         accept: &'static str,
+        traffic: Traffic,
         idle: Duration,
     ) -> Result<Response, Error> {
         // For the error when no answer comes.
@@ -140,7 +182,14 @@ impl Transport {
             ))
         };
         match self {
-            Self::Http { http, auth } => {
+            Self::Http { connections, auth } => {
+                let (http, slot) = match traffic {
+                    Traffic::Request => (connections.requests().clone(), None),
+                    Traffic::Watch => {
+                        let (http, slot) = connections.watch();
+                        (http, Some(slot))
+                    }
+                };
                 let authorization = auth
                     .authorization()
                     .await
@@ -159,10 +208,16 @@ impl Transport {
                 if response.status() == StatusCode::UNAUTHORIZED {
                     auth.invalidate_if_used(authorization.as_ref());
                 }
-                Ok(Response::from(response))
+                let response = Response::from(response);
+                Ok(match slot {
+                    Some(slot) => response.holding(slot),
+                    None => response,
+                })
             }
             #[cfg(feature = "kube")]
             Self::Kube(client) => {
+                // HTTP/1.1: a connection per request, whatever the traffic.
+                let _ = traffic;
                 let request = kube_request(method, &url, body, accept)?;
                 let response = within_idle(idle, client.send(request))
                     .await
