@@ -18,6 +18,7 @@ use super::error::{
     ClientError, MAX_ERROR_BODY, Result, decode_error, status_from_response, transport_error,
 };
 use super::request::{JSON, collection_url, object_accept, object_url};
+use super::rotation::{RotatingHttp, TlsRotation};
 use super::tls::{self, PinnedHost, TlsOptions};
 use super::transport::{Body, Response, Transport};
 use crate::listwatch::Error;
@@ -143,9 +144,15 @@ impl Client {
     /// plugin that fails), [`ClientError::Tls`] for unusable certificates or keys, or no trust
     /// roots for an `https` URL, and [`ClientError::Http`] for an unusable proxy URL.
     ///
-    /// With an exec credential plugin, this runs the plugin once (blocking) to learn whether it
-    /// provides a client certificate; such a certificate is used for the life of the client,
-    /// while tokens are refreshed per request.
+    /// Nothing is run or sent yet: an exec credential plugin runs on the first request. Its
+    /// tokens and client certificates are refreshed when they expire or a 401 refuses them;
+    /// client certificate and CA files the configuration was read from
+    /// ([`Config::identity_files`], [`Config::root_certs_file`]) are read again when they
+    /// change. When the certificate or the CA changes, new requests go out over new
+    /// connections (requests under way, such as watches, finish on theirs).
+    ///
+    /// With [`Config::accept_invalid_certs`], a warning says, once, that the server's
+    /// certificate is not verified.
     ///
     /// # Examples
     ///
@@ -158,7 +165,8 @@ impl Client {
     /// ```
     pub fn new(config: Config) -> Result<Self> {
         let auth = Authenticator::new(&config)?;
-        let identity = auth.exec_identity()?.or_else(|| config.identity.clone());
+        let provider = tls::provider();
+        let rotation = TlsRotation::new(&config, &provider)?;
         let mut cluster_url = config.cluster_url.clone();
         // Credentials go in headers, never in URLs (nor in logs and errors that quote them).
         let _ = cluster_url.set_username("");
@@ -166,37 +174,39 @@ impl Client {
         let mut base = cluster_url.clone();
         let https = base.scheme() == "https";
         let (pinned, verify_name) = server_name_plan(&config, &base);
-        let tls = tls::client_config(&TlsOptions {
-            root_certs_pem: config.root_certs_pem.as_deref(),
-            identity: identity.as_ref(),
-            accept_invalid_certs: config.accept_invalid_certs,
-            verify_name,
-            https,
-        })?;
-        let mut builder = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls)
-            .connect_timeout(config.connect_timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(USER_AGENT)
-            .tcp_keepalive(TCP_KEEPALIVE)
-            // client-go's HTTP/2 health check: a half-open connection is found within ~45 s
-            // instead of hanging lists and watches until TCP gives up.
-            .http2_keep_alive_interval(HTTP2_PING_INTERVAL)
-            .http2_keep_alive_timeout(HTTP2_PING_TIMEOUT)
-            .http2_keep_alive_while_idle(true);
-        builder = match &config.proxy_url {
-            Some(proxy) => {
-                builder.proxy(reqwest::Proxy::all(proxy.as_str()).map_err(ClientError::Http)?)
-            }
-            // Unlike client-go, HTTPS_PROXY/NO_PROXY are not read: set `proxy_url` to use a proxy.
-            None => builder.no_proxy(),
-        };
-        if let Some(pinned) = pinned {
-            base.set_host(Some(&pinned.name))
-                .map_err(|e| ClientError::Tls(format!("tls_server_name {:?}: {e}", pinned.name)))?;
-            builder = builder.dns_resolver(Arc::new(pinned));
+        let tls = tls::client_config(
+            &TlsOptions {
+                root_certs_pem: config.root_certs_pem.as_deref(),
+                roots: rotation.roots(),
+                client_cert: rotation.resolver(),
+                client_cert_rotates: rotation.rotates(),
+                accept_invalid_certs: config.accept_invalid_certs,
+                verify_name,
+                https,
+            },
+            &provider,
+        )?;
+        if config.accept_invalid_certs {
+            // A man in the middle can read and change everything, credentials included.
+            tracing::warn!(url = %cluster_url, "the TLS server certificate is not verified (accept_invalid_certs, insecure-skip-tls-verify): whoever is on the path can read and change the traffic, credentials included; use it only against a test cluster");
         }
-        let http = builder.build().map_err(ClientError::Http)?;
+        let proxy = match &config.proxy_url {
+            Some(proxy) => Some(reqwest::Proxy::all(proxy.as_str()).map_err(ClientError::Http)?),
+            None => None,
+        };
+        let resolver = match pinned {
+            Some(pinned) => {
+                base.set_host(Some(&pinned.name)).map_err(|e| {
+                    ClientError::Tls(format!("tls_server_name {:?}: {e}", pinned.name))
+                })?;
+                Some(Arc::new(pinned))
+            }
+            None => None,
+        };
+        let connect_timeout = config.connect_timeout;
+        // Built again, with the same settings, each time the TLS credentials rotate.
+        let build = move || http_client(&tls, connect_timeout, proxy.as_ref(), resolver.as_ref());
+        let http = RotatingHttp::new(rotation, build)?;
         tracing::debug!(url = %cluster_url, "client ready");
         Ok(Self {
             inner: Arc::new(Inner {
@@ -212,7 +222,39 @@ impl Client {
             }),
         })
     }
+}
 
+/// A connection pool with the client's settings: `tls`, timeouts, keep-alive pings, no
+/// redirects, and the proxy and name resolution the configuration asks for.
+fn http_client(
+    tls: &rustls::ClientConfig,
+    connect_timeout: Duration,
+    proxy: Option<&reqwest::Proxy>,
+    resolver: Option<&Arc<PinnedHost>>,
+) -> Result<reqwest::Client> {
+    let mut builder = reqwest::Client::builder()
+        .tls_backend_preconfigured(tls.clone())
+        .connect_timeout(connect_timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(USER_AGENT)
+        .tcp_keepalive(TCP_KEEPALIVE)
+        // client-go's HTTP/2 health check: a half-open connection is found within ~45 s
+        // instead of hanging lists and watches until TCP gives up.
+        .http2_keep_alive_interval(HTTP2_PING_INTERVAL)
+        .http2_keep_alive_timeout(HTTP2_PING_TIMEOUT)
+        .http2_keep_alive_while_idle(true);
+    builder = match proxy {
+        Some(proxy) => builder.proxy(proxy.clone()),
+        // Unlike client-go, HTTPS_PROXY/NO_PROXY are not read: set `proxy_url` to use a proxy.
+        None => builder.no_proxy(),
+    };
+    if let Some(resolver) = resolver {
+        builder = builder.dns_resolver(Arc::clone(resolver));
+    }
+    builder.build().map_err(ClientError::Http)
+}
+
+impl Client {
     /// A client for the configuration kubectl would use: the kubeconfig files (`KUBECONFIG`, or
     /// `~/.kube/config`) with their current context, else the in-cluster service account (see
     /// [`Config::infer`]).

@@ -9,8 +9,9 @@
 //! the prefetch of list pages, the explanation of a 404.
 //!
 //! - [`Transport::Http`]: reqwest and rustls, with this crate's [`Authenticator`] adding the
-//!   credentials of each request (token files read again, exec plugins run again when a token
-//!   expires or a 401 says it is no longer good).
+//!   credentials of each request (token files read again, exec plugins run again when a
+//!   credential expires or a 401 says it is no longer good), and a connection pool replaced
+//!   when the client certificate or the CA bundle rotates ([`RotatingHttp`]).
 //! - `Transport::Kube`: `kube::Client::send`. kube-rs's tower stack adds its base URL,
 //!   credentials (and refreshes them), TLS, proxy, extra headers and retries; only the path and
 //!   query of the URL built here are sent.
@@ -28,6 +29,7 @@ use url::Url;
 use super::auth::Authenticator;
 use super::body::within_idle;
 use super::error::transport_error;
+use super::rotation::RotatingHttp;
 use crate::listwatch::Error;
 
 /// A request body and its content type.
@@ -37,8 +39,8 @@ pub(crate) type Body = (&'static str, Vec<u8>);
 pub(crate) enum Transport {
     /// This crate's HTTP client, and the credentials it adds.
     Http {
-        /// The connection pool.
-        http: reqwest::Client,
+        /// The connection pool, and the TLS credentials it was made with.
+        http: RotatingHttp,
         /// The credentials of each request.
         auth: Authenticator,
     },
@@ -141,12 +143,13 @@ impl Transport {
         };
         match self {
             Self::Http { http, auth } => {
-                let authorization = auth
-                    .authorization()
+                let credentials = auth
+                    .credentials()
                     .await
                     .map_err(|e| Error::Transport(format!("obtaining credentials: {e}")))?;
+                let http = http.client(credentials.client_cert.as_ref());
                 let mut request = http.request(method, url).header(ACCEPT, accept);
-                if let Some(authorization) = &authorization {
+                if let Some(authorization) = &credentials.header {
                     request = request.header(AUTHORIZATION, authorization.clone());
                 }
                 if let Some((content_type, bytes)) = body {
@@ -157,7 +160,7 @@ impl Transport {
                     .ok_or_else(no_answer)?
                     .map_err(|e| transport_error(&e))?;
                 if response.status() == StatusCode::UNAUTHORIZED {
-                    auth.invalidate_if_used(authorization.as_ref());
+                    auth.invalidate_if_used(&credentials);
                 }
                 Ok(Response::from(response))
             }
