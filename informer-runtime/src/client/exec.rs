@@ -267,8 +267,9 @@ async fn kill(child: &mut tokio::process::Child, command: &str) {
 ///   `[REDACTED PRIVATE KEY]`;
 /// - the value after a name that ends in a credential's name (`token`, `secret`,
 ///   `password`, `key`, `authorization`, `cookie`... as in `client_secret=...`,
-///   `"access_token":"..."`, `password: ...`) becomes `[REDACTED]`, and so does the word after
-///   the `Bearer` or `Basic` scheme;
+///   `"access_token":"..."`, `password: ...`, but not a number of up to 3 digits, an HTTP
+///   status in prose: `token: 400 Bad Request`) becomes `[REDACTED]`, and so does the word
+///   after the `Bearer` or `Basic` scheme;
 /// - any word of [`OPAQUE_WORD`] characters or more of the alphabets of tokens (base64,
 ///   base64url, hex, JWTs: letters, digits, `+/=_-.`) that holds a digit becomes `[REDACTED]`:
 ///   credentials are long and random, while words, paths and host names are rarely both.
@@ -342,8 +343,10 @@ fn redact_line(line: &str) -> String {
         }
         let bare = word.trim_matches(|c: char| !c.is_alphanumeric());
         let scheme = bare.eq_ignore_ascii_case("bearer") || bare.eq_ignore_ascii_case("basic");
+        // A status code after `token:` in prose ("cannot fetch token: 400 Bad Request").
+        let status_code = word.len() <= 3 && word.bytes().all(|b| b.is_ascii_digit());
         if secret_next && !word.is_empty() && !scheme {
-            out.push_str("[REDACTED]");
+            out.push_str(if status_code { word } else { "[REDACTED]" });
             secret_next = false;
             continue;
         }
@@ -352,24 +355,40 @@ fn redact_line(line: &str) -> String {
             secret_next = true;
             continue;
         }
-        match word.find(['=', ':']) {
-            Some(at) if names_a_secret(&word[..at]) => {
-                let value = word[at + 1..].trim_start_matches(['=', ':']);
-                let separators = &word[at..word.len() - value.len()];
-                out.push_str(&word[..at]);
-                out.push_str(separators);
-                if value.trim_matches(|c: char| !c.is_alphanumeric()).is_empty() {
-                    // `password: hunter2`: the value is the next word.
-                    out.push_str(value);
-                    secret_next = true;
-                } else {
-                    out.push_str("[REDACTED]");
-                }
-            }
-            _ => out.push_str(&mask_opaque(word)),
+        // `a=1&client_secret=x`, `{"error":"e","access_token":"x"}`: each field on its own.
+        for piece in word.split_inclusive(FIELD_DELIMITERS) {
+            let (field, delimiter) = match piece.char_indices().last() {
+                Some((at, c)) if FIELD_DELIMITERS.contains(&c) => piece.split_at(at),
+                _ => (piece, ""),
+            };
+            out.push_str(&redact_field(field, &mut secret_next));
+            out.push_str(delimiter);
         }
     }
     out
+}
+
+/// What separates the fields of a word: JSON objects, query strings, cookies.
+const FIELD_DELIMITERS: [char; 5] = [',', '{', '}', '&', ';'];
+
+/// One `name=value` or `name:value` field with a credential's value masked; sets
+/// `secret_next` when the value is the next word (`password: hunter2`).
+fn redact_field(field: &str, secret_next: &mut bool) -> String {
+    match field.find(['=', ':']) {
+        Some(at) if names_a_secret(&field[..at]) => {
+            let value = field[at + 1..].trim_start_matches(['=', ':']);
+            let separators = &field[at..field.len() - value.len()];
+            let mut out = format!("{}{separators}", &field[..at]);
+            if value.trim_matches(|c: char| !c.is_alphanumeric()).is_empty() {
+                out.push_str(value);
+                *secret_next = true;
+            } else {
+                out.push_str("[REDACTED]");
+            }
+            out
+        }
+        _ => mask_opaque(field),
+    }
 }
 
 /// Whether `name` (as in `name=value`) names a credential.
@@ -501,7 +520,7 @@ mod tests {
         );
         assert_eq!(
             redacted(r#"Response: {"error":"invalid_grant","access_token":"abc","id_token": "x"}"#),
-            r#"Response: {"error":"invalid_grant","access_token":[REDACTED] "id_token": [REDACTED]"#
+            r#"Response: {"error":"invalid_grant","access_token":[REDACTED],"id_token": [REDACTED]"#
         );
         assert_eq!(
             redacted("using key=AKIA123 for /var/run/x.crt"),

@@ -53,6 +53,15 @@ impl TryFrom<kube::Config> for Config {
     fn try_from(config: kube::Config) -> Result<Self, ConfigError> {
         refuse_unsupported(&config)?;
         let cluster_url = url_of("cluster_url", &config.cluster_url)?;
+        if config.accept_invalid_certs
+            && (config.root_cert.is_some() || config.root_cert_file.is_some())
+        {
+            // The kubeconfig loader's words: client-go refuses a CA with the insecure flag.
+            return Err(unsupported(
+                "accept_invalid_certs",
+                "cannot be combined with root_cert or root_cert_file",
+            ));
+        }
         let mut ours = Config::new(cluster_url);
         ours.default_namespace = config.default_namespace;
         ours.root_certs_pem = match (&config.root_cert_file, &config.root_cert) {
@@ -62,13 +71,6 @@ impl TryFrom<kube::Config> for Config {
             (None, None) => None,
         };
         ours.root_certs_file.clone_from(&config.root_cert_file);
-        if config.accept_invalid_certs && ours.root_certs_pem.is_some() {
-            // The kubeconfig loader's words: client-go refuses a CA with the insecure flag.
-            return Err(unsupported(
-                "accept_invalid_certs",
-                "cannot be combined with root_cert or root_cert_file",
-            ));
-        }
         ours.accept_invalid_certs = config.accept_invalid_certs;
         ours.tls_server_name = config.tls_server_name;
         ours.proxy_url =
