@@ -210,7 +210,7 @@ impl Client {
         tracing::debug!(url = %cluster_url, "client ready");
         Ok(Self {
             inner: Arc::new(Inner {
-                transport: Transport::Http { http, auth },
+                transport: Transport::Http { http: Box::new(http), auth },
                 base,
                 cluster_url: Some(cluster_url),
                 default_namespace: config.default_namespace,

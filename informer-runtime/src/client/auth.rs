@@ -409,7 +409,7 @@ impl ExecPlugin {
         result: Result<PluginCredential, ConfigError>,
         now: SystemTime,
     ) -> Result<ExecCredentials, ConfigError> {
-        let credentials = result.and_then(|credential| self.credentials_from(credential, now));
+        let credentials = result.and_then(|credential| self.credentials_from(&credential, now));
         let mut state = self.state.lock();
         match credentials {
             Ok(mut credentials) => {
@@ -434,7 +434,7 @@ impl ExecPlugin {
 
     fn credentials_from(
         &self,
-        credential: PluginCredential,
+        credential: &PluginCredential,
         now: SystemTime,
     ) -> Result<ExecCredentials, ConfigError> {
         let token =

@@ -6,6 +6,7 @@
 //! Where it sits: below `auth`, which decides when to run the plugin (single flight, expiry,
 //! 401s) and caches what it returned.
 
+use std::fmt::Write as _;
 use std::process::Stdio;
 use std::time::{Duration, SystemTime};
 
@@ -305,7 +306,7 @@ pub(crate) fn stderr_excerpt(stderr: &[u8]) -> String {
         text.truncate(end);
         text.push_str("...");
     } else if omitted > 0 {
-        text.push_str(&format!("\n... ({omitted} more lines)"));
+        let _ = write!(text, "\n... ({omitted} more lines)");
     }
     if text.trim().is_empty() { "(empty)".to_owned() } else { text }
 }

@@ -21,6 +21,12 @@ use super::config::{
     KubeconfigOptions,
 };
 
+/// PEM data, and the file it was read from when it was not given inline.
+type PemAndFile = (Vec<u8>, Option<PathBuf>);
+
+/// A user's client certificate, and its files when both certificate and key are files.
+type UserIdentity = (Identity, Option<IdentityFiles>);
+
 /// The cluster extension that holds per-cluster configuration for exec plugins.
 const EXEC_EXTENSION: &str = "client.authentication.k8s.io/exec";
 /// The exec credential API versions this client speaks.
@@ -203,7 +209,7 @@ impl<T> Entry<T> {
         data: Option<&str>,
         file_field: &str,
         file: Option<&str>,
-    ) -> Result<Option<(Vec<u8>, Option<PathBuf>)>, ConfigError> {
+    ) -> Result<Option<PemAndFile>, ConfigError> {
         let (field, pem, source) = if let Some(data) = data {
             if file.is_some() {
                 tracing::warn!(file = %self.file.display(), field = %format!("{}.{data_field}", self.prefix), "both {data_field} and {file_field} are set; {data_field} wins");
@@ -515,7 +521,7 @@ fn parse_server(server: &str) -> Result<url::Url, String> {
 fn user_credentials(
     user: &Entry<UserFields>,
     exec_extension: Option<&serde_json::Value>,
-) -> Result<(Option<(Identity, Option<IdentityFiles>)>, Auth), ConfigError> {
+) -> Result<(Option<UserIdentity>, Auth), ConfigError> {
     let fields = &user.value;
     if let Some(provider) = &fields.auth_provider {
         return Err(ConfigError::AuthProvider {
@@ -564,9 +570,7 @@ fn user_credentials(
 /// `client-certificate(-data)` and `client-key(-data)`: both or neither; and the files they
 /// were read from when both are files (then the client reads them again when they change, as
 /// client-go does only in that case).
-fn client_identity(
-    user: &Entry<UserFields>,
-) -> Result<Option<(Identity, Option<IdentityFiles>)>, ConfigError> {
+fn client_identity(user: &Entry<UserFields>) -> Result<Option<UserIdentity>, ConfigError> {
     let fields = &user.value;
     let cert = user.pem_and_file(
         "client-certificate-data",

@@ -490,7 +490,7 @@ mod tests {
         // Same size and time, other contents: unseen until five minutes have passed.
         rewrite_in_place(&key, &second.1);
         rewrite_in_place(&certificate, &second.0);
-        *now.lock() += FILE_REREAD - Duration::from_secs(1);
+        *now.lock() += FILE_REREAD.checked_sub(Duration::from_secs(1)).unwrap();
         assert_eq!(rotation.refresh(None), start);
         assert_eq!(presented(), first.2);
         *now.lock() += Duration::from_secs(1);

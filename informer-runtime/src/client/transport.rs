@@ -40,7 +40,7 @@ pub(crate) enum Transport {
     /// This crate's HTTP client, and the credentials it adds.
     Http {
         /// The connection pool, and the TLS credentials it was made with.
-        http: RotatingHttp,
+        http: Box<RotatingHttp>,
         /// The credentials of each request.
         auth: Authenticator,
     },
