@@ -785,7 +785,9 @@ async fn requests_with_a_valid_token_do_not_wait_for_a_hung_exec_plugin() {
     // Far beyond the test's deadline: a request that waited for the plugin fails the test.
     let mut config = Config::new(server.url("http")).exec_timeout(Duration::from_secs(300));
     config.auth = Auth::Exec(exec);
-    let client = Client::new(config).unwrap(); // runs the plugin once
+    let client = Client::new(config).unwrap();
+    // The first request runs the plugin once (building the client runs nothing).
+    within(client.get::<ConfigMap>(Some("apps"), "settings")).await.unwrap();
     let cached_at = SystemTime::now();
 
     // The token is refreshed once half its lifetime has passed: wait for that instant (the
@@ -805,7 +807,7 @@ async fn requests_with_a_valid_token_do_not_wait_for_a_hung_exec_plugin() {
     assert!(SystemTime::now() < expiry, "the test ran too slowly to check anything");
     let sent: Vec<_> =
         server.requests().iter().map(|r| r.header("authorization").map(str::to_owned)).collect();
-    assert_eq!(sent, vec![Some("Bearer exec-token-1".to_owned()); 4]);
+    assert_eq!(sent, vec![Some("Bearer exec-token-1".to_owned()); 5]);
     let runs = std::fs::read_to_string(dir.join("runs")).unwrap().lines().count();
     assert_eq!(runs, 2, "one refresh at a time");
     std::fs::remove_dir_all(&dir).unwrap();

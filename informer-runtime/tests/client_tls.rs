@@ -9,96 +9,12 @@
 
 mod client_support;
 
-use std::sync::Arc;
-
+use client_support::pki::{Ca, server_config};
 use client_support::{Reply, Server, within};
-use informer_runtime::client::{Client, ClientError, Config, Identity};
+use informer_runtime::client::{Client, ClientError, Config};
 use informer_runtime::listwatch::Error;
 use k8s_openapi::api::core::v1::Namespace;
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use secrecy::ExposeSecret;
-
-/// A CA that signs server and client certificates.
-struct Ca {
-    issuer: CertifiedIssuer<'static, KeyPair>,
-}
-
-impl Ca {
-    fn new(name: &str) -> Self {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.distinguished_name.push(DnType::CommonName, name);
-        Self { issuer: CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap() }
-    }
-
-    fn pem(&self) -> Vec<u8> {
-        self.issuer.pem().into_bytes()
-    }
-
-    fn der(&self) -> CertificateDer<'static> {
-        self.issuer.der().clone()
-    }
-
-    /// A leaf certificate for `names` (DNS names or IP addresses): DER chain, key, and PEMs.
-    fn leaf(&self, names: &[&str]) -> Leaf {
-        let key = KeyPair::generate().unwrap();
-        let mut params =
-            CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>())
-                .unwrap();
-        params
-            .distinguished_name
-            .push(DnType::CommonName, names.first().copied().unwrap_or("client"));
-        let cert = params.signed_by(&key, &self.issuer).unwrap();
-        Leaf { cert_pem: cert.pem(), cert_der: cert.der().clone(), key }
-    }
-}
-
-struct Leaf {
-    cert_pem: String,
-    cert_der: CertificateDer<'static>,
-    key: KeyPair,
-}
-
-impl Leaf {
-    fn key_der(&self) -> PrivateKeyDer<'static> {
-        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key.serialize_der()))
-    }
-
-    fn identity(&self) -> Identity {
-        Identity {
-            cert_pem: self.cert_pem.clone().into_bytes(),
-            key_pem: self.key.serialize_pem().into(),
-        }
-    }
-}
-
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
-/// A server configuration presenting `leaf`, requiring client certificates from `client_ca`
-/// when given.
-fn server_config(leaf: &Leaf, client_ca: Option<&Ca>) -> rustls::ServerConfig {
-    let builder = rustls::ServerConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .unwrap();
-    let builder = match client_ca {
-        None => builder.with_no_client_auth(),
-        Some(ca) => {
-            let mut roots = rustls::RootCertStore::empty();
-            roots.add(ca.der()).unwrap();
-            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
-                Arc::new(roots),
-                provider(),
-            )
-            .build()
-            .unwrap();
-            builder.with_client_cert_verifier(verifier)
-        }
-    };
-    builder.with_single_cert(vec![leaf.cert_der.clone()], leaf.key_der()).unwrap()
-}
 
 const NAMESPACE: &str = r#"{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"kube-system","resourceVersion":"7"}}"#;
 
@@ -240,4 +156,52 @@ fn debug_output_redacts_the_client_key() {
     let key = identity.key_pem.expose_secret();
     let key_body = key.lines().nth(1).unwrap();
     assert!(!shown.contains(key_body), "{shown}");
+}
+
+/// What a test's tracing subscriber wrote.
+#[derive(Clone, Default)]
+struct Logs(std::sync::Arc<parking_lot::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The logs of `build`, run with a subscriber of its own.
+fn logs_of(build: impl FnOnce()) -> String {
+    let logs = Logs::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer({
+            let logs = logs.clone();
+            move || logs.clone()
+        })
+        .with_ansi(false)
+        .finish();
+    tracing::subscriber::with_default(subscriber, build);
+    String::from_utf8_lossy(&logs.0.lock()).into_owned()
+}
+
+#[test]
+fn a_client_that_skips_verification_says_so_once_when_built() {
+    let mut insecure = Config::new("https://10.0.0.1:6443".parse().unwrap());
+    insecure.accept_invalid_certs = true;
+    let logs = logs_of(|| {
+        let client = Client::new(insecure).unwrap();
+        drop(client.clone());
+    });
+    let warnings: Vec<_> = logs.lines().filter(|line| line.contains(" WARN ")).collect();
+    assert_eq!(warnings.len(), 1, "{logs}");
+    assert!(warnings[0].contains("server certificate is not verified"), "{logs}");
+    assert!(warnings[0].contains("https://10.0.0.1:6443"), "{logs}");
+
+    let mut verified = Config::new("https://10.0.0.1:6443".parse().unwrap());
+    verified.root_certs_pem = Some(Ca::new("cluster ca").pem());
+    let logs = logs_of(|| drop(Client::new(verified).unwrap()));
+    assert!(!logs.contains(" WARN "), "{logs}");
 }

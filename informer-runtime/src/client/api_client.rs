@@ -19,6 +19,7 @@ use super::error::{
     ClientError, MAX_ERROR_BODY, Result, decode_error, status_from_response, transport_error,
 };
 use super::request::{JSON, check_segment, collection_url, object_accept, object_url};
+use super::rotation::{RotatingHttp, TlsRotation};
 use super::tls::{self, PinnedHost, TlsOptions};
 use super::transport::{Body, Response, Traffic, Transport};
 use crate::listwatch::Error;
@@ -146,9 +147,15 @@ impl Client {
     /// plugin that fails), [`ClientError::Tls`] for unusable certificates or keys, or no trust
     /// roots for an `https` URL, and [`ClientError::Http`] for an unusable proxy URL.
     ///
-    /// With an exec credential plugin, this runs the plugin once (blocking) to learn whether it
-    /// provides a client certificate; such a certificate is used for the life of the client,
-    /// while tokens are refreshed per request.
+    /// Nothing is run or sent yet: an exec credential plugin runs on the first request. Its
+    /// tokens and client certificates are refreshed when they expire or a 401 refuses them;
+    /// client certificate and CA files the configuration was read from
+    /// ([`Config::identity_files`], [`Config::root_certs_file`]) are read again when they
+    /// change. When the certificate or the CA changes, new requests go out over new
+    /// connections (requests under way, such as watches, finish on theirs).
+    ///
+    /// With [`Config::accept_invalid_certs`], a warning says, once, that the server's
+    /// certificate is not verified.
     ///
     /// # Examples
     ///
@@ -161,7 +168,8 @@ impl Client {
     /// ```
     pub fn new(config: Config) -> Result<Self> {
         let auth = Authenticator::new(&config)?;
-        let identity = auth.exec_identity()?.or_else(|| config.identity.clone());
+        let provider = tls::provider();
+        let rotation = TlsRotation::new(&config, &provider)?;
         let mut cluster_url = config.cluster_url.clone();
         // Credentials go in headers, never in URLs (nor in logs and errors that quote them).
         let _ = cluster_url.set_username("");
@@ -169,32 +177,53 @@ impl Client {
         let mut base = cluster_url.clone();
         let https = base.scheme() == "https";
         let (pinned, verify_name) = server_name_plan(&config, &base);
-        let tls = tls::client_config(&TlsOptions {
-            root_certs_pem: config.root_certs_pem.as_deref(),
-            identity: identity.as_ref(),
-            accept_invalid_certs: config.accept_invalid_certs,
-            verify_name,
-            https,
-        })?;
+        let tls = tls::client_config(
+            &TlsOptions {
+                root_certs_pem: config.root_certs_pem.as_deref(),
+                roots: rotation.roots(),
+                client_cert: rotation.resolver(),
+                client_cert_rotates: rotation.rotates(),
+                accept_invalid_certs: config.accept_invalid_certs,
+                verify_name,
+                https,
+            },
+            &provider,
+        )?;
+        if config.accept_invalid_certs {
+            // A man in the middle can read and change everything, credentials included.
+            tracing::warn!(url = %cluster_url, "the TLS server certificate is not verified (accept_invalid_certs, insecure-skip-tls-verify): whoever is on the path can read and change the traffic, credentials included; use it only against a test cluster");
+        }
         let proxy = match &config.proxy_url {
             Some(proxy) => Some(reqwest::Proxy::all(proxy.as_str()).map_err(ClientError::Http)?),
             None => None,
         };
-        if let Some(pinned) = &pinned {
-            base.set_host(Some(&pinned.name))
-                .map_err(|e| ClientError::Tls(format!("tls_server_name {:?}: {e}", pinned.name)))?;
-        }
-        let settings = PoolSettings {
-            tls,
-            connect_timeout: config.connect_timeout,
-            proxy,
-            pinned: pinned.map(Arc::new),
+        let pinned = match pinned {
+            Some(pinned) => {
+                base.set_host(Some(&pinned.name)).map_err(|e| {
+                    ClientError::Tls(format!("tls_server_name {:?}: {e}", pinned.name))
+                })?;
+                Some(Arc::new(pinned))
+            }
+            None => None,
         };
-        let connections = Connections::new(settings, config.watches_per_connection)?;
+        let (connect_timeout, per_connection) =
+            (config.connect_timeout, config.watches_per_connection);
+        // Built again, with the same settings, each time the TLS credentials rotate: the
+        // connections of requests and of watches alike.
+        let build = move || {
+            let settings = PoolSettings {
+                tls: tls.clone(),
+                connect_timeout,
+                proxy: proxy.clone(),
+                pinned: pinned.clone(),
+            };
+            Connections::new(settings, per_connection)
+        };
+        let http = RotatingHttp::new(rotation, build)?;
         tracing::debug!(url = %cluster_url, "client ready");
         Ok(Self {
             inner: Arc::new(Inner {
-                transport: Transport::Http { connections, auth },
+                transport: Transport::Http { http: Box::new(http), auth },
                 base,
                 cluster_url: Some(cluster_url),
                 default_namespace: config.default_namespace,
@@ -206,7 +235,9 @@ impl Client {
             }),
         })
     }
+}
 
+impl Client {
     /// A client for the configuration kubectl would use: the kubeconfig files (`KUBECONFIG`, or
     /// `~/.kube/config`) with their current context, else the in-cluster service account (see
     /// [`Config::infer`]).

@@ -1,13 +1,12 @@
 //! Credentials at request time: static tokens, rotating token files, exec plugins.
 //!
 //! Sits between a loaded [`Config`] and each request: the HTTP client asks
-//! [`Authenticator::authorization`] for the `Authorization` header of every request, calls
-//! [`Authenticator::invalidate_if_used`] after a 401, and takes a plugin-provided client certificate
-//! from [`Authenticator::exec_identity`]. Headers are marked sensitive, and nothing here logs a
-//! credential.
+//! [`Authenticator::credentials`] for the `Authorization` header and the exec plugin's client
+//! certificate of every request, and calls [`Authenticator::invalidate_if_used`] after a 401.
+//! Headers are marked sensitive, and nothing here logs a credential. Running the plugin is
+//! `exec`'s; presenting its certificate, and following certificate and CA files, `rotation`'s.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -15,11 +14,11 @@ use base64::Engine as _;
 use futures::future::{BoxFuture, FutureExt as _, Shared};
 use parking_lot::Mutex;
 use reqwest::header::HeaderValue;
+use rustls::sign::CertifiedKey;
 use secrecy::{ExposeSecret, SecretString};
-use serde::Deserialize;
-use tokio::io::AsyncReadExt as _;
 
-use super::config::{Auth, Config, ConfigError, ExecConfig, Identity};
+use super::config::{Auth, Config, ConfigError, ExecConfig};
+use super::exec::{PluginCredential, exec_info, run_plugin, run_plugin_blocking};
 use super::kubeconfig::EXEC_API_VERSIONS;
 
 /// A token file is read again after this long even if its modification time did not change
@@ -28,23 +27,36 @@ const TOKEN_FILE_REREAD: Duration = Duration::from_secs(60);
 /// Exec credentials are refreshed this long before they expire, or half their lifetime if that
 /// is shorter (so a short-lived credential is not refreshed on every request).
 const EXEC_REFRESH_MARGIN: Duration = Duration::from_secs(30);
-/// How many characters of a failed plugin's stderr go into the error.
-const STDERR_LIMIT: usize = 1024;
-/// The most of a plugin's stderr that is kept while the rest is read and dropped: room for
-/// [`STDERR_LIMIT`] characters of any width.
-const STDERR_KEPT: usize = 4 * STDERR_LIMIT;
-/// The most of a plugin's stdout that is read: an `ExecCredential` with a token is a few
-/// hundred bytes, one with a client certificate chain a few KiB. More is an error.
-const STDOUT_LIMIT: usize = 1024 * 1024;
 /// After a refresh failed while the cached credential is still valid, the next one starts no
 /// sooner than this, so that a failing plugin is not run for every request until the
 /// credential expires.
 const EXEC_RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
-/// How long a killed plugin may take to exit before it is left to be reaped in the background.
-const REAP_GRACE: Duration = Duration::from_secs(5);
 
 /// Wall-clock time, injectable for tests (exec credentials expire at wall-clock instants).
-type WallClock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
+type WallClock = super::rotation::WallClock;
+
+/// What one request is sent with: what [`Authenticator::credentials`] returns, and what
+/// [`Authenticator::invalidate_if_used`] compares after a 401.
+#[derive(Clone, Default)]
+pub(crate) struct Credentials {
+    /// The `Authorization` header, marked sensitive; `None`: no header.
+    pub(crate) header: Option<HeaderValue>,
+    /// The exec plugin's client certificate, to present instead of the configured identity.
+    pub(crate) client_cert: Option<Arc<CertifiedKey>>,
+    /// Which plugin run they came from: a 401 refreshes them only if no later run replaced
+    /// them (a certificate-only credential has no header to compare).
+    exec_run: Option<u64>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("header", &self.header.as_ref().map(|_| "[REDACTED]"))
+            .field("client_cert", &self.client_cert.is_some())
+            .field("exec_run", &self.exec_run)
+            .finish()
+    }
+}
 
 /// Produces the `Authorization` header (and exec-plugin client certificates) for requests.
 ///
@@ -87,11 +99,10 @@ impl Authenticator {
         Ok(Self { method, clock })
     }
 
-    /// The Authorization header for the next request, refreshing rotated token files and expired
-    /// exec credentials.
-    ///
-    /// `None` when requests carry no header (no credentials, or an exec plugin that returns
-    /// only a client certificate). The header is marked sensitive.
+    /// The credentials of the next request, refreshing rotated token files and expired exec
+    /// credentials: the Authorization header (`None` when requests carry none: no credentials,
+    /// or an exec plugin that returns only a client certificate), and the exec plugin's client
+    /// certificate, if it returned one.
     ///
     /// A token file is read again when its modification time changes, at least every minute,
     /// and after [`invalidate_if_used`](Self::invalidate_if_used); if it cannot be read again, the previous
@@ -100,53 +111,58 @@ impl Authenticator {
     /// most `Config::exec_timeout`. Callers whose cached credential has not expired get it at
     /// once, even while a run refreshes it (a failed refresh keeps it, with a warning); the
     /// others wait for the run.
+    pub(crate) async fn credentials(&self) -> Result<Credentials, ConfigError> {
+        let header = match &self.method {
+            Method::None => None,
+            Method::Static(header) => Some(header.clone()),
+            Method::TokenFile(file) => Some(file.header((self.clock)())?),
+            Method::Exec(plugin) => {
+                let exec = plugin.credentials(&self.clock).await?;
+                return Ok(Credentials {
+                    header: exec.token,
+                    client_cert: exec.client_cert,
+                    exec_run: Some(exec.run),
+                });
+            }
+        };
+        Ok(Credentials { header, ..Credentials::default() })
+    }
+
+    /// The Authorization header of [`credentials`](Self::credentials).
+    #[cfg(test)]
     pub(crate) async fn authorization(&self) -> Result<Option<HeaderValue>, ConfigError> {
-        match &self.method {
-            Method::None => Ok(None),
-            Method::Static(header) => Ok(Some(header.clone())),
-            Method::TokenFile(file) => file.header((self.clock)()).map(Some),
-            Method::Exec(plugin) => Ok(plugin.credentials(&self.clock).await?.token),
-        }
+        Ok(self.credentials().await?.header)
     }
 
     /// Forget cached credentials so the next request refreshes them.
     #[cfg(test)]
     pub(crate) fn invalidate(&self) {
-        self.invalidate_if_used(None);
+        match &self.method {
+            Method::None | Method::Static(_) => {}
+            Method::TokenFile(file) => *file.cached.lock() = None,
+            Method::Exec(plugin) => plugin.state.lock().cached = None,
+        }
     }
 
     /// Forget cached credentials after a 401 answered to a request sent with `used` — only if
-    /// they are still what was used. When several requests fail with an old token, the first
-    /// 401 refreshes it and the later ones must not throw the fresh one away (which would run
-    /// an exec plugin once per failed request). `None` forgets unconditionally.
-    pub(crate) fn invalidate_if_used(&self, used: Option<&HeaderValue>) {
-        let stale = |cached: Option<&HeaderValue>| used.is_none_or(|used| cached == Some(used));
+    /// they are still what was used (client-go's `maybeRefreshCreds`). When several requests
+    /// fail with an old credential, the first 401 refreshes it and the later ones must not
+    /// throw the fresh one away (which would run an exec plugin once per failed request).
+    pub(crate) fn invalidate_if_used(&self, used: &Credentials) {
         match &self.method {
             Method::None | Method::Static(_) => {}
             Method::TokenFile(file) => {
                 let mut cached = file.cached.lock();
-                if stale(cached.as_ref().map(|c| &c.header)) {
+                if cached.as_ref().map(|c| &c.header) == used.header.as_ref() {
                     *cached = None;
                 }
             }
             Method::Exec(plugin) => {
                 let mut state = plugin.state.lock();
-                if stale(state.cached.as_ref().and_then(|c| c.token.as_ref())) {
+                if state.cached.as_ref().map(|c| c.run) == used.exec_run {
                     state.cached = None;
                 }
             }
-        }
-    }
-
-    /// A client certificate obtained from an exec plugin, to use instead of `config.identity`.
-    ///
-    /// Runs the plugin (blocking the calling thread, for at most `Config::exec_timeout`) when no
-    /// fresh credential is cached. `None` for other authentication methods and for plugins that
-    /// return only a token.
-    pub(crate) fn exec_identity(&self) -> Result<Option<Identity>, ConfigError> {
-        match &self.method {
-            Method::Exec(plugin) => Ok(plugin.credentials_blocking(&self.clock)?.identity),
-            _ => Ok(None),
         }
     }
 }
@@ -251,6 +267,8 @@ struct ExecPlugin {
     exec_info: String,
     /// How long one run may take ([`Config::exec_timeout`]).
     timeout: Duration,
+    /// Parses the client certificates it returns.
+    provider: Arc<rustls::crypto::CryptoProvider>,
     state: Mutex<ExecState>,
 }
 
@@ -259,6 +277,8 @@ struct ExecState {
     cached: Option<ExecCredentials>,
     /// The run under way, if any.
     refresh: Option<Refresh>,
+    /// How many runs succeeded: numbers each credential.
+    runs: u64,
 }
 
 /// A run's outcome, shared by every request that waits for it.
@@ -268,7 +288,9 @@ type Refresh = Shared<BoxFuture<'static, Result<ExecCredentials, Arc<ConfigError
 #[derive(Clone)]
 struct ExecCredentials {
     token: Option<HeaderValue>,
-    identity: Option<Identity>,
+    client_cert: Option<Arc<CertifiedKey>>,
+    /// Which successful run returned it (1 for the first).
+    run: u64,
     /// When it expires; `None`: never (until invalidated).
     expires: Option<SystemTime>,
     /// When to run the plugin again (a little before `expires`); `None`: never.
@@ -302,6 +324,7 @@ impl ExecPlugin {
             config: exec.clone(),
             exec_info: exec_info(exec, config),
             timeout: config.exec_timeout,
+            provider: super::tls::provider(),
             state: Mutex::new(ExecState::default()),
         })
     }
@@ -386,10 +409,12 @@ impl ExecPlugin {
         result: Result<PluginCredential, ConfigError>,
         now: SystemTime,
     ) -> Result<ExecCredentials, ConfigError> {
-        let credentials = result.and_then(|credential| self.credentials_from(credential, now));
+        let credentials = result.and_then(|credential| self.credentials_from(&credential, now));
         let mut state = self.state.lock();
         match credentials {
-            Ok(credentials) => {
+            Ok(mut credentials) => {
+                state.runs += 1;
+                credentials.run = state.runs;
                 state.cached = Some(credentials.clone());
                 Ok(credentials)
             }
@@ -409,11 +434,22 @@ impl ExecPlugin {
 
     fn credentials_from(
         &self,
-        credential: PluginCredential,
+        credential: &PluginCredential,
         now: SystemTime,
     ) -> Result<ExecCredentials, ConfigError> {
         let token =
             credential.token.as_ref().map(|token| bearer(token.expose_secret())).transpose()?;
+        // Parsed here, so that an unusable certificate is the run's failure, not every
+        // connection's.
+        let client_cert = credential
+            .identity
+            .as_ref()
+            .map(|identity| super::tls::certified_key(identity, &self.provider))
+            .transpose()
+            .map_err(|err| ConfigError::Exec {
+                command: self.config.command.clone(),
+                reason: format!("its client certificate cannot be used: {err}"),
+            })?;
         let refresh_at = credential.expires.map(|expires| {
             let lifetime = expires.duration_since(now).unwrap_or(Duration::ZERO);
             expires.checked_sub(EXEC_REFRESH_MARGIN.min(lifetime / 2)).unwrap_or(expires)
@@ -429,12 +465,7 @@ impl ExecPlugin {
                 tracing::debug!(command = %self.config.command, "cached exec credential without expiry");
             }
         }
-        Ok(ExecCredentials {
-            token,
-            identity: credential.identity,
-            expires: credential.expires,
-            refresh_at,
-        })
+        Ok(ExecCredentials { token, client_cert, run: 0, expires: credential.expires, refresh_at })
     }
 
     /// A run's error for one of the requests that waited for it (`ConfigError` is not `Clone`:
@@ -455,302 +486,6 @@ impl ExecPlugin {
             },
         }
     }
-}
-
-/// The `KUBERNETES_EXEC_INFO` JSON: a non-interactive `ExecCredential` request, with the
-/// cluster's connection settings when the plugin asks for them.
-fn exec_info(exec: &ExecConfig, config: &Config) -> String {
-    let mut spec = serde_json::Map::new();
-    spec.insert("interactive".to_owned(), false.into());
-    if exec.provide_cluster_info {
-        let mut cluster = serde_json::Map::new();
-        let server = config.cluster_url.as_str();
-        let server =
-            if config.cluster_url.path() == "/" { server.trim_end_matches('/') } else { server };
-        cluster.insert("server".to_owned(), server.into());
-        if let Some(name) = &config.tls_server_name {
-            cluster.insert("tls-server-name".to_owned(), name.as_str().into());
-        }
-        cluster.insert("insecure-skip-tls-verify".to_owned(), config.accept_invalid_certs.into());
-        if let Some(pem) = &config.root_certs_pem {
-            cluster.insert(
-                "certificate-authority-data".to_owned(),
-                base64::engine::general_purpose::STANDARD.encode(pem).into(),
-            );
-        }
-        if let Some(proxy) = &config.proxy_url {
-            cluster.insert("proxy-url".to_owned(), proxy.as_str().into());
-        }
-        if let Some(extension) = &exec.cluster_config {
-            cluster.insert("config".to_owned(), extension.clone());
-        }
-        spec.insert("cluster".to_owned(), cluster.into());
-    }
-    serde_json::json!({ "apiVersion": exec.api_version, "kind": "ExecCredential", "spec": spec })
-        .to_string()
-}
-
-/// An `ExecCredential` as a plugin prints it.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ExecCredential {
-    api_version: Option<String>,
-    kind: Option<String>,
-    status: Option<ExecCredentialStatus>,
-}
-
-/// `ExecCredential.status`. `Debug` redacts the token and the key.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ExecCredentialStatus {
-    #[serde(default, deserialize_with = "secret")]
-    token: Option<SecretString>,
-    client_certificate_data: Option<String>,
-    #[serde(default, deserialize_with = "secret")]
-    client_key_data: Option<SecretString>,
-    expiration_timestamp: Option<String>,
-}
-
-impl std::fmt::Debug for ExecCredentialStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ExecCredentialStatus")
-            .field("token", &self.token.as_ref().map(|_| "[REDACTED]"))
-            .field(
-                "client_certificate_data",
-                &self.client_certificate_data.as_ref().map(|pem| format!("{} bytes", pem.len())),
-            )
-            .field("client_key_data", &self.client_key_data.as_ref().map(|_| "[REDACTED]"))
-            .field("expiration_timestamp", &self.expiration_timestamp)
-            .finish()
-    }
-}
-
-fn secret<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<SecretString>, D::Error> {
-    Ok(Option::<String>::deserialize(deserializer)?.map(SecretString::from))
-}
-
-/// A validated plugin result.
-struct PluginCredential {
-    token: Option<SecretString>,
-    identity: Option<Identity>,
-    expires: Option<SystemTime>,
-}
-
-/// Why reading a plugin's output stopped short.
-enum Failure {
-    /// More than [`STDOUT_LIMIT`] on stdout.
-    TooMuchOutput,
-    Io(std::io::Error),
-}
-
-/// Run the plugin once, for at most `timeout`, and validate what it prints.
-///
-/// stdout (up to [`STDOUT_LIMIT`]) and stderr (drained, keeping its start) are read while
-/// the plugin runs, so it never blocks on a full pipe. A plugin that runs too long or prints
-/// too much is killed and reaped.
-async fn run_plugin(
-    config: &ExecConfig,
-    exec_info: &str,
-    timeout: Duration,
-) -> Result<PluginCredential, ConfigError> {
-    let error = |reason: String| ConfigError::Exec { command: config.command.clone(), reason };
-    let mut command = tokio::process::Command::new(&config.command);
-    command
-        .args(&config.args)
-        .envs(config.env.iter().map(|(name, value)| (name, value)))
-        .env("KUBERNETES_EXEC_INFO", exec_info)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // A run that is abandoned (its task dropped when the runtime shuts down) kills it.
-        .kill_on_drop(true);
-    if let Some(dir) = &config.working_dir {
-        if !dir.is_dir() {
-            return Err(error(format!("working directory {} does not exist", dir.display())));
-        }
-        command.current_dir(dir);
-    }
-    tracing::debug!(command = %config.command, "running exec credential plugin");
-    let mut child = command.spawn().map_err(|err| {
-        if err.kind() == std::io::ErrorKind::NotFound {
-            ConfigError::ExecNotFound {
-                command: config.command.clone(),
-                install_hint: config.install_hint.clone(),
-            }
-        } else {
-            error(format!("cannot run it: {err}"))
-        }
-    })?;
-    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        kill(&mut child, &config.command).await;
-        return Err(error("its output pipes could not be opened".to_owned()));
-    };
-    let mut kept_stderr = Vec::new();
-    let run = async {
-        let wait = async { child.wait().await.map_err(Failure::Io) };
-        let (stdout, (), status) =
-            tokio::try_join!(read_stdout(stdout), drain_stderr(stderr, &mut kept_stderr), wait)?;
-        Ok::<_, Failure>((stdout, status))
-    };
-    let outcome = tokio::time::timeout(timeout, run).await;
-    let reason = match outcome {
-        Ok(Ok((stdout, status))) if status.success() => return parse_credential(config, &stdout),
-        Ok(Ok((_, status))) => {
-            return Err(error(format!(
-                "failed ({status}); stderr: {}",
-                stderr_excerpt(&kept_stderr)
-            )));
-        }
-        Ok(Err(Failure::TooMuchOutput)) => format!(
-            "it printed more than {STDOUT_LIMIT} bytes (1 MiB) to stdout, more than any credential, and was killed"
-        ),
-        Ok(Err(Failure::Io(err))) => format!("cannot read its output ({err}); it was killed"),
-        Err(_) => format!(
-            "it did not finish within {timeout:?} and was killed (Config::exec_timeout sets the limit); stderr so far: {}",
-            stderr_excerpt(&kept_stderr)
-        ),
-    };
-    kill(&mut child, &config.command).await;
-    Err(error(reason))
-}
-
-/// [`run_plugin`] for callers that cannot await, on a thread and a runtime of its own: that
-/// works inside a runtime too, where `block_on` would panic.
-fn run_plugin_blocking(
-    config: &ExecConfig,
-    exec_info: &str,
-    timeout: Duration,
-) -> Result<PluginCredential, ConfigError> {
-    let error = |reason: String| ConfigError::Exec { command: config.command.clone(), reason };
-    std::thread::scope(|scope| {
-        let thread = std::thread::Builder::new()
-            .name("exec-credential-plugin".to_owned())
-            .spawn_scoped(scope, || {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|err| error(format!("cannot start a runtime to run it: {err}")))?;
-                runtime.block_on(run_plugin(config, exec_info, timeout))
-            })
-            .map_err(|err| error(format!("cannot start a thread to run it: {err}")))?;
-        thread.join().unwrap_or_else(|_| Err(error("the thread running it panicked".to_owned())))
-    })
-}
-
-/// stdout, up to [`STDOUT_LIMIT`].
-async fn read_stdout(stdout: tokio::process::ChildStdout) -> Result<Vec<u8>, Failure> {
-    let mut output = Vec::new();
-    // One byte past the limit tells a full credential from too much output.
-    stdout.take(STDOUT_LIMIT as u64 + 1).read_to_end(&mut output).await.map_err(Failure::Io)?;
-    if output.len() > STDOUT_LIMIT {
-        return Err(Failure::TooMuchOutput);
-    }
-    Ok(output)
-}
-
-/// Read stderr to its end, keeping the first [`STDERR_KEPT`] bytes in `kept`.
-async fn drain_stderr(
-    mut stderr: tokio::process::ChildStderr,
-    kept: &mut Vec<u8>,
-) -> Result<(), Failure> {
-    let mut chunk = vec![0; 8192];
-    loop {
-        let read = stderr.read(&mut chunk).await.map_err(Failure::Io)?;
-        if read == 0 {
-            return Ok(());
-        }
-        let room = STDERR_KEPT.saturating_sub(kept.len());
-        kept.extend_from_slice(&chunk[..read.min(room)]);
-    }
-}
-
-/// Kill the plugin and reap it, so that no zombie is left behind. The wait is bounded: a
-/// process stuck in the kernel outlives even SIGKILL for a while, and is then left to tokio,
-/// which reaps it later.
-async fn kill(child: &mut tokio::process::Child, command: &str) {
-    if let Err(err) = child.start_kill() {
-        tracing::debug!(command, error = %err, "cannot kill the exec credential plugin");
-    }
-    match tokio::time::timeout(REAP_GRACE, child.wait()).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(err)) => {
-            tracing::warn!(command, error = %err, "cannot reap the killed exec credential plugin");
-        }
-        Err(_) => {
-            tracing::warn!(command, grace = ?REAP_GRACE, "the killed exec credential plugin has not exited yet");
-        }
-    }
-}
-
-/// The start of a plugin's stderr, for an error message.
-fn stderr_excerpt(stderr: &[u8]) -> String {
-    let text = String::from_utf8_lossy(stderr);
-    let text = text.trim();
-    if text.is_empty() {
-        return "(empty)".to_owned();
-    }
-    match text.char_indices().nth(STDERR_LIMIT) {
-        Some((end, _)) => format!("{}...", &text[..end]),
-        None => text.to_owned(),
-    }
-}
-
-/// Check a plugin's stdout the way client-go does. Errors never quote the output: it holds the
-/// credential.
-fn parse_credential(config: &ExecConfig, stdout: &[u8]) -> Result<PluginCredential, ConfigError> {
-    let error = |reason: String| ConfigError::Exec { command: config.command.clone(), reason };
-    let credential: ExecCredential = serde_json::from_slice(stdout).map_err(|err| {
-        let what = if err.is_data() {
-            "does not have the shape of an ExecCredential"
-        } else {
-            "is not JSON"
-        };
-        error(format!("its output {what} (line {}, column {})", err.line(), err.column()))
-    })?;
-    if credential.kind.as_deref() != Some("ExecCredential") {
-        return Err(error(format!(
-            "its output has kind `{}`, not ExecCredential",
-            credential.kind.unwrap_or_default()
-        )));
-    }
-    if credential.api_version.as_deref() != Some(config.api_version.as_str()) {
-        return Err(error(format!(
-            "it returned apiVersion `{}`, but `{}` is configured",
-            credential.api_version.unwrap_or_default(),
-            config.api_version
-        )));
-    }
-    let status = credential.status.ok_or_else(|| error("its output has no status".to_owned()))?;
-    let token = status.token.filter(|token| !token.expose_secret().is_empty());
-    let cert = status.client_certificate_data.filter(|cert| !cert.is_empty());
-    let key = status.client_key_data.filter(|key| !key.expose_secret().is_empty());
-    let identity = match (cert, key) {
-        (Some(cert), Some(key)) => Some(Identity { cert_pem: cert.into_bytes(), key_pem: key }),
-        (None, None) => None,
-        _ => {
-            return Err(error(
-                "it returned only one of status.clientCertificateData and status.clientKeyData"
-                    .to_owned(),
-            ));
-        }
-    };
-    if token.is_none() && identity.is_none() {
-        return Err(error(
-            "it returned neither status.token nor a client certificate and key".to_owned(),
-        ));
-    }
-    let expires = match status.expiration_timestamp.as_deref().filter(|at| !at.is_empty()) {
-        Some(at) => {
-            let at: jiff::Timestamp = at.parse().map_err(|err| {
-                error(format!("status.expirationTimestamp `{at}` is not an RFC 3339 time: {err}"))
-            })?;
-            Some(SystemTime::from(at))
-        }
-        None => None,
-    };
-    Ok(PluginCredential { token, identity, expires })
 }
 
 #[cfg(test)]
@@ -869,8 +604,8 @@ mod tests {
         assert!(!format!("{auth:?}").contains("YWRtaW46cHc="));
 
         let auth = Authenticator::new(&config_with(Auth::None)).unwrap();
-        assert!(auth.authorization().await.unwrap().is_none());
-        assert!(auth.exec_identity().unwrap().is_none());
+        let credentials = auth.credentials().await.unwrap();
+        assert!(credentials.header.is_none() && credentials.client_cert.is_none());
     }
 
     #[test]
@@ -949,11 +684,11 @@ mod tests {
             clock.wall_clock(),
         )
         .unwrap();
-        let old = auth.authorization().await.unwrap();
+        let old = auth.credentials().await.unwrap();
         assert_eq!(runs(&counter), 1);
-        auth.invalidate_if_used(old.as_ref()); // the first 401: refresh
+        auth.invalidate_if_used(&old); // the first 401: refresh
         assert_eq!(header(&auth).await, "Bearer exec-token-2");
-        auth.invalidate_if_used(old.as_ref()); // a late 401 for the old token: keep the new one
+        auth.invalidate_if_used(&old); // a late 401 for the old token: keep the new one
         assert_eq!(header(&auth).await, "Bearer exec-token-2");
         assert_eq!(runs(&counter), 2);
     }
@@ -974,8 +709,8 @@ mod tests {
             assert_eq!(header(&auth).await, "Bearer exec-token-1");
         }
         assert_eq!(runs(&counter), 1);
-        assert!(auth.exec_identity().unwrap().is_none());
-        assert_eq!(runs(&counter), 1, "a cached token-only credential has no identity");
+        assert!(auth.credentials().await.unwrap().client_cert.is_none());
+        assert_eq!(runs(&counter), 1, "a cached token-only credential has no certificate");
 
         auth.invalidate();
         assert_eq!(header(&auth).await, "Bearer exec-token-2");
@@ -1080,19 +815,67 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn exec_client_certificate_is_an_identity() {
+    async fn an_unusable_exec_certificate_is_an_error_that_does_not_quote_the_key() {
         let dir = TempDir::new("exec-cert");
         let counter = dir.path().join("runs");
         let auth = Authenticator::new(&config_with(Auth::Exec(
             exec_config(&dir, EXEC_API_VERSIONS[0]).env("MODE", "cert"),
         )))
         .unwrap();
-        let identity = auth.exec_identity().unwrap().unwrap();
-        assert!(identity.cert_pem.starts_with(b"-----BEGIN CERTIFICATE-----\nZXhlYy1jZXJ0"));
-        assert!(identity.key_pem.expose_secret().contains("ZXhlYy1rZXk="));
-        assert!(!format!("{identity:?}").contains("ZXhlYy1rZXk="));
-        assert!(auth.authorization().await.unwrap().is_none());
+        let err = auth.credentials().await.unwrap_err().to_string();
+        assert!(err.contains("its client certificate cannot be used"), "{err}");
+        assert!(!err.contains("ZXhlYy1rZXk="), "{err}");
         assert_eq!(runs(&counter), 1);
+    }
+
+    /// Client certificates and keys, PEM, as `cert-N.pem` and `key-N.pem` of `dir` for the
+    /// fixture plugin's run N; returns each certificate's DER.
+    fn issue_certificates(dir: &TempDir, count: usize) -> Vec<Vec<u8>> {
+        (1..=count)
+            .map(|run| {
+                let key = rcgen::KeyPair::generate().unwrap();
+                let params = rcgen::CertificateParams::new(vec![format!("client-{run}")]).unwrap();
+                let cert = params.self_signed(&key).unwrap();
+                dir.write(&format!("cert-{run}.pem"), &cert.pem());
+                dir.write(&format!("key-{run}.pem"), &key.serialize_pem());
+                cert.der().to_vec()
+            })
+            .collect()
+    }
+
+    /// The end-entity certificate the credentials present (DER), if any.
+    fn presented(credentials: &Credentials) -> Option<Vec<u8>> {
+        credentials.client_cert.as_ref().map(|key| key.cert[0].to_vec())
+    }
+
+    #[tokio::test]
+    async fn an_exec_certificate_is_replaced_once_it_expires() {
+        let dir = TempDir::new("exec-cert-expiry");
+        let counter = dir.path().join("runs");
+        let certs = issue_certificates(&dir, 2);
+        let clock = ManualClock::at("2029-12-31T23:00:00Z");
+        let exec = exec_config(&dir, EXEC_API_VERSIONS[0])
+            .env("MODE", "cert")
+            .env("CERT_DIR", dir.path().to_string_lossy());
+        let auth =
+            Authenticator::with_clock(&config_with(Auth::Exec(exec)), clock.wall_clock()).unwrap();
+        let first = auth.credentials().await.unwrap();
+        assert_eq!(presented(&first).as_ref(), Some(&certs[0]));
+        assert!(first.header.is_none());
+
+        clock.set("2029-12-31T23:59:00Z"); // valid, not due yet
+        assert_eq!(presented(&auth.credentials().await.unwrap()).as_ref(), Some(&certs[0]));
+        assert_eq!(runs(&counter), 1);
+        clock.set("2030-01-01T00:00:01Z"); // expired: the request waits for the next run
+        assert_eq!(presented(&auth.credentials().await.unwrap()).as_ref(), Some(&certs[1]));
+        assert_eq!(runs(&counter), 2);
+
+        // A late 401 for the first certificate keeps the second. (Every run of the fixture
+        // expires at midnight: back before it, so that only a 401 could run it again.)
+        clock.set("2029-12-31T23:59:00Z");
+        auth.invalidate_if_used(&first);
+        assert_eq!(presented(&auth.credentials().await.unwrap()).as_ref(), Some(&certs[1]));
+        assert_eq!(runs(&counter), 2);
     }
 
     #[tokio::test]
@@ -1120,6 +903,31 @@ mod tests {
         // A failed run is not cached: the next request runs the plugin again.
         assert!(auth.authorization().await.is_err());
         assert_eq!(runs(&dir.path().join("runs")), 3);
+    }
+
+    // A plugin's stderr helps to find out why it failed, but plugins print what they hold:
+    // tokens, secrets, keys. The excerpt in the error keeps the words and masks those.
+    #[tokio::test]
+    async fn a_failed_plugins_stderr_reaches_the_error_without_its_credentials() {
+        let dir = TempDir::new("exec-leaky");
+        let auth = Authenticator::new(&config_with(Auth::Exec(
+            exec_config(&dir, EXEC_API_VERSIONS[0]).env("MODE", "leaky"),
+        )))
+        .unwrap();
+        let err = auth.authorization().await.unwrap_err().to_string();
+        for kept in [
+            "failed (exit status: 4)",
+            "refresh failed: invalid_grant (the refresh token has expired)",
+            "Authorization: Bearer [REDACTED]",
+            "client_secret=[REDACTED] password: [REDACTED]",
+            "[REDACTED PRIVATE KEY]",
+            "run 'login --device' to sign in again",
+        ] {
+            assert!(err.contains(kept), "{kept:?} missing from {err}");
+        }
+        for secret in ["eyJhbGci", "c2lnbmF0dXJl", "hunter2", "MIIEvQIBADAN", "ghp_16C7e42F"] {
+            assert!(!err.contains(secret), "{secret:?} leaked into {err}");
+        }
     }
 
     #[tokio::test]
@@ -1170,10 +978,18 @@ mod tests {
         let auth = Authenticator::new(&config).unwrap();
 
         let (sender, receiver) = std::sync::mpsc::channel();
-        std::thread::spawn(move || sender.send(auth.exec_identity().map(|_| ())));
+        // No runtime on this thread: the plugin runs on the blocking path, within one poll.
+        std::thread::spawn(move || {
+            let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+            let credentials = std::pin::pin!(auth.credentials()).poll(&mut context);
+            let std::task::Poll::Ready(result) = credentials else {
+                panic!("without a runtime, credentials are obtained within one poll")
+            };
+            sender.send(result.map(|_| ()))
+        });
         let err = receiver
             .recv_timeout(DEADLINE)
-            .expect("exec_identity did not return within the deadline")
+            .expect("credentials did not return within the deadline")
             .unwrap_err();
         assert!(err.to_string().contains("did not finish within 1s"), "{err}");
         let pid: u32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
@@ -1280,47 +1096,5 @@ mod tests {
         clock.set("2030-01-01T00:00:00Z"); // expired: the failure reaches the request
         let err = within("a request", auth.authorization()).await.unwrap_err();
         assert!(err.to_string().contains("the identity provider refused"), "{err}");
-    }
-
-    #[test]
-    fn credential_output_is_validated() {
-        let config = ExecConfig::new(EXEC_API_VERSIONS[0], "plugin");
-        let check = |json: &str| {
-            parse_credential(&config, json.as_bytes())
-                .err()
-                .map(|err| err.to_string())
-                .unwrap_or_default()
-        };
-        let v1 = r#""apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential""#;
-        assert!(check(&format!("{{{v1}}}")).contains("no status"));
-        assert!(check(&format!(r#"{{{v1},"status":{{}}}}"#)).contains("neither status.token nor"));
-        assert!(
-            check(&format!(r#"{{{v1},"status":{{"clientCertificateData":"c"}}}}"#))
-                .contains("only one of")
-        );
-        let bad_time = check(&format!(
-            r#"{{{v1},"status":{{"token":"tkn-secret","expirationTimestamp":"tomorrow"}}}}"#
-        ));
-        assert!(bad_time.contains("`tomorrow` is not an RFC 3339 time"), "{bad_time}");
-        assert!(!bad_time.contains("tkn-secret"), "{bad_time}");
-        let bad_shape = check(&format!(r#"{{{v1},"status":{{"token":12345678}}}}"#));
-        assert!(bad_shape.contains("does not have the shape of an ExecCredential"), "{bad_shape}");
-        assert!(!bad_shape.contains("12345678"), "{bad_shape}");
-        assert!(check(r#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"Pod","status":{"token":"t"}}"#).contains("kind `Pod`"));
-    }
-
-    #[test]
-    fn long_stderr_is_truncated() {
-        let excerpt = stderr_excerpt("é".repeat(STDERR_LIMIT + 10).as_bytes());
-        assert_eq!(excerpt.chars().count(), STDERR_LIMIT + 3);
-        assert_eq!(stderr_excerpt(b"  \n"), "(empty)");
-    }
-
-    #[test]
-    fn exec_credential_status_debug_is_redacted() {
-        let status: ExecCredentialStatus =
-            serde_json::from_str(r#"{"token":"tkn-secret","clientKeyData":"key-secret"}"#).unwrap();
-        let debug = format!("{status:?}");
-        assert!(!debug.contains("tkn-secret") && !debug.contains("key-secret"), "{debug}");
     }
 }

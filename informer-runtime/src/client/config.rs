@@ -37,8 +37,16 @@ pub struct Config {
     pub default_namespace: String,
     /// PEM-encoded CA certificates to trust instead of the system roots; `None`: system roots.
     pub root_certs_pem: Option<Vec<u8>>,
+    /// The file `root_certs_pem` was read from (kubeconfig `certificate-authority`, the
+    /// in-cluster `ca.crt`). When set, the client reads it again when it changes and trusts
+    /// the new bundle on new connections, as client-go does for a CA given only as a file.
+    pub root_certs_file: Option<PathBuf>,
     /// A client certificate and key for mutual TLS.
     pub identity: Option<Identity>,
+    /// The files `identity` was read from (kubeconfig `client-certificate` and `client-key`,
+    /// both files). When set, the client reads them again when they change and presents the
+    /// new certificate on new connections, as client-go does.
+    pub identity_files: Option<IdentityFiles>,
     /// Skip server certificate verification (kubeconfig `insecure-skip-tls-verify`).
     pub accept_invalid_certs: bool,
     /// The name to verify the server certificate against, instead of the URL's host.
@@ -108,7 +116,9 @@ impl Config {
             cluster_url,
             default_namespace: "default".to_owned(),
             root_certs_pem: None,
+            root_certs_file: None,
             identity: None,
+            identity_files: None,
             accept_invalid_certs: false,
             tls_server_name: None,
             proxy_url: None,
@@ -216,8 +226,8 @@ impl Config {
     /// [`Config::incluster`] with the environment and the service account directory given.
     ///
     /// - URL: `https://{service_host}:{service_port}`, an IPv6 host in brackets;
-    /// - CA: `{service_account_dir}/ca.crt` (when it cannot be read, a warning is logged and the
-    ///   system roots are used, as client-go does);
+    /// - CA: `{service_account_dir}/ca.crt`, read again when it changes (when it cannot be
+    ///   read, a warning is logged and the system roots are used, as client-go does);
     /// - namespace: `namespace`, else `{service_account_dir}/namespace`, else `default`;
     /// - auth: [`Auth::TokenFile`] of `{service_account_dir}/token`.
     ///
@@ -251,11 +261,11 @@ impl Config {
             .map_err(|source| ConfigError::Io { path: token_path.clone(), source })?;
 
         let ca_path = options.service_account_dir.join("ca.crt");
-        let root_certs_pem = match super::files::read(&ca_path) {
-            Ok(pem) => Some(pem),
+        let (root_certs_pem, root_certs_file) = match super::files::read(&ca_path) {
+            Ok(pem) => (Some(pem), Some(ca_path)),
             Err(err) => {
                 tracing::warn!(path = %ca_path.display(), error = %err, "cannot read the service account CA; using the system roots");
-                None
+                (None, None)
             }
         };
 
@@ -278,6 +288,7 @@ impl Config {
         Ok(Self {
             default_namespace,
             root_certs_pem,
+            root_certs_file,
             auth: Auth::TokenFile(token_path),
             ..Self::new(cluster_url)
         })
@@ -293,7 +304,9 @@ impl fmt::Debug for Config {
                 "root_certs_pem",
                 &self.root_certs_pem.as_ref().map(|pem| format!("{} bytes", pem.len())),
             )
+            .field("root_certs_file", &self.root_certs_file)
             .field("identity", &self.identity)
+            .field("identity_files", &self.identity_files)
             .field("accept_invalid_certs", &self.accept_invalid_certs)
             .field("tls_server_name", &self.tls_server_name)
             .field("proxy_url", &self.proxy_url.as_ref().map(redact_url))
@@ -398,6 +411,15 @@ impl fmt::Debug for Identity {
             .field("key_pem", &"[REDACTED]")
             .finish()
     }
+}
+
+/// Where a client certificate and its key are read from, and read again when they change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdentityFiles {
+    /// The PEM certificate chain.
+    pub certificate: PathBuf,
+    /// The PEM private key.
+    pub key: PathBuf,
 }
 
 /// How requests authenticate.

@@ -15,7 +15,7 @@ use base64::Engine as _;
 use secrecy::{ExposeSecret, SecretString};
 
 use super::api_client::Client;
-use super::config::{Auth, Config, ConfigError, ExecConfig, Identity};
+use super::config::{Auth, Config, ConfigError, ExecConfig, Identity, IdentityFiles};
 use super::error::ClientError;
 
 /// What to do instead, for settings only kube-rs's stack honours.
@@ -31,14 +31,15 @@ impl TryFrom<kube::Config> for Config {
     /// |---|---|
     /// | `cluster_url`, `default_namespace`, `accept_invalid_certs`, `tls_server_name`, `proxy_url` | the same fields |
     /// | `root_cert` (DER) | [`root_certs_pem`](Config::root_certs_pem), as PEM |
-    /// | `root_cert_file` | `root_certs_pem`, read once now (kube-rs reads it again every minute; this client does not follow a rotated CA) |
+    /// | `root_cert_file` | `root_certs_pem`, read now, and [`root_certs_file`](Config::root_certs_file): read again when it changes (kube-rs reads it again every minute) |
+    /// | `accept_invalid_certs` together with `root_cert` or `root_cert_file` | an error, as in a kubeconfig (client-go refuses a CA with the insecure flag) |
     /// | `connect_timeout` | [`connect_timeout`](Config::connect_timeout); `None` (no timeout) keeps the default, 30 s |
     /// | `read_timeout` | [`read_idle_timeout`](Config::read_idle_timeout), which does not apply to watches (they have their own idle deadline); `None` keeps the default, 90 s |
     /// | `write_timeout`, `reset_reader_on_write` | not used: request bodies are small, and the wait for the answer is bounded from the moment the request is sent |
     /// | `disable_compression` | nothing to do: this client never asks for compression |
     /// | `default_retry` | not used: typed requests are not retried; the reflector retries lists and watches with its backoff, honouring `Retry-After` |
     /// | `auth_info`: `username` and `password`, `token`, `token_file`, `exec` (in kube-rs's order of precedence) | [`Auth::Basic`], [`Auth::Bearer`], [`Auth::TokenFile`], [`Auth::Exec`] |
-    /// | `auth_info`: `client_certificate(_data)`, `client_key(_data)` | [`Identity`] (data takes precedence over files) |
+    /// | `auth_info`: `client_certificate(_data)`, `client_key(_data)` | [`Identity`] (data takes precedence over files); both files: also [`identity_files`](Config::identity_files), read again when they change |
     /// | `headers`, `auth_info.impersonate*`, `auth_info.auth_provider`, `exec.drop_env`, `exec.interactive_mode: Always` | an error ([`ConfigError::KubeConfig`]) |
     ///
     /// What is refused works through the `kube::Client` itself:
@@ -52,14 +53,24 @@ impl TryFrom<kube::Config> for Config {
     fn try_from(config: kube::Config) -> Result<Self, ConfigError> {
         refuse_unsupported(&config)?;
         let cluster_url = url_of("cluster_url", &config.cluster_url)?;
+        if config.accept_invalid_certs
+            && (config.root_cert.is_some() || config.root_cert_file.is_some())
+        {
+            // The kubeconfig loader's words: client-go refuses a CA with the insecure flag.
+            return Err(unsupported(
+                "accept_invalid_certs",
+                "cannot be combined with root_cert or root_cert_file",
+            ));
+        }
         let mut ours = Config::new(cluster_url);
         ours.default_namespace = config.default_namespace;
         ours.root_certs_pem = match (&config.root_cert_file, &config.root_cert) {
-            // kube-rs prefers the file, which it reads again to follow rotation.
+            // kube-rs prefers the file, which it reads again to follow rotation; so does this.
             (Some(path), _) => Some(read(path)?),
             (None, Some(ders)) => Some(pem_certificates(ders)),
             (None, None) => None,
         };
+        ours.root_certs_file.clone_from(&config.root_cert_file);
         ours.accept_invalid_certs = config.accept_invalid_certs;
         ours.tls_server_name = config.tls_server_name;
         ours.proxy_url =
@@ -71,6 +82,17 @@ impl TryFrom<kube::Config> for Config {
             ours.read_idle_timeout = timeout;
         }
         ours.identity = identity(&config.auth_info)?;
+        if let (Some(certificate), Some(key), None, None) = (
+            &config.auth_info.client_certificate,
+            &config.auth_info.client_key,
+            &config.auth_info.client_certificate_data,
+            &config.auth_info.client_key_data,
+        ) {
+            ours.identity_files = Some(IdentityFiles {
+                certificate: PathBuf::from(certificate),
+                key: PathBuf::from(key),
+            });
+        }
         ours.auth = auth(&config.auth_info)?;
         Ok(ours)
     }
@@ -295,7 +317,6 @@ mod tests {
         let mut config = kube_config();
         config.default_namespace = "apps".to_owned();
         config.root_cert = Some(vec![vec![1, 2, 3], vec![4; 100]]);
-        config.accept_invalid_certs = true;
         config.tls_server_name = Some("kubernetes".to_owned());
         config.proxy_url = Some("http://proxy:3128".parse().unwrap());
         config.read_timeout = Some(std::time::Duration::from_secs(7));
@@ -311,11 +332,32 @@ mod tests {
             .map(|der| der.unwrap().as_ref().to_vec())
             .collect();
         assert_eq!(ders, [vec![1, 2, 3], vec![4; 100]]);
-        assert!(ours.accept_invalid_certs);
+        assert!(!ours.accept_invalid_certs);
         assert_eq!(ours.tls_server_name.as_deref(), Some("kubernetes"));
         assert_eq!(ours.proxy_url.unwrap().as_str(), "http://proxy:3128/");
         assert_eq!(ours.read_idle_timeout, std::time::Duration::from_secs(7));
         assert_eq!(ours.connect_timeout, std::time::Duration::from_secs(30));
+    }
+
+    // client-go: "specifying a root certificates file with the insecure flag is not allowed";
+    // the kubeconfig loader refuses it too, in the same words.
+    #[test]
+    fn insecure_mode_with_a_ca_is_refused_as_a_kubeconfig_refuses_it() {
+        let mut config = kube_config();
+        config.accept_invalid_certs = true;
+        assert!(Config::try_from(config.clone()).unwrap().accept_invalid_certs);
+        for with_ca in [
+            |config: &mut kube::Config| config.root_cert = Some(vec![vec![1, 2, 3]]),
+            |config: &mut kube::Config| config.root_cert_file = Some("/etc/ca.crt".into()),
+        ] {
+            let mut config = config.clone();
+            with_ca(&mut config);
+            let error = Config::try_from(config).unwrap_err();
+            assert_eq!(
+                error.to_string(),
+                "kube::Config accept_invalid_certs: cannot be combined with root_cert or root_cert_file"
+            );
+        }
     }
 
     #[test]

@@ -17,8 +17,15 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Deserializer};
 
 use super::config::{
-    Auth, Config, ConfigError, ExecConfig, Identity, InClusterOptions, KubeconfigOptions,
+    Auth, Config, ConfigError, ExecConfig, Identity, IdentityFiles, InClusterOptions,
+    KubeconfigOptions,
 };
+
+/// PEM data, and the file it was read from when it was not given inline.
+type PemAndFile = (Vec<u8>, Option<PathBuf>);
+
+/// A user's client certificate, and its files when both certificate and key are files.
+type UserIdentity = (Identity, Option<IdentityFiles>);
 
 /// The cluster extension that holds per-cluster configuration for exec plugins.
 const EXEC_EXTENSION: &str = "client.authentication.k8s.io/exec";
@@ -194,29 +201,30 @@ impl<T> Entry<T> {
             .map_err(|_| self.invalid(field, "invalid base64"))
     }
 
-    /// PEM data from the inline `data_field` (base64) if set, else from the file `file_field`.
-    fn pem(
+    /// PEM data from the inline `data_field` (base64) if set, else from the file `file_field`,
+    /// with the path of that file.
+    fn pem_and_file(
         &self,
         data_field: &str,
         data: Option<&str>,
         file_field: &str,
         file: Option<&str>,
-    ) -> Result<Option<Vec<u8>>, ConfigError> {
-        let (field, pem) = if let Some(data) = data {
+    ) -> Result<Option<PemAndFile>, ConfigError> {
+        let (field, pem, source) = if let Some(data) = data {
             if file.is_some() {
                 tracing::warn!(file = %self.file.display(), field = %format!("{}.{data_field}", self.prefix), "both {data_field} and {file_field} are set; {data_field} wins");
             }
-            (data_field.to_owned(), self.decode(data_field, data)?)
+            (data_field.to_owned(), self.decode(data_field, data)?, None)
         } else if let Some(file) = file {
             let (path, pem) = self.read_file(file_field, file)?;
-            (format!("{file_field} ({})", path.display()), pem)
+            (format!("{file_field} ({})", path.display()), pem, Some(path))
         } else {
             return Ok(None);
         };
         if !pem.windows(10).any(|window| window == b"-----BEGIN") {
             return Err(self.invalid(field, "not PEM-encoded (no -----BEGIN line)"));
         }
-        Ok(Some(pem))
+        Ok(Some((pem, source)))
     }
 }
 
@@ -390,7 +398,8 @@ impl Kubeconfig {
                 .find(|extension| extension.name == EXEC_EXTENSION)
                 .map(|extension| &extension.extension);
             let (identity, auth) = user_credentials(user, exec_extension)?;
-            config.identity = identity;
+            (config.identity, config.identity_files) =
+                identity.map_or((None, None), |(identity, files)| (Some(identity), files));
             config.auth = auth;
         }
         tracing::debug!(context = context_name, cluster = cluster_name, url = %super::config::redact_url(&config.cluster_url), "using kubeconfig context");
@@ -457,12 +466,15 @@ fn cluster_config(cluster: &Entry<ClusterFields>) -> Result<Config, ConfigError>
     let mut config =
         Config::new(parse_server(server).map_err(|reason| cluster.invalid("server", reason))?);
 
-    config.root_certs_pem = cluster.pem(
-        "certificate-authority-data",
-        nonempty(fields.certificate_authority_data.as_deref()),
-        "certificate-authority",
-        nonempty(fields.certificate_authority.as_deref()),
-    )?;
+    // Read again when it changes, if it is a file (client-go: when there is no `-data`).
+    (config.root_certs_pem, config.root_certs_file) = cluster
+        .pem_and_file(
+            "certificate-authority-data",
+            nonempty(fields.certificate_authority_data.as_deref()),
+            "certificate-authority",
+            nonempty(fields.certificate_authority.as_deref()),
+        )?
+        .map_or((None, None), |(pem, file)| (Some(pem), file));
     config.accept_invalid_certs = fields.insecure_skip_tls_verify;
     if config.accept_invalid_certs && config.root_certs_pem.is_some() {
         // client-go: "specifying a root certificates file with the insecure flag is not allowed".
@@ -509,7 +521,7 @@ fn parse_server(server: &str) -> Result<url::Url, String> {
 fn user_credentials(
     user: &Entry<UserFields>,
     exec_extension: Option<&serde_json::Value>,
-) -> Result<(Option<Identity>, Auth), ConfigError> {
+) -> Result<(Option<UserIdentity>, Auth), ConfigError> {
     let fields = &user.value;
     if let Some(provider) = &fields.auth_provider {
         return Err(ConfigError::AuthProvider {
@@ -555,10 +567,12 @@ fn user_credentials(
     Ok((identity, auth))
 }
 
-/// `client-certificate(-data)` and `client-key(-data)`: both or neither.
-fn client_identity(user: &Entry<UserFields>) -> Result<Option<Identity>, ConfigError> {
+/// `client-certificate(-data)` and `client-key(-data)`: both or neither; and the files they
+/// were read from when both are files (then the client reads them again when they change, as
+/// client-go does only in that case).
+fn client_identity(user: &Entry<UserFields>) -> Result<Option<UserIdentity>, ConfigError> {
     let fields = &user.value;
-    let cert = user.pem(
+    let cert = user.pem_and_file(
         "client-certificate-data",
         nonempty(fields.client_certificate_data.as_deref()),
         "client-certificate",
@@ -569,17 +583,20 @@ fn client_identity(user: &Entry<UserFields>) -> Result<Option<Identity>, ConfigE
         .as_ref()
         .map(ExposeSecret::expose_secret)
         .filter(|key| !key.is_empty());
-    let key = user.pem(
+    let key = user.pem_and_file(
         "client-key-data",
         key_data,
         "client-key",
         nonempty(fields.client_key.as_deref()),
     )?;
     match (cert, key) {
-        (Some(cert_pem), Some(key_pem)) => {
+        (Some((cert_pem, cert_file)), Some((key_pem, key_file))) => {
             let key_pem = String::from_utf8(key_pem)
                 .map_err(|_| user.invalid("client-key-data", "not PEM-encoded (not UTF-8)"))?;
-            Ok(Some(Identity { cert_pem, key_pem: SecretString::from(key_pem) }))
+            let files = cert_file
+                .zip(key_file)
+                .map(|(certificate, key)| IdentityFiles { certificate, key });
+            Ok(Some((Identity { cert_pem, key_pem: SecretString::from(key_pem) }, files)))
         }
         (Some(_), None) => Err(user.invalid(
             "client-key-data",

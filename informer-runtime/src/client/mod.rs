@@ -15,7 +15,10 @@
 //!   `list_split` decode list bodies, `watch_decode` watch streams, both through
 //!   `object_decoder` (and `prune`, which skips `managedFields`).
 //! - [`Config`] says where the server is and how to authenticate; its loaders live in
-//!   `config`, and the credentials are produced per request by `auth`.
+//!   `config`, and the credentials are produced per request by `auth` (which runs exec
+//!   plugins through `exec`). `rotation` keeps the TLS credentials current: the client
+//!   certificate (an exec plugin's, or files) and the CA bundle file, with a new connection
+//!   pool whenever they change.
 //! - `transport` carries each request: reqwest with this crate's credentials, or a kube-rs
 //!   client. With the `kube` feature, `kube_source` makes a `kube::Client` an informer source
 //!   and `kube_config` maps a `kube::Config` onto [`Config`].
@@ -95,6 +98,7 @@ mod config;
 mod connections;
 mod discovery;
 mod error;
+mod exec;
 mod files;
 mod http_lister_watcher;
 #[cfg(feature = "kube")]
@@ -107,12 +111,14 @@ pub(crate) mod list_split;
 pub(crate) mod object_decoder;
 pub(crate) mod prune;
 pub(crate) mod request;
+mod rotation;
 mod tls;
 mod transport;
 pub(crate) mod watch_decode;
 
 pub use config::{
-    Auth, Config, ConfigError, ExecConfig, Identity, InClusterOptions, KubeconfigOptions,
+    Auth, Config, ConfigError, ExecConfig, Identity, IdentityFiles, InClusterOptions,
+    KubeconfigOptions,
 };
 pub use error::{ClientError, Result};
 

@@ -6,7 +6,11 @@
 //!
 //! - **Roots**: `root_certs_pem` when set (kubeconfig `certificate-authority(-data)`, the
 //!   in-cluster CA), else the platform's trust store (read with `rustls-native-certs`).
-//! - **Client certificate**: the identity from an exec plugin, else `config.identity`.
+//! - **Client certificate**: asked of a resolver at each handshake, which hands out the current
+//!   one (the identity from an exec plugin, else `config.identity`, either of which can rotate:
+//!   see `rotation`). Sessions are not resumed when it can rotate.
+//! - **Roots from a file** (`certificate-authority`, the in-cluster `ca.crt`): a verifier that
+//!   follows the file (`rotation::RootsFile`).
 //! - **`accept_invalid_certs`** (`insecure-skip-tls-verify`): any certificate chain is accepted,
 //!   but the handshake signatures are still checked, so the peer must hold the key of the
 //!   certificate it shows.
@@ -20,10 +24,11 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::WebPkiSupportedAlgorithms;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::client::{ResolvesClientCert, Resumption, WebPkiServerVerifier};
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::sign::CertifiedKey;
 use rustls::{DigitallySignedStruct, DistinguishedName, RootCertStore, SignatureScheme};
 use secrecy::ExposeSecret;
 
@@ -34,8 +39,14 @@ use super::error::ClientError;
 pub(crate) struct TlsOptions<'a> {
     /// PEM CA certificates to trust instead of the platform's.
     pub(crate) root_certs_pem: Option<&'a [u8]>,
-    /// The client certificate to present.
-    pub(crate) identity: Option<&'a Identity>,
+    /// A verifier that follows the CA bundle's file, used instead of one built from
+    /// `root_certs_pem`.
+    pub(crate) roots: Option<Arc<dyn ServerCertVerifier>>,
+    /// Hands out the client certificate of each new connection.
+    pub(crate) client_cert: Option<Arc<dyn ResolvesClientCert>>,
+    /// Whether the client certificate can change: then no session is resumed, since a resumed
+    /// session keeps the identity it was made with.
+    pub(crate) client_cert_rotates: bool,
     /// Accept any certificate chain (handshake signatures are still verified).
     pub(crate) accept_invalid_certs: bool,
     /// Verify the certificate against this name instead of the connection's server name.
@@ -49,11 +60,15 @@ pub(crate) struct TlsOptions<'a> {
 /// # Errors
 ///
 /// [`ClientError::Tls`] for unreadable PEM, an unusable key, or no trust roots for `https`.
-pub(crate) fn client_config(options: &TlsOptions<'_>) -> Result<rustls::ClientConfig, ClientError> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+pub(crate) fn client_config(
+    options: &TlsOptions<'_>,
+    provider: &Arc<CryptoProvider>,
+) -> Result<rustls::ClientConfig, ClientError> {
     let algorithms = provider.signature_verification_algorithms;
     let verifier: Arc<dyn ServerCertVerifier> = if options.accept_invalid_certs {
         Arc::new(AnyChain { algorithms, accept: true })
+    } else if let Some(roots) = &options.roots {
+        Arc::clone(roots)
     } else {
         let roots = match options.root_certs_pem {
             Some(pem) => roots_from_pem(pem)?,
@@ -70,9 +85,7 @@ pub(crate) fn client_config(options: &TlsOptions<'_>) -> Result<rustls::ClientCo
             // Plain http: TLS is never used for the cluster; refuse it should anything try.
             Arc::new(AnyChain { algorithms, accept: false })
         } else {
-            WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
-                .build()
-                .map_err(|e| ClientError::Tls(format!("building the certificate verifier: {e}")))?
+            verifier_of(roots, provider)?
         }
     };
     let verifier = match options.verify_name {
@@ -83,22 +96,71 @@ pub(crate) fn client_config(options: &TlsOptions<'_>) -> Result<rustls::ClientCo
         }
         None => verifier,
     };
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::clone(provider))
         .with_safe_default_protocol_versions()
         .map_err(|e| ClientError::Tls(e.to_string()))?
         .dangerous()
         .with_custom_certificate_verifier(verifier);
-    let mut config = match options.identity {
-        Some(identity) => {
-            let (chain, key) = parse_identity(identity)?;
-            builder
-                .with_client_auth_cert(chain, key)
-                .map_err(|e| ClientError::Tls(format!("client certificate: {e}")))?
-        }
+    let mut config = match &options.client_cert {
+        Some(resolver) => builder.with_client_cert_resolver(Arc::clone(resolver)),
         None => builder.with_no_client_auth(),
     };
+    if options.client_cert_rotates {
+        // client-go never resumes (Go's client has no session cache unless given one).
+        config.resumption = Resumption::disabled();
+    }
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(config)
+}
+
+/// The crypto provider of every TLS configuration and key of the client (ring).
+pub(crate) fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// A verifier of server certificates against the CA certificates of `pem`.
+///
+/// # Errors
+///
+/// [`ClientError::Tls`] for unreadable PEM, or no usable certificate in it.
+pub(crate) fn roots_verifier(
+    pem: &[u8],
+    provider: &Arc<CryptoProvider>,
+) -> Result<Arc<dyn ServerCertVerifier>, ClientError> {
+    verifier_of(roots_from_pem(pem)?, provider)
+}
+
+fn verifier_of(
+    roots: RootCertStore,
+    provider: &Arc<CryptoProvider>,
+) -> Result<Arc<dyn ServerCertVerifier>, ClientError> {
+    let verifier =
+        WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(provider))
+            .build()
+            .map_err(|e| ClientError::Tls(format!("building the certificate verifier: {e}")))?;
+    Ok(verifier)
+}
+
+/// A client certificate chain and its key, ready to present.
+///
+/// # Errors
+///
+/// [`ClientError::Tls`] for unreadable PEM, a key of an unsupported kind, or a key that does
+/// not belong to the certificate. The messages never quote the key.
+pub(crate) fn certified_key(
+    identity: &Identity,
+    provider: &CryptoProvider,
+) -> Result<Arc<CertifiedKey>, ClientError> {
+    let chain = parse_certs(&identity.cert_pem, "client certificate")?;
+    // Errors about the key never quote it.
+    let key = rustls_pemfile::private_key(&mut identity.key_pem.expose_secret().as_bytes())
+        .map_err(|_| ClientError::Tls("client key: invalid PEM".to_owned()))?
+        .ok_or_else(|| {
+            ClientError::Tls("client key: no PRIVATE KEY block in the PEM data".to_owned())
+        })?;
+    let key = CertifiedKey::from_der(chain, key, provider)
+        .map_err(|e| ClientError::Tls(format!("client certificate and key: {e}")))?;
+    Ok(Arc::new(key))
 }
 
 fn parse_certs(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>, ClientError> {
@@ -130,19 +192,6 @@ fn platform_roots() -> RootCertStore {
     let (added, ignored) = roots.add_parsable_certificates(found.certs);
     tracing::debug!(added, ignored, "loaded platform root certificates");
     roots
-}
-
-fn parse_identity(
-    identity: &Identity,
-) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), ClientError> {
-    let chain = parse_certs(&identity.cert_pem, "client certificate")?;
-    // Errors about the key never quote it.
-    let key = rustls_pemfile::private_key(&mut identity.key_pem.expose_secret().as_bytes())
-        .map_err(|_| ClientError::Tls("client key: invalid PEM".to_owned()))?
-        .ok_or_else(|| {
-            ClientError::Tls("client key: no PRIVATE KEY block in the PEM data".to_owned())
-        })?;
-    Ok((chain, key))
 }
 
 /// Insecure mode (`accept: true`): any chain, any name. With `accept: false`, no chain at all.
@@ -280,7 +329,9 @@ mod tests {
     fn options() -> TlsOptions<'static> {
         TlsOptions {
             root_certs_pem: None,
-            identity: None,
+            roots: None,
+            client_cert: None,
+            client_cert_rotates: false,
             accept_invalid_certs: false,
             verify_name: None,
             https: true,
@@ -290,14 +341,18 @@ mod tests {
     #[test]
     fn insecure_needs_no_roots_and_offers_h2() {
         let config =
-            client_config(&TlsOptions { accept_invalid_certs: true, ..options() }).unwrap();
+            client_config(&TlsOptions { accept_invalid_certs: true, ..options() }, &provider())
+                .unwrap();
         assert_eq!(config.alpn_protocols, [b"h2".to_vec(), b"http/1.1".to_vec()]);
     }
 
     #[test]
     fn bad_root_pem_is_an_error() {
-        let error = client_config(&TlsOptions { root_certs_pem: Some(b"not pem"), ..options() })
-            .unwrap_err();
+        let error = client_config(
+            &TlsOptions { root_certs_pem: Some(b"not pem"), ..options() },
+            &provider(),
+        )
+        .unwrap_err();
         assert!(error.to_string().contains("no CERTIFICATE block"), "{error}");
     }
 
@@ -305,22 +360,20 @@ mod tests {
     fn bad_client_key_is_an_error_that_does_not_quote_it() {
         let identity =
             Identity { cert_pem: b"junk".to_vec(), key_pem: "super-secret".to_owned().into() };
-        let error = client_config(&TlsOptions {
-            identity: Some(&identity),
-            accept_invalid_certs: true,
-            ..options()
-        })
-        .unwrap_err();
+        let error = certified_key(&identity, &provider()).unwrap_err();
         assert!(!error.to_string().contains("super-secret"));
     }
 
     #[test]
     fn invalid_server_name_is_an_error() {
-        let error = client_config(&TlsOptions {
-            verify_name: Some("not a name!"),
-            accept_invalid_certs: true,
-            ..options()
-        })
+        let error = client_config(
+            &TlsOptions {
+                verify_name: Some("not a name!"),
+                accept_invalid_certs: true,
+                ..options()
+            },
+            &provider(),
+        )
         .unwrap_err();
         assert!(error.to_string().contains("tls_server_name"), "{error}");
     }

@@ -9,10 +9,11 @@
 //! the prefetch of list pages, the explanation of a 404.
 //!
 //! - [`Transport::Http`]: reqwest and rustls, with this crate's [`Authenticator`] adding the
-//!   credentials of each request (token files read again, exec plugins run again when a token
-//!   expires or a 401 says it is no longer good). Watches and other requests go over separate
-//!   connections, at most `watches_per_connection` watches on each ([`Connections`]), so that
-//!   watches never queue the rest at an HTTP/2 server's stream limit.
+//!   credentials of each request (token files read again, exec plugins run again when a
+//!   credential expires or a 401 says it is no longer good). Watches and other requests go over
+//!   separate connections, at most `watches_per_connection` watches on each ([`Connections`]),
+//!   so that watches never queue the rest at an HTTP/2 server's stream limit; all of them are
+//!   replaced when the client certificate or the CA bundle rotates ([`RotatingHttp`]).
 //! - `Transport::Kube`: `kube::Client::send`. kube-rs's tower stack adds its base URL,
 //!   credentials (and refreshes them), TLS, proxy, extra headers and retries; only the path and
 //!   query of the URL built here are sent. It speaks HTTP/1.1 only, so every request, watches
@@ -32,6 +33,7 @@ use super::auth::Authenticator;
 use super::body::within_idle;
 use super::connections::Connections;
 use super::error::transport_error;
+use super::rotation::RotatingHttp;
 use crate::listwatch::Error;
 
 /// A request body and its content type.
@@ -41,8 +43,9 @@ pub(crate) type Body = (&'static str, Vec<u8>);
 pub(crate) enum Transport {
     /// This crate's HTTP client, and the credentials it adds.
     Http {
-        /// The connection pools: one for requests, others for watches.
-        connections: Connections,
+        /// The connections (one pool for requests, others for watches), replaced when the TLS
+        /// credentials they were made with rotate.
+        http: Box<RotatingHttp>,
         /// The credentials of each request.
         auth: Authenticator,
     },
@@ -182,7 +185,12 @@ impl Transport {
             ))
         };
         match self {
-            Self::Http { connections, auth } => {
+            Self::Http { http, auth } => {
+                let credentials = auth
+                    .credentials()
+                    .await
+                    .map_err(|e| Error::Transport(format!("obtaining credentials: {e}")))?;
+                let connections = http.client(credentials.client_cert.as_ref());
                 let (http, slot) = match traffic {
                     Traffic::Request => (connections.requests().clone(), None),
                     Traffic::Watch => {
@@ -190,12 +198,8 @@ impl Transport {
                         (http, Some(slot))
                     }
                 };
-                let authorization = auth
-                    .authorization()
-                    .await
-                    .map_err(|e| Error::Transport(format!("obtaining credentials: {e}")))?;
                 let mut request = http.request(method, url).header(ACCEPT, accept);
-                if let Some(authorization) = &authorization {
+                if let Some(authorization) = &credentials.header {
                     request = request.header(AUTHORIZATION, authorization.clone());
                 }
                 if let Some((content_type, bytes)) = body {
@@ -206,7 +210,7 @@ impl Transport {
                     .ok_or_else(no_answer)?
                     .map_err(|e| transport_error(&e))?;
                 if response.status() == StatusCode::UNAUTHORIZED {
-                    auth.invalidate_if_used(authorization.as_ref());
+                    auth.invalidate_if_used(&credentials);
                 }
                 let response = Response::from(response);
                 Ok(match slot {

@@ -33,7 +33,7 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
             std::sync::Arc::clone(recorded),
             std::sync::Arc::clone(arrived),
         );
-        let (sni, client_cert) = (connection.sni.clone(), connection.client_cert);
+        let (sni, client_cert) = (connection.sni.clone(), connection.client_cert.clone());
         streams.spawn(async move {
             let mut bytes = Vec::new();
             while let Some(Ok(chunk)) = body.data().await {
@@ -52,8 +52,9 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
                 headers,
                 body: bytes,
                 sni,
-                client_cert,
+                client_cert: client_cert.is_some(),
                 http2: true,
+                client_cert_der: client_cert,
             };
             let reply = script(&request);
             recorded.lock().push(request);

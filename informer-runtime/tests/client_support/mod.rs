@@ -26,6 +26,8 @@ use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+pub mod pki;
+
 /// How long any test waits for anything.
 pub const DEADLINE: Duration = Duration::from_secs(10);
 
@@ -44,10 +46,12 @@ pub struct Request {
     pub body: Vec<u8>,
     /// The TLS server name (SNI) the client sent, for TLS connections.
     pub sni: Option<String>,
-    /// The subject of the client certificate, for TLS connections that presented one.
+    /// Whether the connection presented a client certificate (TLS only).
     pub client_cert: bool,
     /// Whether it came over HTTP/2.
     pub http2: bool,
+    /// The client certificate the connection presented (DER), for TLS connections that did.
+    pub client_cert_der: Option<Vec<u8>>,
 }
 
 impl Request {
@@ -126,7 +130,8 @@ type Script = Arc<dyn Fn(&Request) -> Reply + Send + Sync>;
 /// What a TLS connection told about its client.
 struct Connection {
     sni: Option<String>,
-    client_cert: bool,
+    /// The client certificate presented (DER).
+    client_cert: Option<Vec<u8>>,
 }
 
 /// A running server; it stops when dropped.
@@ -183,14 +188,16 @@ impl Server {
                     (Arc::clone(&script), Arc::clone(&recorded), Arc::clone(&notify), tls.clone());
                 connections.spawn(async move {
                     match tls {
-                        None => serve(tcp, None, false, &script, &recorded, &notify).await,
+                        None => serve(tcp, None, None, &script, &recorded, &notify).await,
                         Some(acceptor) => {
                             // A failed handshake is what some tests expect; the client reports it.
                             let Ok(stream) = acceptor.accept(tcp).await else { return };
                             let (_, conn) = stream.get_ref();
                             let sni = conn.server_name().map(ToOwned::to_owned);
-                            let client_cert =
-                                conn.peer_certificates().is_some_and(|c| !c.is_empty());
+                            let client_cert = conn
+                                .peer_certificates()
+                                .and_then(|chain| chain.first())
+                                .map(|cert| cert.to_vec());
                             let h2 = http2 && conn.alpn_protocol() == Some(b"h2");
                             let connection = Connection { sni, client_cert };
                             if h2 {
@@ -234,7 +241,7 @@ impl Server {
 async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     mut stream: S,
     sni: Option<String>,
-    client_cert: bool,
+    client_cert: Option<Vec<u8>>,
     script: &Script,
     recorded: &Mutex<Vec<Request>>,
     arrived: &Notify,
@@ -243,7 +250,8 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     loop {
         let Some(mut request) = read_request(&mut stream, &mut buffer).await else { return };
         request.sni.clone_from(&sni);
-        request.client_cert = client_cert;
+        request.client_cert = client_cert.is_some();
+        request.client_cert_der.clone_from(&client_cert);
         let reply = script(&request);
         recorded.lock().push(request);
         arrived.notify_waiters();
@@ -291,7 +299,16 @@ async fn read_request<S: AsyncRead + Unpin>(
         buffer.extend_from_slice(&chunk[..n]);
     }
     let body = buffer.drain(..length).collect();
-    Some(Request { method, target, headers, body, sni: None, client_cert: false, http2: false })
+    Some(Request {
+        method,
+        target,
+        headers,
+        body,
+        sni: None,
+        client_cert: false,
+        http2: false,
+        client_cert_der: None,
+    })
 }
 
 /// Writes a reply; `false` when the connection must not be used again.
