@@ -51,9 +51,9 @@ pub enum StorageMode {
     },
 }
 
-/// A cached object that could not be decoded from its [compact form](Indexer::with_compact_storage):
-/// what [`Cache::try_get_by_key`](super::Cache::try_get_by_key) returns instead of reading it
-/// as absent.
+/// A cached object that could not be decoded from its compact form (see
+/// [`Indexer::with_compact_storage`]): what [`Cache::try_get_by_key`](super::Cache::try_get_by_key)
+/// returns instead of reading it as absent.
 ///
 /// The object stays cached under its key (it is listed, and its index entries stay) until its
 /// next change or deletion replaces it, or a relist does. Only a type whose `Serialize` and
