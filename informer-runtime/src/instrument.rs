@@ -75,6 +75,9 @@ pub(crate) trait InformerProbe: Send + Sync {
     fn last_sync_resource_version(&self) -> String;
     /// Each handler's id and its notifications not yet handled.
     fn pending(&self) -> Vec<(u64, usize)>;
+    /// How many reads of the informer's cache found an object it could not decode from its
+    /// compact form (see [`Cache::decode_failures`](crate::store::Cache::decode_failures)).
+    fn cache_decode_failures(&self) -> u64;
 }
 
 /// How a reconcile ended, for the `result` of a controller's reconciles.

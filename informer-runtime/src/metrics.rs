@@ -23,6 +23,7 @@
 //! | `informer_pending_notifications` | `resource`, `handler` | notifications a handler has not handled yet |
 //! | `informer_last_sync_resource_version` | `resource` | the last version seen (API servers' versions are integers) |
 //! | `informer_sync_duration_seconds` | `resource` | from the informer's start to its first sync |
+//! | `informer_cache_decode_failures_total` | `resource` | reads of a [compact](crate::Indexer::with_compact_storage) cache that found an object it could not decode (each is also logged, with the object's key) |
 //! | `controller_runtime_reconcile_total` | `controller`, `result` | reconciles: `success`, `requeue_after`, `error`, `panic` |
 //! | `controller_runtime_reconcile_errors_total` | `controller` | reconciles that failed or panicked |
 //! | `controller_runtime_reconcile_time_seconds` | `controller` | histogram: reconcile durations |
@@ -56,7 +57,7 @@ use prometheus_client::encoding::{
     DescriptorEncoder, EncodeGaugeValue, EncodeLabelSet, EncodeMetric,
 };
 use prometheus_client::metrics::MetricType;
-use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
@@ -579,7 +580,19 @@ impl Collector for ProbeCollector {
             "informer_last_sync_resource_version",
             "The resource version of an informer's last list or event",
             versions.iter().map(|(l, v)| (l, *v)),
-        )
+        )?;
+        let mut failures = encoder.encode_descriptor(
+            "informer_cache_decode_failures",
+            "Reads of an informer's compact cache that found an object it could not decode",
+            None,
+            MetricType::Counter,
+        )?;
+        for (resource, probe) in &informers {
+            let labels = ResourceLabels { resource: resource.clone() };
+            ConstCounter::new(probe.cache_decode_failures())
+                .encode(failures.encode_family(&labels)?)?;
+        }
+        Ok(())
     }
 }
 

@@ -154,6 +154,7 @@ fn assert_families(types: &HashMap<String, String>) {
         ("informer_pending_notifications", "gauge"),
         ("informer_last_sync_resource_version", "gauge"),
         ("informer_sync_duration_seconds", "gauge"),
+        ("informer_cache_decode_failures", "counter"),
         ("controller_runtime_reconcile", "counter"),
         ("controller_runtime_reconcile_errors", "counter"),
         ("controller_runtime_reconcile_time_seconds", "histogram"),
@@ -242,6 +243,7 @@ async fn a_controllers_metrics_are_served_in_the_prometheus_text_format() {
     assert_close(at("informer_lists_total", &[resource, ("kind", "initial")]), 1.0, "lists");
     assert!(at("informer_sync_duration_seconds", &[resource]) > 0.0);
     assert!(at("informer_last_sync_resource_version", &[resource]) > 0.0);
+    assert_close(at("informer_cache_decode_failures_total", &[resource]), 0.0, "decode failures");
     let handlers = samples.iter().filter(|s| s.name == "informer_pending_notifications").count();
     assert_eq!(handlers, 1, "the controller's one handler");
 

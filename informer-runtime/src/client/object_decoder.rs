@@ -117,6 +117,22 @@ impl<K: DeserializeOwned + Clone> ObjectDecoder<K> {
         }
     }
 
+    /// Wipes what this decoder holds of the last object it decoded: its copy of the JSON is
+    /// zeroed, and simd-json's buffers (which hold the object's strings) are let go. For a
+    /// decoder kept between reads of objects that may be deleted meanwhile: compact storage's.
+    pub(crate) fn forget(&mut self) {
+        // Past the length, the buffer holds what an earlier `forget` zeroed, or nothing written.
+        self.input.fill(0);
+        self.buffers = simd_json::Buffers::default();
+    }
+
+    /// The bytes this decoder holds between objects that a test can read: its copy of the
+    /// last object's JSON.
+    #[cfg(test)]
+    pub(crate) fn held_bytes(&self) -> &[u8] {
+        &self.input
+    }
+
     fn decode_with_serde_json(&self, json: &[u8]) -> Result<K, serde_json::Error> {
         let mut deserializer = serde_json::Deserializer::from_slice(json);
         let decoded = ObjectSeed::<K>::new(self.keep_managed_fields)

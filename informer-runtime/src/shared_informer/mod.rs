@@ -876,6 +876,10 @@ impl<K: Object> crate::instrument::InformerProbe for Shared<K> {
     fn pending(&self) -> Vec<(u64, usize)> {
         self.processor.pending_by_handler()
     }
+
+    fn cache_decode_failures(&self) -> u64 {
+        self.indexer.decode_failures()
+    }
 }
 
 impl<K> std::fmt::Debug for SharedIndexInformer<K> {

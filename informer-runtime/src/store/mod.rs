@@ -19,7 +19,7 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use index::{IndexFn, IndexName, Indexers, NAMESPACE_INDEX, namespace_index};
-pub use storage::StorageMode;
+pub use storage::{DecodeError, StorageMode};
 pub use thread_safe::{Cache, IndexError, Indexer};
 
 use crate::resource::Object;

@@ -9,11 +9,15 @@
 //! [`StorageMode::Compact`].
 //!
 //! The compact form is the object's JSON, LZ4-compressed ([`compact`](super::compact) says
-//! why).
+//! why). An entry that cannot be decoded is a [`DecodeError`] for
+//! [`Cache::try_get_by_key`](super::Cache::try_get_by_key), and absent for the reads that return
+//! objects without a `Result`; each failed decode is logged, with the key, and counted
+//! ([`Cache::decode_failures`](super::Cache::decode_failures)).
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use quick_cache::sync::Cache as RecentCache;
 
@@ -47,6 +51,31 @@ pub enum StorageMode {
     },
 }
 
+/// A cached object that could not be decoded from its compact form (see
+/// [`Indexer::with_compact_storage`]): what [`Cache::try_get_by_key`](super::Cache::try_get_by_key)
+/// returns instead of reading it as absent.
+///
+/// The object stays cached under its key (it is listed, and its index entries stay) until its
+/// next change or deletion replaces it, or a relist does. Only a type whose `Serialize` and
+/// `Deserialize` do not round-trip, or memory that was corrupted, gets here: report it, with
+/// the type, as a bug.
+///
+/// [`Indexer::with_compact_storage`]: super::Indexer::with_compact_storage
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the cached {kind} {key} could not be decoded from its compact form ({reason}); it stays \
+     unreadable until its next change, its deletion or a relist replaces it"
+)]
+pub struct DecodeError {
+    /// The object's key.
+    pub key: ObjectKey,
+    /// The object's Rust type.
+    pub kind: &'static str,
+    /// Why it could not be decoded: the decompressor's or decoder's message. It never quotes
+    /// the object's data.
+    pub reason: String,
+}
+
 /// What the store's table and indices hold per object, and how it is made and read.
 ///
 /// Every method runs under the store's lock (reads under the read lock, writes under the write
@@ -73,15 +102,19 @@ pub(super) trait Storage<K>: Send + Sync {
     fn same(a: &Self::Entry, b: &Self::Entry) -> bool;
 
     /// The object of `entry`, for a read: counts as a use for the cache of recent objects.
-    /// `None` only when the entry cannot be decoded (logged).
-    fn load(&self, key: &ObjectKey, entry: &Self::Entry) -> Option<Arc<K>>;
+    ///
+    /// # Errors
+    ///
+    /// [`DecodeError`] when the entry cannot be decoded (logged and counted).
+    fn load(&self, key: &ObjectKey, entry: &Self::Entry) -> Result<Arc<K>, DecodeError>;
 
     /// The object of `entry` for the store's own bulk work (rebuilding an index, replaying the
     /// cache): decodes without filling the cache of recent objects with what nobody asked for.
+    /// `None` only when the entry cannot be decoded (logged and counted).
     fn load_quietly(&self, key: &ObjectKey, entry: &Self::Entry) -> Option<Arc<K>>;
 
     /// The object of `entry`, which is leaving the table (replaced or deleted): forgets it as a
-    /// recent object. `None` only when it cannot be decoded (logged).
+    /// recent object. `None` only when it cannot be decoded (logged and counted).
     fn evict(&self, key: &ObjectKey, entry: &Self::Entry) -> Option<Arc<K>>;
 
     /// The object of `key` if it can be had without decoding.
@@ -93,6 +126,9 @@ pub(super) trait Storage<K>: Send + Sync {
 
     /// The table was emptied.
     fn clear(&self);
+
+    /// How many decodes of an entry failed so far.
+    fn decode_failures(&self) -> u64;
 }
 
 /// The default: entries are the objects themselves.
@@ -122,8 +158,8 @@ impl<K: Object> Storage<K> for Decoded {
     }
 
     #[inline]
-    fn load(&self, _key: &ObjectKey, entry: &Arc<K>) -> Option<Arc<K>> {
-        Some(Arc::clone(entry))
+    fn load(&self, _key: &ObjectKey, entry: &Arc<K>) -> Result<Arc<K>, DecodeError> {
+        Ok(Arc::clone(entry))
     }
 
     #[inline]
@@ -145,6 +181,10 @@ impl<K: Object> Storage<K> for Decoded {
     fn stored(&self, _key: &ObjectKey, _obj: Arc<K>) {}
 
     fn clear(&self) {}
+
+    fn decode_failures(&self) -> u64 {
+        0
+    }
 }
 
 impl Decoded {
@@ -193,8 +233,10 @@ pub(super) struct Compact<K> {
     recent: Option<RecentCache<ObjectKey, Arc<K>>>,
     capacity: usize,
     decoders: Decoders<K>,
-    /// What every entry's compact form may refer to: JSON typical of this cache's objects.
+    /// What every entry's compact form may refer to: the shape of this cache's objects.
     dictionary: Dictionary,
+    /// How many decodes of an entry failed.
+    failures: AtomicU64,
 }
 
 impl<K: Object> Compact<K> {
@@ -204,22 +246,27 @@ impl<K: Object> Compact<K> {
             capacity: recent,
             decoders: Decoders::default(),
             dictionary: Dictionary::default(),
+            failures: AtomicU64::new(0),
         }
     }
 
-    fn decode(&self, key: &ObjectKey, encoded: &Encoded) -> Option<Arc<K>> {
+    /// The object of `encoded`, decoded; a failure is logged (the key and why, never the
+    /// object's data) and counted.
+    fn decode(&self, key: &ObjectKey, encoded: &Encoded) -> Result<Arc<K>, DecodeError> {
         match self.decoders.decode(&encoded.json, Some(&self.dictionary)) {
-            Ok(obj) => Some(Arc::new(obj)),
-            Err(error) => {
-                // Bytes this store encoded from a valid object; only a type whose serde does not
-                // round-trip gets here. Never panic on a read: report the object as absent.
+            Ok(obj) => Ok(Arc::new(obj)),
+            Err(undecodable) => {
+                // Bytes this store encoded from a valid object: only a type whose serde does not
+                // round-trip, or corrupted memory, gets here. Never a panic on a read.
+                self.failures.fetch_add(1, Ordering::Relaxed);
+                let kind = std::any::type_name::<K>();
                 tracing::error!(
-                    kind = std::any::type_name::<K>(),
+                    kind,
                     %key,
-                    %error,
-                    "a cached object could not be decoded from its compact form; it reads as absent"
+                    reason = %undecodable,
+                    "a cached object could not be decoded from its compact form"
                 );
-                None
+                Err(DecodeError { key: key.clone(), kind, reason: undecodable.to_string() })
             }
         }
     }
@@ -303,23 +350,25 @@ impl<K: Object> Storage<K> for Compact<K> {
         }
     }
 
-    fn load(&self, key: &ObjectKey, entry: &Slot<K>) -> Option<Arc<K>> {
+    fn load(&self, key: &ObjectKey, entry: &Slot<K>) -> Result<Arc<K>, DecodeError> {
         let encoded = match entry {
             Slot::Encoded(encoded) => encoded,
-            Slot::Decoded(obj) => return Some(Arc::clone(obj)),
+            Slot::Decoded(obj) => return Ok(Arc::clone(obj)),
         };
         let Some(recent) = &self.recent else { return self.decode(key, encoded) };
         if let Some(obj) = recent.get(key) {
-            return Some(obj);
+            return Ok(obj);
         }
         let obj = self.decode(key, encoded)?;
         recent.insert(key.clone(), Arc::clone(&obj));
-        Some(obj)
+        Ok(obj)
     }
 
     fn load_quietly(&self, key: &ObjectKey, entry: &Slot<K>) -> Option<Arc<K>> {
         match entry {
-            Slot::Encoded(encoded) => self.peek(key, entry).or_else(|| self.decode(key, encoded)),
+            Slot::Encoded(encoded) => {
+                self.peek(key, entry).or_else(|| self.decode(key, encoded).ok())
+            }
             Slot::Decoded(obj) => Some(Arc::clone(obj)),
         }
     }
@@ -327,7 +376,7 @@ impl<K: Object> Storage<K> for Compact<K> {
     fn evict(&self, key: &ObjectKey, entry: &Slot<K>) -> Option<Arc<K>> {
         let recent = self.recent.as_ref().and_then(|r| r.remove(key)).map(|(_, obj)| obj);
         match entry {
-            Slot::Encoded(encoded) => recent.or_else(|| self.decode(key, encoded)),
+            Slot::Encoded(encoded) => recent.or_else(|| self.decode(key, encoded).ok()),
             Slot::Decoded(obj) => Some(Arc::clone(obj)),
         }
     }
@@ -350,12 +399,41 @@ impl<K: Object> Storage<K> for Compact<K> {
             recent.clear();
         }
     }
+
+    fn decode_failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
 }
 
 impl<K> Compact<K> {
     /// The mode this storage implements.
     pub(super) fn mode(&self) -> StorageMode {
         StorageMode::Compact { recent: self.capacity }
+    }
+}
+
+#[cfg(test)]
+impl Encoded {
+    /// This entry with `json` for its compact form, whatever `json` is: a corrupt one, for a
+    /// test.
+    pub(super) fn with_bytes(&self, json: Box<[u8]>) -> Self {
+        Self { json, labels: self.labels.clone() }
+    }
+
+    /// The compact form.
+    pub(super) fn bytes(&self) -> &[u8] {
+        &self.json
+    }
+}
+
+#[cfg(test)]
+impl<K: Object> Compact<K> {
+    /// Every byte this storage holds besides its entries: the dictionary and the decoders'
+    /// buffers.
+    pub(super) fn held_bytes(&self) -> Vec<u8> {
+        let mut held = self.dictionary.held_bytes();
+        held.extend(self.decoders.held_bytes());
+        held
     }
 }
 

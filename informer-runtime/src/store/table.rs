@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::index::{Index, Indexers, Reindex};
 use super::labels::LabelIndex;
 use super::members::Members;
-use super::storage::{Labels, Storage};
+use super::storage::{DecodeError, Labels, Storage};
 use super::{IndexError, NAMESPACE_INDEX, ObjectKey};
 use crate::resource::{Object, same_version};
 use crate::selector::{LabelSelector, Requirement};
@@ -71,13 +71,21 @@ impl<K: Object, S: Storage<K>> Table<K, S, S::Entry> {
         S::Entry: 'a,
     {
         let mut out = Vec::with_capacity(capacity);
-        out.extend(entries.filter_map(|(key, entry)| self.storage.load(key, entry)));
+        // A failed decode is logged and counted where it happens; the answer goes without it.
+        out.extend(entries.filter_map(|(key, entry)| self.storage.load(key, entry).ok()));
         out
     }
 
-    pub(super) fn get(&self, key: &str) -> Option<Arc<K>> {
-        let (key, entry) = self.items.get_key_value(key)?;
-        self.storage.load(key, entry)
+    pub(super) fn get(&self, key: &str) -> Result<Option<Arc<K>>, DecodeError> {
+        match self.items.get_key_value(key) {
+            Some((key, entry)) => self.storage.load(key, entry).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// How many decodes of an entry failed so far.
+    pub(super) fn decode_failures(&self) -> u64 {
+        self.storage.decode_failures()
     }
 
     pub(super) fn contains_key(&self, key: &str) -> bool {

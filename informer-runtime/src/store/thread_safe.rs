@@ -10,7 +10,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use super::index::{IndexFn, Indexers};
-use super::storage::{Compact, Decoded, Slot, StorageMode};
+use super::storage::{Compact, DecodeError, Decoded, Slot, StorageMode};
 use super::table::Table;
 use super::{KnownObjects, NAMESPACE_INDEX, ObjectKey};
 use crate::resource::Object;
@@ -62,9 +62,32 @@ impl<K> Clone for Cache<K> {
 
 impl<K: Object> Cache<K> {
     /// The object stored under `key` (`namespace/name` or `name`).
+    ///
+    /// In [compact storage](Indexer::with_compact_storage), an object that cannot be decoded
+    /// reads as absent here (logged and counted); [`try_get_by_key`](Self::try_get_by_key)
+    /// tells it apart.
     #[must_use]
     pub fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
+        self.try_get_by_key(key).ok().flatten()
+    }
+
+    /// The object stored under `key`, or why it cannot be read: in
+    /// [compact storage](Indexer::with_compact_storage), a [`DecodeError`] for an object that
+    /// could not be decoded, where [`get_by_key`](Self::get_by_key) reads it as absent.
+    ///
+    /// # Errors
+    ///
+    /// [`DecodeError`] when the object is stored but cannot be decoded (logged and counted in
+    /// [`decode_failures`](Self::decode_failures)).
+    pub fn try_get_by_key(&self, key: &str) -> Result<Option<Arc<K>>, DecodeError> {
         with_table!(&*self.inner.read(), |table| table.get(key))
+    }
+
+    /// How many reads of this cache found an object that could not be decoded from its
+    /// compact form, since compact storage was chosen (zero for a decoded cache).
+    #[must_use]
+    pub fn decode_failures(&self) -> u64 {
+        with_table!(&*self.inner.read(), |table| table.decode_failures())
     }
 
     /// The stored object with the same key as `probe`.
@@ -351,8 +374,15 @@ impl<K: Object> Indexer<K> {
     ///
     /// The type's `Serialize` and `Deserialize` must round-trip (k8s-openapi's types,
     /// `informer-gen`'s and kube-rs's do). An object that cannot be encoded is kept decoded (a
-    /// warning is logged); one whose compact form cannot be decoded reads as absent (an error is
-    /// logged).
+    /// warning is logged). One whose compact form cannot be decoded is a [`DecodeError`] for
+    /// [`try_get_by_key`](Cache::try_get_by_key), and absent for the reads that return objects
+    /// without a `Result` (`get_by_key`, `list`, listers); each failed decode is logged with the
+    /// object's key (never its data) and counted ([`decode_failures`](Cache::decode_failures),
+    /// and the `informer_cache_decode_failures_total` metric).
+    ///
+    /// No object's data outlives the object: the compression dictionary a compact cache learns
+    /// holds the shape of its first objects (field names and punctuation), never their values,
+    /// and the buffers reads decode through are wiped after each read.
     ///
     /// An informer with a compact cache never holds a whole list decoded either: each listed
     /// object waits in compact form until the list is complete, then is decoded again as the

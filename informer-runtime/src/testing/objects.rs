@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// A pod `ns/name` at resource version `rv` (none when `rv` is empty).
@@ -26,6 +27,29 @@ pub(crate) fn labeled_pod(ns: &str, name: &str, labels: &[(&str, &str)]) -> Pod 
         labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect::<BTreeMap<_, _>>(),
     );
     p
+}
+
+/// A Secret `ns/name` whose `data` and `stringData` each hold `value` under `password`.
+pub(crate) fn secret(ns: &str, name: &str, value: &str) -> Secret {
+    Secret {
+        metadata: ObjectMeta {
+            namespace: Some(ns.to_owned()),
+            name: Some(name.to_owned()),
+            ..ObjectMeta::default()
+        },
+        data: Some([("password".to_owned(), ByteString(value.as_bytes().to_vec()))].into()),
+        string_data: Some([("password".to_owned(), value.to_owned())].into()),
+        type_: Some("Opaque".to_owned()),
+        ..Secret::default()
+    }
+}
+
+/// Whether `value` occurs in `bytes`, as itself or base64-encoded as a Secret's `data` holds
+/// it: what a test of leftover object data looks for.
+pub(crate) fn holds(bytes: &[u8], value: &str) -> bool {
+    let encoded = serde_json::to_string(&ByteString(value.as_bytes().to_vec())).unwrap_or_default();
+    let base64 = encoded.trim_matches('"');
+    [value, base64].iter().any(|needle| bytes.windows(needle.len()).any(|w| w == needle.as_bytes()))
 }
 
 /// A cluster-scoped object.

@@ -5,13 +5,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::tests::{assert_indices_consistent, in_mode};
 use super::*;
 use crate::store::storage::Slot;
-use crate::testing::objects::{labeled_pod, pod};
+use crate::testing::objects::{holds, labeled_pod, pod, secret};
 
 fn compact(recent: usize) -> Indexer<Pod> {
     in_mode(
@@ -40,6 +40,131 @@ fn fixture_pods() -> Vec<Pod> {
     }
     assert!(pods.len() >= 5, "the pod fixtures are there");
     pods
+}
+
+/// Every byte a compact store holds: its entries' compact forms, its dictionary and its
+/// decoders' buffers.
+fn held_bytes<K: Object>(store: &Indexer<K>) -> Vec<u8> {
+    match &*store.cache.inner.read() {
+        Inner::Compact(table) => {
+            let mut held = table.storage.held_bytes();
+            for entry in table.items.values() {
+                if let Slot::Encoded(encoded) = entry {
+                    held.extend_from_slice(encoded.bytes());
+                }
+            }
+            held
+        }
+        Inner::Decoded(_) => unreachable!("a compact store"),
+    }
+}
+
+/// Replaces the compact form of `key` with a truncated copy, as corrupted memory would.
+fn corrupt<K: Object>(store: &Indexer<K>, key: &str) {
+    match &mut *store.cache.inner.write() {
+        Inner::Compact(table) => {
+            let Some(Slot::Encoded(encoded)) = table.items.get_mut(key) else {
+                panic!("{key} is held encoded")
+            };
+            let bytes = encoded.bytes();
+            let truncated = bytes[..bytes.len() / 2].to_vec().into_boxed_slice();
+            *encoded = Arc::new(encoded.with_bytes(truncated));
+        }
+        Inner::Decoded(_) => unreachable!("a compact store"),
+    }
+}
+
+/// What a test's thread logs, as text.
+#[derive(Clone, Default)]
+struct Logs(Arc<parking_lot::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_deleted_secrets_data_is_in_no_bytes_the_cache_holds() {
+    let store = in_mode(
+        Indexer::<Secret>::with_namespace_index().with_label_index(),
+        StorageMode::Compact { recent: 4 },
+    );
+    let value = |i: usize| format!("hunter2-{i:04}-s3cr3t");
+    for i in 0..300 {
+        store.add(secret("vault", &format!("db-{i}"), &value(i)).into());
+    }
+    // Reads of objects not among the recent ones decode, through the pooled buffers.
+    for i in (0..300).step_by(7) {
+        assert!(store.get_by_key(&format!("vault/db-{i}")).is_some());
+    }
+    // A rotation: each secret replaced by one with a new value, then every one deleted.
+    for i in 0..300 {
+        store.update(secret("vault", &format!("db-{i}"), &format!("rotated-{i:04}")).into());
+    }
+    for i in 0..300 {
+        assert!(store.delete_key(&format!("vault/db-{i}")).is_some());
+    }
+    store.add(secret("vault", "kept", "still-here").into());
+    assert_eq!(*store.get_by_key("vault/kept").unwrap(), secret("vault", "kept", "still-here"));
+    let held = held_bytes(&store);
+    for i in 0..300 {
+        assert!(!holds(&held, &value(i)), "secret {i}'s first value is still held");
+        assert!(
+            !holds(&held, &format!("rotated-{i:04}")),
+            "secret {i}'s rotated value is still held"
+        );
+    }
+}
+
+#[test]
+fn a_compact_form_that_does_not_decode_is_an_error_the_caller_sees_and_is_counted() {
+    let logs = Logs::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer({
+            let logs = logs.clone();
+            move || logs.clone()
+        })
+        .with_ansi(false)
+        .finish();
+    let _subscriber = tracing::subscriber::set_default(subscriber);
+
+    let store = compact(0);
+    store.add(labeled_pod("ns", "a", &[("app", "web-s3cr3t")]).into());
+    store.add(pod("ns", "b", "1").into());
+    corrupt(&store, "ns/a");
+    assert_eq!(store.decode_failures(), 0);
+
+    let error = store.try_get_by_key("ns/a").expect_err("a corrupt object is an error");
+    assert_eq!(error.key, ObjectKey::from("ns/a"));
+    let message = error.to_string();
+    assert!(message.contains("ns/a") && message.contains("compact form"), "{message}");
+    assert_eq!(store.decode_failures(), 1);
+    assert!(store.get_by_key("ns/a").is_none(), "get_by_key reads it as absent");
+    assert_eq!(store.decode_failures(), 2, "every failed decode counts");
+    assert!(store.contains_key("ns/a"), "still listed under its key");
+    let b = store.try_get_by_key("ns/b").unwrap().expect("ns/b reads");
+    assert_eq!(b.metadata.name.as_deref(), Some("b"));
+    assert!(store.try_get_by_key("ns/c").unwrap().is_none(), "absent is not an error");
+    assert_eq!(store.decode_failures(), 2);
+
+    let logged = String::from_utf8_lossy(&logs.0.lock()).into_owned();
+    assert_eq!(logged.matches("could not be decoded").count(), 2, "{logged}");
+    assert!(logged.contains("ns/a"), "the log names the key: {logged}");
+    assert!(!logged.contains("s3cr3t"), "the log quotes no data: {logged}");
+
+    // Its next change replaces it.
+    store.add(pod("ns", "a", "2").into());
+    assert_eq!(
+        store.try_get_by_key("ns/a").unwrap().unwrap().metadata.resource_version.as_deref(),
+        Some("2")
+    );
+    assert_indices_consistent(&store);
 }
 
 #[test]
