@@ -532,10 +532,10 @@ fn secret<'de, D: serde::Deserializer<'de>>(
 }
 
 /// A validated plugin result.
-struct PluginCredential {
-    token: Option<SecretString>,
-    identity: Option<Identity>,
-    expires: Option<SystemTime>,
+pub(crate) struct PluginCredential {
+    pub(crate) token: Option<SecretString>,
+    pub(crate) identity: Option<Identity>,
+    pub(crate) expires: Option<SystemTime>,
 }
 
 /// Why reading a plugin's output stopped short.
@@ -699,7 +699,10 @@ fn stderr_excerpt(stderr: &[u8]) -> String {
 
 /// Check a plugin's stdout the way client-go does. Errors never quote the output: it holds the
 /// credential.
-fn parse_credential(config: &ExecConfig, stdout: &[u8]) -> Result<PluginCredential, ConfigError> {
+pub(crate) fn parse_credential(
+    config: &ExecConfig,
+    stdout: &[u8],
+) -> Result<PluginCredential, ConfigError> {
     let error = |reason: String| ConfigError::Exec { command: config.command.clone(), reason };
     let credential: ExecCredential = serde_json::from_slice(stdout).map_err(|err| {
         let what = if err.is_data() {
