@@ -28,7 +28,7 @@ struct Spec {
     test: &'static str,
 }
 
-const TARGETS: [Spec; 8] = [
+const TARGETS: [Spec; 12] = [
     Spec {
         name: "watch_decoder",
         package: "informer-runtime",
@@ -64,6 +64,30 @@ const TARGETS: [Spec; 8] = [
         package: "informer-runtime",
         test_binary: None,
         test: "fuzz::kubeconfig_loader",
+    },
+    Spec {
+        name: "status_error",
+        package: "informer-runtime",
+        test_binary: None,
+        test: "fuzz::status_error",
+    },
+    Spec {
+        name: "discovery_documents",
+        package: "informer-runtime",
+        test_binary: None,
+        test: "fuzz::discovery_documents",
+    },
+    Spec {
+        name: "exec_credential",
+        package: "informer-runtime",
+        test_binary: None,
+        test: "fuzz::exec_credential",
+    },
+    Spec {
+        name: "compact_form",
+        package: "informer-runtime",
+        test_binary: None,
+        test: "fuzz::compact_form",
     },
     Spec {
         name: "field_selector",

@@ -18,7 +18,8 @@
 //! - `cargo xtask soak --minutes N [--seed S]`: the chaos test (informers over HTTP under churn
 //!   and faults) for N minutes in a release build; prints what was driven, injected and lost.
 //! - `cargo xtask fuzz [--minutes N] [--target NAME]`: the fuzz targets (decoders, selectors,
-//!   kubeconfig, CRD reader), built optimised, each for its share of N minutes.
+//!   kubeconfig, error bodies, discovery, exec credentials, compact forms, CRD reader), built
+//!   optimised, each for its share of N minutes.
 //! - `cargo xtask ci`: what CI checks (format, clippy, docs, tests, every Kubernetes version).
 
 mod bench;

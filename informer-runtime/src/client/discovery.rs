@@ -30,19 +30,38 @@ use crate::resource::{ApiResource, GroupVersionResource};
 /// larger one is not read whole.
 const MAX_DISCOVERY_BODY: usize = 1024 * 1024;
 
-/// One entry of an `APIResourceList`.
+/// One entry of an `APIResourceList`. A `null` field reads as its zero value, as Go reads it
+/// (an aggregated API server not written in Go may send one).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct DiscoveredResource {
-    name: String,
-    #[serde(default)]
-    singular_name: String,
-    #[serde(default)]
-    namespaced: bool,
-    #[serde(default)]
-    kind: String,
-    #[serde(default)]
-    short_names: Vec<String>,
+pub(crate) struct DiscoveredResource {
+    #[serde(deserialize_with = "null_as_default")]
+    pub(crate) name: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub(crate) singular_name: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub(crate) namespaced: bool,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub(crate) kind: String,
+    #[serde(default, deserialize_with = "null_strings")]
+    pub(crate) short_names: Vec<String>,
+}
+
+/// `null` as `T`'s zero value.
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// A list of strings, `null` for the list or any of its strings read as empty.
+fn null_strings<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<String>, D::Error> {
+    let strings = Option::<Vec<Option<String>>>::deserialize(deserializer)?.unwrap_or_default();
+    Ok(strings.into_iter().map(Option::unwrap_or_default).collect())
 }
 
 /// `/apis/{group}/{version}`, or `/api/{version}` for the core group.
@@ -50,18 +69,59 @@ fn version_path(group: &str, version: &str) -> String {
     if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") }
 }
 
-/// The resources of one group version, without subresources (`pods/log`).
-fn resources_of(list: &Value) -> impl Iterator<Item = DiscoveredResource> + '_ {
+/// The resources of one group version, without subresources (`pods/log`). An entry that is no
+/// object (serde would read an array as the fields in order, Go refuses it), has no name, or a
+/// field of another type is skipped.
+pub(crate) fn resources_of(list: &Value) -> impl Iterator<Item = DiscoveredResource> + '_ {
     list["resources"]
         .as_array()
         .into_iter()
         .flatten()
+        .filter(|r| r.is_object())
         .filter_map(|r| DiscoveredResource::deserialize(r).ok())
-        .filter(|r| !r.name.contains('/'))
+        .filter(|r| !r.name.is_empty() && !r.name.contains('/'))
+}
+
+/// The groups of an `APIGroupList` (`/apis`), each with its versions, the preferred one first;
+/// only `group` when one is given. Entries without a name are skipped.
+pub(crate) fn groups_of(apis: &Value, group: Option<&str>) -> Vec<(String, Vec<String>)> {
+    let mut groups = Vec::new();
+    for entry in apis["groups"].as_array().into_iter().flatten() {
+        let Some(group_name) = entry["name"].as_str() else { continue };
+        if group.is_some_and(|g| g != group_name) {
+            continue;
+        }
+        let preferred = entry["preferredVersion"]["version"].as_str();
+        let mut versions: Vec<String> = preferred.map(ToOwned::to_owned).into_iter().collect();
+        let others = entry["versions"].as_array().into_iter().flatten();
+        for version in others.filter_map(|v| v["version"].as_str()) {
+            if Some(version) != preferred {
+                versions.push(version.to_owned());
+            }
+        }
+        groups.push((group_name.to_owned(), versions));
+    }
+    groups
+}
+
+/// The versions an `APIGroup` document (`/apis/{group}`) lists, in its order.
+pub(crate) fn versions_of(group_doc: &Value) -> Vec<&str> {
+    group_doc["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v["version"].as_str())
+        .collect()
+}
+
+/// A discovery document's body as JSON; the error names the document.
+pub(crate) fn parse_document(path: &str, body: &[u8]) -> Result<Value, Error> {
+    serde_json::from_slice(body)
+        .map_err(|e| Error::Decode(format!("discovery document {path}: {e}")))
 }
 
 impl DiscoveredResource {
-    fn into_api_resource(self, group: &str, version: &str) -> ApiResource {
+    pub(crate) fn into_api_resource(self, group: &str, version: &str) -> ApiResource {
         ApiResource {
             group: group.to_owned(),
             version: version.to_owned(),
@@ -73,7 +133,7 @@ impl DiscoveredResource {
 
     /// Whether kubectl would take `name` for this resource: its plural, singular, kind or a
     /// short name, in any case.
-    fn answers_to(&self, name: &str) -> bool {
+    pub(crate) fn answers_to(&self, name: &str) -> bool {
         self.name.eq_ignore_ascii_case(name)
             || self.singular_name.eq_ignore_ascii_case(name)
             || self.kind.eq_ignore_ascii_case(name)
@@ -168,21 +228,7 @@ async fn resolve(client: &Client, name: &str) -> Result<ApiResource, Error> {
         groups.push((String::new(), vec!["v1".to_owned()]));
     }
     let apis = get(client, "/apis").await?;
-    for entry in apis["groups"].as_array().into_iter().flatten() {
-        let Some(group_name) = entry["name"].as_str() else { continue };
-        if group.is_some_and(|g| g != group_name) {
-            continue;
-        }
-        let preferred = entry["preferredVersion"]["version"].as_str();
-        let mut versions: Vec<String> = preferred.map(ToOwned::to_owned).into_iter().collect();
-        let others = entry["versions"].as_array().into_iter().flatten();
-        for version in others.filter_map(|v| v["version"].as_str()) {
-            if Some(version) != preferred {
-                versions.push(version.to_owned());
-            }
-        }
-        groups.push((group_name.to_owned(), versions));
-    }
+    groups.extend(groups_of(&apis, group));
     for (group_name, versions) in &groups {
         for version in versions {
             let list = match get(client, &version_path(group_name, version)).await {
@@ -240,12 +286,7 @@ pub(crate) async fn explain(client: &Client, gvr: &GroupVersionResource, error: 
         Err(Error::Api(s)) if s.code == 404 && !gvr.group.is_empty() => {
             match get(client, &format!("/apis/{}", gvr.group)).await {
                 Ok(group_doc) => {
-                    let versions: Vec<&str> = group_doc["versions"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|v| v["version"].as_str())
-                        .collect();
+                    let versions = versions_of(&group_doc);
                     format!(
                         "{group} is served, but not its version {} (served: {}): use a served version",
                         gvr.version,
@@ -280,8 +321,7 @@ async fn get(client: &Client, path: &str) -> Result<Value, Error> {
     let mut body = BodyReader::new(response, client.limits().read_idle_timeout);
     let (bytes, read) = body.read_prefix(MAX_DISCOVERY_BODY).await;
     match read {
-        Ok(true) => serde_json::from_slice(&bytes)
-            .map_err(|e| Error::Decode(format!("discovery document {path}: {e}"))),
+        Ok(true) => parse_document(path, &bytes),
         Ok(false) => Err(Error::Decode(format!(
             "discovery document {path}: larger than {MAX_DISCOVERY_BODY} bytes"
         ))),
@@ -290,5 +330,56 @@ async fn get(client: &Client, path: &str) -> Result<Value, Error> {
              (Config::read_idle_timeout)"
         ))),
         Err(ReadError::Failed(e)) => Err(transport_error(e.cause())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn found(list: &Value) -> Vec<(String, String, bool, String, Vec<String>)> {
+        resources_of(list)
+            .map(|r| (r.name, r.singular_name, r.namespaced, r.kind, r.short_names))
+            .collect()
+    }
+
+    /// Fuzz target `discovery_documents`, seed 0xc2989e1500001fb6: a resource with
+    /// `"namespaced": null` (an aggregated API server not written in Go may send one) was not
+    /// found at all; Go reads `null` as the zero value.
+    #[test]
+    fn a_null_field_of_a_resource_reads_as_its_zero_value() {
+        let list = json!({"resources": [
+            {"name": "widgets", "singularName": null, "namespaced": null, "kind": "Widget",
+                "shortNames": null},
+            {"name": "gadgets", "kind": null, "namespaced": true, "shortNames": [null, "gd"]},
+        ]});
+        assert_eq!(
+            found(&list),
+            [
+                ("widgets".to_owned(), String::new(), false, "Widget".to_owned(), vec![]),
+                (
+                    "gadgets".to_owned(),
+                    String::new(),
+                    true,
+                    String::new(),
+                    vec![String::new(), "gd".to_owned()]
+                ),
+            ]
+        );
+    }
+
+    /// Fuzz target `discovery_documents`: serde's derive reads a struct from an array of its
+    /// fields in order, so `["cm"]` was a resource named `cm`; an entry without a name names
+    /// nothing that can be asked for.
+    #[test]
+    fn an_entry_that_is_no_object_or_has_no_name_is_skipped() {
+        let list =
+            json!({"resources": [["cm"], {"kind": "Pod"}, {"name": null}, {"name": "pods"}]});
+        assert_eq!(
+            found(&list),
+            [("pods".to_owned(), String::new(), false, String::new(), vec![])]
+        );
     }
 }

@@ -132,16 +132,38 @@ struct WireStatus {
     #[serde(default)]
     message: Option<String>,
     #[serde(default)]
-    details: Option<WireDetails>,
+    details: Option<JsonObject<WireDetails>>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct WireDetails {
+    /// A `null` cause is an empty one, as Go reads it.
     #[serde(default)]
-    causes: Option<Vec<WireCause>>,
+    causes: Option<Vec<Option<JsonObject<WireCause>>>>,
     #[serde(default)]
     retry_after_seconds: Option<u64>,
+}
+
+/// A `T` read only from a JSON object, as Go reads a struct: serde's derive also reads a
+/// struct from an array of its fields in order (`["Status",0]`), which would turn a body that
+/// is no `Status` into an empty one and lose its text.
+struct JsonObject<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for JsonObject<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for ObjectVisitor<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer.deserialize_map(ObjectVisitor(std::marker::PhantomData)).map(JsonObject)
+    }
 }
 
 #[derive(Deserialize)]
@@ -155,17 +177,21 @@ struct WireCause {
 /// Parses a `metav1.Status` from JSON; `None` when the text is not one (it needs `kind: Status`
 /// or a `code`).
 pub(crate) fn parse_status(json: &[u8]) -> Option<Status> {
-    let wire: WireStatus = serde_json::from_slice(json).ok()?;
+    let JsonObject(wire) = serde_json::from_slice::<JsonObject<WireStatus>>(json).ok()?;
     if wire.kind.as_deref() != Some("Status") && wire.code.is_none() {
         return None;
     }
-    let details = wire.details;
+    let details = wire.details.map(|JsonObject(details)| details);
     let retry_after = details.as_ref().and_then(|d| d.retry_after_seconds).map(Duration::from_secs);
     let causes = details
         .and_then(|d| d.causes)
         .unwrap_or_default()
         .into_iter()
-        .map(|c| (c.reason.unwrap_or_default(), c.message.unwrap_or_default()))
+        .map(|cause| {
+            let JsonObject(c) =
+                cause.unwrap_or(JsonObject(WireCause { reason: None, message: None }));
+            (c.reason.unwrap_or_default(), c.message.unwrap_or_default())
+        })
         .collect();
     Some(Status {
         code: wire.code.unwrap_or_default(),
@@ -183,7 +209,7 @@ pub(crate) fn parse_status(json: &[u8]) -> Option<Status> {
 pub(crate) const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// The longest body text quoted in an error built from a non-`Status` body.
-const MAX_BODY_IN_MESSAGE: usize = 1024;
+pub(crate) const MAX_BODY_IN_MESSAGE: usize = 1024;
 
 /// The error for a non-2xx answer: the body's `Status`, else the HTTP status and the body text.
 /// A `Retry-After` header (seconds form) sets [`Status::retry_after`].
@@ -414,6 +440,30 @@ mod tests {
         assert!(status.message.len() <= MAX_BODY_IN_MESSAGE + '…'.len_utf8());
         assert!(status.message.ends_with('…'));
         assert_eq!(status.reason, "Unknown");
+    }
+
+    /// Fuzz target `status_error`, seed 0x93ebe27a0000105c: serde's derive reads a struct from
+    /// an array of its fields in order, which Go does not; the body's text was lost.
+    #[test]
+    fn an_array_of_status_fields_is_no_status() {
+        let body = br#"["Status",0]"#;
+        assert_eq!(parse_status(body), None);
+        let status = status_from_response(StatusCode::BAD_GATEWAY, &HeaderMap::new(), body);
+        assert_eq!(status, Status::new(502, "Unknown", r#"["Status",0]"#));
+        let nested = br#"{"kind":"Status","code":500,"details":[["a"]]}"#;
+        assert_eq!(parse_status(nested), None, "details as an array");
+    }
+
+    /// As Go reads a `metav1.Status`: a `null` cause is an empty one, not a body that is no
+    /// `Status`.
+    #[test]
+    fn a_null_cause_is_an_empty_cause() {
+        let body = br#"{"kind":"Status","code":500,"message":"m","details":{"causes":[null,{"reason":"R","message":null}]}}"#;
+        let status = parse_status(body).expect("a Status");
+        assert_eq!(
+            status.causes,
+            [(String::new(), String::new()), ("R".to_owned(), String::new())]
+        );
     }
 
     #[test]

@@ -425,7 +425,10 @@ fn mask_opaque(word: &str) -> String {
 
 /// Check a plugin's stdout the way client-go does. Errors never quote the output: it holds the
 /// credential.
-fn parse_credential(config: &ExecConfig, stdout: &[u8]) -> Result<PluginCredential, ConfigError> {
+pub(crate) fn parse_credential(
+    config: &ExecConfig,
+    stdout: &[u8],
+) -> Result<PluginCredential, ConfigError> {
     let error = |reason: String| ConfigError::Exec { command: config.command.clone(), reason };
     let credential: ExecCredential = serde_json::from_slice(stdout).map_err(|err| {
         let what = if err.is_data() {

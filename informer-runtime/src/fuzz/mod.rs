@@ -1,6 +1,7 @@
 //! Fuzz targets for what reads bytes from outside: the watch-stream decoder, the list-page
-//! splitter and decoder, the object decoder they share, the label-selector parser and the
-//! kubeconfig loader.
+//! splitter and decoder, the object decoder they share, the label-selector parser, the
+//! kubeconfig loader, the error bodies of non-2xx answers, discovery documents, exec credential
+//! plugins' output, and compact storage's forms.
 //!
 //! Each `#[test]` here runs one target through [`informer_fuzz`] for a short time budget in
 //! `cargo test` (2 s; `INFORMER_FUZZ_SECONDS` raises it) and for its share of
@@ -12,10 +13,14 @@
 //! A crash one of them finds is fixed where it happened and kept as a test there, named after
 //! what went wrong.
 
+mod compact;
+mod discovery;
+mod exec;
 mod kubeconfig;
 mod list;
 mod object;
 mod selector;
+mod status;
 mod watch;
 
 use informer_fuzz::Target;
@@ -56,6 +61,26 @@ fn kubeconfig_loader() {
     }
     let _cleanup = Cleanup;
     Target::new("kubeconfig_loader", kubeconfig::property).run();
+}
+
+#[test]
+fn status_error() {
+    Target::new("status_error", status::property).run();
+}
+
+#[test]
+fn discovery_documents() {
+    Target::new("discovery_documents", discovery::property).run();
+}
+
+#[test]
+fn exec_credential() {
+    Target::new("exec_credential", exec::property).run();
+}
+
+#[test]
+fn compact_form() {
+    Target::new("compact_form", compact::property).run();
 }
 
 use crate::testing::objects::FooBar;

@@ -502,7 +502,7 @@ impl<K: Object> Decoders<K> {
 }
 
 /// Decompresses `compact` into `json`, which keeps its allocation from one call to the next.
-fn decompress(
+pub(crate) fn decompress(
     compact: &[u8],
     dictionary: Option<&Dictionary>,
     json: &mut Vec<u8>,
