@@ -525,30 +525,18 @@ impl Client {
         name: &str,
         subresource: &str,
     ) -> Result<Url> {
-        self.namespace_of::<K>(namespace)?;
+        namespace_of::<K>(namespace)?;
         Ok(object_url::<K>(&self.inner.base, namespace, name, Some(subresource))?)
     }
 
     fn collection_url<K: Resource>(&self, namespace: Option<&str>) -> Result<Url> {
-        self.namespace_of::<K>(namespace)?;
+        namespace_of::<K>(namespace)?;
         Ok(collection_url::<K>(&self.inner.base, namespace)?)
     }
 
     fn object_url<K: Resource>(&self, namespace: Option<&str>, name: &str) -> Result<Url> {
-        self.namespace_of::<K>(namespace)?;
+        namespace_of::<K>(namespace)?;
         Ok(object_url::<K>(&self.inner.base, namespace, name, None)?)
-    }
-
-    /// A request about one object of a namespaced kind (or one created) is in one namespace:
-    /// not every namespace, which `""` is for a collection.
-    fn namespace_of<K: Resource>(&self, namespace: Option<&str>) -> Result<()> {
-        if !is_namespaced::<K>() {
-            return Ok(());
-        }
-        match namespace {
-            None => Err(ClientError::NamespaceRequired { resource: resource_name::<K>() }),
-            Some(ns) => Ok(check_segment("namespace", ns)?),
-        }
     }
 
     async fn request_object<K: Resource>(
@@ -693,6 +681,18 @@ fn server_name_plan<'a>(config: &'a Config, base: &Url) -> (Option<PinnedHost>, 
         (Some(PinnedHost { name: name.to_owned(), host: host.to_owned() }), None)
     } else {
         (None, Some(name))
+    }
+}
+
+/// A request about one object of a namespaced kind (or one created) is in one namespace:
+/// not every namespace, which `""` is for a collection.
+fn namespace_of<K: Resource>(namespace: Option<&str>) -> Result<()> {
+    if !is_namespaced::<K>() {
+        return Ok(());
+    }
+    match namespace {
+        None => Err(ClientError::NamespaceRequired { resource: resource_name::<K>() }),
+        Some(ns) => Ok(check_segment("namespace", ns)?),
     }
 }
 

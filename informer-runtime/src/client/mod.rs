@@ -128,10 +128,10 @@ pub use api_client::{Client, Patch, PatchParams};
 /// directly, without a server or a plugin.
 #[cfg(test)]
 pub(crate) mod parsers {
-    pub(crate) use super::exec::parse_credential;
     pub(crate) use super::discovery::{
         DiscoveredResource, groups_of, parse_document, resources_of, versions_of,
     };
     pub(crate) use super::error::{MAX_BODY_IN_MESSAGE, parse_status, status_from_response};
+    pub(crate) use super::exec::parse_credential;
     pub(crate) use super::kubeconfig::EXEC_API_VERSIONS;
 }
