@@ -35,7 +35,7 @@
 //! recorder.publish(&cm, EventType::Normal, "Created", "Create", "created for set web");
 //! let report = recorder.flush().await; // before exiting: what was published is written
 //! if !report.complete {
-//!     eprintln!("{} events were not written", report.given_up + report.waiting);
+//!     eprintln!("{} events were not written", report.given_up);
 //! }
 //! # }
 //! ```
@@ -55,7 +55,7 @@ use k8s_openapi::jiff::Timestamp;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::client::{Client, Patch, PatchParams};
-use crate::clock::{SharedClock, TokioClock};
+use crate::clock::{SharedClock, TokioClock, later};
 use crate::resource::Resource;
 
 /// How long after its last occurrence a series goes on (client-go's `finishTime`).
@@ -72,6 +72,9 @@ const QUEUE: usize = 1000;
 const REMEMBERED: usize = 4096;
 /// How long [`EventRecorder::flush`], and the writes after the last recorder's drop, may take.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long past its deadline a flush waits for the writer to drop what waited (it writes
+/// nothing more then, so this takes microseconds) and so to know how much that was.
+const FLUSH_GRACE: Duration = Duration::from_secs(1);
 
 /// The `type` of an Event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -125,13 +128,10 @@ pub struct FlushReport {
     /// Every event published before the flush, and every series count, was written (or its
     /// write failed and was logged) within the deadline.
     pub complete: bool,
-    /// Events and series counts given up because the deadline passed, by the time the flush
-    /// returned: a write abandoned under way, and those the writer met after it. Also counted
-    /// in [`EventRecorder::dropped`].
+    /// Events and series counts given up because the deadline passed: a write abandoned
+    /// under way, and those waiting behind it, dropped unwritten. Also counted in
+    /// [`EventRecorder::dropped`].
     pub given_up: u64,
-    /// Events still queued when the flush returned. Those published before the flush are
-    /// given up, unwritten, when the writer meets them; those published after it are written.
-    pub waiting: u64,
 }
 
 /// What the task is asked to do.
@@ -270,42 +270,42 @@ impl EventRecorder {
     /// Waits until every event published before it is written (or its write failed), series
     /// counts included, for at most `timeout` (measured on the recorder's clock). A write
     /// under way at the deadline is abandoned, and what still waits is dropped unwritten: the
-    /// report counts both.
+    /// report counts both. It returns within a second of the deadline: the writer drops the
+    /// rest at once, then answers.
     pub async fn flush_within(&self, timeout: Duration) -> FlushReport {
         let clock = &self.shared.clock;
-        let deadline = crate::clock::later(clock.now(), timeout);
+        let deadline = later(clock.now(), timeout);
         self.shared.deadlines.lock().push(deadline);
         self.shared.flushing.notify_waiters();
         let given_up_before = self.shared.given_up.load(Ordering::Relaxed);
         let (done, wait) = oneshot::channel();
         let mut sent = false;
         let flushed = async {
-            // A full queue makes the send wait: under the same deadline.
+            // A full queue makes the send wait: under the same bound.
             if self.sender.send(Command::Flush(done, deadline)).await.is_ok() {
                 sent = true;
                 let _ = wait.await;
             }
         };
-        let complete = tokio::select! {
+        let bound = later(deadline, FLUSH_GRACE).saturating_duration_since(clock.now());
+        let answered = tokio::select! {
             () = flushed => true,
-            () = clock.sleep(deadline.saturating_duration_since(clock.now())) => false,
+            () = clock.sleep(bound) => false,
         };
         if !sent {
             // No command carries the deadline to the writer, which would take it off.
             take_off(&self.shared.deadlines, deadline);
         }
         let given_up = self.shared.given_up.load(Ordering::Relaxed).saturating_sub(given_up_before);
-        let waiting = self.sender.max_capacity().saturating_sub(self.sender.capacity());
-        let waiting = u64::try_from(waiting).unwrap_or(u64::MAX);
+        let complete = answered && given_up == 0;
         if !complete {
             tracing::warn!(
                 given_up,
-                waiting,
                 ?timeout,
-                "event flush: the deadline passed before every event was written; the rest are dropped"
+                "event flush: the deadline passed before every event was written; the rest were dropped"
             );
         }
-        FlushReport { complete, given_up, waiting }
+        FlushReport { complete, given_up }
     }
 
     /// Events dropped so far: by the per-object bucket, or because too many waited.
@@ -380,14 +380,14 @@ impl Writer {
         let clock = Arc::clone(&self.clock);
         // Every 6 minutes (client-go's `finishTime`): end the quiet series, writing their last
         // count, and write the count of running ones every 30 minutes (`refreshInterval`).
-        let mut next_tick = crate::clock::later(clock.now(), SERIES_FINISH);
+        let mut next_tick = later(clock.now(), SERIES_FINISH);
         loop {
             let until = next_tick.saturating_duration_since(clock.now());
             let command = tokio::select! {
                 command = receiver.recv() => command,
                 () = clock.sleep(until) => {
                     self.tick(false).await;
-                    next_tick = crate::clock::later(clock.now(), SERIES_FINISH);
+                    next_tick = later(clock.now(), SERIES_FINISH);
                     continue;
                 }
             };
@@ -402,10 +402,7 @@ impl Writer {
                 None => {
                     // The last recorder is gone: what was counted is written, within the
                     // deadline a flush would have.
-                    self.shared
-                        .deadlines
-                        .lock()
-                        .push(crate::clock::later(clock.now(), FLUSH_TIMEOUT));
+                    self.shared.deadlines.lock().push(later(clock.now(), FLUSH_TIMEOUT));
                     self.tick(true).await;
                     break;
                 }
