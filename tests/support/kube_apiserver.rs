@@ -174,6 +174,7 @@ impl KubeApiServer {
     /// # Panics
     ///
     /// When the server cannot be built or started and a skip is not allowed.
+    #[must_use]
     pub fn private(flags: &[&str]) -> Option<KubeApiServer> {
         match Self::start_with_flags(flags) {
             Ok(server) => Some(server),

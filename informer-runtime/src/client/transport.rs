@@ -11,7 +11,7 @@
 //! - [`Transport::Http`]: reqwest and rustls, with this crate's [`Authenticator`] adding the
 //!   credentials of each request (token files read again, exec plugins run again when a
 //!   credential expires or a 401 says it is no longer good). Watches and other requests go over
-//!   separate connections, at most `watches_per_connection` watches on each ([`Connections`]),
+//!   separate connections, at most `watches_per_connection` watches on each ([`Connections`](super::connections::Connections)),
 //!   so that watches never queue the rest at an HTTP/2 server's stream limit; all of them are
 //!   replaced when the client certificate or the CA bundle rotates ([`RotatingHttp`]).
 //! - `Transport::Kube`: `kube::Client::send`. kube-rs's tower stack adds its base URL,
@@ -31,7 +31,6 @@ use url::Url;
 
 use super::auth::Authenticator;
 use super::body::within_idle;
-use super::connections::Connections;
 use super::error::transport_error;
 use super::rotation::RotatingHttp;
 use crate::listwatch::Error;
