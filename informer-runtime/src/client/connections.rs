@@ -228,13 +228,18 @@ mod tests {
     use crate::client::tls::{self, TlsOptions};
 
     fn connections(per_connection: usize) -> Connections {
-        let tls = tls::client_config(&TlsOptions {
-            root_certs_pem: None,
-            identity: None,
-            accept_invalid_certs: false,
-            verify_name: None,
-            https: false,
-        })
+        let tls = tls::client_config(
+            &TlsOptions {
+                root_certs_pem: None,
+                roots: None,
+                client_cert: None,
+                client_cert_rotates: false,
+                accept_invalid_certs: false,
+                verify_name: None,
+                https: false,
+            },
+            &tls::provider(),
+        )
         .unwrap();
         let settings = PoolSettings {
             tls,
