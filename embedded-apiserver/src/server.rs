@@ -518,3 +518,59 @@ impl Drop for ApiServer {
 pub async fn serve(addr: SocketAddr) -> Result<()> {
     Config::default().addr(addr).start().await?.run().await
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// A log sink for one subscriber.
+    #[derive(Clone, Default)]
+    struct Logs(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Logs {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().map_err(|_| std::io::Error::other("poisoned"))?.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The warnings logged while a server starts on `addr` and shuts down.
+    fn warnings_when_started_on(addr: SocketAddr) -> Vec<String> {
+        let logs = Logs::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer({
+                let logs = logs.clone();
+                move || logs.clone()
+            })
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            let runtime =
+                tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            runtime.block_on(async {
+                let server = ApiServer::builder().addr(addr).start().await.unwrap();
+                server.shutdown().await.unwrap();
+            });
+        });
+        let text = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+        text.lines().filter(|line| line.contains(" WARN ")).map(str::to_owned).collect()
+    }
+
+    /// `cargo xtask serve --addr 0.0.0.0:…` and a test that binds every interface are told,
+    /// once, that the server takes anyone's writes; loopback, the default, is not noise.
+    #[test]
+    fn a_server_bound_beyond_loopback_warns_once() {
+        let everywhere = warnings_when_started_on(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)));
+        assert_eq!(everywhere.len(), 1, "{everywhere:#?}");
+        assert!(everywhere[0].contains("listens beyond loopback"), "{everywhere:#?}");
+        assert!(everywhere[0].contains("0.0.0.0:"), "names the address: {everywhere:#?}");
+
+        let loopback = warnings_when_started_on(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)));
+        assert!(loopback.is_empty(), "{loopback:#?}");
+    }
+}

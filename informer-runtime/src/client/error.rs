@@ -16,6 +16,7 @@ use reqwest::header::{HeaderMap, RETRY_AFTER};
 use serde::Deserialize;
 
 use super::config::ConfigError;
+use super::request::PathSegmentError;
 use crate::listwatch::{Error, Status};
 
 /// `Result` with a [`ClientError`].
@@ -68,24 +69,8 @@ pub enum ClientError {
     /// A name, namespace or subresource could not be one segment of the request's path:
     /// empty, `.`, `..`, or holding `/` or `%` (client-go refuses the same). Nothing was sent:
     /// such a value would make the request about another object, or the whole collection.
-    #[error(
-        "{what} {value:?} cannot name an object in a request path: {reason}; Kubernetes names \
-         are never that, so check where the value came from"
-    )]
-    InvalidPathSegment {
-        /// `name`, `namespace` or `subresource`.
-        what: &'static str,
-        /// The value refused.
-        value: String,
-        /// Why it was refused.
-        reason: &'static str,
-    },
-}
-
-impl From<super::request::PathSegmentError> for ClientError {
-    fn from(e: super::request::PathSegmentError) -> Self {
-        Self::InvalidPathSegment { what: e.what, value: e.value, reason: e.reason }
-    }
+    #[error(transparent)]
+    InvalidPathSegment(#[from] PathSegmentError),
 }
 
 impl ClientError {
@@ -147,8 +132,9 @@ struct WireDetails {
 
 /// A `T` read only from a JSON object, as Go reads a struct: serde's derive also reads a
 /// struct from an array of its fields in order (`["Status",0]`), which would turn a body that
-/// is no `Status` into an empty one and lose its text.
-struct JsonObject<T>(T);
+/// is no `Status` into an empty one and lose its text. An exec plugin's `ExecCredential` is
+/// read the same way.
+pub(super) struct JsonObject<T>(pub(super) T);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for JsonObject<T> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

@@ -16,6 +16,7 @@ use serde::Deserialize;
 use tokio::io::AsyncReadExt as _;
 
 use super::config::{Config, ConfigError, ExecConfig, Identity};
+use super::error::JsonObject;
 
 /// How many characters of a failed plugin's stderr go into the error.
 const STDERR_LIMIT: usize = 1024;
@@ -67,7 +68,7 @@ pub(crate) fn exec_info(exec: &ExecConfig, config: &Config) -> String {
 struct ExecCredential {
     api_version: Option<String>,
     kind: Option<String>,
-    status: Option<ExecCredentialStatus>,
+    status: Option<JsonObject<ExecCredentialStatus>>,
 }
 
 /// `ExecCredential.status`. `Debug` redacts the token and the key.
@@ -430,14 +431,17 @@ pub(crate) fn parse_credential(
     stdout: &[u8],
 ) -> Result<PluginCredential, ConfigError> {
     let error = |reason: String| ConfigError::Exec { command: config.command.clone(), reason };
-    let credential: ExecCredential = serde_json::from_slice(stdout).map_err(|err| {
-        let what = if err.is_data() {
-            "does not have the shape of an ExecCredential"
-        } else {
-            "is not JSON"
-        };
-        error(format!("its output {what} (line {}, column {})", err.line(), err.column()))
-    })?;
+    // Only objects, as Go reads them: serde's derive also reads a struct from an array of its
+    // fields in order, which client-go refuses.
+    let JsonObject(credential) = serde_json::from_slice::<JsonObject<ExecCredential>>(stdout)
+        .map_err(|err| {
+            let what = if err.is_data() {
+                "does not have the shape of an ExecCredential"
+            } else {
+                "is not JSON"
+            };
+            error(format!("its output {what} (line {}, column {})", err.line(), err.column()))
+        })?;
     if credential.kind.as_deref() != Some("ExecCredential") {
         return Err(error(format!(
             "its output has kind `{}`, not ExecCredential",
@@ -451,7 +455,8 @@ pub(crate) fn parse_credential(
             config.api_version
         )));
     }
-    let status = credential.status.ok_or_else(|| error("its output has no status".to_owned()))?;
+    let JsonObject(status) =
+        credential.status.ok_or_else(|| error("its output has no status".to_owned()))?;
     let token = status.token.filter(|token| !token.expose_secret().is_empty());
     let cert = status.client_certificate_data.filter(|cert| !cert.is_empty());
     let key = status.client_key_data.filter(|key| !key.expose_secret().is_empty());
@@ -513,6 +518,25 @@ mod tests {
         assert!(bad_shape.contains("does not have the shape of an ExecCredential"), "{bad_shape}");
         assert!(!bad_shape.contains("12345678"), "{bad_shape}");
         assert!(check(r#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"Pod","status":{"token":"t"}}"#).contains("kind `Pod`"));
+    }
+
+    /// serde's derive reads a struct from an array of its fields in order; client-go (Go's
+    /// `encoding/json`) reads an `ExecCredential` and its status only from objects.
+    #[test]
+    fn an_array_of_fields_is_no_credential() {
+        let config = ExecConfig::new(V1, "plugin");
+        let refused = |json: &str| match parse_credential(&config, json.as_bytes()) {
+            Ok(_) => panic!("accepted {json}, which client-go refuses"),
+            Err(err) => err.to_string(),
+        };
+        let whole =
+            refused(r#"["client.authentication.k8s.io/v1","ExecCredential",{"token":"t"}]"#);
+        assert!(whole.contains("does not have the shape of an ExecCredential"), "{whole}");
+        let status = refused(&format!(
+            r#"{{"apiVersion":"{V1}","kind":"ExecCredential","status":["tkn-secret"]}}"#
+        ));
+        assert!(status.contains("does not have the shape of an ExecCredential"), "{status}");
+        assert!(!status.contains("tkn-secret"), "{status}");
     }
 
     #[test]

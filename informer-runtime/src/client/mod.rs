@@ -121,6 +121,7 @@ pub use config::{
     KubeconfigOptions,
 };
 pub use error::{ClientError, Result};
+pub use request::PathSegmentError;
 
 pub use api_client::{Client, Patch, PatchParams};
 

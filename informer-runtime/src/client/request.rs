@@ -146,18 +146,38 @@ impl Target {
 }
 
 /// A name, namespace or subresource that cannot be one segment of a request's path.
+/// A name, namespace or subresource that cannot be one segment of a request's path (empty,
+/// `.`, `..`, or holding `/` or `%`, as client-go refuses): such a value would make a request
+/// about another object, or the whole collection, so none is sent.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
     "{what} {value:?} cannot name an object in a request path: {reason}; Kubernetes names are \
      never that, so check where the value came from"
 )]
-pub(crate) struct PathSegmentError {
-    /// `name`, `namespace` or `subresource`.
-    pub(crate) what: &'static str,
-    /// The value refused.
-    pub(crate) value: String,
-    /// Why.
-    pub(crate) reason: &'static str,
+pub struct PathSegmentError {
+    what: &'static str,
+    value: String,
+    reason: &'static str,
+}
+
+impl PathSegmentError {
+    /// What the value was meant to be: `name`, `namespace` or `subresource`.
+    #[must_use]
+    pub fn what(&self) -> &'static str {
+        self.what
+    }
+
+    /// The value refused, as given.
+    #[must_use]
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+
+    /// Why it was refused, for example "it contains `/`".
+    #[must_use]
+    pub fn reason(&self) -> &'static str {
+        self.reason
+    }
 }
 
 /// Refuses what client-go refuses in a path segment (`IsValidPathSegmentName`, and the
