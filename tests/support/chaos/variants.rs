@@ -31,6 +31,7 @@ use informer_runtime::listwatch::{
     WatchOptions, WatchStream,
 };
 use informer_runtime::reflector::ReflectorConfig;
+use informer_runtime::store::StorageMode;
 use informer_runtime::{Client, Resource, SharedInformerFactory};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 
@@ -218,6 +219,7 @@ impl Variants {
             .compact_storage(RECENT)
             .build();
         let watched = Typed::<Pod>::new(&factory, "pods (compact)", pods.gvr.clone());
+        compact_storage(&watched);
         let compact = Variant::of(factory, watched, counts);
 
         let counting = source();
@@ -230,6 +232,7 @@ impl Variants {
         let name = "crontabs (chaos-1, chaos-3)";
         let watched =
             Typed::<CronTab>::new(&factory, name, crontabs.gvr.clone()).only_in(&NAMESPACE_SET);
+        compact_storage(&watched);
         let restricted = Variant::of(factory, watched, counts);
 
         Self { variants: vec![streamed, compact, restricted] }
@@ -286,6 +289,14 @@ impl Variants {
         }
         late
     }
+}
+
+/// Checks that `watched`'s cache is compact: a factory option that stopped reaching it would
+/// otherwise leave the compact path untested without a word.
+fn compact_storage<K: Resource + PartialEq + fmt::Debug>(watched: &Typed<K>) {
+    let mode = watched.informer.cache().storage_mode();
+    let name = watched.name();
+    assert_eq!(mode, StorageMode::Compact { recent: RECENT }, "chaos: {name}'s cache");
 }
 
 impl Variant {
