@@ -1,5 +1,8 @@
 //! Nothing lost over HTTP under random churn and faults: the chaos scenario of
-//! `informer_tests::chaos`, CI-sized, over plain HTTP/1.1 and over TLS with HTTP/2.
+//! `informer_tests::chaos`, CI-sized, over plain HTTP/1.1 and over TLS with HTTP/2. Each run
+//! covers, besides plain lists into decoded caches of every namespace, an informer listing by
+//! streaming lists, one whose cache is in compact storage, and one restricted to a set of
+//! namespaces; each must have run (streaming lists completed, plain lists where expected).
 //!
 //! Every run has a new seed, printed first and in the failure message; `INFORMER_CHAOS_SEED=S`
 //! replays one. `INFORMER_CHAOS_MINUTES=N` runs N one-minute epochs instead (what
@@ -21,6 +24,17 @@ fn check(report: &Report, seed: u64) {
         "every kind of fault was injected: {:?} (seed {seed})",
         report.faults
     );
+    // Each variant took its path: the streaming ones synced by streaming lists, the compact
+    // one listed; and each was told of changes.
+    assert_eq!(report.variants.len(), 3, "{report}");
+    for (name, counts) in &report.variants {
+        assert!(counts.events > 0, "{name} got no notification: {report}");
+        if name.starts_with("pods") {
+            assert!(counts.plain_lists > 0 && counts.streamed == 0, "{name} lists: {report}");
+        } else {
+            assert!(counts.completed > 0, "{name} completed no streaming list: {report}");
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,9 +4,13 @@
 //! It runs the chaos tests themselves (`tests/chaos.rs`, over `informer_tests::chaos`) with
 //! `INFORMER_CHAOS_MINUTES=N`: N epochs of a minute of churn and faults, each ending in a check
 //! that every cache and handler converged, over plain HTTP/1.1 and then over TLS and HTTP/2
-//! (one test at a time, so that each has the machine to itself: 2N minutes in all). The test prints the counts (writes, faults by kind,
-//! informer errors, handler events, what was lost) after every epoch and fails if anything was
-//! lost; this command then fails with the seed and the command that replays it.
+//! (one test at a time, so that each has the machine to itself: 2N minutes in all). Besides
+//! the main factory's informers, each run has an informer listing by streaming lists, one with
+//! a cache in compact storage, and one restricted to a set of namespaces
+//! (`tests/support/chaos/variants.rs`). The test prints the counts (writes, faults by kind,
+//! informer errors, handler events, per such informer its events, errors, plain and streaming
+//! lists and decode failures, what was lost) after every epoch and fails if anything was lost;
+//! this command then fails with the seed and the command that replays it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -40,6 +40,7 @@ const FAULTS: &[Fault] = &[
     Fault { name: "slow responses", weight: 2, inject: slow_responses },
     Fault { name: "truncated bodies", weight: 2, inject: truncated_bodies },
     Fault { name: "stalled lists", weight: 1, inject: stalled_lists },
+    Fault { name: "cut streaming lists", weight: 1, inject: cut_streaming_lists },
     Fault { name: "server restart", weight: 1, inject: restart },
 ];
 
@@ -94,6 +95,20 @@ fn truncated_bodies(server: &ServerHandle, rng: &mut fastrand::Rng) {
 /// idle deadline ends it. Compaction and dropped watches make the informers relist.
 fn stalled_lists(server: &ServerHandle, rng: &mut fastrand::Rng) {
     server.disrupt_next(1, aim_at(Disruption::stall(rng.usize(0..2048)).verb("list"), rng));
+    server.compact();
+    server.drop_watches();
+}
+
+/// Streaming lists cut or stalled in their initial events: history is compacted and every
+/// watch dropped, so every informer relists (the streaming ones by a streaming list), and the
+/// next few watches of config maps or `CronTab`s (the streaming variants' resources, see
+/// `variants.rs`) break or stall a few KB in. The first of them are rewatches that get a 410;
+/// the streaming list comes next, and its initial events are longer than the cut.
+fn cut_streaming_lists(server: &ServerHandle, rng: &mut fastrand::Rng) {
+    let after = rng.usize(0..8192);
+    let cut = if rng.bool() { Disruption::truncate(after) } else { Disruption::stall(after) };
+    let resource = if rng.bool() { "configmaps" } else { "crontabs.stable.example.com" };
+    server.disrupt_next(rng.usize(3..6), cut.verb("watch").resource(resource));
     server.compact();
     server.drop_watches();
 }

@@ -18,6 +18,14 @@
 //! last state of every object is the server's. What has not converged by then is lost. Handlers check the order of what they
 //! receive as it arrives (`recorder.rs`).
 //!
+//! Beside that factory, three informers take other paths through the runtime over the same
+//! objects, each from a factory of its own (`variants.rs`): one whose lists are streaming lists
+//! (`sendInitialEvents`), one whose cache is in compact storage, and one restricted to two of
+//! the four namespaces (streaming into compact storage). They are checked like the others,
+//! the restricted one against the server's objects in its namespaces only; a compact object
+//! that does not decode counts as lost. The faults reach them too, streaming lists cut and
+//! stalled in their initial events among them.
+//!
 //! The server speaks plain HTTP/1.1, or TLS with HTTP/2 ([`Settings::tls`]), as a real API
 //! server does: the same faults then reach the client as HTTP/2 streams reset mid-body,
 //! connections closed under many streams at once, and streams that stall.
@@ -29,6 +37,7 @@ mod churn;
 mod faults;
 mod objects;
 mod recorder;
+mod variants;
 mod verify;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -44,10 +53,12 @@ use informer_runtime::{Client, GroupVersionResource, Resource, SharedInformerFac
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 
 pub use self::objects::CronTab;
+pub use self::variants::VariantCounts;
 
 use self::churn::{Churn, Op};
 use self::faults::{HISTORY_LIMIT, Injector};
 use self::recorder::Recorder;
+use self::variants::Variants;
 use self::verify::{Typed, Watched};
 
 /// Replays a run: the seed it printed.
@@ -149,6 +160,10 @@ pub struct Report {
     pub handler_events: BTreeMap<String, (u64, u64)>,
     /// Notifications that broke a handler's rules (order, a change lost, after removal).
     pub violations: u64,
+    /// Reads of compact caches that found an object they could not decode.
+    pub decode_failures: u64,
+    /// What each informer of `variants.rs` (streaming list, compact, namespace set) did.
+    pub variants: BTreeMap<String, VariantCounts>,
     /// Objects or caches that had not converged when the deadline passed.
     pub unconverged: u64,
     /// What the server served, by protocol (whether the client really spoke HTTP/2).
@@ -158,10 +173,11 @@ pub struct Report {
 }
 
 impl Report {
-    /// What was lost: violations plus unconverged states. Zero for a clean run.
+    /// What was lost: violations, unconverged states and compact objects that did not decode.
+    /// Zero for a clean run.
     #[must_use]
     pub fn lost(&self) -> u64 {
-        self.violations + self.unconverged
+        self.violations + self.unconverged + self.decode_failures
     }
 
     fn note(&mut self, problems: impl IntoIterator<Item = String>) {
@@ -206,12 +222,16 @@ impl fmt::Display for Report {
             })
             .collect();
         writeln!(f, "  handler events: {}", handlers.join(", "))?;
+        for (name, counts) in &self.variants {
+            writeln!(f, "  {name}: {counts}")?;
+        }
         write!(
             f,
-            "  lost: {} ({} rule violations, {} unconverged)",
+            "  lost: {} ({} rule violations, {} unconverged, {} decode failures)",
             self.lost(),
             self.violations,
-            self.unconverged
+            self.unconverged,
+            self.decode_failures
         )?;
         for example in &self.examples {
             write!(f, "\n    {example}")?;
@@ -225,6 +245,8 @@ struct Scenario {
     settings: Settings,
     server: ApiServer,
     factory: SharedInformerFactory<Client>,
+    /// The informers taking other paths: streaming lists, compact storage, a namespace set.
+    variants: Variants,
     /// The churned types, indexed like [`objects::kinds`] and like `informers`.
     kinds: [objects::Kind; 3],
     pods: Arc<Typed<Pod>>,
@@ -335,9 +357,9 @@ impl Scenario {
             max: Duration::from_secs(1),
             ..BackoffConfig::default()
         };
-        let factory = SharedInformerFactory::builder(client)
-            .reflector_config(ReflectorConfig::default().backoff(backoff))
-            .build();
+        let reflector = ReflectorConfig::default().backoff(backoff);
+        let variants = Variants::new(&client, &reflector, &kinds);
+        let factory = SharedInformerFactory::builder(client).reflector_config(reflector).build();
         let [pods, config_maps, crontabs] = &kinds;
         let pods = Arc::new(Typed::<Pod>::new(&factory, pods.name, pods.gvr.clone()));
         let config_maps =
@@ -364,12 +386,18 @@ impl Scenario {
         factory.start();
         let synced = factory.wait_for_cache_sync(settings.converge_within).await;
         assert!(synced.all_synced(), "chaos: not synced: {:?}", synced.not_synced());
-        let informers: Vec<Arc<dyn Watched>> =
+        variants.start(settings.converge_within).await;
+        let mut informers: Vec<Arc<dyn Watched>> =
             vec![Arc::clone(&pods) as Arc<dyn Watched>, Arc::new(config_maps), Arc::new(crontabs)];
+        for (watched, recorder) in variants.watched() {
+            active.push((informers.len(), recorder));
+            informers.push(watched);
+        }
         let seed = settings.seed;
         Self {
             server,
             factory,
+            variants,
             kinds,
             pods,
             informers,
@@ -510,6 +538,8 @@ impl Scenario {
             self.injector.counts().into_iter().map(|(name, n)| (name.to_owned(), n)).collect();
         report.informer_errors =
             self.informers.iter().map(|i| (i.name().to_owned(), i.errors())).collect();
+        report.decode_failures = self.informers.iter().map(|i| i.decode_failures()).sum();
+        report.variants = self.variants.counts();
         // Recorders count their violations from the start: the total replaces, not adds.
         report.violations = 0;
         for recorder in self.active.iter().map(|(_, r)| r).chain(&self.removed) {
@@ -532,6 +562,10 @@ impl Scenario {
         if tokio::time::timeout(SHUTDOWN, self.factory.shutdown()).await.is_err() {
             self.report.unconverged += 1;
             self.report.note([format!("the factory did not shut down within {SHUTDOWN:?}")]);
+        }
+        for name in self.variants.shutdown(SHUTDOWN).await {
+            self.report.unconverged += 1;
+            self.report.note([format!("{name}'s factory did not shut down within {SHUTDOWN:?}")]);
         }
         match tokio::time::timeout(SHUTDOWN, self.server.shutdown()).await {
             Ok(Ok(())) => {}
