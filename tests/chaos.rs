@@ -21,6 +21,10 @@ fn check(report: &Report, seed: u64) {
         "every kind of fault was injected: {:?} (seed {seed})",
         report.faults
     );
+    assert!(
+        report.controller.handovers > 0,
+        "leadership of the controller changed hands: {report}\nreplay with {SEED_ENV}={seed}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

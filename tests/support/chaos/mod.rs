@@ -22,10 +22,15 @@
 //! server does: the same faults then reach the client as HTTP/2 streams reset mid-body,
 //! connections closed under many streams at once, and streams that stall.
 //!
+//! Beside the informers, two replicas of a controller behind one Lease derive a Secret from
+//! every config map, and the leader is stopped at seeded points (`controller.rs`): the derived
+//! Secrets must converge too, and no two replicas may lead or reconcile at the same time.
+//!
 //! `tests/chaos.rs` runs a CI-sized scenario over each; `cargo xtask soak --minutes N` runs
 //! that test binary in a release build with `INFORMER_CHAOS_MINUTES=N`, an epoch a minute.
 
 mod churn;
+mod controller;
 mod faults;
 mod objects;
 mod recorder;
@@ -43,9 +48,11 @@ use informer_runtime::shared_informer::{ResourceEventHandlerRegistration, Shared
 use informer_runtime::{Client, GroupVersionResource, Resource, SharedInformerFactory};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 
+pub use self::controller::Counts as ControllerCounts;
 pub use self::objects::CronTab;
 
 use self::churn::{Churn, Op};
+use self::controller::Controllers;
 use self::faults::{HISTORY_LIMIT, Injector};
 use self::recorder::Recorder;
 use self::verify::{Typed, Watched};
@@ -153,15 +160,18 @@ pub struct Report {
     pub unconverged: u64,
     /// What the server served, by protocol (whether the client really spoke HTTP/2).
     pub traffic: Traffic,
+    /// What the controller with leader election did (`controller.rs`).
+    pub controller: ControllerCounts,
     /// The first few violations and unconverged states, described.
     pub examples: Vec<String>,
 }
 
 impl Report {
-    /// What was lost: violations plus unconverged states. Zero for a clean run.
+    /// What was lost: violations, unconverged states, and reconciles or terms of two
+    /// leaders at once. Zero for a clean run.
     #[must_use]
     pub fn lost(&self) -> u64 {
-        self.violations + self.unconverged
+        self.violations + self.unconverged + self.controller.overlaps()
     }
 
     fn note(&mut self, problems: impl IntoIterator<Item = String>) {
@@ -206,6 +216,7 @@ impl fmt::Display for Report {
             })
             .collect();
         writeln!(f, "  handler events: {}", handlers.join(", "))?;
+        writeln!(f, "  {}", self.controller)?;
         write!(
             f,
             "  lost: {} ({} rule violations, {} unconverged)",
@@ -239,6 +250,8 @@ struct Scenario {
     late: Vec<(Arc<Recorder>, HashMap<String, u64>)>,
     churn: Churn,
     injector: Injector,
+    /// The replicas of a controller behind a Lease.
+    controllers: Controllers,
     pacing: fastrand::Rng,
     started: Instant,
     report: Report,
@@ -328,6 +341,7 @@ impl Scenario {
         let mut config =
             Config::new(url).watch_idle_timeout(WATCH_IDLE).read_idle_timeout(READ_IDLE);
         config.root_certs_pem = server.ca_pem().map(|pem| pem.as_bytes().to_vec());
+        let controllers = Controllers::start(&config, stream(settings.seed, 4));
         let client = Client::new(config).unwrap_or_else(|e| panic!("chaos: client: {e}"));
         // Fast retries, so that a run sees many; a Retry-After of a second is still honoured.
         let backoff = BackoffConfig {
@@ -378,6 +392,7 @@ impl Scenario {
             doomed: VecDeque::from([(doomed, doomed_registration)]),
             late: Vec::new(),
             churn,
+            controllers,
             injector: Injector::new(stream(seed, 2)),
             pacing: fastrand::Rng::with_seed(stream(seed, 3)),
             started: Instant::now(),
@@ -411,6 +426,7 @@ impl Scenario {
             for _ in 0..self.pacing.usize(1..=BURST) {
                 self.churn.step(&server, &self.kinds);
             }
+            self.controllers.step();
             if self.pacing.u32(0..FAULT_EVERY) == 0 {
                 self.injector.inject(&server);
             }
@@ -492,6 +508,7 @@ impl Scenario {
             let name = recorder.name();
             problems.extend(replay.into_iter().map(|d| format!("{name}: {d}")));
         }
+        problems.extend(controller::differences(&server));
         problems
     }
 
@@ -508,6 +525,7 @@ impl Scenario {
             .collect();
         report.faults =
             self.injector.counts().into_iter().map(|(name, n)| (name.to_owned(), n)).collect();
+        report.controller = self.controllers.counts();
         report.informer_errors =
             self.informers.iter().map(|i| (i.name().to_owned(), i.errors())).collect();
         // Recorders count their violations from the start: the total replaces, not adds.
@@ -528,6 +546,9 @@ impl Scenario {
     }
 
     async fn stop(mut self) -> Report {
+        let late = self.controllers.stop(SHUTDOWN).await;
+        self.report.unconverged += late.len() as u64;
+        self.report.note(late);
         self.count();
         if tokio::time::timeout(SHUTDOWN, self.factory.shutdown()).await.is_err() {
             self.report.unconverged += 1;
