@@ -1,5 +1,7 @@
 //! Nothing lost over HTTP under random churn and faults: the chaos scenario of
-//! `informer_tests::chaos`, CI-sized, over plain HTTP/1.1 and over TLS with HTTP/2.
+//! `informer_tests::chaos`, CI-sized, over plain HTTP/1.1 and over TLS with HTTP/2. Each run
+//! also has a controller's leadership change hands, and rotates the token (and, over TLS, the
+//! client certificates) its clients authenticate with.
 //!
 //! Every run has a new seed, printed first and in the failure message; `INFORMER_CHAOS_SEED=S`
 //! replays one. `INFORMER_CHAOS_MINUTES=N` runs N one-minute epochs instead (what
@@ -25,6 +27,10 @@ fn check(report: &Report, seed: u64) {
         report.controller.handovers > 0,
         "leadership of the controller changed hands: {report}\nreplay with {SEED_ENV}={seed}"
     );
+    assert!(
+        report.credentials.tokens > 1,
+        "the token was rotated: {report}\nreplay with {SEED_ENV}={seed}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -47,5 +53,10 @@ async fn informers_over_tls_and_http2_lose_nothing_under_churn_and_faults() {
     assert!(
         traffic.http2_requests > 0 && traffic.http1_requests == 0,
         "the client spoke HTTP/2 only: {report}"
+    );
+    let credentials = &report.credentials;
+    assert!(
+        credentials.certificates > 1 && credentials.plugin_runs > 1 && credentials.unauthorized > 0,
+        "client certificates expired, were refused and replaced: {report}\nreplay with {SEED_ENV}={seed}"
     );
 }

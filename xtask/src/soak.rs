@@ -3,7 +3,9 @@
 //!
 //! It runs the chaos tests themselves (`tests/chaos.rs`, over `informer_tests::chaos`) with
 //! `INFORMER_CHAOS_MINUTES=N`: N epochs of a minute of churn and faults, each ending in a check
-//! that every cache and handler converged, over plain HTTP/1.1 and then over TLS and HTTP/2
+//! that every cache and handler converged (and a controller with leader election, whose
+//! leader is stopped at seeded points, while tokens and client certificates rotate), over
+//! plain HTTP/1.1 and then over TLS and HTTP/2
 //! (one test at a time, so that each has the machine to itself: 2N minutes in all). The test prints the counts (writes, faults by kind,
 //! informer errors, handler events, what was lost) after every epoch and fails if anything was
 //! lost; this command then fails with the seed and the command that replays it.

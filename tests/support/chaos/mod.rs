@@ -26,11 +26,17 @@
 //! every config map, and the leader is stopped at seeded points (`controller.rs`): the derived
 //! Secrets must converge too, and no two replicas may lead or reconcile at the same time.
 //!
+//! The server authenticates every request, and credentials rotate all through the run
+//! (`credentials.rs`): the informers' client reads a token file that is rewritten while the
+//! server stops accepting the old token, and over TLS the replicas present short-lived client
+//! certificates from an exec credential plugin, which expire mid-run.
+//!
 //! `tests/chaos.rs` runs a CI-sized scenario over each; `cargo xtask soak --minutes N` runs
 //! that test binary in a release build with `INFORMER_CHAOS_MINUTES=N`, an epoch a minute.
 
 mod churn;
 mod controller;
+mod credentials;
 mod faults;
 mod objects;
 mod recorder;
@@ -49,10 +55,12 @@ use informer_runtime::{Client, GroupVersionResource, Resource, SharedInformerFac
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 
 pub use self::controller::Counts as ControllerCounts;
+pub use self::credentials::Counts as CredentialCounts;
 pub use self::objects::CronTab;
 
 use self::churn::{Churn, Op};
 use self::controller::Controllers;
+use self::credentials::Credentials;
 use self::faults::{HISTORY_LIMIT, Injector};
 use self::recorder::Recorder;
 use self::verify::{Typed, Watched};
@@ -162,6 +170,8 @@ pub struct Report {
     pub traffic: Traffic,
     /// What the controller with leader election did (`controller.rs`).
     pub controller: ControllerCounts,
+    /// Credentials rotated, and requests the server refused (`credentials.rs`).
+    pub credentials: CredentialCounts,
     /// The first few violations and unconverged states, described.
     pub examples: Vec<String>,
 }
@@ -217,6 +227,7 @@ impl fmt::Display for Report {
             .collect();
         writeln!(f, "  handler events: {}", handlers.join(", "))?;
         writeln!(f, "  {}", self.controller)?;
+        writeln!(f, "  {}", self.credentials)?;
         write!(
             f,
             "  lost: {} ({} rule violations, {} unconverged)",
@@ -252,6 +263,8 @@ struct Scenario {
     injector: Injector,
     /// The replicas of a controller behind a Lease.
     controllers: Controllers,
+    /// The token file and the exec plugin's certificates, rotating.
+    credentials: Credentials,
     pacing: fastrand::Rng,
     started: Instant,
     report: Report,
@@ -318,10 +331,13 @@ impl Progress {
 
 impl Scenario {
     async fn start(settings: Settings) -> Self {
+        let mut credentials = Credentials::new(stream(settings.seed, 5));
         let server = ApiServer::builder()
             .bookmark_interval(Some(BOOKMARK_INTERVAL))
             .history_limit(HISTORY_LIMIT)
             .tls(settings.tls)
+            .bearer_tokens([credentials.first_token()])
+            .client_certificates(settings.tls)
             .start()
             .await
             .unwrap_or_else(|e| panic!("chaos: the embedded API server did not start: {e}"));
@@ -341,7 +357,14 @@ impl Scenario {
         let mut config =
             Config::new(url).watch_idle_timeout(WATCH_IDLE).read_idle_timeout(READ_IDLE);
         config.root_certs_pem = server.ca_pem().map(|pem| pem.as_bytes().to_vec());
-        let controllers = Controllers::start(&config, stream(settings.seed, 4));
+        // The informers read a token file; over TLS the controller's replicas present the exec
+        // plugin's short-lived certificates (client certificates need TLS), else the token too.
+        credentials.start(&server.handle(), settings.tls);
+        let mut replicas = config.clone();
+        replicas.auth =
+            if settings.tls { credentials.exec_auth() } else { credentials.token_auth() };
+        config.auth = credentials.token_auth();
+        let controllers = Controllers::start(&replicas, stream(settings.seed, 4));
         let client = Client::new(config).unwrap_or_else(|e| panic!("chaos: client: {e}"));
         // Fast retries, so that a run sees many; a Retry-After of a second is still honoured.
         let backoff = BackoffConfig {
@@ -393,6 +416,7 @@ impl Scenario {
             late: Vec::new(),
             churn,
             controllers,
+            credentials,
             injector: Injector::new(stream(seed, 2)),
             pacing: fastrand::Rng::with_seed(stream(seed, 3)),
             started: Instant::now(),
@@ -526,6 +550,7 @@ impl Scenario {
         report.faults =
             self.injector.counts().into_iter().map(|(name, n)| (name.to_owned(), n)).collect();
         report.controller = self.controllers.counts();
+        report.credentials = self.credentials.counts(&self.server.handle());
         report.informer_errors =
             self.informers.iter().map(|i| (i.name().to_owned(), i.errors())).collect();
         // Recorders count their violations from the start: the total replaces, not adds.
@@ -549,6 +574,7 @@ impl Scenario {
         let late = self.controllers.stop(SHUTDOWN).await;
         self.report.unconverged += late.len() as u64;
         self.report.note(late);
+        self.credentials.stop().await;
         self.count();
         if tokio::time::timeout(SHUTDOWN, self.factory.shutdown()).await.is_err() {
             self.report.unconverged += 1;
