@@ -7,8 +7,11 @@
 //! the config map's current version, and no other.
 //!
 //! The leader is disturbed at seeded points ([`Controllers::step`], a countdown in bursts drawn
-//! from the seed): it is stopped, so it releases the Lease and another replica takes over; the
-//! stopped replica campaigns again once another leads. Every leadership term and every reconcile
+//! from the seed), in one of two ways, drawn from the seed too: it is stopped, so it releases
+//! the Lease, and campaigns again once another replica leads; or the server revokes its token
+//! (`credentials.rs`), so its renewals fail with `401` until it gives up the lead at its renew
+//! deadline, and another replica takes over once the Lease has expired; its token is accepted
+//! again once another leads. Either way leadership changes hands. Every leadership term and every reconcile
 //! is recorded by the replica doing it, with its start and end on the process's clock; two
 //! records of different replicas that overlap in time are an overlap, which the guarantee of
 //! leader election forbids.
@@ -20,6 +23,8 @@ use std::time::{Duration, Instant};
 
 use embedded_apiserver::ServerHandle;
 use informer_runtime::client::{ClientError, Config};
+
+use super::credentials::Revoker;
 use informer_runtime::controller::{Action, Controller, Request};
 use informer_runtime::leader_election::{LeaderElection, Leadership};
 use informer_runtime::reflector::{BackoffConfig, ReflectorConfig};
@@ -54,7 +59,7 @@ const SOURCE_UID: &str = "chaos.example.com/source-uid";
 /// The annotation carrying the source's resourceVersion.
 const SOURCE_VERSION: &str = "chaos.example.com/source-resource-version";
 /// How many replicas campaign.
-const REPLICAS: usize = 2;
+pub(crate) const REPLICAS: usize = 2;
 
 /// What the controller did, for the report.
 #[derive(Clone, Debug, Default)]
@@ -65,6 +70,8 @@ pub struct Counts {
     pub handovers: u64,
     /// Leaders stopped on purpose (the Lease released).
     pub stops: u64,
+    /// Leaders whose token the server revoked (their renewals refused).
+    pub revocations: u64,
     /// How [`LeaderElection::run`] ended, by outcome.
     pub outcomes: BTreeMap<String, u64>,
     /// Reconciles started.
@@ -94,11 +101,13 @@ impl fmt::Display for Counts {
         }
         write!(
             f,
-            "controller: {} terms, {} handovers, {} leaders stopped (runs ended: {}); {} \
+            "controller: {} terms, {} handovers, {} leaders stopped, {} revoked (runs ended: \
+             {}); {} \
              reconciles ({} failed), writes: {}; overlaps: {} terms, {} reconciles",
             self.terms,
             self.handovers,
             self.stops,
+            self.revocations,
             list(&self.outcomes),
             self.reconciles,
             self.failed,
@@ -193,18 +202,32 @@ pub(crate) struct Controllers {
     rng: fastrand::Rng,
     /// Bursts left before the leader is disturbed.
     countdown: u32,
-    /// A replica stopped on purpose, and when: it campaigns again once another one leads.
-    stopped: Option<(usize, Instant)>,
+    /// A leader disturbed, how, and when: it is let go on once another one leads.
+    disturbed: Option<(usize, Disturbance, Instant)>,
     stops: u64,
+    revocations: u64,
+    revoker: Revoker,
+}
+
+/// What is done to a leader.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Disturbance {
+    /// Stopped: it releases the Lease.
+    Stopped,
+    /// Its token revoked: its renewals fail.
+    Revoked,
 }
 
 impl Controllers {
-    /// Starts [`REPLICAS`] replicas, each with a client built from `config`.
-    pub(crate) fn start(config: &Config, seed: u64) -> Self {
+    /// Starts a replica for each of `configs`, each with a client of its own; `revoker`
+    /// revokes replica `i`'s token as client `i + 1`.
+    pub(crate) fn start(configs: Vec<Config>, seed: u64, revoker: Revoker) -> Self {
         let records = Arc::new(Records::default());
-        let replicas = (0..REPLICAS)
-            .map(|i| {
-                let client = Client::new(config.clone())
+        let replicas = configs
+            .into_iter()
+            .enumerate()
+            .map(|(i, config)| {
+                let client = Client::new(config)
                     .unwrap_or_else(|e| panic!("chaos: replica {i}'s client: {e}"));
                 let election =
                     LeaderElection::builder(client.clone(), LEASE_NAMESPACE, LEASE, identity(i))
@@ -221,20 +244,35 @@ impl Controllers {
             .collect();
         let mut rng = fastrand::Rng::with_seed(seed);
         let countdown = rng.u32(DISTURB_EVERY);
-        Self { replicas, records, rng, countdown, stopped: None, stops: 0 }
+        Self {
+            replicas,
+            records,
+            rng,
+            countdown,
+            disturbed: None,
+            stops: 0,
+            revocations: 0,
+            revoker,
+        }
     }
 
     /// Called after every burst of churn: counts down to the next disturbance of the leader,
-    /// and lets a stopped replica campaign again once another one leads.
+    /// and lets a disturbed replica go on once another one leads.
     pub(crate) fn step(&mut self) {
-        if let Some((i, at)) = self.stopped {
-            let other_leads = self.records.inner.lock().terms.iter().any(|t| t.start > at);
-            if other_leads && self.replicas[i].task.as_ref().is_none_or(JoinHandle::is_finished) {
-                self.stopped = None;
-                let replica = &mut self.replicas[i];
-                replica.stop = CancellationToken::new();
-                campaign(i, replica, &self.records);
+        if let Some((i, how, at)) = self.disturbed {
+            let other_leads =
+                self.records.inner.lock().terms.iter().any(|t| t.start > at && t.replica != i);
+            let finished = self.replicas[i].task.as_ref().is_none_or(JoinHandle::is_finished);
+            match how {
+                Disturbance::Stopped if other_leads && finished => {
+                    let replica = &mut self.replicas[i];
+                    replica.stop = CancellationToken::new();
+                    campaign(i, replica, &self.records);
+                }
+                Disturbance::Revoked if other_leads => self.revoker.restore(),
+                _ => return,
             }
+            self.disturbed = None;
             return;
         }
         self.countdown = self.countdown.saturating_sub(1);
@@ -245,9 +283,18 @@ impl Controllers {
         let Some(leader) = self.replicas.iter().position(|r| r.election.is_leader()) else {
             return;
         };
-        self.replicas[leader].stop.cancel();
-        self.stopped = Some((leader, Instant::now()));
-        self.stops += 1;
+        let how = if self.rng.bool() { Disturbance::Stopped } else { Disturbance::Revoked };
+        match how {
+            Disturbance::Stopped => {
+                self.replicas[leader].stop.cancel();
+                self.stops += 1;
+            }
+            Disturbance::Revoked => {
+                self.revoker.revoke(leader + 1);
+                self.revocations += 1;
+            }
+        }
+        self.disturbed = Some((leader, how, Instant::now()));
         self.countdown = self.rng.u32(DISTURB_EVERY);
     }
 
@@ -262,6 +309,7 @@ impl Controllers {
             terms: terms.len() as u64,
             handovers: handovers as u64,
             stops: self.stops,
+            revocations: self.revocations,
             outcomes: inner.outcomes.clone(),
             reconciles: inner.reconciles.len() as u64,
             failed: inner.failed,
@@ -275,6 +323,7 @@ impl Controllers {
     /// stop in time.
     pub(crate) async fn stop(&mut self, within: Duration) -> Vec<String> {
         let mut late = Vec::new();
+        self.revoker.restore();
         for replica in &self.replicas {
             replica.stop.cancel();
         }

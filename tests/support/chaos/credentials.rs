@@ -1,15 +1,18 @@
-//! Credentials rotated mid-run, as in production: the server authenticates every request, a
-//! bearer token read from a file is rewritten and the old one refused (a projected service
-//! account token, rotated by the kubelet), and, over TLS, the controller's replicas present
+//! Credentials rotated mid-run, as in production: the server authenticates every request,
+//! bearer tokens read from files are rewritten and the old ones refused (projected service
+//! account tokens, rotated by the kubelet), and, over TLS, the informers' client presents
 //! short-lived client certificates from an exec credential plugin (Teleport-style), which
-//! expire while the run goes on.
+//! expire while the run goes on. Each client has a token file of its own (the informers'
+//! client over plain HTTP, and each replica of the controller), so that one replica's token
+//! can be revoked for a while ([`Revoker`]): its Lease renewals get `401`, and it loses the
+//! Lease.
 //!
 //! A background task does the rotating, through churn, quiescence and convergence alike (a
 //! certificate that expires while the scenario waits must be replaced then too):
 //!
-//! - every [`TOKEN_EVERY`] (seeded), a new token is written to the token file, then the server
-//!   is made to accept only it: requests still carrying the old one get `401`, after which
-//!   the client reads the file again;
+//! - every [`TOKEN_EVERY`] (seeded), a new token is written to each token file, then the server
+//!   is made to accept only the new ones: requests still carrying an old one get `401`, after
+//!   which the client reads its file again;
 //! - the plugin prints `credential.json`, which the task rewrites with a new certificate
 //!   from the server's client CA whenever a quarter of the current one's [`CERT_LIFETIME`]
 //!   has passed. A credential says when it expires (the client runs the plugin again half way
@@ -44,9 +47,11 @@ const EXEC_API: &str = "client.authentication.k8s.io/v1";
 /// What was rotated, for the report.
 #[derive(Clone, Debug, Default)]
 pub struct Counts {
-    /// Tokens written to the token file (the first included), each the only one the server
-    /// accepts from then on.
+    /// Token rotations (the first tokens included): each time, every token file gets a new
+    /// token and the server accepts only the new ones.
     pub tokens: u64,
+    /// Replicas whose token was revoked until another replica took the Lease over.
+    pub revocations: u64,
     /// Client certificates issued into the plugin's output (the first included).
     pub certificates: u64,
     /// Of those, credentials that did not say when they expire.
@@ -61,9 +66,10 @@ impl fmt::Display for Counts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "credentials: {} tokens, {} certificates ({} without expiry), {} plugin runs, {} \
-             requests refused with 401",
+            "credentials: {} token rotations, {} tokens revoked, {} certificates ({} without \
+             expiry), {} plugin runs, {} requests refused with 401",
             self.tokens,
+            self.revocations,
             self.certificates,
             self.without_expiry,
             self.plugin_runs,
@@ -75,7 +81,7 @@ impl fmt::Display for Counts {
 /// The credential files and the task that rotates them.
 pub(crate) struct Credentials {
     dir: PathBuf,
-    first_token: String,
+    tokens: Arc<Mutex<Tokens>>,
     /// Draws the tokens after the first, and which credentials say when they expire.
     rng: fastrand::Rng,
     counts: Arc<Mutex<Counts>>,
@@ -88,18 +94,63 @@ fn token(rng: &mut fastrand::Rng, n: u64) -> String {
     format!("chaos-token-{n}-{:016x}", rng.u64(..))
 }
 
+/// The tokens of the clients, and the one revoked.
+struct Tokens {
+    /// The current token of each client.
+    current: Vec<String>,
+    /// A client whose token the server refuses for now.
+    revoked: Option<usize>,
+    /// Rotations so far (the first tokens are the first).
+    rotations: u64,
+}
+
+impl Tokens {
+    /// What the server accepts.
+    fn accepted(&self) -> Vec<String> {
+        let accepted = self.current.iter().enumerate().filter(|&(i, _)| Some(i) != self.revoked);
+        accepted.map(|(_, token)| token.clone()).collect()
+    }
+}
+
+/// Revokes one client's token until told to restore it.
+#[derive(Clone)]
+pub(crate) struct Revoker {
+    tokens: Arc<Mutex<Tokens>>,
+    server: ServerHandle,
+    counts: Arc<Mutex<Counts>>,
+}
+
+impl Revoker {
+    /// From now on the server refuses `client`'s token (and its next ones) with `401`.
+    pub(crate) fn revoke(&self, client: usize) {
+        let mut tokens = self.tokens.lock();
+        tokens.revoked = Some(client);
+        self.server.set_bearer_tokens(tokens.accepted());
+        self.counts.lock().revocations += 1;
+    }
+
+    /// The server accepts every client's token again.
+    pub(crate) fn restore(&self) {
+        let mut tokens = self.tokens.lock();
+        tokens.revoked = None;
+        self.server.set_bearer_tokens(tokens.accepted());
+    }
+}
+
 impl Credentials {
-    /// A directory for the files, and the first token: what the server must start with.
-    pub(crate) fn new(seed: u64) -> Self {
+    /// A directory for the files, and a first token for each of `clients` clients: what the
+    /// server must start with ([`first_tokens`](Self::first_tokens)).
+    pub(crate) fn new(seed: u64, clients: usize) -> Self {
         let dir = std::env::temp_dir()
             .join(format!("informer-chaos-credentials-{}-{seed:x}", std::process::id()));
         std::fs::create_dir_all(&dir)
             .unwrap_or_else(|e| panic!("chaos: creating {}: {e}", dir.display()));
         let mut rng = fastrand::Rng::with_seed(seed);
-        let first_token = token(&mut rng, 0);
+        let current = (0..clients).map(|_| token(&mut rng, 0)).collect();
+        let tokens = Tokens { current, revoked: None, rotations: 1 };
         Self {
             dir,
-            first_token,
+            tokens: Arc::new(Mutex::new(tokens)),
             rng,
             counts: Arc::default(),
             stop: CancellationToken::new(),
@@ -107,15 +158,17 @@ impl Credentials {
         }
     }
 
-    /// The token the server starts with.
-    pub(crate) fn first_token(&self) -> &str {
-        &self.first_token
+    /// The tokens the server starts with.
+    pub(crate) fn first_tokens(&self) -> Vec<String> {
+        self.tokens.lock().current.clone()
     }
 
-    /// Writes the first token and, when `certificates`, the plugin and its first certificate;
-    /// then rotates them until [`stop`](Self::stop).
+    /// Writes the first tokens and, when `certificates`, the plugin and its first
+    /// certificate; then rotates them until [`stop`](Self::stop).
     pub(crate) fn start(&mut self, server: &ServerHandle, certificates: bool) {
-        write(&self.token_file(), &self.first_token);
+        for (client, token) in self.tokens.lock().current.iter().enumerate() {
+            write(&self.token_file(client), token);
+        }
         self.counts.lock().tokens = 1;
         if certificates {
             let script = self.dir.join("plugin.sh");
@@ -132,7 +185,7 @@ impl Credentials {
             dir: self.dir.clone(),
             rng,
             counts: Arc::clone(&self.counts),
-            tokens: 1,
+            tokens: Arc::clone(&self.tokens),
             next_token,
             certificate: None,
             issued: 0,
@@ -152,14 +205,23 @@ impl Credentials {
         }));
     }
 
-    /// The token file's path.
-    pub(crate) fn token_file(&self) -> PathBuf {
-        self.dir.join("token")
+    /// The path of `client`'s token file.
+    fn token_file(&self, client: usize) -> PathBuf {
+        self.dir.join(format!("token-{client}"))
     }
 
-    /// How a client reads the rotating token.
-    pub(crate) fn token_auth(&self) -> Auth {
-        Auth::TokenFile(self.token_file())
+    /// How `client` reads its rotating token.
+    pub(crate) fn token_auth(&self, client: usize) -> Auth {
+        Auth::TokenFile(self.token_file(client))
+    }
+
+    /// What revokes a client's token, for a while, on `server`.
+    pub(crate) fn revoker(&self, server: &ServerHandle) -> Revoker {
+        Revoker {
+            tokens: Arc::clone(&self.tokens),
+            server: server.clone(),
+            counts: Arc::clone(&self.counts),
+        }
     }
 
     /// How a client gets the short-lived certificates: the plugin.
@@ -199,7 +261,7 @@ struct Rotor {
     dir: PathBuf,
     rng: fastrand::Rng,
     counts: Arc<Mutex<Counts>>,
-    tokens: u64,
+    tokens: Arc<Mutex<Tokens>>,
     next_token: Instant,
     /// The certificate in the plugin's output, when it was issued, and whether the credential
     /// says when it expires.
@@ -212,12 +274,17 @@ impl Rotor {
     fn tick(&mut self, certificates: bool) {
         let now = Instant::now();
         if now >= self.next_token {
-            // The file first, then the server: a client that read the old token gets a 401,
-            // and reads the file again.
-            let new = token(&mut self.rng, self.tokens);
-            self.tokens += 1;
-            write(&self.dir.join("token"), &new);
-            self.server.set_bearer_tokens([new]);
+            // The files first, then the server: a client that read its old token gets a 401,
+            // and reads its file again.
+            let mut tokens = self.tokens.lock();
+            let n = tokens.rotations;
+            tokens.rotations += 1;
+            for (client, current) in tokens.current.iter_mut().enumerate() {
+                *current = token(&mut self.rng, n);
+                write(&self.dir.join(format!("token-{client}")), current);
+            }
+            self.server.set_bearer_tokens(tokens.accepted());
+            drop(tokens);
             self.counts.lock().tokens += 1;
             self.next_token = now + Duration::from_millis(self.rng.u64(TOKEN_EVERY));
         }

@@ -27,9 +27,10 @@
 //! Secrets must converge too, and no two replicas may lead or reconcile at the same time.
 //!
 //! The server authenticates every request, and credentials rotate all through the run
-//! (`credentials.rs`): the informers' client reads a token file that is rewritten while the
-//! server stops accepting the old token, and over TLS the replicas present short-lived client
-//! certificates from an exec credential plugin, which expire mid-run.
+//! (`credentials.rs`): each client reads a token file that is rewritten while the server stops
+//! accepting the old token, except the informers' client over TLS, which presents short-lived
+//! client certificates from an exec credential plugin, which expire mid-run. A leader's token
+//! is revoked at seeded points, so that its renewals fail and it loses the Lease.
 //!
 //! `tests/chaos.rs` runs a CI-sized scenario over each; `cargo xtask soak --minutes N` runs
 //! that test binary in a release build with `INFORMER_CHAOS_MINUTES=N`, an epoch a minute.
@@ -331,12 +332,13 @@ impl Progress {
 
 impl Scenario {
     async fn start(settings: Settings) -> Self {
-        let mut credentials = Credentials::new(stream(settings.seed, 5));
+        // Client 0 is the informers' client, client i + 1 replica i.
+        let mut credentials = Credentials::new(stream(settings.seed, 5), 1 + controller::REPLICAS);
         let server = ApiServer::builder()
             .bookmark_interval(Some(BOOKMARK_INTERVAL))
             .history_limit(HISTORY_LIMIT)
             .tls(settings.tls)
-            .bearer_tokens([credentials.first_token()])
+            .bearer_tokens(credentials.first_tokens())
             .client_certificates(settings.tls)
             .start()
             .await
@@ -357,14 +359,21 @@ impl Scenario {
         let mut config =
             Config::new(url).watch_idle_timeout(WATCH_IDLE).read_idle_timeout(READ_IDLE);
         config.root_certs_pem = server.ca_pem().map(|pem| pem.as_bytes().to_vec());
-        // The informers read a token file; over TLS the controller's replicas present the exec
-        // plugin's short-lived certificates (client certificates need TLS), else the token too.
+        // Each replica reads a token file of its own; the informers present the exec plugin's
+        // short-lived certificates over TLS (client certificates need it), else read a token
+        // file too.
         credentials.start(&server.handle(), settings.tls);
-        let mut replicas = config.clone();
-        replicas.auth =
-            if settings.tls { credentials.exec_auth() } else { credentials.token_auth() };
-        config.auth = credentials.token_auth();
-        let controllers = Controllers::start(&replicas, stream(settings.seed, 4));
+        let replicas = (0..controller::REPLICAS)
+            .map(|i| {
+                let mut replica = config.clone();
+                replica.auth = credentials.token_auth(i + 1);
+                replica
+            })
+            .collect();
+        config.auth =
+            if settings.tls { credentials.exec_auth() } else { credentials.token_auth(0) };
+        let revoker = credentials.revoker(&server.handle());
+        let controllers = Controllers::start(replicas, stream(settings.seed, 4), revoker);
         let client = Client::new(config).unwrap_or_else(|e| panic!("chaos: client: {e}"));
         // Fast retries, so that a run sees many; a Retry-After of a second is still honoured.
         let backoff = BackoffConfig {
