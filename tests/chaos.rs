@@ -29,7 +29,7 @@ fn check(report: &Report, seed: u64) {
     );
     assert!(
         report.credentials.tokens > 1,
-        "the token was rotated: {report}\nreplay with {SEED_ENV}={seed}"
+        "the tokens were rotated: {report}\nreplay with {SEED_ENV}={seed}"
     );
 }
 
@@ -56,7 +56,7 @@ async fn informers_over_tls_and_http2_lose_nothing_under_churn_and_faults() {
     );
     let credentials = &report.credentials;
     assert!(
-        credentials.certificates > 1 && credentials.plugin_runs > 1 && credentials.unauthorized > 0,
-        "client certificates expired, were refused and replaced: {report}\nreplay with {SEED_ENV}={seed}"
+        credentials.certificates > 1 && credentials.plugin_runs > 1,
+        "client certificates were replaced: {report}\nreplay with {SEED_ENV}={seed}"
     );
 }

@@ -23,7 +23,8 @@
 //! connections closed under many streams at once, and streams that stall.
 //!
 //! Beside the informers, two replicas of a controller behind one Lease derive a Secret from
-//! every config map, and the leader is stopped at seeded points (`controller.rs`): the derived
+//! every config map, and the leader is stopped or loses its Lease at seeded points
+//! (`controller.rs`): the derived
 //! Secrets must converge too, and no two replicas may lead or reconcile at the same time.
 //!
 //! The server authenticates every request, and credentials rotate all through the run
@@ -264,7 +265,7 @@ struct Scenario {
     injector: Injector,
     /// The replicas of a controller behind a Lease.
     controllers: Controllers,
-    /// The token file and the exec plugin's certificates, rotating.
+    /// The token files and the exec plugin's certificates, rotating.
     credentials: Credentials,
     pacing: fastrand::Rng,
     started: Instant,
