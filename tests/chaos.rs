@@ -3,6 +3,8 @@
 //! covers, besides plain lists into decoded caches of every namespace, an informer listing by
 //! streaming lists, one whose cache is in compact storage, and one restricted to a set of
 //! namespaces; each must have run (streaming lists completed, plain lists where expected).
+//! Each run also has a controller's leadership change hands, and rotates the token (and, over
+//! TLS, the client certificates) its clients authenticate with.
 //!
 //! Every run has a new seed, printed first and in the failure message; `INFORMER_CHAOS_SEED=S`
 //! replays one. `INFORMER_CHAOS_MINUTES=N` runs N one-minute epochs instead (what
@@ -35,6 +37,14 @@ fn check(report: &Report, seed: u64) {
             assert!(counts.completed > 0, "{name} completed no streaming list: {report}");
         }
     }
+    assert!(
+        report.controller.handovers > 0,
+        "leadership of the controller changed hands: {report}\nreplay with {SEED_ENV}={seed}"
+    );
+    assert!(
+        report.credentials.tokens > 1,
+        "the tokens were rotated: {report}\nreplay with {SEED_ENV}={seed}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -57,5 +67,10 @@ async fn informers_over_tls_and_http2_lose_nothing_under_churn_and_faults() {
     assert!(
         traffic.http2_requests > 0 && traffic.http1_requests == 0,
         "the client spoke HTTP/2 only: {report}"
+    );
+    let credentials = &report.credentials;
+    assert!(
+        credentials.certificates > 1 && credentials.plugin_runs > 1,
+        "client certificates were replaced: {report}\nreplay with {SEED_ENV}={seed}"
     );
 }

@@ -14,16 +14,19 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::http::{Request, Response, Version};
+use axum::response::IntoResponse as _;
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulConnection;
 use hyper_util::service::TowerToHyperService;
+use rustls::pki_types::CertificateDer;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::state::Shared;
+use crate::status::ApiError;
 use crate::tls::H2;
 
 /// How long a connection may wait for a request's head: kube-apiserver closes idle
@@ -62,6 +65,9 @@ pub struct Traffic {
     /// the protocol level; a stream the client has just reset still counts here until its
     /// handler lets go, so the figure can pass the limit by the few streams being reset.
     pub max_open_streams: usize,
+    /// Requests refused with `401 Unauthorized` by the server's
+    /// [authentication](crate::Config::bearer_tokens).
+    pub unauthorized: u64,
 }
 
 /// The counts behind [`Traffic`], shared by every connection.
@@ -71,6 +77,7 @@ pub(crate) struct TrafficCounters {
     http2_requests: AtomicU64,
     tls_connections: AtomicU64,
     max_open_streams: AtomicUsize,
+    unauthorized: AtomicU64,
 }
 
 impl TrafficCounters {
@@ -80,6 +87,7 @@ impl TrafficCounters {
             http2_requests: self.http2_requests.load(Ordering::Relaxed),
             tls_connections: self.tls_connections.load(Ordering::Relaxed),
             max_open_streams: self.max_open_streams.load(Ordering::Relaxed),
+            unauthorized: self.unauthorized.load(Ordering::Relaxed),
         }
     }
 }
@@ -96,10 +104,11 @@ pub(crate) async fn serve_connection(
     let _ = stream.set_nodelay(true);
     let shutdown = shared.shutdown.clone();
     let streams = Arc::new(Streams::default());
-    let service = Counted {
+    let mut service = Counted {
         inner: TowerToHyperService::new(app),
         shared: Arc::clone(&shared),
         streams: Arc::clone(&streams),
+        peer: None,
     };
     let Some(tls) = shared.settings.tls.as_ref() else {
         let connection = http1(stream, service);
@@ -125,6 +134,8 @@ pub(crate) async fn serve_connection(
         },
     };
     shared.traffic.tls_connections.fetch_add(1, Ordering::Relaxed);
+    // The client's certificate, checked on each request (`auth.rs`), not just now.
+    service.peer = stream.get_ref().1.peer_certificates().map(Arc::from);
     if stream.get_ref().1.alpn_protocol() == Some(H2) {
         let connection = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
             .timer(TokioTimer::new())
@@ -224,12 +235,15 @@ impl Drop for StreamGuard {
     }
 }
 
-/// The router, counting requests by protocol and streams per connection.
+/// The router behind authentication, counting requests by protocol and streams per
+/// connection.
 #[derive(Clone)]
 struct Counted {
     inner: TowerToHyperService<Router>,
     shared: Arc<Shared>,
     streams: Arc<Streams>,
+    /// The certificates the client presented in the TLS handshake, leaf first.
+    peer: Option<Arc<[CertificateDer<'static>]>>,
 }
 
 impl hyper::service::Service<Request<Incoming>> for Counted {
@@ -244,6 +258,11 @@ impl hyper::service::Service<Request<Incoming>> for Counted {
             _ => &traffic.http1_requests,
         };
         counter.fetch_add(1, Ordering::Relaxed);
+        if !self.shared.auth.authenticate(request.headers(), self.peer.as_deref()) {
+            traffic.unauthorized.fetch_add(1, Ordering::Relaxed);
+            let refused = ApiError::new(401, "Unauthorized", "Unauthorized").into_response();
+            return Box::pin(async move { Ok(refused) });
+        }
         let guard = self.streams.open(traffic);
         let response = self.inner.call(request);
         Box::pin(async move {

@@ -12,6 +12,7 @@ use informer_runtime::{GroupVersionResource, Status};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use crate::auth::ClientCertificate;
 use crate::catalog::{ApiResource, ResourceType};
 use crate::connection::Traffic;
 use crate::faults::{Disruption, Failure};
@@ -83,12 +84,43 @@ impl ServerHandle {
         self.shared.traffic.snapshot()
     }
 
+    /// Replaces the bearer tokens the server accepts ([`Config::bearer_tokens`](crate::Config::bearer_tokens)):
+    /// requests with any other token get `401` from now on, over connections already open as
+    /// over new ones. On a server started without authentication, this turns token
+    /// authentication on.
+    pub fn set_bearer_tokens(&self, tokens: impl IntoIterator<Item = impl Into<String>>) {
+        self.shared.auth.set_tokens(tokens.into_iter().map(Into::into).collect());
+    }
+
+    /// A client certificate for `user` (its common name) from the server's client CA, valid
+    /// from a second ago for `valid_for` ([`Config::client_certificates`](crate::Config::client_certificates)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Tls`](crate::Error::Tls) when the server has no client CA, or the certificate
+    /// cannot be made.
+    pub fn issue_client_certificate(
+        &self,
+        user: &str,
+        valid_for: Duration,
+    ) -> crate::Result<ClientCertificate> {
+        self.shared.auth.issue(user, valid_for)
+    }
+
+    /// The PEM certificate of the CA whose client certificates the server accepts; `None`
+    /// without [`Config::client_certificates`](crate::Config::client_certificates).
+    #[must_use]
+    pub fn client_ca_pem(&self) -> Option<String> {
+        self.shared.auth.client_ca_pem()
+    }
+
     /// A kubeconfig for this server (namespace `default`), for kubectl, kube-rs or
     /// informer-runtime's `Client`.
     ///
     /// Over plain HTTP the user has no credentials. Over [TLS](crate::Config::tls) the cluster
     /// carries the server's CA as `certificate-authority-data`, and the user a bearer token,
-    /// `embedded-apiserver`, which the server ignores (it authenticates nobody): kubectl asks
+    /// `embedded-apiserver`, which the server ignores unless it was started with
+    /// [authentication](crate::Config::bearer_tokens) (then give clients a token it accepts): kubectl asks
     /// for a username and password on a TLS connection when the user has no credentials.
     #[must_use]
     pub fn kubeconfig_yaml(&self) -> String {

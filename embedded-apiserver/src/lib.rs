@@ -95,8 +95,15 @@
 //!   `/status` subresources, `dryRun=All`. Errors are `Status` bodies with apimachinery's
 //!   messages: `pods "x" not found`, `pods "x" already exists`, `Operation cannot be fulfilled
 //!   on pods "x": the object has been modified; ...`.
+//! - **Authentication**, optional and off by default, as kube-apiserver's: bearer tokens from a
+//!   set a test replaces while the server runs ([`Config::bearer_tokens`],
+//!   [`ServerHandle::set_bearer_tokens`]) and, over TLS, client certificates of a client CA
+//!   the server makes, checked on every request so that one that expires on an open HTTP/2
+//!   connection gets `401` ([`Config::client_certificates`],
+//!   [`ServerHandle::issue_client_certificate`]). Refusals are kube-apiserver's `401`
+//!   `Unauthorized` `Status`, counted in [`Traffic::unauthorized`].
 //!
-//! Not simulated: authentication and authorization, admission, schema validation and
+//! Not simulated: authorization (whoever authenticates may do anything), admission, schema validation and
 //! defaulting (`fieldValidation` is accepted and ignored), garbage collection, controllers
 //! (a deleted namespace goes at once, as if its controller had run), managedFields, protobuf
 //! and YAML bodies, aggregated discovery, the printers of the other built-ins, websockets.
@@ -137,6 +144,7 @@
 //! - a panic while serving a request (a bug) is answered with a `500 InternalError`, as
 //!   kube-apiserver's panic recovery answers, and the server goes on.
 
+mod auth;
 mod catalog;
 mod connection;
 mod crd;
@@ -167,6 +175,7 @@ mod util;
 mod watch;
 mod watch_hub;
 
+pub use auth::{Authentication, ClientCertificate};
 pub use catalog::ResourceType;
 pub use connection::Traffic;
 pub use faults::{Disruption, DisruptionKind, Failure};

@@ -12,6 +12,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::{Authentication, Authenticator};
 use crate::catalog::{ApiResource, Catalog, ResourceType};
 use crate::connection::TrafficCounters;
 use crate::faults::Faults;
@@ -131,6 +132,10 @@ pub struct Config {
     /// may open on one HTTP/2 connection, advertised in its `SETTINGS_MAX_CONCURRENT_STREAMS`
     /// (see [`max_concurrent_streams`](Self::max_concurrent_streams)).
     pub max_concurrent_streams: u32,
+    /// Who may make requests: nobody is refused by default (see
+    /// [`bearer_tokens`](Self::bearer_tokens) and
+    /// [`client_certificates`](Self::client_certificates)).
+    pub authentication: Authentication,
 }
 
 impl Default for Config {
@@ -165,6 +170,8 @@ impl Default for Config {
             // current releases: the 100 Go's clients assume before the server's SETTINGS
             // arrive (older releases made it 250, Go's server default).
             max_concurrent_streams: 100,
+            // Tests that do not test credentials should not need any.
+            authentication: Authentication::default(),
         }
     }
 }
@@ -315,20 +322,78 @@ impl Config {
         self
     }
 
+    /// Refuses every request that carries none of `tokens` as its bearer token (`Authorization:
+    /// Bearer ...`) with kube-apiserver's `401 Unauthorized` `Status`, unless a client
+    /// certificate lets it in ([`client_certificates`](Self::client_certificates)). Off by
+    /// default: the server authenticates nobody.
+    ///
+    /// [`ServerHandle::set_bearer_tokens`] replaces the set while the server runs: a token
+    /// that rotates, or one revoked. [`Traffic::unauthorized`](crate::Traffic::unauthorized)
+    /// counts the refusals. (The [kubeconfig](ServerHandle::kubeconfig_yaml) still names its
+    /// own token: give clients one of these.)
+    ///
+    /// ```
+    /// use embedded_apiserver::Config;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), embedded_apiserver::Error> {
+    /// let server = Config::default().bearer_tokens(["first"]).start().await?;
+    /// // `Authorization: Bearer first` is let in; anything else gets 401.
+    /// server.set_bearer_tokens(["second"]); // now only `second`
+    /// assert_eq!(server.traffic().unauthorized, 0);
+    /// server.shutdown().await
+    /// # }
+    /// ```
+    #[doc(alias = "token-auth-file")]
+    #[must_use]
+    pub fn bearer_tokens(mut self, tokens: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.authentication.tokens = Some(tokens.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Over [TLS](Self::tls), lets in requests whose connection presented a client certificate
+    /// signed by a client CA the server makes ([`ServerHandle::client_ca_pem`]; certificates
+    /// from [`ServerHandle::issue_client_certificate`]), and refuses the others with `401`
+    /// unless a [bearer token](Self::bearer_tokens) lets them in. Off by default.
+    ///
+    /// As kube-apiserver's x509 authenticator, the certificate's chain and validity are checked
+    /// on every request, not only at the handshake: a certificate that expires while its
+    /// HTTP/2 connection stays open gets `401` on that connection's next request.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use embedded_apiserver::Config;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), embedded_apiserver::Error> {
+    /// let server = Config::default().tls(true).client_certificates(true).start().await?;
+    /// let alice = server.issue_client_certificate("alice", Duration::from_secs(60))?;
+    /// assert!(alice.cert_pem.starts_with("-----BEGIN CERTIFICATE-----"));
+    /// server.shutdown().await
+    /// # }
+    /// ```
+    #[doc(alias = "client-ca-file")]
+    #[must_use]
+    pub fn client_certificates(mut self, yes: bool) -> Self {
+        self.authentication.client_certificates = yes;
+        self
+    }
+
     /// Binds the address and starts serving, on the current tokio runtime.
     ///
     /// # Errors
     ///
     /// [`Error::Bind`] if the address cannot be bound, [`Error::Tls`] if TLS was asked for
-    /// and its certificates cannot be made.
+    /// and its certificates cannot be made, or client certificates were asked for without
+    /// TLS.
     pub async fn start(self) -> Result<ApiServer> {
         let listener = tokio::net::TcpListener::bind(self.addr)
             .await
             .map_err(|source| Error::Bind { addr: self.addr, source })?;
         let addr =
             listener.local_addr().map_err(|source| Error::Bind { addr: self.addr, source })?;
-        if !addr.ip().is_loopback() {
-            // It has no authentication: whoever reaches the address reads and writes it all.
+        if !addr.ip().is_loopback() && !self.authentication.is_enabled() {
+            // No authentication: whoever reaches the address reads and writes it all.
             tracing::warn!(
                 %addr,
                 "the embedded API server listens beyond loopback and has no authentication: \
@@ -336,6 +401,7 @@ impl Config {
                  unless that is meant"
             );
         }
+        let auth = Authenticator::new(&self.authentication, self.tls)?;
         let mut catalog = Catalog::builtin();
         for ty in self.resources {
             catalog.add(ApiResource::custom(ty));
@@ -345,7 +411,11 @@ impl Config {
             bookmark_interval: self.bookmark_interval,
             watch_buffer: self.watch_buffer.max(1),
             max_watches: self.max_watches,
-            tls: if self.tls { Some(ServingTls::generate(addr)?) } else { None },
+            tls: if self.tls {
+                Some(ServingTls::generate(addr, auth.handshake_verifier())?)
+            } else {
+                None
+            },
             max_concurrent_streams: self.max_concurrent_streams.max(1),
         };
         let mut state = State {
@@ -374,6 +444,7 @@ impl Config {
             watch_opened: Notify::new(),
             restarts,
             traffic: TrafficCounters::default(),
+            auth,
         });
         let app = router(Arc::clone(&shared));
         let task =
@@ -539,8 +610,8 @@ mod tests {
         }
     }
 
-    /// The warnings logged while a server starts on `addr` and shuts down.
-    fn warnings_when_started_on(addr: SocketAddr) -> Vec<String> {
+    /// The warnings logged while a server starts with `config` and shuts down.
+    fn warnings_when_started(config: Config) -> Vec<String> {
         let logs = Logs::default();
         let subscriber = tracing_subscriber::fmt()
             .with_writer({
@@ -553,7 +624,7 @@ mod tests {
             let runtime =
                 tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             runtime.block_on(async {
-                let server = ApiServer::builder().addr(addr).start().await.unwrap();
+                let server = config.start().await.unwrap();
                 server.shutdown().await.unwrap();
             });
         });
@@ -562,15 +633,21 @@ mod tests {
     }
 
     /// `cargo xtask serve --addr 0.0.0.0:…` and a test that binds every interface are told,
-    /// once, that the server takes anyone's writes; loopback, the default, is not noise.
+    /// once, that the server takes anyone's writes; loopback, the default, and a server that
+    /// authenticates are not noise.
     #[test]
-    fn a_server_bound_beyond_loopback_warns_once() {
-        let everywhere = warnings_when_started_on(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)));
-        assert_eq!(everywhere.len(), 1, "{everywhere:#?}");
-        assert!(everywhere[0].contains("listens beyond loopback"), "{everywhere:#?}");
-        assert!(everywhere[0].contains("0.0.0.0:"), "names the address: {everywhere:#?}");
+    fn a_server_bound_beyond_loopback_without_authentication_warns_once() {
+        let everywhere = SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0));
+        let open = warnings_when_started(ApiServer::builder().addr(everywhere));
+        assert_eq!(open.len(), 1, "{open:#?}");
+        assert!(open[0].contains("listens beyond loopback"), "{open:#?}");
+        assert!(open[0].contains("0.0.0.0:"), "names the address: {open:#?}");
 
-        let loopback = warnings_when_started_on(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)));
+        let loopback = warnings_when_started(ApiServer::builder());
         assert!(loopback.is_empty(), "{loopback:#?}");
+
+        let guarded =
+            warnings_when_started(ApiServer::builder().addr(everywhere).bearer_tokens(["t"]));
+        assert!(guarded.is_empty(), "{guarded:#?}");
     }
 }

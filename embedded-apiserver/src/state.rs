@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::Authenticator;
 use crate::catalog::Catalog;
 use crate::connection::TrafficCounters;
 use crate::faults::Faults;
@@ -80,4 +81,6 @@ pub(crate) struct Shared {
     pub(crate) restarts: mpsc::Sender<Restart>,
     /// Requests and connections by protocol (`connection.rs`).
     pub(crate) traffic: TrafficCounters,
+    /// Who may make requests (`auth.rs`).
+    pub(crate) auth: Authenticator,
 }

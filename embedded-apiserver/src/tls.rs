@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, SanType};
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::server::danger::ClientCertVerifier;
 use tokio_rustls::TlsAcceptor;
 
 use crate::server::{Error, Result};
@@ -45,7 +46,12 @@ impl ServingTls {
     /// # Errors
     ///
     /// [`Error::Tls`] when a key or a certificate cannot be made (the crypto library failed).
-    pub(crate) fn generate(addr: SocketAddr) -> Result<Self> {
+    /// With `client_verifier`, the handshake asks clients for a certificate and checks it with
+    /// that verifier.
+    pub(crate) fn generate(
+        addr: SocketAddr,
+        client_verifier: Option<Arc<dyn ClientCertVerifier>>,
+    ) -> Result<Self> {
         let tls = |what: &'static str| {
             move |source: Box<dyn std::error::Error + Send + Sync>| Error::Tls { what, source }
         };
@@ -71,10 +77,14 @@ impl ServingTls {
 
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
-        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        let builder = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| tls("the TLS protocol versions")(e.into()))?
-            .with_no_client_auth()
+            .map_err(|e| tls("the TLS protocol versions")(e.into()))?;
+        let builder = match client_verifier {
+            Some(verifier) => builder.with_client_cert_verifier(verifier),
+            None => builder.with_no_client_auth(),
+        };
+        let mut config = builder
             .with_single_cert(vec![cert.der().clone(), ca.der().clone()], key)
             .map_err(|e| tls("the TLS configuration")(e.into()))?;
         config.alpn_protocols = ALPN.iter().map(|p| p.to_vec()).collect();

@@ -7,9 +7,12 @@
 //! (one test at a time, so that each has the machine to itself: 2N minutes in all). Besides
 //! the main factory's informers, each run has an informer listing by streaming lists, one with
 //! a cache in compact storage, and one restricted to a set of namespaces
-//! (`tests/support/chaos/variants.rs`). The test prints the counts (writes, faults by kind,
-//! informer errors, handler events, per such informer its events, errors, plain and streaming
-//! lists and decode failures, what was lost) after every epoch and fails if anything was lost;
+//! (`tests/support/chaos/variants.rs`), and a controller with leader election whose leader is
+//! stopped or has its token revoked at seeded points, while tokens and client certificates
+//! rotate (`controller.rs`, `credentials.rs`). The test prints the counts (writes, faults by
+//! kind, informer errors, handler events, per such informer its events, errors, plain and
+//! streaming lists and decode failures, the controller's terms and handovers, the
+//! credentials rotated, what was lost) after every epoch and fails if anything was lost;
 //! this command then fails with the seed and the command that replays it.
 
 use std::path::{Path, PathBuf};

@@ -30,10 +30,23 @@
 //! server does: the same faults then reach the client as HTTP/2 streams reset mid-body,
 //! connections closed under many streams at once, and streams that stall.
 //!
+//! Beside the informers, two replicas of a controller behind one Lease derive a Secret from
+//! every config map, and the leader is stopped or loses its Lease at seeded points
+//! (`controller.rs`): the derived
+//! Secrets must converge too, and no two replicas may lead or reconcile at the same time.
+//!
+//! The server authenticates every request, and credentials rotate all through the run
+//! (`credentials.rs`): each client reads a token file that is rewritten while the server stops
+//! accepting the old token, except the informers' client over TLS, which presents short-lived
+//! client certificates from an exec credential plugin, which expire mid-run. A leader's token
+//! is revoked at seeded points, so that its renewals fail and it loses the Lease.
+//!
 //! `tests/chaos.rs` runs a CI-sized scenario over each; `cargo xtask soak --minutes N` runs
 //! that test binary in a release build with `INFORMER_CHAOS_MINUTES=N`, an epoch a minute.
 
 mod churn;
+mod controller;
+mod credentials;
 mod faults;
 mod objects;
 mod recorder;
@@ -52,10 +65,14 @@ use informer_runtime::shared_informer::{ResourceEventHandlerRegistration, Shared
 use informer_runtime::{Client, GroupVersionResource, Resource, SharedInformerFactory};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 
+pub use self::controller::Counts as ControllerCounts;
+pub use self::credentials::Counts as CredentialCounts;
 pub use self::objects::CronTab;
 pub use self::variants::VariantCounts;
 
 use self::churn::{Churn, Op};
+use self::controller::Controllers;
+use self::credentials::Credentials;
 use self::faults::{HISTORY_LIMIT, Injector};
 use self::recorder::Recorder;
 use self::variants::Variants;
@@ -168,16 +185,20 @@ pub struct Report {
     pub unconverged: u64,
     /// What the server served, by protocol (whether the client really spoke HTTP/2).
     pub traffic: Traffic,
+    /// What the controller with leader election did (`controller.rs`).
+    pub controller: ControllerCounts,
+    /// Credentials rotated, and requests the server refused (`credentials.rs`).
+    pub credentials: CredentialCounts,
     /// The first few violations and unconverged states, described.
     pub examples: Vec<String>,
 }
 
 impl Report {
-    /// What was lost: violations, unconverged states and compact objects that did not decode.
-    /// Zero for a clean run.
+    /// What was lost: violations, unconverged states, compact objects that did not decode,
+    /// and reconciles or terms of two leaders at once. Zero for a clean run.
     #[must_use]
     pub fn lost(&self) -> u64 {
-        self.violations + self.unconverged + self.decode_failures
+        self.violations + self.unconverged + self.decode_failures + self.controller.overlaps()
     }
 
     fn note(&mut self, problems: impl IntoIterator<Item = String>) {
@@ -225,6 +246,8 @@ impl fmt::Display for Report {
         for (name, counts) in &self.variants {
             writeln!(f, "  {name}: {counts}")?;
         }
+        writeln!(f, "  {}", self.controller)?;
+        writeln!(f, "  {}", self.credentials)?;
         write!(
             f,
             "  lost: {} ({} rule violations, {} unconverged, {} decode failures)",
@@ -261,6 +284,10 @@ struct Scenario {
     late: Vec<(Arc<Recorder>, HashMap<String, u64>)>,
     churn: Churn,
     injector: Injector,
+    /// The replicas of a controller behind a Lease.
+    controllers: Controllers,
+    /// The token files and the exec plugin's certificates, rotating.
+    credentials: Credentials,
     pacing: fastrand::Rng,
     started: Instant,
     report: Report,
@@ -327,10 +354,14 @@ impl Progress {
 
 impl Scenario {
     async fn start(settings: Settings) -> Self {
+        // Client 0 is the informers' client, client i + 1 replica i.
+        let mut credentials = Credentials::new(stream(settings.seed, 5), 1 + controller::REPLICAS);
         let server = ApiServer::builder()
             .bookmark_interval(Some(BOOKMARK_INTERVAL))
             .history_limit(HISTORY_LIMIT)
             .tls(settings.tls)
+            .bearer_tokens(credentials.first_tokens())
+            .client_certificates(settings.tls)
             .start()
             .await
             .unwrap_or_else(|e| panic!("chaos: the embedded API server did not start: {e}"));
@@ -350,6 +381,21 @@ impl Scenario {
         let mut config =
             Config::new(url).watch_idle_timeout(WATCH_IDLE).read_idle_timeout(READ_IDLE);
         config.root_certs_pem = server.ca_pem().map(|pem| pem.as_bytes().to_vec());
+        // Each replica reads a token file of its own; the informers present the exec plugin's
+        // short-lived certificates over TLS (client certificates need it), else read a token
+        // file too.
+        credentials.start(&server.handle(), settings.tls);
+        let replicas = (0..controller::REPLICAS)
+            .map(|i| {
+                let mut replica = config.clone();
+                replica.auth = credentials.token_auth(i + 1);
+                replica
+            })
+            .collect();
+        config.auth =
+            if settings.tls { credentials.exec_auth() } else { credentials.token_auth(0) };
+        let revoker = credentials.revoker(&server.handle());
+        let controllers = Controllers::start(replicas, stream(settings.seed, 4), revoker);
         let client = Client::new(config).unwrap_or_else(|e| panic!("chaos: client: {e}"));
         // Fast retries, so that a run sees many; a Retry-After of a second is still honoured.
         let backoff = BackoffConfig {
@@ -406,6 +452,8 @@ impl Scenario {
             doomed: VecDeque::from([(doomed, doomed_registration)]),
             late: Vec::new(),
             churn,
+            controllers,
+            credentials,
             injector: Injector::new(stream(seed, 2)),
             pacing: fastrand::Rng::with_seed(stream(seed, 3)),
             started: Instant::now(),
@@ -439,6 +487,7 @@ impl Scenario {
             for _ in 0..self.pacing.usize(1..=BURST) {
                 self.churn.step(&server, &self.kinds);
             }
+            self.controllers.step();
             if self.pacing.u32(0..FAULT_EVERY) == 0 {
                 self.injector.inject(&server);
             }
@@ -520,6 +569,7 @@ impl Scenario {
             let name = recorder.name();
             problems.extend(replay.into_iter().map(|d| format!("{name}: {d}")));
         }
+        problems.extend(controller::differences(&server));
         problems
     }
 
@@ -536,6 +586,8 @@ impl Scenario {
             .collect();
         report.faults =
             self.injector.counts().into_iter().map(|(name, n)| (name.to_owned(), n)).collect();
+        report.controller = self.controllers.counts();
+        report.credentials = self.credentials.counts(&self.server.handle());
         report.informer_errors =
             self.informers.iter().map(|i| (i.name().to_owned(), i.errors())).collect();
         report.decode_failures = self.informers.iter().map(|i| i.decode_failures()).sum();
@@ -558,6 +610,10 @@ impl Scenario {
     }
 
     async fn stop(mut self) -> Report {
+        let late = self.controllers.stop(SHUTDOWN).await;
+        self.report.unconverged += late.len() as u64;
+        self.report.note(late);
+        self.credentials.stop().await;
         self.count();
         if tokio::time::timeout(SHUTDOWN, self.factory.shutdown()).await.is_err() {
             self.report.unconverged += 1;
