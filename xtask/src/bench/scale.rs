@@ -249,6 +249,16 @@ pub(crate) fn render(cx: &Context<'_>) -> String {
         watches,
     };
     let skipped = table(&mut out, options, &figures);
+    let _ = writeln!(
+        out,
+        "Connections counts every TLS handshake of the run, connections a client dials while \
+         its first ones are still in their handshake and then drops included. The stream limit \
+         alone asks for {ours} (this project: a connection per 50 watches, one for the other \
+         requests) and {go} (client-go: {watches} ÷ {streams}).\n",
+        ours = watches.div_ceil(50) + 1,
+        go = watches.div_ceil(options.scale_streams),
+        streams = options.scale_streams,
+    );
     ratios(&mut out, &figures);
     for line in skipped {
         let _ = writeln!(out, "Not run: {line}.\n");
