@@ -464,3 +464,52 @@ async fn names_that_would_retarget_a_request_are_refused() {
     assert!(refused.to_string().contains(r#"".."#), "{refused}");
     assert_eq!(served().await, 3);
 }
+
+/// A burst at start-up shares connections: an informer per namespace lists and watches at once,
+/// and a controller's first gets go out together. hyper learns that a connection speaks HTTP/2
+/// only once its TLS handshake agreed on it, so each request of the burst dialled its own,
+/// keeping one and dropping the rest: about 3,900 TLS handshakes for 2,000 watches where the
+/// stream limit asks for 41. Over TLS and HTTP/2, 80 namespaces' lists and watches and 100
+/// gets need 3 connections (one for requests, two of 50 watches); a few more are tolerated for
+/// a slow machine, where a handshake may outlast the second that requests wait for the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_requests_at_start_up_shares_connections() {
+    let namespaces: Vec<String> = (0..80).map(|i| format!("ns-{i:02}")).collect();
+    let names: Vec<&str> = namespaces.iter().map(String::as_str).collect();
+    let server = ApiServer::builder().tls(true).namespaces(&names).start().await.unwrap();
+    let handle = server.handle();
+    for namespace in &namespaces {
+        let object = serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"namespace": namespace, "name": "cm"},
+        });
+        handle.create(&GroupVersionResource::of::<ConfigMap>(), object).unwrap();
+    }
+    let mut config = Config::new(server.url().parse().unwrap());
+    config.root_certs_pem = server.ca_pem().map(|pem| pem.as_bytes().to_vec());
+    let client = Client::new(config).unwrap();
+
+    let gets = futures::future::join_all(
+        (0..100).map(|i| client.get::<ConfigMap>(Some(&namespaces[i % 80]), "cm")),
+    );
+    for got in within(gets).await {
+        got.unwrap();
+    }
+    let factory = SharedInformerFactory::builder(client).namespaces(namespaces.clone()).build();
+    let config_maps = factory.informer::<ConfigMap>();
+    factory.start();
+    let report = factory.wait_for_cache_sync(DEADLINE).await;
+    assert!(report.all_synced(), "{report:?}");
+    assert_eq!(config_maps.cache().list_keys().len(), 80);
+
+    within(async {
+        while handle.open_watches() < 80 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    let traffic = handle.traffic();
+    assert!(traffic.http2_requests >= 260, "100 gets, 80 lists, 80 watches: {traffic:?}");
+    assert!(traffic.tls_connections <= 6, "3 connections are needed: {traffic:?}");
+    factory.shutdown().await;
+}

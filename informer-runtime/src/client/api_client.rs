@@ -43,6 +43,10 @@ use crate::resource::{Resource, WholeObject, is_namespaced, resource_name};
 /// connection whose watches have all ended is closed (the first one stays). Set
 /// `watches_per_connection` below the limit of a server or proxy that advertises 50 or less.
 ///
+/// A burst does not multiply connections: requests that find a new connection still dialling
+/// wait for it (up to a second) rather than each opening one, so informers for 2,000 namespaces
+/// started at once open about 41 connections, not thousands of TLS handshakes.
+///
 /// A client over a kube-rs `kube::Client` (`Client::from`) speaks HTTP/1.1, with a
 /// connection per request, watches included: no stream limit applies.
 #[derive(Clone)]

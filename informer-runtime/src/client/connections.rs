@@ -20,14 +20,22 @@
 //! few minutes (their server-side timeout) and start again in the first pools with room, so
 //! watches gather back into few connections after a burst.
 //!
+//! A new pool lets its first request dial while the others wait for it ([`Pool::send`]): hyper
+//! learns that a connection speaks HTTP/2 only once its TLS handshake has agreed on it, and until
+//! then every request that finds no connection dials one of its own, keeping one and dropping the
+//! rest. At start-up, when an informer per namespace lists and watches at once, that was thousands
+//! of TLS handshakes where a few dozen connections were needed.
+//!
 //! Every pool is built by [`PoolSettings::build`] with the same TLS, proxy, timeouts and HTTP/2
 //! pings. The number of watch pools is at most [`MAX_WATCH_CONNECTIONS`]; past it (50,000
 //! watches at the default), a watch shares the least loaded pool, with a warning.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use tokio::sync::Notify;
 
 use super::error::ClientError;
 use super::tls::PinnedHost;
@@ -50,6 +58,76 @@ const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
 /// count watches, but each costs it memory and a goroutine or two). Past it watches share the
 /// least loaded connection, and queue there at the server's limit as hyper does.
 pub(crate) const MAX_WATCH_CONNECTIONS: usize = 1_000;
+
+/// How long the other requests of a new pool wait for its first one before each dials anyway: the
+/// first's answer usually comes sooner (a watch's headers come at once), but a list whose server
+/// takes seconds to start answering must not hold the others that long. A TLS handshake is done
+/// well within it, and hyper then shares the connection.
+const FIRST_DIAL_WAIT: Duration = Duration::from_secs(1);
+
+/// One connection pool (a `reqwest::Client`), and the gate that lets only its first request
+/// dial.
+#[derive(Clone)]
+pub(crate) struct Pool {
+    http: reqwest::Client,
+    first_dial: Arc<FirstDial>,
+}
+
+/// Whether a pool's first request has had its answer (or given up), and who waits for it.
+#[derive(Default)]
+struct FirstDial {
+    /// Taken by the first request.
+    taken: AtomicBool,
+    /// Set once the first request is answered, failed or dropped.
+    done: AtomicBool,
+    notify: Notify,
+}
+
+/// Opens the gate when the first request ends, however it ends (a dropped future included).
+struct OpenOnDrop<'a>(&'a FirstDial);
+
+impl Drop for OpenOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.done.store(true, Ordering::Release);
+        self.0.notify.notify_waiters();
+    }
+}
+
+impl Pool {
+    fn new(http: reqwest::Client) -> Self {
+        Self { http, first_dial: Arc::default() }
+    }
+
+    /// The pool, to build a request with.
+    pub(crate) fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    /// Sends `request`, built with [`http`](Self::http). The pool's first request goes at once;
+    /// the others sent before it is answered wait for that (at most [`FIRST_DIAL_WAIT`]), so
+    /// that they share the connection it opened instead of each dialling one.
+    pub(crate) async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> reqwest::Result<reqwest::Response> {
+        let gate = &*self.first_dial;
+        if gate.done.load(Ordering::Acquire) {
+            return request.send().await;
+        }
+        if !gate.taken.swap(true, Ordering::AcqRel) {
+            let _open = OpenOnDrop(gate);
+            return request.send().await;
+        }
+        let opened = gate.notify.notified();
+        tokio::pin!(opened);
+        opened.as_mut().enable();
+        if !gate.done.load(Ordering::Acquire) {
+            // Past the wait, dialling is what would have happened anyway.
+            let _ = tokio::time::timeout(FIRST_DIAL_WAIT, opened).await;
+        }
+        request.send().await
+    }
+}
 
 /// What every connection pool of a client is built with.
 pub(crate) struct PoolSettings {
@@ -97,7 +175,7 @@ impl PoolSettings {
 pub(crate) struct Connections {
     settings: PoolSettings,
     /// Everything but watches.
-    requests: reqwest::Client,
+    requests: Pool,
     watches: Arc<Mutex<WatchPools>>,
     /// At least 1.
     per_connection: usize,
@@ -115,7 +193,7 @@ struct WatchPools {
 
 struct WatchPool {
     id: u64,
-    http: reqwest::Client,
+    pool: Pool,
     /// Watches holding a slot.
     open: usize,
 }
@@ -135,7 +213,7 @@ impl Connections {
     ///
     /// As [`PoolSettings::build`].
     pub(crate) fn new(settings: PoolSettings, per_connection: usize) -> Result<Self, ClientError> {
-        let requests = settings.build()?;
+        let requests = Pool::new(settings.build()?);
         Ok(Self {
             settings,
             requests,
@@ -145,12 +223,12 @@ impl Connections {
     }
 
     /// The pool of requests that end.
-    pub(crate) fn requests(&self) -> &reqwest::Client {
+    pub(crate) fn requests(&self) -> &Pool {
         &self.requests
     }
 
     /// A pool for one more watch, and the slot it holds there until dropped.
-    pub(crate) fn watch(&self) -> (reqwest::Client, WatchSlot) {
+    pub(crate) fn watch(&self) -> (Pool, WatchSlot) {
         let mut state = self.watches.lock();
         let index = match state.pools.iter().position(|pool| pool.open < self.per_connection) {
             Some(index) => Some(index),
@@ -158,7 +236,7 @@ impl Connections {
                 Ok(http) => {
                     let id = state.next_id;
                     state.next_id += 1;
-                    state.pools.push(WatchPool { id, http, open: 0 });
+                    state.pools.push(WatchPool { id, pool: Pool::new(http), open: 0 });
                     tracing::debug!(
                         connections = state.pools.len(),
                         per_connection = self.per_connection,
@@ -190,7 +268,7 @@ impl Connections {
         match index.and_then(|index| state.pools.get_mut(index)) {
             Some(pool) => {
                 pool.open += 1;
-                (pool.http.clone(), slot(Some(pool.id)))
+                (pool.pool.clone(), slot(Some(pool.id)))
             }
             None => (self.requests.clone(), slot(None)),
         }

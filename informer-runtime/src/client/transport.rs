@@ -190,21 +190,21 @@ impl Transport {
                     .await
                     .map_err(|e| Error::Transport(format!("obtaining credentials: {e}")))?;
                 let connections = http.client(credentials.client_cert.as_ref());
-                let (http, slot) = match traffic {
+                let (pool, slot) = match traffic {
                     Traffic::Request => (connections.requests().clone(), None),
                     Traffic::Watch => {
-                        let (http, slot) = connections.watch();
-                        (http, Some(slot))
+                        let (pool, slot) = connections.watch();
+                        (pool, Some(slot))
                     }
                 };
-                let mut request = http.request(method, url).header(ACCEPT, accept);
+                let mut request = pool.http().request(method, url).header(ACCEPT, accept);
                 if let Some(authorization) = &credentials.header {
                     request = request.header(AUTHORIZATION, authorization.clone());
                 }
                 if let Some((content_type, bytes)) = body {
                     request = request.header(CONTENT_TYPE, content_type).body(bytes);
                 }
-                let response = within_idle(idle, request.send())
+                let response = within_idle(idle, pool.send(request))
                     .await
                     .ok_or_else(no_answer)?
                     .map_err(|e| transport_error(&e))?;
