@@ -35,6 +35,9 @@ type args struct {
 	server, scenario, transform, marker, namespace, selector string
 	objects, events, handlers, queries, settleMs, timeoutS   int
 	metadataOnly, view                                       bool
+	// scale: see scale.go.
+	caFile, watch, get string
+	namespaces         int
 }
 
 func parseArgs() args {
@@ -53,6 +56,10 @@ func parseArgs() args {
 	flag.IntVar(&a.queries, "queries", 100, "lister: repetitions")
 	flag.IntVar(&a.settleMs, "settle-ms", 1000, "wait before the steady RSS")
 	flag.IntVar(&a.timeoutS, "timeout-s", 600, "longest phase")
+	flag.StringVar(&a.caFile, "ca-file", "", "PEM file of the CA to trust")
+	flag.StringVar(&a.watch, "watch", "namespaced", "scale: namespaced|cluster|none")
+	flag.IntVar(&a.namespaces, "namespaces", 0, "scale: namespaces scale-000 ..")
+	flag.StringVar(&a.get, "get", "", "scale: the config map to get, namespace/name")
 	flag.Parse()
 	if a.handlers < 1 {
 		a.handlers = 1
@@ -117,6 +124,10 @@ func main() {
 	a := parseArgs()
 	if a.server == "" || a.scenario == "" {
 		fail(a.scenario, "--server and --scenario are required")
+	}
+	if a.scenario == "scale" {
+		runScale(a)
+		return
 	}
 	if a.view {
 		// Informers decode whole objects; a transform can only drop fields after the decode.

@@ -5,9 +5,10 @@ use std::str::FromStr;
 use std::time::Duration;
 
 /// The usage line of every peer.
-pub const USAGE: &str = "usage: PEER --server URL --scenario sync|churn|relist|lister --objects N \
+pub const USAGE: &str = "usage: PEER --server URL --scenario sync|churn|relist|lister|scale --objects N \
 [--events N] [--handlers N] [--transform strip-managed-fields] [--metadata-only] [--view] [--compact-storage RECENT] [--marker NAME] \
-[--namespace NS] [--selector KEY=VALUE] [--queries N] [--settle-ms N] [--timeout-s N]";
+[--namespace NS] [--selector KEY=VALUE] [--queries N] [--settle-ms N] [--timeout-s N] \
+[--ca-file PEM] [--watch namespaced|cluster|none] [--namespaces N] [--get NS/NAME]";
 
 /// What a peer measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,6 +21,8 @@ pub enum Scenario {
     Relist,
     /// Queries answered from the cache.
     Lister,
+    /// One client, a watch per kind and namespace (see [`crate::scale`]).
+    Scale,
 }
 
 impl Scenario {
@@ -31,6 +34,7 @@ impl Scenario {
             Self::Churn => "churn",
             Self::Relist => "relist",
             Self::Lister => "lister",
+            Self::Scale => "scale",
         }
     }
 }
@@ -50,7 +54,46 @@ impl FromStr for Scenario {
             "churn" => Ok(Self::Churn),
             "relist" => Ok(Self::Relist),
             "lister" => Ok(Self::Lister),
+            "scale" => Ok(Self::Scale),
             other => Err(format!("unknown scenario {other:?}")),
+        }
+    }
+}
+
+/// `scale`: which watches the peer opens (see [`crate::scale`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScaleWatch {
+    /// One watch per kind and namespace: the scenario itself.
+    Namespaced,
+    /// One cluster-wide watch per kind, of the same objects: the memory of the objects
+    /// without the per-namespace watches.
+    Cluster,
+    /// No watch at all: the memory of the client alone, and the latency of a get on an idle
+    /// client.
+    None,
+}
+
+impl ScaleWatch {
+    /// The name on the command line.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Namespaced => "namespaced",
+            Self::Cluster => "cluster",
+            Self::None => "none",
+        }
+    }
+}
+
+impl FromStr for ScaleWatch {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "namespaced" => Ok(Self::Namespaced),
+            "cluster" => Ok(Self::Cluster),
+            "none" => Ok(Self::None),
+            other => Err(format!("unknown --watch {other:?} (namespaced, cluster or none)")),
         }
     }
 }
@@ -90,6 +133,14 @@ pub struct PeerArgs {
     pub settle: Duration,
     /// How long any phase may take before the peer gives up.
     pub timeout: Duration,
+    /// A PEM file of the CA to trust (a TLS server's); `None`: the system roots.
+    pub ca_file: Option<std::path::PathBuf>,
+    /// `scale`: which watches to open.
+    pub watch: ScaleWatch,
+    /// `scale`: how many namespaces (`scale-000` ..) hold the objects.
+    pub namespaces: usize,
+    /// `scale`: the config map to get, `namespace/name`, `--queries` times.
+    pub get: String,
 }
 
 impl PeerArgs {
@@ -119,6 +170,10 @@ impl PeerArgs {
             queries: 100,
             settle: Duration::from_secs(1),
             timeout: Duration::from_secs(600),
+            ca_file: None,
+            watch: ScaleWatch::Namespaced,
+            namespaces: 0,
+            get: String::new(),
         };
         let mut args = args.into_iter();
         while let Some(flag) = args.next() {
@@ -150,6 +205,10 @@ impl PeerArgs {
                 "--queries" => parsed.queries = number(&value)?.max(1),
                 "--settle-ms" => parsed.settle = Duration::from_millis(number(&value)? as u64),
                 "--timeout-s" => parsed.timeout = Duration::from_secs(number(&value)? as u64),
+                "--ca-file" => parsed.ca_file = Some(value.into()),
+                "--watch" => parsed.watch = value.parse()?,
+                "--namespaces" => parsed.namespaces = number(&value)?,
+                "--get" => parsed.get = value,
                 other => return Err(format!("unknown flag {other}")),
             }
         }
@@ -157,6 +216,17 @@ impl PeerArgs {
         parsed.scenario = scenario.ok_or("--scenario is required")?;
         parsed.objects = objects.ok_or("--objects is required")?;
         Ok(parsed)
+    }
+
+    /// The `--get` as its namespace and name.
+    ///
+    /// # Errors
+    ///
+    /// A `--get` that is not `namespace/name`.
+    pub fn get_pair(&self) -> Result<(&str, &str), String> {
+        self.get
+            .split_once('/')
+            .ok_or_else(|| format!("--get {:?}: expected namespace/name", self.get))
     }
 
     /// The `--selector` as its key and value.

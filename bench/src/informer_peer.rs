@@ -162,6 +162,8 @@ async fn measure<K: Resource<Scope = NamespaceResourceScope>, S: ListWatchSource
             out.set("rss_kib", steady.rss_kib);
             out.set("relist_peak_rss_kib", memory::read()?.peak_kib);
         }
+        // Turned away before the sync (`scale` runs elsewhere, or not at all).
+        Scenario::Scale => return Err("the scale scenario is not run here".to_owned()),
         Scenario::Lister => {
             let selector = LabelSelector::parse(&args.selector)
                 .map_err(|e| format!("--selector {}: {e}", args.selector))?;

@@ -11,10 +11,11 @@
 //! A peer is any executable (Rust here; a Go client-go peer plugs in the same way) that takes
 //!
 //! ```text
-//! PEER --server URL --scenario sync|churn|relist|lister --objects N
+//! PEER --server URL --scenario sync|churn|relist|lister|scale --objects N
 //!      [--events N] [--handlers N] [--transform strip-managed-fields] [--metadata-only]
 //!      [--marker NAME] [--namespace NS] [--selector KEY=VALUE] [--queries N]
 //!      [--settle-ms N] [--timeout-s N]
+//!      [--ca-file PEM] [--watch namespaced|cluster|none] [--namespaces N] [--get NS/NAME]
 //! ```
 //!
 //! and prints JSON lines on stdout (anything else goes to stderr):
@@ -40,15 +41,19 @@
 //!   `410 Expired` and relists; once the marker is in the cache, the peak RSS of the relist.
 //! - `lister`: sync, then `--queries` times list one `--namespace`, and the pods matching
 //!   `--selector` in all namespaces, from the cache; microseconds per query.
+//! - `scale`: one client, a watch per kind and namespace over TLS and HTTP/2 (`--ca-file`,
+//!   `--watch`, `--namespaces`, `--get`); time to sync, memory, and the latency of a get while
+//!   the watches run ([`scale`]). Only `peer-informer` and the client-go peer run it.
 
 pub mod args;
 pub mod informer_peer;
 pub mod memory;
 pub mod pods;
 pub mod report;
+pub mod scale;
 pub mod view;
 
-pub use args::{PeerArgs, Scenario};
+pub use args::{PeerArgs, ScaleWatch, Scenario};
 pub use report::Report;
 
 /// Every Rust peer allocates through mimalloc: memory figures then compare the libraries, not

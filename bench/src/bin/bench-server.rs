@@ -2,9 +2,17 @@
 //!
 //! It runs in its own process so that its memory is not counted against a peer's. Started by
 //! `cargo xtask bench` as `bench-server --objects-dir DIR [--history N]`; it prints
-//! `{"url":"http://127.0.0.1:PORT"}`, then answers one JSON line per command line:
+//! `{"url":"http://127.0.0.1:PORT"}`, then answers one JSON line per command line. With
+//! `--tls` it serves TLS with HTTP/2 (ALPN, as kube-apiserver), at most `--max-streams N`
+//! streams per connection (100 by default), and writes its CA's PEM to `--ca-out FILE`.
+//! The commands:
 //!
 //! - `load N`: creates pods until the server holds `N` ([`informer_bench::pods`]);
+//! - `load-scale NAMESPACES PER`: creates `PER` objects of each kind of
+//!   [`informer_bench::scale::KINDS`] in each of `NAMESPACES` namespaces (the `scale`
+//!   scenario);
+//! - `traffic`: what the server has served: TLS connections accepted (one per TCP connection
+//!   of a TLS server), requests over HTTP/1.1 and over HTTP/2;
 //! - `warm`: reads the whole list once, untimed (a fresh server's first big answers are slow);
 //! - `churn N`: stalls every watch, modifies `N` pods (round robin, an annotation each), and ends
 //!   the watches: each peer's re-watch from its last version gets the `N` events at once, so
@@ -33,11 +41,13 @@ use std::time::{Duration, Instant};
 
 use embedded_apiserver::{ApiServer, ServerHandle};
 use informer_bench::pods::{Templates, namespace};
+use informer_bench::scale;
 use informer_runtime::GroupVersionResource;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-const USAGE: &str = "usage: bench-server --objects-dir DIR [--history N] [--addr HOST:PORT]";
+const USAGE: &str = "usage: bench-server --objects-dir DIR [--history N] [--addr HOST:PORT] \
+[--tls] [--max-streams N] [--ca-out FILE]";
 
 fn main() -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -60,8 +70,13 @@ async fn run(args: Vec<String>) -> Result<(), String> {
     let mut objects_dir = None;
     let mut history = 100_000;
     let mut addr = "127.0.0.1:0".to_owned();
+    let (mut tls, mut max_streams, mut ca_out) = (false, 100, None);
     let mut args = args.into_iter();
     while let Some(flag) = args.next() {
+        if flag == "--tls" {
+            tls = true;
+            continue;
+        }
         let value = args.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
         match flag.as_str() {
             "--objects-dir" => objects_dir = Some(PathBuf::from(value)),
@@ -69,6 +84,10 @@ async fn run(args: Vec<String>) -> Result<(), String> {
                 history = value.parse().map_err(|e| format!("--history {value}: {e}"))?;
             }
             "--addr" => addr = value,
+            "--max-streams" => {
+                max_streams = value.parse().map_err(|e| format!("--max-streams {value}: {e}"))?;
+            }
+            "--ca-out" => ca_out = Some(PathBuf::from(value)),
             other => return Err(format!("unknown flag {other}\n{USAGE}")),
         }
     }
@@ -78,9 +97,14 @@ async fn run(args: Vec<String>) -> Result<(), String> {
         .addr(addr)
         .history_limit(history)
         .bookmark_interval(None)
+        .tls(tls)
+        .max_concurrent_streams(max_streams)
         .start()
         .await
         .map_err(|e| format!("cannot start the API server: {e}"))?;
+    if let (Some(path), Some(pem)) = (&ca_out, server.ca_pem()) {
+        std::fs::write(path, pem).map_err(|e| format!("--ca-out {}: {e}", path.display()))?;
+    }
     println!("{}", json!({"url": server.url()}));
     let mut bench =
         Bench { server: server.handle(), templates, pods: 0, churned: 0, churn_from: None };
@@ -179,6 +203,31 @@ impl Bench {
                 }
                 self.pods = self.pods.max(target);
                 Ok(json!({"pods": self.pods, "rv": self.server.resource_version()}))
+            }
+            "load-scale" => {
+                let (namespaces, per) = arg.split_once(' ').ok_or("load-scale NAMESPACES PER")?;
+                let count = |n: &str| n.parse::<usize>().map_err(|e| format!("{line:?}: {e}"));
+                let (namespaces, per) = (count(namespaces)?, count(per)?);
+                for kind in scale::KINDS {
+                    let gvr = GroupVersionResource::new("", "v1", kind);
+                    for n in 0..namespaces {
+                        for i in 0..per {
+                            let object = scale::object(&self.templates, kind, n, i);
+                            self.server
+                                .create(&gvr, object)
+                                .map_err(|e| format!("create {kind} {i} in namespace {n}: {e}"))?;
+                        }
+                    }
+                }
+                let objects = namespaces * per * scale::KINDS.len();
+                Ok(json!({"objects": objects, "rv": self.server.resource_version()}))
+            }
+            "traffic" => {
+                let traffic = self.server.traffic();
+                Ok(json!({"tls_connections": traffic.tls_connections,
+                          "http1_requests": traffic.http1_requests,
+                          "http2_requests": traffic.http2_requests,
+                          "watches": self.server.open_watches()}))
             }
             "warm" => {
                 // The first large responses of a fresh server are slower (its allocator grows);

@@ -165,7 +165,7 @@ fn key(pod: &Pod) -> String {
 }
 
 async fn run(args: PeerArgs) -> Result<(), String> {
-    if args.metadata_only || args.view {
+    if args.metadata_only || args.view || args.scenario == Scenario::Scale {
         return report::unsupported("the floor decodes full pods only");
     }
     // reqwest is built without a default TLS provider in this workspace; plain HTTP still needs
@@ -218,6 +218,8 @@ async fn run(args: PeerArgs) -> Result<(), String> {
             out.set("rss_kib", steady.rss_kib);
             out.set("relist_peak_rss_kib", memory::read()?.peak_kib);
         }
+        // Turned away before the sync (`scale` runs elsewhere, or not at all).
+        Scenario::Scale => return Err("the scale scenario is not run here".to_owned()),
         Scenario::Lister => {
             let (label, value) = args.selector_pair()?;
             let namespace = args.namespace.as_str();

@@ -8,7 +8,7 @@
 
 use std::process::ExitCode;
 
-use informer_bench::PeerArgs;
+use informer_bench::{PeerArgs, Scenario, report};
 
 const PEER: &str = "informer-kube";
 
@@ -17,6 +17,10 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: PeerArgs) -> Result<(), String> {
+    if args.scenario == Scenario::Scale {
+        // kube-rs's stack speaks HTTP/1.1, a connection per watch: no stream limit to meet.
+        return report::unsupported("kube-rs's client speaks HTTP/1.1 (a connection per watch)");
+    }
     let url = args.server.parse().map_err(|e| format!("--server {}: {e}", args.server))?;
     let client = kube::Client::try_from(kube::Config::new(url))
         .map_err(|e| format!("kube client for {}: {e}", args.server))?;

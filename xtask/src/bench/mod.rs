@@ -7,6 +7,9 @@
 //! templates in `tests/fixtures/objects`, loaded in increasing counts: at each count the
 //! scenarios that need it run (sync, the stripping and metadata-only syncs, relist, lister, then
 //! churn, which modifies pods), every peer in turn, `--runs` times.
+//!
+//! `--scenarios scale` (not in the default set) runs [`scale`] instead, against a TLS and
+//! HTTP/2 server of its own, and rewrites only its section of the report.
 
 // Counts, sizes and durations of a benchmark are far below 2^52: `as f64` is exact here.
 #![allow(clippy::cast_precision_loss)]
@@ -17,6 +20,7 @@ mod plot;
 mod process;
 mod report;
 mod results;
+mod scale;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -86,13 +90,18 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     options.peers.retain(|p| peers.iter().any(|(name, _)| name == p));
 
     let machine = machine::Machine::probe(peers.iter().any(|(p, _)| p == "client-go"));
-    let history = options.churn_events + 10_000;
-    let mut server = Server::start(&release.join("bench-server"), &objects, history)?;
-    eprintln!("xtask bench: server at {}", server.url);
     let mut results = Results::default();
-    let primer = release.join("prime-memory");
-    let measured = measure(&options, &peers, &primer, &mut server, &mut results);
-    drop(server);
+    let mut measured = Ok(());
+    if options.runs_main() {
+        let history = options.churn_events + 10_000;
+        let mut server = Server::start(&release.join("bench-server"), &objects, history, &[])?;
+        eprintln!("xtask bench: server at {}", server.url);
+        let primer = release.join("prime-memory");
+        measured = measure(&options, &peers, &primer, &mut server, &mut results);
+    }
+    if measured.is_ok() && options.runs_scenario(options::SCALE) {
+        measured = scale::measure(&options, &peers, &release, &objects, &target, &mut results);
+    }
     if let Err(error) = &measured {
         eprintln!("xtask bench: stopped early, reporting what was measured: {error}");
     }
@@ -141,7 +150,11 @@ fn write_report(
         plot: plotted.then_some(plot_name),
         skipped,
     };
-    std::fs::write(&report_path, report::render(&context))
+    // A run of some scenarios rewrites only their part: the main report, the scale section.
+    let existing = std::fs::read_to_string(&report_path).ok();
+    let main = options.runs_main().then(|| report::render(&context));
+    let scale = options.runs_scenario(options::SCALE).then(|| scale::render(&context));
+    std::fs::write(&report_path, scale::splice(existing.as_deref(), main, scale))
         .map_err(|e| format!("{}: {e}", report_path.display()))?;
     Ok(report_path)
 }
@@ -156,6 +169,7 @@ fn rerender(options: &Options, args: &[String], root: &Path, raw: &Path) -> Resu
     for sample in samples {
         let scenario = options::SCENARIOS
             .into_iter()
+            .chain(scale::CASES)
             .find(|s| sample["scenario"] == *s)
             .ok_or_else(|| format!("{}: unknown scenario in {sample}", raw.display()))?;
         let number = |key: &str| {

@@ -8,10 +8,16 @@ use super::results::Case;
 pub(crate) const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--counts N,N,...] \
 [--variant-counts N,...] [--churn-objects N] [--churn-events N] [--handlers N,N,...] \
 [--relist-objects N] [--lister-objects N] [--queries N] [--peers informer,informer-kube,kube-rs,floor,client-go] \
-[--scenarios sync,paged,strip,metadata,metadata-strip,view,compact,compact-strip,churn,churn-defaults,relist,lister,lister-compact] [--out FILE] [--timeout-s N] \
-[--rerender RESULTS.json] [--wrap 'PROFILER ARGS'] [--system-allocator]";
+[--scenarios sync,paged,strip,metadata,metadata-strip,view,compact,compact-strip,churn,churn-defaults,relist,lister,lister-compact,scale] [--out FILE] [--timeout-s N] \
+[--rerender RESULTS.json] [--wrap 'PROFILER ARGS'] [--system-allocator] \
+[--scale-namespaces N] [--scale-per-namespace N] [--scale-streams N] [--scale-gets N] \
+(scale is not in the default scenarios: --scenarios scale runs it alone and rewrites only its section of the report)";
 
-/// Every scenario, in the order they run at one object count.
+/// The scale scenario (see `super::scale`): not among [`SCENARIOS`], so not run unless asked
+/// for, as it needs a TLS server of its own and minutes.
+pub(crate) const SCALE: &str = "scale";
+
+/// Every scenario of the default set, in the order they run at one object count.
 pub(crate) const SCENARIOS: [&str; 13] = [
     "sync",
     "paged",
@@ -79,6 +85,14 @@ pub(crate) struct Options {
     /// its arguments; empty: none. Its figures are the profiler's, so the report goes to
     /// `target/bench/profiled/` unless `--out` says otherwise.
     pub(crate) wrap: Vec<String>,
+    /// `scale`: namespaces on the server, each watched for every kind.
+    pub(crate) scale_namespaces: usize,
+    /// `scale`: objects of each kind in each namespace.
+    pub(crate) scale_per_namespace: usize,
+    /// `scale`: the server's HTTP/2 stream limit per connection.
+    pub(crate) scale_streams: usize,
+    /// `scale`: gets of one object per run, for the latency percentiles.
+    pub(crate) scale_gets: usize,
     /// Build the peers with the system allocator (the `system-allocator` feature of
     /// `informer-bench`, in `target/system-allocator/`), for heap profilers that see only
     /// `malloc`; the report then goes to `target/bench/profiled/` too.
@@ -106,6 +120,13 @@ impl Default for Options {
             quick: false,
             rerender: None,
             wrap: Vec::new(),
+            // 4 kinds in 500 namespaces: 2,000 watches, as issue 29 asks.
+            scale_namespaces: 500,
+            scale_per_namespace: 2,
+            // kube-apiserver's `--http2-max-streams-per-connection` unset in older releases
+            // (Go's server default); 100 is what proxies and newer releases advertise.
+            scale_streams: 250,
+            scale_gets: 1_000,
             system_allocator: false,
         }
     }
@@ -169,15 +190,23 @@ impl Options {
                 "--peers" => options.peers = names(),
                 "--scenarios" => {
                     options.scenarios = names();
-                    if let Some(bad) =
-                        options.scenarios.iter().find(|s| !SCENARIOS.contains(&s.as_str()))
+                    if let Some(bad) = options
+                        .scenarios
+                        .iter()
+                        .find(|s| !SCENARIOS.contains(&s.as_str()) && s.as_str() != SCALE)
                     {
-                        return Err(format!("unknown scenario {bad:?}; known: {SCENARIOS:?}"));
+                        return Err(format!(
+                            "unknown scenario {bad:?}; known: {SCENARIOS:?} and {SCALE:?}"
+                        ));
                     }
                 }
                 "--out" => options.out = Some(PathBuf::from(value)),
                 "--rerender" => options.rerender = Some(PathBuf::from(value)),
                 "--timeout-s" => options.timeout_s = number()? as u64,
+                "--scale-namespaces" => options.scale_namespaces = number()?.max(1),
+                "--scale-per-namespace" => options.scale_per_namespace = number()?.max(1),
+                "--scale-streams" => options.scale_streams = number()?.max(1),
+                "--scale-gets" => options.scale_gets = number()?.max(1),
                 "--wrap" => options.wrap = value.split_whitespace().map(str::to_owned).collect(),
                 other => return Err(format!("unknown flag {other}\n{USAGE}")),
             }
@@ -202,6 +231,12 @@ impl Options {
     /// Whether the figures are a profiler's or the system allocator's, not the report's.
     pub(crate) fn profiled(&self) -> bool {
         !self.wrap.is_empty() || self.system_allocator
+    }
+
+    /// Whether a scenario other than [`SCALE`] is selected: the plain-HTTP server and the
+    /// main report are needed.
+    pub(crate) fn runs_main(&self) -> bool {
+        self.scenarios.iter().any(|s| s != SCALE)
     }
 
     /// Whether a scenario is selected.
@@ -231,6 +266,10 @@ mod tests {
     fn bad_flags_are_named() {
         assert!(parse("--counts 1,x").unwrap_err().contains("\"x\""));
         assert!(parse("--scenarios sync,fly").unwrap_err().contains("fly"));
+        let scale = parse("--scenarios scale --scale-namespaces 10").unwrap();
+        assert!(scale.runs_scenario(SCALE) && !scale.runs_main());
+        assert_eq!(scale.scale_namespaces, 10);
+        assert!(!parse("").unwrap().runs_scenario(SCALE), "scale is not in the default set");
         assert!(parse("--runs").unwrap_err().starts_with("--runs needs a value"));
     }
 

@@ -95,13 +95,20 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    /// Starts `bench-server` with pods made from the templates in `objects`.
-    pub(crate) fn start(exe: &Path, objects: &Path, history: usize) -> Result<Self, String> {
+    /// Starts `bench-server` with pods made from the templates in `objects`, and `extra`
+    /// flags (`--tls`, ...).
+    pub(crate) fn start(
+        exe: &Path,
+        objects: &Path,
+        history: usize,
+        extra: &[String],
+    ) -> Result<Self, String> {
         let mut command = Command::new(exe);
         command
             .arg("--objects-dir")
             .arg(objects)
             .args(["--history", &history.to_string()])
+            .args(extra)
             .stdin(Stdio::piped());
         let mut process = Lines::spawn("bench-server", command, false)?;
         let stdin = process.child.stdin.take().ok_or("bench-server: no stdin")?;
