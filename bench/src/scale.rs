@@ -3,7 +3,7 @@
 //! connection, as kube-apiserver does.
 //!
 //! The server holds, in each namespace `scale-000` .., `--per-namespace` objects of each of
-//! [`KINDS`] ([`objects`]). A peer runs in one of three [`ScaleWatch`] modes:
+//! [`KINDS`] (made by [`object`]). A peer runs in one of three [`ScaleWatch`] modes:
 //!
 //! - `namespaced`: an informer per kind, each watching every namespace on its own (this
 //!   project: one `SharedInformerFactory` with `.namespaces(..)`, one watch per namespace
