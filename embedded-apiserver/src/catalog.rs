@@ -158,6 +158,9 @@ pub(crate) struct ApiResource {
     pub(crate) columns: Vec<PrinterColumn>,
     /// The CRD that defines this type, if any.
     pub(crate) crd: Option<String>,
+    /// That CRD's `metadata.uid`: a CRD deleted and created again under its name is another
+    /// one, whose storage the old one's requests must not reach (see [`Catalog::serves`]).
+    pub(crate) crd_uid: Option<String>,
 }
 
 impl ApiResource {
@@ -175,6 +178,7 @@ impl ApiResource {
             generation: true,
             columns: Vec::new(),
             crd: None,
+            crd_uid: None,
             ty,
         }
     }
@@ -326,6 +330,20 @@ impl Catalog {
                 .unwrap_or(first)
                 .clone(),
         )
+    }
+
+    /// Whether `resource`, found by a request before it took the state's lock, is still what
+    /// is served at its group, version and resource: not gone, and not a CRD deleted and
+    /// created again meanwhile (its uid and maybe its scope changed). kube-apiserver serves
+    /// a request from the storage its CRD had when the request arrived, and deleting the CRD
+    /// ends that storage; a request here that finds it gone answers as a removed resource's
+    /// path does, `404`. Updates of the same CRD (a version added, a status written) keep
+    /// serving its requests.
+    pub(crate) fn serves(&self, resource: &ApiResource) -> bool {
+        let ty = &resource.ty;
+        self.find(&ty.group, &ty.version, &ty.plural).is_some_and(|now| {
+            now.crd_uid == resource.crd_uid && now.ty.namespaced == ty.namespaced
+        })
     }
 
     /// Whether any version of `group` is served.

@@ -169,6 +169,8 @@ pub(crate) fn resources(crd: &Value) -> Vec<ApiResource> {
             resource.storage_version = format!("{group}/{storage_version}");
             resource.columns = printer_columns(version);
             resource.crd = Some(name.clone());
+            resource.crd_uid =
+                crd.pointer("/metadata/uid").and_then(Value::as_str).map(str::to_owned);
             resource
         })
         .collect()

@@ -26,6 +26,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::{FutureExt, StreamExt};
+use parking_lot::MutexGuard;
 use serde_json::{Value, json};
 
 use crate::catalog::ApiResource;
@@ -37,7 +38,7 @@ use crate::query::{FieldRequirement, ListParams, Query};
 use crate::registry::{self, Deleted, Part, Scope};
 use crate::render::{self, Output, json_response};
 use crate::served::ListMeta;
-use crate::state::Shared;
+use crate::state::{Shared, State};
 use crate::status::ApiError;
 use crate::watch;
 
@@ -376,6 +377,19 @@ impl Call<'_> {
         self.target.name.unwrap_or_default()
     }
 
+    /// The server's state, locked, once it is known that the resource the request was routed
+    /// to is still served (see [`Catalog::serves`](crate::catalog::Catalog::serves)): a CRD
+    /// deleted and created again with another scope between the two must not take a
+    /// namespaced write into its cluster-scoped storage.
+    fn state(&self) -> Result<MutexGuard<'_, State>, ApiError> {
+        let state = self.shared.state.lock();
+        if state.catalog.serves(&self.target.resource) {
+            Ok(state)
+        } else {
+            Err(ApiError::path_not_found())
+        }
+    }
+
     /// An object in the negotiated representation. As in kube-apiserver, a write is done
     /// (committed) before its answer is rendered, and may still end in a 406.
     fn respond(&self, code: StatusCode, obj: &Value) -> Result<Response, ApiError> {
@@ -403,17 +417,12 @@ impl Call<'_> {
             "list" => {
                 let params = ListParams::parse(self.query, resource, false)?;
                 // Items are shared: serialize them without holding the lock.
-                let page = list::list(
-                    &self.shared.state.lock(),
-                    resource,
-                    self.target.namespace,
-                    &params,
-                )?;
+                let page = list::list(&*self.state()?, resource, self.target.namespace, &params)?;
                 render::list_response(resource, page.items, &page.meta, self.output)
             }
             _ => {
                 let rv = self.query.get("resourceVersion").unwrap_or_default();
-                let obj = registry::get(&self.shared.state.lock(), self.scope(), self.name(), rv)?;
+                let obj = registry::get(&*self.state()?, self.scope(), self.name(), rv)?;
                 self.respond(StatusCode::OK, &obj)
             }
         }
@@ -427,20 +436,20 @@ impl Call<'_> {
             "create" => {
                 self.check_body_type()?;
                 let obj = parse_body(self.body, resource)?;
-                let mut state = shared.state.lock();
+                let mut state = self.state()?;
                 let created = registry::create(&mut state, &shared.settings, scope, obj, dry_run)?;
                 self.respond(StatusCode::CREATED, &created)
             }
             "update" => {
                 self.check_body_type()?;
                 let obj = parse_body(self.body, resource)?;
-                let mut state = shared.state.lock();
+                let mut state = self.state()?;
                 let updated = registry::update(&mut state, scope, name, obj, part, dry_run)?;
                 self.respond(StatusCode::OK, &updated)
             }
             "patch" => {
                 let kind = self.patch_kind()?;
-                let mut state = shared.state.lock();
+                let mut state = self.state()?;
                 let settings = &shared.settings;
                 let (obj, created) = registry::patch(
                     &mut state, settings, scope, name, kind, self.body, part, dry_run,
@@ -451,7 +460,7 @@ impl Call<'_> {
             "delete" => {
                 self.check_body_type()?;
                 let options = delete_options(self.body)?;
-                match registry::delete(&mut shared.state.lock(), scope, name, &options, dry_run)? {
+                match registry::delete(&mut *self.state()?, scope, name, &options, dry_run)? {
                     Deleted::Object(obj) => self.respond(StatusCode::OK, &obj),
                     Deleted::Status(status) => Ok(document(&status)),
                 }
@@ -460,7 +469,7 @@ impl Call<'_> {
                 self.check_body_type()?;
                 let options = delete_options(self.body)?;
                 let params = ListParams::parse(self.query, resource, false)?;
-                let mut state = shared.state.lock();
+                let mut state = self.state()?;
                 let deleted =
                     registry::delete_collection(&mut state, scope, &params, &options, dry_run)?;
                 let meta = ListMeta {

@@ -76,6 +76,10 @@ pub(crate) fn watch(
     let mut initial = VecDeque::new();
     let start = {
         let mut state = shared.state.lock();
+        if !state.catalog.serves(&resource) {
+            // Its CRD was deleted since the request was routed: it would never end.
+            return Err(ApiError::path_not_found());
+        }
         let current = state.store.resource_version();
         let requested = parse_version(&params.resource_version).map_err(ApiError::internal)?;
         if state.hub.open() >= shared.settings.max_watches {
@@ -331,5 +335,52 @@ impl Encoder {
                 table::table(&self.resource, &[obj], api_version, include, headers, &meta)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use informer_runtime::GroupVersionResource;
+
+    use super::*;
+    use crate::ApiServer;
+    use crate::query::Query;
+
+    fn widget_crd(scope: &str) -> Value {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {
+                "group": "example.com", "scope": scope,
+                "names": {"plural": "widgets", "kind": "Widget"},
+                "versions": [{"name": "v1", "served": true, "storage": true}]
+            }
+        })
+    }
+
+    /// A watch routed to a CRD's resource just before the CRD is deleted and created again
+    /// with another scope must not open on the new one's storage: kube-apiserver would have
+    /// served it from the old storage, which the deletion ended, and a watch of
+    /// `namespaces/default/widgets` on cluster-scoped widgets would hear none of them and never
+    /// end. (A dynamic informer of widgets waited for its watch's timeout, minutes.)
+    #[tokio::test]
+    async fn a_watch_of_a_resource_whose_crd_was_replaced_meanwhile_is_not_found() {
+        let server = ApiServer::start().await.unwrap();
+        let handle = server.handle();
+        let crds =
+            GroupVersionResource::new("apiextensions.k8s.io", "v1", "customresourcedefinitions");
+        handle.create(&crds, widget_crd("Namespaced")).unwrap();
+        let shared = Arc::clone(&handle.shared);
+        // What the router found for `/apis/example.com/v1/namespaces/default/widgets`.
+        let routed = shared.state.lock().catalog.find("example.com", "v1", "widgets").unwrap();
+
+        handle.delete(&crds, "", "widgets.example.com").unwrap();
+        handle.create(&crds, widget_crd("Cluster")).unwrap();
+        let query = Query::parse(Some("watch=true&resourceVersion=1"));
+        let params = ListParams::parse(&query, &routed, true).unwrap();
+        let answer = watch(&shared, routed, Some("default"), &params, Output::Json);
+        let error = answer.err().map(|e| e.code);
+        assert_eq!(error, Some(404), "the watch opened on the new CRD's storage");
+        assert_eq!(handle.open_watches(), 0);
     }
 }
