@@ -26,6 +26,7 @@ use std::fmt;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use embedded_apiserver::{ClientCertificate, ServerHandle};
@@ -141,8 +142,11 @@ impl Credentials {
     /// A directory for the files, and a first token for each of `clients` clients: what the
     /// server must start with ([`first_tokens`](Self::first_tokens)).
     pub(crate) fn new(seed: u64, clients: usize) -> Self {
+        // Runs in one process may share a seed (a replay of both transports), never a directory.
+        static RUNS: AtomicU64 = AtomicU64::new(0);
+        let run = RUNS.fetch_add(1, Ordering::Relaxed);
         let dir = std::env::temp_dir()
-            .join(format!("informer-chaos-credentials-{}-{seed:x}", std::process::id()));
+            .join(format!("informer-chaos-credentials-{}-{run}-{seed:x}", std::process::id()));
         std::fs::create_dir_all(&dir)
             .unwrap_or_else(|e| panic!("chaos: creating {}: {e}", dir.display()));
         let mut rng = fastrand::Rng::with_seed(seed);

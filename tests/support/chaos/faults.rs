@@ -17,6 +17,12 @@ pub(crate) const HISTORY_LIMIT: usize = 10_000;
 /// The `Retry-After` of throttled requests (whole seconds on the wire).
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
+/// Bursts of writes between two faults: drawn in this range, so that a run of N bursts has at
+/// least N / 45 faults (a CI-sized epoch of about 600 bursts, 13 or more: every kind, since the
+/// first round draws each once), where a fault drawn with odds of one in 30 after each burst
+/// left some kinds out of one run in a hundred.
+const BURSTS_BETWEEN_FAULTS: std::ops::RangeInclusive<u32> = 15..=45;
+
 /// The name of the stall, which [`Injector::quiesce`] injects too.
 const STALL: &str = "stalled watches";
 
@@ -151,6 +157,8 @@ pub(crate) struct Injector {
     /// Kinds not injected yet, in a random order: each run injects every kind at least once
     /// before drawing by weight.
     first_round: Vec<usize>,
+    /// Bursts of writes until the next fault.
+    until_next: u32,
     counts: BTreeMap<&'static str, u64>,
 }
 
@@ -159,11 +167,21 @@ impl Injector {
         let mut rng = fastrand::Rng::with_seed(seed);
         let mut first_round: Vec<usize> = (0..FAULTS.len()).collect();
         rng.shuffle(&mut first_round);
-        Self { rng, first_round, counts: BTreeMap::new() }
+        let until_next = rng.u32(BURSTS_BETWEEN_FAULTS);
+        Self { rng, first_round, until_next, counts: BTreeMap::new() }
+    }
+
+    /// Called after each burst of writes: injects a fault when its turn has come.
+    pub(crate) fn after_burst(&mut self, server: &ServerHandle) {
+        self.until_next = self.until_next.saturating_sub(1);
+        if self.until_next == 0 {
+            self.until_next = self.rng.u32(BURSTS_BETWEEN_FAULTS);
+            self.inject(server);
+        }
     }
 
     /// Ends the lasting faults, then injects one more.
-    pub(crate) fn inject(&mut self, server: &ServerHandle) {
+    fn inject(&mut self, server: &ServerHandle) {
         calm(server);
         let fault = &FAULTS[self.first_round.pop().unwrap_or_else(|| self.draw())];
         (fault.inject)(server, &mut self.rng);

@@ -97,8 +97,6 @@ const INITIAL_WRITES: u64 = 300;
 const PACE: Duration = Duration::from_millis(15);
 /// At most this many writes in a burst.
 const BURST: usize = 16;
-/// One burst in this many is followed by a fault.
-const FAULT_EVERY: u32 = 30;
 /// How long an epoch lasts in a timed run.
 const EPOCH: Duration = Duration::from_secs(60);
 /// The most problems a report describes in full; the rest are counted.
@@ -488,9 +486,7 @@ impl Scenario {
                 self.churn.step(&server, &self.kinds);
             }
             self.controllers.step();
-            if self.pacing.u32(0..FAULT_EVERY) == 0 {
-                self.injector.inject(&server);
-            }
+            self.injector.after_burst(&server);
             tokio::time::sleep(PACE).await;
         }
         self.injector.quiesce(&server);
