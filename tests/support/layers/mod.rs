@@ -97,8 +97,11 @@ pub enum LoadError {
 /// One edge, by file paths and the names it takes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Edge {
+    /// The importing file, relative to its crate's folder.
     pub from: String,
+    /// The file that defines what it takes.
     pub to: String,
+    /// The names it takes (the items, as their file defines them).
     pub names: Vec<String>,
 }
 
@@ -111,37 +114,53 @@ impl fmt::Display for Edge {
 /// An edge from a module to one of a higher layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Upward {
+    /// The edge.
     pub edge: Edge,
+    /// The importing top-level module.
     pub from_module: String,
+    /// Its layer, counted from 1 at the bottom.
     pub from_layer: usize,
+    /// The imported top-level module (or the crate root).
     pub to_module: String,
+    /// Its layer; `usize::MAX` for the crate root, above every layer.
     pub to_layer: usize,
 }
 
 /// A circle: its members (modules or files) and the edges between them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Circle {
+    /// The modules or files in it, sorted.
     pub members: Vec<String>,
+    /// Every edge between two of them, as `from -> to: names`.
     pub edges: Vec<String>,
 }
 
 /// What the check found in one crate.
 #[derive(Debug)]
 pub struct Report {
+    /// The crate's name (its folder in the workspace).
     pub krate: String,
     /// Where the layer order was read.
     pub origin: String,
+    /// How many module files it has (test-only ones left out).
     pub files: usize,
+    /// How many file-to-file edges.
     pub edges: usize,
+    /// Its top-level modules.
     pub top_level: Vec<String>,
     /// The order, or why it could not be read.
     pub layers: Result<Layers, OrderError>,
-    /// Top-level modules not in the order, in it twice, or in it but not in the crate.
+    /// Top-level modules not in the order.
     pub missing: Vec<String>,
+    /// Modules on more than one layer line.
     pub twice: Vec<String>,
+    /// Names in the order that are no top-level module of the crate.
     pub absent: Vec<String>,
+    /// Edges from a module up to a higher layer.
     pub upward: Vec<Upward>,
+    /// Circles between top-level modules.
     pub module_circles: Vec<Circle>,
+    /// Circles between files.
     pub file_circles: Vec<Circle>,
 }
 

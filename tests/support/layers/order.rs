@@ -6,6 +6,7 @@ use thiserror::Error;
 /// The layers, bottom first; each a list of top-level module names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layers {
+    /// One entry per `//! - ` line, bottom first: the modules it names.
     pub lines: Vec<Vec<String>>,
 }
 

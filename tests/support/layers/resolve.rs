@@ -214,6 +214,7 @@ fn pick(found: Vec<Target>, want_module: bool) -> Option<Target> {
 /// A path found in code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FoundPath {
+    /// Its segments as written (`["crate", "store", "Cache"]`).
     pub segments: Vec<String>,
     /// Followed by `!`: a macro invocation.
     pub macro_call: bool,

@@ -96,6 +96,18 @@ fn test_only_code_makes_no_edge() {
 }
 
 #[test]
+fn path_attributes_and_inline_modules_are_followed() {
+    let found = edges(&[
+        ("src/lib.rs", "#[path = \"elsewhere/impl.rs\"] mod a; mod b; mod c;"),
+        ("src/elsewhere/impl.rs", "mod near; pub use near::Near;"),
+        ("src/elsewhere/near.rs", "pub struct Near;"),
+        ("src/b.rs", "pub mod inner { pub struct Deep; } fn f(_: crate::a::Near) {}"),
+        ("src/c.rs", "use crate::b::inner; fn f(_: inner::Deep) {}"),
+    ]);
+    assert_eq!(found, ["src/b.rs -> src/elsewhere/near.rs: Near", "src/c.rs -> src/b.rs: Deep"]);
+}
+
+#[test]
 fn code_behind_a_feature_makes_edges() {
     let found = edges(&[
         ("src/lib.rs", "mod a; #[cfg(feature = \"x\")] mod b;"),

@@ -34,7 +34,9 @@ pub enum Binding {
 /// One binding of a name, with whether it is visible outside its module (`pub` in any form).
 #[derive(Debug, Clone)]
 pub struct Entry {
+    /// What the name stands for.
     pub binding: Binding,
+    /// Visible outside the module: a glob from another module imports only these.
     pub public: bool,
 }
 
@@ -52,13 +54,17 @@ pub struct UseLeaf {
 /// One module: a file or an inline `mod x { }` inside one.
 #[derive(Debug, Default)]
 pub struct Module {
+    /// Its name (`crate` for the root).
     pub name: String,
+    /// The module that declares it; `None` for the root.
     pub parent: Option<ModId>,
+    /// The file it is written in (an inline module's is its parent's).
     pub file: FileId,
     /// Everything the module defines or imports by name.
     pub names: BTreeMap<String, Vec<Entry>>,
     /// Glob imports: the module path and whether the glob is a re-export.
     pub globs: Vec<(Vec<String>, bool)>,
+    /// Every leaf of its `use` items, each an edge unless it re-exports a descendant.
     pub uses: Vec<UseLeaf>,
     /// The module's code outside `use` and `mod` items, as tokens to scan for paths.
     pub code: Vec<TokenStream>,
@@ -76,7 +82,9 @@ pub struct FileInfo {
 /// The whole tree.
 #[derive(Debug, Default)]
 pub struct Tree {
+    /// Every module file, `src/lib.rs` first.
     pub files: Vec<FileInfo>,
+    /// Every module, the root first.
     pub modules: Vec<Module>,
     /// Top-level modules declared only under `#[cfg(test)]`: neither checked nor required.
     pub test_only_top: BTreeSet<String>,
