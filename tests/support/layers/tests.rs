@@ -108,6 +108,20 @@ fn path_attributes_and_inline_modules_are_followed() {
 }
 
 #[test]
+fn an_import_of_a_trait_as_underscore_is_an_edge_and_no_glob() {
+    let found = edges(&[
+        ("src/lib.rs", "mod a; mod b;"),
+        ("src/a.rs", "pub trait Tr { fn go(&self) {} } pub struct Other;"),
+        (
+            "src/b.rs",
+            "use crate::a::Tr as _; use crate::a as _; fn f(x: u8) { x.go(); let _ = Other; }",
+        ),
+    ]);
+    // `Other` is not imported: had an `as _` import acted as a glob of `a`, it would be.
+    assert_eq!(found, ["src/b.rs -> src/a.rs: Tr"]);
+}
+
+#[test]
 fn code_behind_a_feature_makes_edges() {
     let found = edges(&[
         ("src/lib.rs", "mod a; #[cfg(feature = \"x\")] mod b;"),

@@ -214,9 +214,11 @@ impl Tree {
                                         public,
                                     );
                                 }
-                                None => {
+                                // `use x as _` binds no name: only a `*` imports a module's.
+                                None if leaf.glob => {
                                     self.modules[module].globs.push((leaf.path.clone(), public));
                                 }
+                                None => {}
                             }
                             self.modules[module].uses.push(leaf);
                         }
