@@ -133,6 +133,8 @@ pub struct Circle {
     pub members: Vec<String>,
     /// Every edge between two of them, as `from -> to: names`.
     pub edges: Vec<String>,
+    /// A file circle that is a module circle, one file per module: its edges are listed there.
+    pub repeats_modules: bool,
 }
 
 /// What the check found in one crate.
@@ -191,9 +193,11 @@ pub fn check(
         twice: Vec::new(),
         absent: Vec::new(),
         upward: Vec::new(),
-        module_circles: module_circles(&tree, &edges),
-        file_circles: file_circles(&tree, &edges),
+        module_circles: Vec::new(),
+        file_circles: Vec::new(),
     };
+    report.module_circles = module_circles(&tree, &edges);
+    report.file_circles = file_circles(&tree, &edges, &report.module_circles);
     if let Ok(layers) = &report.layers {
         let mut layer_of = BTreeMap::new();
         for (index, line) in layers.lines.iter().enumerate() {
@@ -264,26 +268,40 @@ fn module_circles(tree: &Tree, edges: &Edges) -> Vec<Circle> {
                         .then(|| format!("{a} -> {b}: {}", edge(tree, *from, *to, names)))
                 })
                 .collect();
-            Circle { members: group.iter().map(|m| (*m).to_owned()).collect(), edges }
+            Circle {
+                members: group.iter().map(|m| (*m).to_owned()).collect(),
+                edges,
+                repeats_modules: false,
+            }
         })
         .collect()
 }
 
 /// Circles between files.
-fn file_circles(tree: &Tree, edges: &Edges) -> Vec<Circle> {
+fn file_circles(tree: &Tree, edges: &Edges, module_circles: &[Circle]) -> Vec<Circle> {
     let mut graph: BTreeMap<FileId, BTreeSet<FileId>> = BTreeMap::new();
     for (from, to) in edges.keys() {
         graph.entry(*from).or_default().insert(*to);
     }
     strongly_connected(&graph)
         .into_iter()
-        .map(|group| Circle {
-            members: group.iter().map(|f| tree.files[*f].path.display().to_string()).collect(),
-            edges: edges
-                .iter()
-                .filter(|((from, to), _)| group.contains(from) && group.contains(to))
-                .map(|((from, to), names)| edge(tree, *from, *to, names).to_string())
-                .collect(),
+        .map(|group| {
+            let modules: BTreeSet<&str> = group.iter().filter_map(|f| tree.top_level(*f)).collect();
+            let repeats_modules = modules.len() == group.len()
+                && module_circles
+                    .iter()
+                    .any(|c| c.members.iter().map(String::as_str).eq(modules.iter().copied()));
+            Circle {
+                members: group.iter().map(|f| tree.files[*f].path.display().to_string()).collect(),
+                edges: edges
+                    .iter()
+                    .filter(|((from, to), _)| {
+                        !repeats_modules && group.contains(from) && group.contains(to)
+                    })
+                    .map(|((from, to), names)| edge(tree, *from, *to, names).to_string())
+                    .collect(),
+                repeats_modules,
+            }
         })
         .collect()
 }
@@ -394,6 +412,14 @@ impl Report {
             ));
         }
         for circle in &self.file_circles {
+            if circle.repeats_modules {
+                out.push(format!(
+                    "{}: files in a circle: {}: the circle of their top-level modules above, one file each",
+                    self.krate,
+                    circle.members.join(", ")
+                ));
+                continue;
+            }
             out.push(format!(
                 "{}: files in a circle: {}; break it by moving what both need into a file of its own \
                  or into the lower one:\n    {}",
@@ -457,6 +483,9 @@ impl fmt::Display for Report {
             writeln!(f, "  {what}: {}", circles.len())?;
             for circle in circles {
                 writeln!(f, "    {}", circle.members.join(", "))?;
+                if circle.repeats_modules {
+                    writeln!(f, "      (the module circle above, one file per module)")?;
+                }
                 for edge in &circle.edges {
                     writeln!(f, "      {edge}")?;
                 }

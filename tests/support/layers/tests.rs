@@ -191,16 +191,25 @@ fn circles_between_files_and_modules_and_upward_edges_fail_with_what_to_do() {
         ),
         ("src/a.rs", "pub struct A; fn f(_: crate::b::B) {}"),
         ("src/b.rs", "pub struct B; fn f(_: crate::a::A) {}"),
-        ("src/c.rs", ""),
+        ("src/c/mod.rs", "mod x; mod y;"),
+        ("src/c/x.rs", "pub struct X(super::y::Y);"),
+        ("src/c/y.rs", "pub struct Y(Option<Box<super::x::X>>);"),
     ]);
     assert_eq!(report.upward.len(), 1);
     assert_eq!(report.module_circles.len(), 1);
     assert_eq!(report.module_circles[0].members, ["a", "b"]);
-    assert_eq!(report.file_circles.len(), 1);
-    assert_eq!(report.file_circles[0].members, ["src/a.rs", "src/b.rs"]);
     assert_eq!(
-        report.file_circles[0].edges,
-        ["src/a.rs -> src/b.rs: B", "src/b.rs -> src/a.rs: A"]
+        report.module_circles[0].edges,
+        ["a -> b: src/a.rs -> src/b.rs: B", "b -> a: src/b.rs -> src/a.rs: A"]
+    );
+    assert_eq!(report.file_circles.len(), 2);
+    // One file per module: that file circle is the module circle, whose edges say it all.
+    assert_eq!(report.file_circles[0].members, ["src/a.rs", "src/b.rs"]);
+    assert!(report.file_circles[0].repeats_modules);
+    assert_eq!(report.file_circles[1].members, ["src/c/x.rs", "src/c/y.rs"]);
+    assert_eq!(
+        report.file_circles[1].edges,
+        ["src/c/x.rs -> src/c/y.rs: Y", "src/c/y.rs -> src/c/x.rs: X"]
     );
     let failures = report.failures().join("\n");
     assert!(
