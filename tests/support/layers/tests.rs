@@ -122,6 +122,21 @@ fn an_import_of_a_trait_as_underscore_is_an_edge_and_no_glob() {
 }
 
 #[test]
+fn test_only_statements_in_a_function_make_no_edge() {
+    let found = edges(&[
+        ("src/lib.rs", "mod a; mod b;"),
+        ("src/b.rs", "pub fn check() {} pub struct B;"),
+        (
+            "src/a.rs",
+            "pub struct A;\n\
+             fn f() { #[cfg(test)] crate::b::check(); #[cfg(test)] let _b = crate::b::B; }\n\
+             impl A { fn g(&self) { #[cfg(test)] { use crate::b::check; check(); } } }",
+        ),
+    ]);
+    assert!(found.is_empty(), "{found:?}");
+}
+
+#[test]
 fn code_behind_a_feature_makes_edges() {
     let found = edges(&[
         ("src/lib.rs", "mod a; #[cfg(feature = \"x\")] mod b;"),

@@ -247,7 +247,7 @@ impl Tree {
                     code.push(head);
                     for member in &i.items {
                         if !is_test_only(impl_item_attrs(member)) {
-                            code.push(member.to_token_stream());
+                            code.push(without_test_statements(member));
                         }
                     }
                 }
@@ -261,7 +261,7 @@ impl Tree {
                     code.push(head);
                     for member in &t.items {
                         if !is_test_only(trait_item_attrs(member)) {
-                            code.push(member.to_token_stream());
+                            code.push(without_test_statements(member));
                         }
                     }
                 }
@@ -270,7 +270,7 @@ impl Tree {
                         let public = !matches!(vis, Visibility::Inherited);
                         self.bind(module, name, Binding::Item(at.file), public);
                     }
-                    self.modules[module].code.push(other.to_token_stream());
+                    self.modules[module].code.push(without_test_statements(other));
                 }
             }
         }
@@ -374,6 +374,80 @@ fn flatten_use(tree: &UseTree, prefix: &mut Vec<String>, out: &mut Vec<(UseLeaf,
 pub fn ident(id: &proc_macro2::Ident) -> String {
     let text = id.to_string();
     text.strip_prefix("r#").map_or(text.clone(), str::to_owned)
+}
+
+/// An item's tokens without the `#[cfg(test)]` statements of its function bodies (blocks
+/// within them are scanned as written: test-only code that deep is a smell of its own).
+fn without_test_statements<T: Clone + ToTokens + FnBody>(item: &T) -> TokenStream {
+    let mut item = item.clone();
+    if let Some(block) = item.body() {
+        block.stmts.retain(|stmt| !is_test_only(statement_attrs(stmt)));
+    }
+    item.to_token_stream()
+}
+
+/// The body of an item that is a function.
+trait FnBody {
+    fn body(&mut self) -> Option<&mut syn::Block>;
+}
+
+impl FnBody for Item {
+    fn body(&mut self) -> Option<&mut syn::Block> {
+        match self {
+            Item::Fn(f) => Some(&mut f.block),
+            _ => None,
+        }
+    }
+}
+
+impl FnBody for ImplItem {
+    fn body(&mut self) -> Option<&mut syn::Block> {
+        match self {
+            ImplItem::Fn(f) => Some(&mut f.block),
+            _ => None,
+        }
+    }
+}
+
+impl FnBody for TraitItem {
+    fn body(&mut self) -> Option<&mut syn::Block> {
+        match self {
+            TraitItem::Fn(f) => f.default.as_mut(),
+            _ => None,
+        }
+    }
+}
+
+fn statement_attrs(stmt: &syn::Stmt) -> &[Attribute] {
+    match stmt {
+        syn::Stmt::Local(local) => &local.attrs,
+        syn::Stmt::Item(item) => item_attrs(item),
+        syn::Stmt::Macro(mac) => &mac.attrs,
+        syn::Stmt::Expr(expr, _) => expr_attrs(expr),
+    }
+}
+
+/// The outer attributes of the expressions a statement can start with.
+fn expr_attrs(expr: &syn::Expr) -> &[Attribute] {
+    use syn::Expr;
+    match expr {
+        Expr::Block(e) => &e.attrs,
+        Expr::Call(e) => &e.attrs,
+        Expr::MethodCall(e) => &e.attrs,
+        Expr::Macro(e) => &e.attrs,
+        Expr::Path(e) => &e.attrs,
+        Expr::Assign(e) => &e.attrs,
+        Expr::If(e) => &e.attrs,
+        Expr::Match(e) => &e.attrs,
+        Expr::ForLoop(e) => &e.attrs,
+        Expr::While(e) => &e.attrs,
+        Expr::Loop(e) => &e.attrs,
+        Expr::Unsafe(e) => &e.attrs,
+        Expr::Await(e) => &e.attrs,
+        Expr::Try(e) => &e.attrs,
+        Expr::Return(e) => &e.attrs,
+        _ => &[],
+    }
 }
 
 /// Whether an item's attributes keep it out of every non-test build.
