@@ -205,7 +205,14 @@ pub fn check(
                 if layer_of.insert(name.clone(), index + 1).is_some() {
                     report.twice.push(name.clone());
                 }
-                if !report.top_level.contains(name) && !tree.test_only_top.contains(name) {
+                // Test-only modules and inline modules of lib.rs may be listed, need not be.
+                let known = report.top_level.contains(name)
+                    || tree.test_only_top.contains(name)
+                    || tree
+                        .modules
+                        .iter()
+                        .any(|m| m.parent == Some(0) && m.file == 0 && m.name == *name);
+                if !known {
                     report.absent.push(name.clone());
                 }
             }
@@ -292,7 +299,12 @@ fn file_circles(tree: &Tree, edges: &Edges, module_circles: &[Circle]) -> Vec<Ci
                     .iter()
                     .any(|c| c.members.iter().map(String::as_str).eq(modules.iter().copied()));
             Circle {
-                members: group.iter().map(|f| tree.files[*f].path.display().to_string()).collect(),
+                members: {
+                    let mut paths: Vec<String> =
+                        group.iter().map(|f| tree.files[*f].path.display().to_string()).collect();
+                    paths.sort();
+                    paths
+                },
                 edges: edges
                     .iter()
                     .filter(|((from, to), _)| {

@@ -241,7 +241,7 @@ fn a_module_left_out_listed_twice_or_absent_fails_and_test_only_modules_may_be_l
     let report = report(&[
         (
             "src/lib.rs",
-            "//! # Layers\n//! - `a`, `gone`: one\n//! - `a`, `fuzz`: two\n\
+            "//! # Layers\n//! - `a`, `gone`: one\n//! - `a`, `fuzz`, `inline`: two\n\
              mod a; mod b; #[cfg(test)] mod fuzz; pub mod inline { pub use std::fmt; }",
         ),
         ("src/a.rs", ""),
