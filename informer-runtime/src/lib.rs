@@ -99,6 +99,9 @@
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub mod client;
 pub mod clock;
+// Its decoders need simd-json and memchr, which come with the HTTP client's feature.
+#[cfg(feature = "client")]
+mod codec;
 pub mod controller;
 pub mod crd;
 pub mod delta_fifo;

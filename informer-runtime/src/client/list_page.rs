@@ -2,14 +2,14 @@
 //!
 //! Where lists enter the data flow: the HTTP lister-watcher pushes the body of one list response
 //! into a [`PageDecoder`], chunk by chunk as the socket delivers it. The
-//! [splitter](super::list_split) cuts out each part as soon as it is complete, and each item is
+//! [splitter](crate::codec::list_split) cuts out each part as soon as it is complete, and each item is
 //! deserialized on its own, straight into its `Arc<K>` (no untyped JSON tree, no intermediate
 //! `Vec<K>`, and never the whole body in memory). The list's `metadata` comes before `items` in
 //! what API servers write, so the continue token is known, and reported to a callback, before
 //! any item is decoded: the caller uses that to start fetching the next page meanwhile.
 //!
 //! Unless told to keep it, each item's `metadata.managedFields` is skipped while decoding (see
-//! [`prune`](super::prune)): it is never allocated. Items are decoded by an
+//! [`prune`](crate::codec::prune)): it is never allocated. Items are decoded by an
 //! [`ObjectDecoder`], so their vectors have exact capacities. With a [`ListIntake`], an item the
 //! cache already holds unchanged is dropped as soon as it is decoded, and the cached object
 //! stands in for it; and each item goes to the intake as soon as it is decoded, once the body
@@ -25,9 +25,9 @@ use serde::de::IgnoredAny;
 
 use super::config::DEFAULT_MAX_OBJECT_SIZE;
 use super::error::{byte_offset, json_error_message};
-use super::list_split::{ListSplitter, Part, Piece, SplitError};
-use super::object_decoder::ObjectDecoder;
 use super::request::Target;
+use crate::codec::list_split::{ListSplitter, Part, Piece, SplitError};
+use crate::codec::object_decoder::ObjectDecoder;
 use crate::listwatch::{Error, ListIntake, ObjectList};
 use crate::resource::Object;
 

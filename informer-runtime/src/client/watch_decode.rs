@@ -53,8 +53,8 @@ use serde_json::value::RawValue;
 
 use super::config::DEFAULT_MAX_OBJECT_SIZE;
 use super::error::{json_error_message, parse_status};
-use super::object_decoder::ObjectDecoder;
 use super::request::Target;
+use crate::codec::object_decoder::ObjectDecoder;
 use crate::listwatch::{Bookmark, Error, WatchEvent};
 use crate::resource::Object;
 
