@@ -29,9 +29,9 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap};
 use reqwest::{Method, StatusCode};
 use url::Url;
 
-use super::auth::Authenticator;
+use super::config::auth::Authenticator;
+use super::config::rotation::RotatingHttp;
 use super::error::transport_error;
-use super::rotation::RotatingHttp;
 use crate::listwatch::Error;
 
 // The idle deadline of every wait for bytes: here, below the body reader that uses it too.

@@ -23,9 +23,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
-use super::config::DEFAULT_MAX_OBJECT_SIZE;
-use super::error::{byte_offset, json_error_message};
-use super::request::Target;
+use crate::client::config::DEFAULT_MAX_OBJECT_SIZE;
+use crate::client::error::{byte_offset, json_error_message};
+use crate::client::request::Target;
 use crate::codec::list_split::{ListSplitter, Part, Piece, SplitError};
 use crate::codec::object_decoder::ObjectDecoder;
 use crate::listwatch::{Error, ListIntake, ObjectList};
@@ -115,7 +115,7 @@ impl<K: Object, F: FnOnce(&str)> PageDecoder<K, F> {
     }
 
     /// Refuses any item or member of the list larger than `bytes` (the client's
-    /// [`max_object_size`](super::Config::max_object_size)) as soon as it grows past it. Call
+    /// [`max_object_size`](crate::client::Config::max_object_size)) as soon as it grows past it. Call
     /// it before the first [`push`](Self::push).
     pub(crate) fn max_object_size(mut self, bytes: usize) -> Self {
         self.splitter = ListSplitter::new(bytes);
@@ -400,7 +400,8 @@ mod tests {
 
     #[test]
     fn real_pod_list() {
-        let body = include_bytes!("../../tests/fixtures/kind-v1-36-job-pods-podlist.compact.json");
+        let body =
+            include_bytes!("../../../tests/fixtures/kind-v1-36-job-pods-podlist.compact.json");
         let page = decode_list_page::<Pod>(body, false, |_| {}).unwrap();
         assert_eq!(page.resource_version, "636");
         assert!(!page.items.is_empty());
@@ -409,7 +410,8 @@ mod tests {
 
     #[test]
     fn items_lose_managed_fields_unless_kept_and_are_otherwise_equal() {
-        let body = include_bytes!("../../tests/fixtures/kind-v1-36-job-pods-podlist.compact.json");
+        let body =
+            include_bytes!("../../../tests/fixtures/kind-v1-36-job-pods-podlist.compact.json");
         let pruned = decode_list_page::<Pod>(body, false, |_| {}).unwrap();
         let kept = decode_list_page::<Pod>(body, true, |_| {}).unwrap();
         assert_eq!(pruned.items.len(), kept.items.len());

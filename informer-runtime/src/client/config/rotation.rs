@@ -1,8 +1,8 @@
 //! TLS credentials that change while a client runs: the client certificate (from an exec
 //! plugin, or from certificate and key files) and the CA bundle file.
 //!
-//! Where it sits: between the [`Authenticator`](super::auth::Authenticator), which obtains
-//! credentials per request, and the connection pool of the [`Client`](super::Client). rustls
+//! Where it sits: between the [`Authenticator`](crate::client::config::auth::Authenticator), which obtains
+//! credentials per request, and the connection pool of the [`Client`](crate::client::Client). rustls
 //! asks [`PresentedCert`] for the client certificate of each new connection, and verifies the
 //! server with [`RootsFile`]'s current roots; before each request [`TlsRotation::refresh`]
 //! brings both up to date, and [`RotatingHttp`] opens a new connection pool whenever either
@@ -34,10 +34,10 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::sign::CertifiedKey;
 use rustls::{DigitallySignedStruct, SignatureScheme};
 
-use super::config::{Auth, Config, Identity, IdentityFiles};
-use super::connections::Connections;
-use super::error::ClientError;
-use super::tls;
+use crate::client::config::tls;
+use crate::client::config::{Auth, Config, Identity, IdentityFiles};
+use crate::client::connections::Connections;
+use crate::client::error::ClientError;
 
 /// A file is read again at least this often even when its modification time and size did not
 /// change (client-go checks its certificate files and CA bundle every 5 minutes).
@@ -264,7 +264,7 @@ impl CertificateFiles {
 
     fn read(&self) -> Result<Arc<CertifiedKey>, ClientError> {
         let read = |path: &std::path::Path| {
-            super::files::read(path).map_err(|error| {
+            crate::client::config::files::read(path).map_err(|error| {
                 ClientError::Tls(format!("cannot read {}: {error}", path.display()))
             })
         };
@@ -322,7 +322,7 @@ impl RootsFile {
         }
         state.seen = Some(stamps);
         state.read_at = now;
-        let pem = match super::files::read(&self.path) {
+        let pem = match crate::client::config::files::read(&self.path) {
             Ok(pem) if pem.iter().all(u8::is_ascii_whitespace) => {
                 // Mid-rewrite, or emptied: client-go keeps its roots too.
                 tracing::warn!(path = %self.path.display(), "the CA bundle file is empty; keeping the previous roots");
@@ -439,7 +439,7 @@ impl RotatingHttp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::kubeconfig::tests::TempDir;
+    use crate::client::config::kubeconfig::tests::TempDir;
 
     /// A certificate and key (PEM) named `name`, and the certificate's DER.
     fn issue(name: &str) -> (String, String, Vec<u8>) {
