@@ -34,7 +34,9 @@ use super::config::rotation::RotatingHttp;
 use super::error::transport_error;
 use crate::listwatch::Error;
 
-// The idle deadline of every wait for bytes: here, below the body reader that uses it too.
+// The idle deadline of every wait for bytes lives here, and the body reader, which waits for
+// bytes too, imports it: transport is below body, never the other way round.
+
 /// `idle` from now, on tokio's clock; far in the future rather than a panic when `idle` is huge.
 fn deadline(idle: Duration) -> tokio::time::Instant {
     let now = tokio::time::Instant::now().into_std();

@@ -20,7 +20,8 @@ pub enum IndexError {
     /// The query named an index that was never added.
     #[error("index with name {0:?} does not exist")]
     NotFound(String),
-    /// [`Cache::add_indexers`](super::Cache::add_indexers) was given a name that is already taken; nothing was added.
+    /// [`Cache::add_indexers`](super::Cache::add_indexers) was given a name that is already
+    /// taken; nothing was added.
     #[error("indexer conflict: index {0:?} already exists")]
     Conflict(String),
 }

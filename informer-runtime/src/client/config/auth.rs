@@ -17,9 +17,9 @@ use reqwest::header::HeaderValue;
 use rustls::sign::CertifiedKey;
 use secrecy::{ExposeSecret, SecretString};
 
-use crate::client::config::exec::{PluginCredential, exec_info, run_plugin, run_plugin_blocking};
-use crate::client::config::kubeconfig::EXEC_API_VERSIONS;
-use crate::client::config::{Auth, Config, ConfigError, ExecConfig};
+use super::exec::{PluginCredential, exec_info, run_plugin, run_plugin_blocking};
+use super::kubeconfig::EXEC_API_VERSIONS;
+use super::{Auth, Config, ConfigError, ExecConfig};
 
 /// A token file is read again after this long even if its modification time did not change
 /// (client-go's cached file token source re-reads every minute).
@@ -33,7 +33,7 @@ const EXEC_REFRESH_MARGIN: Duration = Duration::from_secs(30);
 const EXEC_RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
 
 /// Wall-clock time, injectable for tests (exec credentials expire at wall-clock instants).
-type WallClock = crate::client::config::rotation::WallClock;
+type WallClock = super::rotation::WallClock;
 
 /// What one request is sent with: what [`Authenticator::credentials`] returns, and what
 /// [`Authenticator::invalidate_if_used`] compares after a 401.
@@ -243,7 +243,7 @@ impl TokenFile {
 
 fn read_token(path: &Path) -> Result<HeaderValue, ConfigError> {
     let token = SecretString::from(
-        crate::client::config::files::read_to_string(path)
+        super::files::read_to_string(path)
             .map_err(|source| ConfigError::Io { path: path.to_path_buf(), source })?,
     );
     if token.expose_secret().trim().is_empty() {
@@ -324,7 +324,7 @@ impl ExecPlugin {
             config: exec.clone(),
             exec_info: exec_info(exec, config),
             timeout: config.exec_timeout,
-            provider: crate::client::config::tls::provider(),
+            provider: super::tls::provider(),
             state: Mutex::new(ExecState::default()),
         })
     }
@@ -444,7 +444,7 @@ impl ExecPlugin {
         let client_cert = credential
             .identity
             .as_ref()
-            .map(|identity| crate::client::config::tls::certified_key(identity, &self.provider))
+            .map(|identity| super::tls::certified_key(identity, &self.provider))
             .transpose()
             .map_err(|err| ConfigError::Exec {
                 command: self.config.command.clone(),

@@ -15,7 +15,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use tokio::io::AsyncReadExt as _;
 
-use crate::client::config::{Config, ConfigError, ExecConfig, Identity};
+use super::{Config, ConfigError, ExecConfig, Identity};
 use crate::client::error::JsonObject;
 
 /// How many characters of a failed plugin's stderr go into the error.

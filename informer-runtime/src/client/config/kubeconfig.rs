@@ -16,7 +16,7 @@ use base64::Engine as _;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Deserializer};
 
-use crate::client::config::{
+use super::{
     Auth, Config, ConfigError, ExecConfig, Identity, IdentityFiles, InClusterOptions,
     KubeconfigOptions,
 };
@@ -187,7 +187,7 @@ impl<T> Entry<T> {
     /// Read the file named by `field`, resolving a relative `path`.
     fn read_file(&self, field: &str, path: &str) -> Result<(PathBuf, Vec<u8>), ConfigError> {
         let path = self.resolve(path);
-        match crate::client::config::files::read(&path) {
+        match super::files::read(&path) {
             Ok(data) => Ok((path, data)),
             Err(err) => Err(self.invalid(field, format!("cannot read {}: {err}", path.display()))),
         }
@@ -251,7 +251,7 @@ impl Kubeconfig {
 
     /// Read one file; a missing file is an error.
     pub(crate) fn read(path: &Path) -> Result<Self, ConfigError> {
-        let data = crate::client::config::files::read_to_string(path)
+        let data = super::files::read_to_string(path)
             .map_err(|source| ConfigError::Io { path: path.to_path_buf(), source })?;
         Self::parse(path, &data)
     }
@@ -402,7 +402,7 @@ impl Kubeconfig {
                 identity.map_or((None, None), |(identity, files)| (Some(identity), files));
             config.auth = auth;
         }
-        tracing::debug!(context = context_name, cluster = cluster_name, url = %crate::client::config::redact_url(&config.cluster_url), "using kubeconfig context");
+        tracing::debug!(context = context_name, cluster = cluster_name, url = %super::redact_url(&config.cluster_url), "using kubeconfig context");
         Ok(config)
     }
 

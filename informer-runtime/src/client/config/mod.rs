@@ -280,7 +280,7 @@ impl Config {
             .map_err(|source| ConfigError::Io { path: token_path.clone(), source })?;
 
         let ca_path = options.service_account_dir.join("ca.crt");
-        let (root_certs_pem, root_certs_file) = match crate::client::config::files::read(&ca_path) {
+        let (root_certs_pem, root_certs_file) = match files::read(&ca_path) {
             Ok(pem) => (Some(pem), Some(ca_path)),
             Err(err) => {
                 tracing::warn!(path = %ca_path.display(), error = %err, "cannot read the service account CA; using the system roots");
@@ -296,7 +296,7 @@ impl Config {
             .filter(|namespace| !namespace.is_empty())
             .map(str::to_owned)
             .or_else(|| {
-                crate::client::config::files::read_to_string(&namespace_path)
+                files::read_to_string(&namespace_path)
                     .ok()
                     .map(|namespace| namespace.trim().to_owned())
                     .filter(|namespace| !namespace.is_empty())

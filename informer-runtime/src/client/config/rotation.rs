@@ -1,8 +1,8 @@
 //! TLS credentials that change while a client runs: the client certificate (from an exec
 //! plugin, or from certificate and key files) and the CA bundle file.
 //!
-//! Where it sits: between the [`Authenticator`](crate::client::config::auth::Authenticator), which obtains
-//! credentials per request, and the connection pool of the [`Client`](crate::client::Client). rustls
+//! Where it sits: between the [`Authenticator`](super::auth::Authenticator), which obtains
+//! credentials per request, and the connection pool of the [`Client`](crate::Client). rustls
 //! asks [`PresentedCert`] for the client certificate of each new connection, and verifies the
 //! server with [`RootsFile`]'s current roots; before each request [`TlsRotation::refresh`]
 //! brings both up to date, and [`RotatingHttp`] opens a new connection pool whenever either
@@ -34,8 +34,8 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::sign::CertifiedKey;
 use rustls::{DigitallySignedStruct, SignatureScheme};
 
-use crate::client::config::tls;
-use crate::client::config::{Auth, Config, Identity, IdentityFiles};
+use super::tls;
+use super::{Auth, Config, Identity, IdentityFiles};
 use crate::client::connections::Connections;
 use crate::client::error::ClientError;
 
@@ -264,7 +264,7 @@ impl CertificateFiles {
 
     fn read(&self) -> Result<Arc<CertifiedKey>, ClientError> {
         let read = |path: &std::path::Path| {
-            crate::client::config::files::read(path).map_err(|error| {
+            super::files::read(path).map_err(|error| {
                 ClientError::Tls(format!("cannot read {}: {error}", path.display()))
             })
         };
@@ -322,7 +322,7 @@ impl RootsFile {
         }
         state.seen = Some(stamps);
         state.read_at = now;
-        let pem = match crate::client::config::files::read(&self.path) {
+        let pem = match super::files::read(&self.path) {
             Ok(pem) if pem.iter().all(u8::is_ascii_whitespace) => {
                 // Mid-rewrite, or emptied: client-go keeps its roots too.
                 tracing::warn!(path = %self.path.display(), "the CA bundle file is empty; keeping the previous roots");

@@ -1,6 +1,6 @@
 //! TLS for the client: trust roots, client certificates, insecure mode and the server name.
 //!
-//! Where TLS sits in the data flow: below every request of the [`Client`](crate::client::Client). The
+//! Where TLS sits in the data flow: below every request of the [`Client`](crate::Client). The
 //! rustls configuration is built here from the [`Config`](crate::client::Config) (ring crypto), and
 //! handed to reqwest whole:
 //!
@@ -32,7 +32,7 @@ use rustls::sign::CertifiedKey;
 use rustls::{DigitallySignedStruct, DistinguishedName, RootCertStore, SignatureScheme};
 use secrecy::ExposeSecret;
 
-use crate::client::config::Identity;
+use super::Identity;
 use crate::client::error::ClientError;
 
 /// What the TLS configuration is built from.

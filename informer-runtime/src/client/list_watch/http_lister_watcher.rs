@@ -16,11 +16,11 @@
 //! be at most [`INLINE_DECODE_MAX`] bytes are read whole and decoded on the calling task.
 //!
 //! A list answer must keep coming: its headers, then each next chunk of its body, within the
-//! client's [`read_idle_timeout`](crate::client::Config::read_idle_timeout) (90 seconds by default),
-//! or the list fails and the reflector lists again after a backoff. No item (nor any other part
-//! of the list) may be larger than the client's
-//! [`max_object_size`](crate::client::Config::max_object_size): the decoder refuses it as soon as it
-//! grows past that, so a list never makes the client hold more than one object, the read-ahead
+//! client's [`read_idle_timeout`](crate::client::Config::read_idle_timeout) (90 seconds by
+//! default), or the list fails and the reflector lists again after a backoff. No item (nor any
+//! other part of the list) may be larger than the client's
+//! [`max_object_size`](crate::client::Config::max_object_size): the decoder refuses it as soon as
+//! it grows past that, so a list never makes the client hold more than one object, the read-ahead
 //! and a prefetched page.
 //!
 //! The reflector asks for one page at a time and asks for the next one with the continue token

@@ -2,11 +2,11 @@
 //!
 //! Where lists enter the data flow: the HTTP lister-watcher pushes the body of one list response
 //! into a [`PageDecoder`], chunk by chunk as the socket delivers it. The
-//! [splitter](crate::codec::list_split) cuts out each part as soon as it is complete, and each item is
-//! deserialized on its own, straight into its `Arc<K>` (no untyped JSON tree, no intermediate
+//! [splitter](crate::codec::list_split) cuts out each part as soon as it is complete, and each item
+//! is deserialized on its own, straight into its `Arc<K>` (no untyped JSON tree, no intermediate
 //! `Vec<K>`, and never the whole body in memory). The list's `metadata` comes before `items` in
-//! what API servers write, so the continue token is known, and reported to a callback, before
-//! any item is decoded: the caller uses that to start fetching the next page meanwhile.
+//! what API servers write, so the continue token is known, and reported to a callback, before any
+//! item is decoded: the caller uses that to start fetching the next page meanwhile.
 //!
 //! Unless told to keep it, each item's `metadata.managedFields` is skipped while decoding (see
 //! [`prune`](crate::codec::prune)): it is never allocated. Items are decoded by an
@@ -115,8 +115,8 @@ impl<K: Object, F: FnOnce(&str)> PageDecoder<K, F> {
     }
 
     /// Refuses any item or member of the list larger than `bytes` (the client's
-    /// [`max_object_size`](crate::client::Config::max_object_size)) as soon as it grows past it. Call
-    /// it before the first [`push`](Self::push).
+    /// [`max_object_size`](crate::client::Config::max_object_size)) as soon as it grows past it.
+    /// Call it before the first [`push`](Self::push).
     pub(crate) fn max_object_size(mut self, bytes: usize) -> Self {
         self.splitter = ListSplitter::new(bytes);
         self

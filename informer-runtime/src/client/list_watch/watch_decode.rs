@@ -38,9 +38,9 @@
 //! # Bounds
 //!
 //! No line is held, or decoded, beyond the maximum object size (the client's
-//! [`max_object_size`](crate::client::Config::max_object_size), plus a little for the event around the
-//! object): a line that grows past it is an error as soon as it does, and its remaining bytes are
-//! skipped up to its newline, never kept. (The API server's objects are at most a few MiB:
+//! [`max_object_size`](crate::client::Config::max_object_size), plus a little for the event around
+//! the object): a line that grows past it is an error as soon as it does, and its remaining bytes
+//! are skipped up to its newline, never kept. (The API server's objects are at most a few MiB:
 //! etcd's request limit is 1.5 MiB.)
 
 use std::borrow::Cow;
