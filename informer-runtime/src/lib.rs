@@ -29,28 +29,51 @@
 //! Each file is one step; an event travels through them in this order, entering each once:
 //!
 //! ```text
-//!  socket ─▶ client/http_lister_watcher.rs   list pages and watch streams over HTTP
-//!            client/list_page.rs, client/watch_decode.rs
+//!  socket ─▶ client/list_watch/http_lister_watcher.rs   list pages and watch streams over HTTP
+//!            client/list_watch/list_page.rs, client/list_watch/watch_decode.rs
 //!                                           bytes → ObjectList<K> / WatchEvent<K>
+//!            codec/object_decoder.rs        each object's JSON → K (codec/prune/ skips
+//!                                           managedFields; codec/list_split.rs cuts list bodies)
 //!              (listwatch.rs: the ListerWatcher seam; FakeSource plugs in here too)
 //!    ─▶ reflector/mod.rs                    list, then watch; relist on 410; backoff; resync
 //!       reflector/list.rs                   pages; a compact cache's list waits as JSON
 //!         writes through reflector::ReflectorStore
-//!    ─▶ delta_fifo.rs                       per-key deltas; tombstones on relist
+//!    ─▶ delta_fifo/mod.rs                   per-key deltas; tombstones on relist
 //!    ─▶ shared_informer/process_loop.rs     pops each key's deltas:
-//!    ─▶ store/thread_safe.rs                  the cache and its indices first,
+//!    ─▶ store/thread_safe/mod.rs              the cache and its indices first,
 //!    ─▶ shared_informer/processor.rs          then one buffer and task per handler,
 //!    ─▶ shared_informer/handler.rs          your ResourceEventHandler
 //!
-//!  lister.rs reads the store; factory.rs owns one informer per resource type;
+//!  lister.rs reads the store; factory/mod.rs owns one informer per resource type;
 //!  dynamic.rs is the object of resources known at run time (client/discovery.rs finds them);
 //!  informers/ holds the generated typed accessors (factory.core().v1().pods()).
 //!
 //!  After the handlers, a controller's own flow:
 //!    ─▶ workqueue/enqueue.rs                handlers that turn events into keys
-//!    ─▶ workqueue.rs                        keys, once each, to workers; delays and backoff
-//!    ─▶ controller.rs                       workers: your reconcile, its result to the queue
+//!    ─▶ workqueue/mod.rs                    keys, once each, to workers; delays and backoff
+//!    ─▶ controller/mod.rs                   workers: your reconcile, its result to the queue
 //! ```
+//!
+//! # Layers
+//!
+//! From the bottom up; a module imports only from its own line or the lines above, and never
+//! in a circle. The HTTP client (`client`) and the controller layer (from `workqueue` up) are
+//! written to become crates of their own: nothing below them imports them.
+//!
+//! - `clock`, `instrument`, `quantity`: helpers: time, tracing and metric probes, quantities
+//! - `metrics`: Prometheus metrics of the probes (feature `metrics`), read by informers too
+//! - `resource`, `codec`, `dynamic`, `metadata`, `selector`: objects, keys, decoding, selectors
+//! - `store`: the cache and its indices, decoded or compact
+//! - `listwatch`: the list/watch source seam (`ListerWatcher`, `ListWatchSource`)
+//! - `client`: the HTTP client (feature `client`): config, request core, read path, kube-rs
+//! - `delta_fifo`: per-key deltas between the reflector and the process loop
+//! - `reflector`: list, then watch, into the queue
+//! - `lister`: reads of a cache
+//! - `shared_informer`: process loop, processor, handlers
+//! - `factory`, `informers`: one informer per resource type; generated typed accessors
+//! - `workqueue`: keys to workers, with delays and rate limits
+//! - `controller`, `leader_election`, `events`: reconcile loops, leases, Events
+//! - `crd`, `testing`, `fuzz`: CRD merging, test support, fuzz targets
 //!
 //! # Testing your controllers
 //!
@@ -99,6 +122,9 @@
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub mod client;
 pub mod clock;
+// Its decoders need simd-json and memchr, which come with the HTTP client's feature.
+#[cfg(feature = "client")]
+mod codec;
 pub mod controller;
 pub mod crd;
 pub mod delta_fifo;

@@ -211,8 +211,13 @@ pub enum WatchEvent<K> {
 
 impl<K: Object> fmt::Debug for WatchEvent<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let show =
-            |o: &K| format!("{}@{}", crate::ObjectKey::of(o), crate::resource::resource_version(o));
+        let show = |o: &K| {
+            format!(
+                "{}@{}",
+                crate::resource::ObjectKey::of(o),
+                crate::resource::resource_version(o)
+            )
+        };
         match self {
             Self::Added(o) => write!(f, "Added({})", show(o)),
             Self::Modified(o) => write!(f, "Modified({})", show(o)),

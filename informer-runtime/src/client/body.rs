@@ -14,7 +14,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use futures::stream::{BoxStream, StreamExt};
 
-use super::transport::{Response, TransportError};
+use super::transport::{Response, TransportError, within_idle};
 
 /// What a client's reads are bounded by: the settings of its [`Config`](super::Config).
 #[derive(Clone, Copy, Debug)]
@@ -23,17 +23,6 @@ pub(crate) struct Limits {
     pub(crate) read_idle_timeout: Duration,
     /// [`Config::max_object_size`](super::Config::max_object_size).
     pub(crate) max_object_size: usize,
-}
-
-/// `idle` from now, on tokio's clock; far in the future rather than a panic when `idle` is huge.
-fn deadline(idle: Duration) -> tokio::time::Instant {
-    let now = tokio::time::Instant::now().into_std();
-    crate::clock::later(now, idle).into()
-}
-
-/// `fut`'s output, or `None` when it took longer than `idle`.
-pub(crate) async fn within_idle<F: Future>(idle: Duration, fut: F) -> Option<F::Output> {
-    tokio::time::timeout_at(deadline(idle), fut).await.ok()
 }
 
 /// Why reading a body stopped early.

@@ -37,8 +37,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+use super::config::tls::PinnedHost;
 use super::error::ClientError;
-use super::tls::PinnedHost;
 
 /// Sent as `User-Agent`.
 const USER_AGENT: &str = concat!("informer-runtime/", env!("CARGO_PKG_VERSION"));
@@ -303,7 +303,7 @@ impl Drop for WatchSlot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::tls::{self, TlsOptions};
+    use crate::client::config::tls::{self, TlsOptions};
 
     fn connections(per_connection: usize) -> Connections {
         let tls = tls::client_config(

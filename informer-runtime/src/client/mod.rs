@@ -7,21 +7,26 @@
 //! over HTTP. It also has the few typed requests a controller needs ([`Client::get`],
 //! [`Client::create`], [`Client::replace`], [`Client::patch_merge`], [`Client::delete`]).
 //!
-//! - Requests: `api_client` holds the [`Client`] and its typed requests, `request` builds URLs,
-//!   `error` keeps the server's `Status` typed, `tls` builds the rustls configuration.
-//! - Reads, in the order bytes travel: `body` bounds every response but watches (an idle
-//!   deadline, a cap on what is kept); `http_lister_watcher` implements the lister-watcher
-//!   (list pages with prefetch, watch streams with an idle deadline); `list_page` and
-//!   `list_split` decode list bodies, `watch_decode` watch streams, both through
-//!   `object_decoder` (and `prune`, which skips `managedFields`).
-//! - [`Config`] says where the server is and how to authenticate; its loaders live in
-//!   `config`, and the credentials are produced per request by `auth` (which runs exec
-//!   plugins through `exec`). `rotation` keeps the TLS credentials current: the client
-//!   certificate (an exec plugin's, or files) and the CA bundle file, with a new connection
-//!   pool whenever they change.
-//! - `transport` carries each request: reqwest with this crate's credentials, or a kube-rs
-//!   client. With the `kube` feature, `kube_source` makes a `kube::Client` an informer source
-//!   and `kube_config` maps a `kube::Config` onto [`Config`].
+//! Its folders, by concept (as kube-client lays out its own):
+//!
+//! - The request core, in this folder: `api_client` holds the [`Client`] and its typed
+//!   requests, `request` builds URLs, `transport` carries each request (reqwest with this
+//!   crate's credentials, or a kube-rs client), `body` bounds every response but watches (an
+//!   idle deadline, a cap on what is kept), `error` keeps the server's `Status` typed,
+//!   `discovery` finds resources by group, version and resource, and `connections` spreads
+//!   watches over HTTP/2 connections.
+//! - `config/`: [`Config`] says where the server is and how to authenticate. Its loaders (the
+//!   kubeconfig file format in `config/kubeconfig.rs`, in-cluster), the credentials produced per
+//!   request by `auth` (which runs exec plugins through `exec`), `rotation`, which keeps the TLS
+//!   credentials current (the client certificate and the CA bundle file, with a new connection
+//!   pool whenever they change), `tls` (the rustls configuration) and bounded file reads.
+//! - `list_watch/`, the read path, in the order bytes travel: `http_lister_watcher` implements
+//!   the lister-watcher (list pages with prefetch, watch streams with an idle deadline);
+//!   `list_page` decodes list bodies and `watch_decode` watch streams, both through the crate's
+//!   bottom `codec` module (object decoding, `managedFields` pruning, list splitting).
+//! - `kube/` (feature `kube`): the kube-rs bridge. `source` makes a `kube::Client` an informer
+//!   source and the transport of a [`Client`]; `from_config` maps a `kube::Config` (kube-rs's,
+//!   not the kubeconfig file) onto [`Config`].
 //!
 //! # From kube-rs
 //!
@@ -91,30 +96,22 @@
 //! # }
 //! ```
 
+// The request core.
 mod api_client;
-mod auth;
 mod body;
-mod config;
 mod connections;
 mod discovery;
 mod error;
-mod exec;
-mod files;
-mod http_lister_watcher;
-#[cfg(feature = "kube")]
-mod kube_config;
-#[cfg(feature = "kube")]
-mod kube_source;
-mod kubeconfig;
-pub(crate) mod list_page;
-pub(crate) mod list_split;
-pub(crate) mod object_decoder;
-pub(crate) mod prune;
 pub(crate) mod request;
-mod rotation;
-mod tls;
 mod transport;
-pub(crate) mod watch_decode;
+
+// Where the server is and how to authenticate: configuration, credentials, TLS.
+mod config;
+// The read path: list pages and watch streams over HTTP, decoded.
+pub(crate) mod list_watch;
+// The kube-rs bridge.
+#[cfg(feature = "kube")]
+mod kube;
 
 pub use config::{
     Auth, Config, ConfigError, ExecConfig, Identity, IdentityFiles, InClusterOptions,
@@ -129,10 +126,10 @@ pub use api_client::{Client, Patch, PatchParams};
 /// directly, without a server or a plugin.
 #[cfg(test)]
 pub(crate) mod parsers {
+    pub(crate) use super::config::exec::parse_credential;
+    pub(crate) use super::config::kubeconfig::EXEC_API_VERSIONS;
     pub(crate) use super::discovery::{
         DiscoveredResource, groups_of, parse_document, resources_of, versions_of,
     };
     pub(crate) use super::error::{MAX_BODY_IN_MESSAGE, parse_status, status_from_response};
-    pub(crate) use super::exec::parse_credential;
-    pub(crate) use super::kubeconfig::EXEC_API_VERSIONS;
 }

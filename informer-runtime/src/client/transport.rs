@@ -29,11 +29,24 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap};
 use reqwest::{Method, StatusCode};
 use url::Url;
 
-use super::auth::Authenticator;
-use super::body::within_idle;
+use super::config::auth::Authenticator;
+use super::config::rotation::RotatingHttp;
 use super::error::transport_error;
-use super::rotation::RotatingHttp;
 use crate::listwatch::Error;
+
+// The idle deadline of every wait for bytes lives here, and the body reader, which waits for
+// bytes too, imports it: transport is below body, never the other way round.
+
+/// `idle` from now, on tokio's clock; far in the future rather than a panic when `idle` is huge.
+fn deadline(idle: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now().into_std();
+    crate::clock::later(now, idle).into()
+}
+
+/// `fut`'s output, or `None` when it took longer than `idle`.
+pub(crate) async fn within_idle<F: Future>(idle: Duration, fut: F) -> Option<F::Output> {
+    tokio::time::timeout_at(deadline(idle), fut).await.ok()
+}
 
 /// A request body and its content type.
 pub(crate) type Body = (&'static str, Vec<u8>);

@@ -1,12 +1,11 @@
 //! Informers and listers of resources known only at run time, found by group, version and
 //! resource (client-go's `informers/generic.go`): [`SharedInformerFactory::for_resource`].
+//!
+//! [`SharedInformerFactory::for_resource`]: crate::SharedInformerFactory::for_resource
 
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
-// Named by the documentation only.
-#[cfg(doc)]
-use super::SharedInformerFactory;
 
 use futures::future::BoxFuture;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -119,7 +118,8 @@ impl DynResource for DynamicObject {
     }
 }
 
-/// An informer found by group/version/resource; see [`SharedInformerFactory::for_resource`].
+/// An informer found by group/version/resource; see
+/// [`SharedInformerFactory::for_resource`](crate::SharedInformerFactory::for_resource).
 #[derive(Clone)]
 pub struct GenericInformer {
     pub(super) erased: Arc<dyn ErasedInformer>,

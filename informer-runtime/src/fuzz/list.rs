@@ -30,9 +30,9 @@ use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
-use crate::client::list_page::PageDecoder;
-use crate::client::list_split::{ListSplitter, Piece};
-use crate::client::prune::ObjectSeed;
+use crate::client::list_watch::list_page::PageDecoder;
+use crate::codec::list_split::{ListSplitter, Piece};
+use crate::codec::prune::ObjectSeed;
 
 struct Seeds {
     /// Pod lists, which the page decoder takes.

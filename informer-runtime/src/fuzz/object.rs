@@ -20,8 +20,8 @@ use serde::de::DeserializeSeed;
 use serde_json::Value;
 
 use super::list::negative_zero_or_plus_key;
-use crate::client::object_decoder::ObjectDecoder;
-use crate::client::prune::ObjectSeed;
+use crate::codec::object_decoder::ObjectDecoder;
+use crate::codec::prune::ObjectSeed;
 
 struct Seeds {
     pods: Vec<Value>,

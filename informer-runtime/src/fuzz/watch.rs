@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::FooBar;
-use crate::client::watch_decode::{Decoded, WatchDecoder};
+use crate::client::list_watch::watch_decode::{Decoded, WatchDecoder};
 use crate::listwatch::{Bookmark, Error, Status, WatchEvent};
 use crate::resource::Resource;
 

@@ -47,7 +47,7 @@ use std::sync::OnceLock;
 use serde::Serialize;
 
 #[cfg(feature = "client")]
-use crate::client::object_decoder::ObjectDecoder;
+use crate::codec::object_decoder::ObjectDecoder;
 use crate::resource::Object;
 
 /// The first byte of a compact form: compressed on its own.
@@ -363,7 +363,7 @@ pub(crate) fn encode<K: Serialize>(
     Ok(form.into_boxed_slice())
 }
 
-/// What turns JSON into a `K`: the HTTP client's decoder with the `client` feature.
+/// What turns JSON into a `K`: the [`codec`](crate::codec)'s decoder with the `client` feature.
 #[cfg(feature = "client")]
 type Decoder<K> = ObjectDecoder<K>;
 
@@ -371,7 +371,7 @@ type Decoder<K> = ObjectDecoder<K>;
 #[cfg(not(feature = "client"))]
 type Decoder<K> = SerdeJson<K>;
 
-/// `serde_json`, with the decoding call of the client's `ObjectDecoder`.
+/// `serde_json`, with the decoding call of the codec's `ObjectDecoder`.
 #[cfg(not(feature = "client"))]
 struct SerdeJson<K>(std::marker::PhantomData<fn() -> K>);
 
@@ -384,14 +384,14 @@ impl<K: Object> SerdeJson<K> {
     #[allow(
         clippy::unused_self,
         clippy::needless_pass_by_ref_mut,
-        reason = "the client's decoder's call"
+        reason = "the codec's decoder's call"
     )]
     fn decode(&mut self, json: &[u8]) -> Result<K, serde_json::Error> {
         serde_json::from_slice(json)
     }
 
     /// Nothing to forget: `serde_json` keeps no buffer.
-    #[allow(clippy::unused_self, reason = "the client's decoder's call")]
+    #[allow(clippy::unused_self, reason = "the codec's decoder's call")]
     fn forget(&mut self) {}
 }
 
@@ -453,8 +453,8 @@ impl<K> Default for Decoders<K> {
 }
 
 impl<K: Object> Decoders<K> {
-    /// Decodes a compact form made by [`encode`] with `dictionary`. With the `client` feature, through the HTTP
-    /// client's decoder: simd-json, about twice as fast as `serde_json` on pods, and every
+    /// Decodes a compact form made by [`encode`] with `dictionary`. With the `client` feature, through the
+    /// codec's decoder: simd-json, about twice as fast as `serde_json` on pods, and every
     /// `Vec` of the object at its exact length, so an object decoded here is as small as one the
     /// watch decoded. It keeps `managedFields`: the JSON holds what the object held.
     ///

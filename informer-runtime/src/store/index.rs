@@ -14,6 +14,18 @@ use super::ObjectKey;
 use super::members::Members;
 use crate::resource::Object;
 
+/// An error from an index query or from adding indexers.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IndexError {
+    /// The query named an index that was never added.
+    #[error("index with name {0:?} does not exist")]
+    NotFound(String),
+    /// [`Cache::add_indexers`](super::Cache::add_indexers) was given a name that is already
+    /// taken; nothing was added.
+    #[error("indexer conflict: index {0:?} already exists")]
+    Conflict(String),
+}
+
 /// The name of an index, such as [`NAMESPACE_INDEX`].
 pub type IndexName = String;
 

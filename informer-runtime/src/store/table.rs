@@ -9,11 +9,11 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::index::{Index, Indexers, Reindex};
+use super::index::{Index, IndexError, Indexers, Reindex};
 use super::labels::LabelIndex;
 use super::members::Members;
 use super::storage::{DecodeError, Labels, Storage};
-use super::{IndexError, NAMESPACE_INDEX, ObjectKey};
+use super::{NAMESPACE_INDEX, ObjectKey};
 use crate::resource::{Object, same_version};
 use crate::selector::{LabelSelector, Requirement};
 

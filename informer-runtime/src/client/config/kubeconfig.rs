@@ -16,7 +16,7 @@ use base64::Engine as _;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Deserializer};
 
-use super::config::{
+use super::{
     Auth, Config, ConfigError, ExecConfig, Identity, IdentityFiles, InClusterOptions,
     KubeconfigOptions,
 };
@@ -402,7 +402,7 @@ impl Kubeconfig {
                 identity.map_or((None, None), |(identity, files)| (Some(identity), files));
             config.auth = auth;
         }
-        tracing::debug!(context = context_name, cluster = cluster_name, url = %super::config::redact_url(&config.cluster_url), "using kubeconfig context");
+        tracing::debug!(context = context_name, cluster = cluster_name, url = %super::redact_url(&config.cluster_url), "using kubeconfig context");
         Ok(config)
     }
 

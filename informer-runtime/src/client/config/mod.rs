@@ -3,9 +3,28 @@
 //! [`Config`] is plain data with public fields. The loaders fill it in: [`Config::incluster`]
 //! here, and in `kubeconfig` [`Config::infer`] (what kubectl would use, else the in-cluster
 //! service account), [`Config::from_kubeconfig`] and [`Config::from_kubeconfig_file`]
-//! (kubeconfig files, merged as kubectl merges `KUBECONFIG`). [`Client::new`](super::Client::new) consumes it; credentials that
-//! change at run time (rotated token files, exec plugins) are fetched per request by the client's
-//! authenticator.
+//! (kubeconfig files, merged as kubectl merges `KUBECONFIG`).
+//! [`Client::new`](crate::client::Client::new) consumes it; credentials that change at run time
+//! (rotated token files, exec plugins) are fetched per request by the client's authenticator.
+//!
+//! The files of this folder:
+//!
+//! - this file: [`Config`] and its parts, and the in-cluster loader;
+//! - `kubeconfig`: the kubeconfig file format (kubectl's `~/.kube/config`) and its loaders. Not
+//!   kube-rs's `kube::Config`, which `client/kube/from_config.rs` maps onto a [`Config`];
+//! - `auth`: the credentials of each request (tokens, token files, client certificates), which
+//!   runs exec credential plugins through `exec`;
+//! - `rotation`: TLS credentials kept current (client certificate, CA bundle file), with a new
+//!   connection pool whenever they change;
+//! - `tls`: the rustls configuration;
+//! - `files`: bounded reads of credential and configuration files.
+
+pub(super) mod auth;
+pub(super) mod exec;
+pub(super) mod files;
+pub(super) mod kubeconfig;
+pub(super) mod rotation;
+pub(super) mod tls;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -261,7 +280,7 @@ impl Config {
             .map_err(|source| ConfigError::Io { path: token_path.clone(), source })?;
 
         let ca_path = options.service_account_dir.join("ca.crt");
-        let (root_certs_pem, root_certs_file) = match super::files::read(&ca_path) {
+        let (root_certs_pem, root_certs_file) = match files::read(&ca_path) {
             Ok(pem) => (Some(pem), Some(ca_path)),
             Err(err) => {
                 tracing::warn!(path = %ca_path.display(), error = %err, "cannot read the service account CA; using the system roots");
@@ -277,7 +296,7 @@ impl Config {
             .filter(|namespace| !namespace.is_empty())
             .map(str::to_owned)
             .or_else(|| {
-                super::files::read_to_string(&namespace_path)
+                files::read_to_string(&namespace_path)
                     .ok()
                     .map(|namespace| namespace.trim().to_owned())
                     .filter(|namespace| !namespace.is_empty())

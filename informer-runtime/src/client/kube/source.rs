@@ -3,7 +3,7 @@
 //! Where it sits in the data flow: at the socket end. `SharedInformerFactory::new(kube_client)`
 //! lists and watches through the program's own `kube::Client`, whose tower stack carries the
 //! bytes (its TLS, credentials, proxy and middleware), while everything above the socket is this
-//! crate's: the same lister-watcher as over [`Client::new`](super::Client::new) (list pages with
+//! crate's: the same lister-watcher as over [`Client::new`](crate::Client::new) (list pages with
 //! the next one prefetched, streaming lists, bookmarks, 410s), its decoders, which decode list
 //! items and watch events straight from the body without kube-rs's `Api`, and its bounds (an
 //! idle deadline on every response and watch, a cap on each object).
@@ -13,10 +13,10 @@
 
 use std::sync::Arc;
 
-use super::api_client::Client;
-use super::body::Limits;
-use super::config::{DEFAULT_MAX_OBJECT_SIZE, DEFAULT_READ_IDLE_TIMEOUT};
-use super::transport::Transport;
+use crate::client::api_client::Client;
+use crate::client::body::Limits;
+use crate::client::config::{DEFAULT_MAX_OBJECT_SIZE, DEFAULT_READ_IDLE_TIMEOUT};
+use crate::client::transport::Transport;
 use crate::dynamic::DynamicObject;
 use crate::listwatch::{DynamicScope, ListWatchSource, ListerWatcher};
 use crate::resource::{GroupVersionResource, Resource};
@@ -29,8 +29,8 @@ impl From<kube::Client> for Client {
     /// A client whose requests go through `client`: its cluster URL, TLS, credentials (refreshed
     /// as kube-rs refreshes them) and middleware, and its default namespace.
     ///
-    /// Reads are bounded as [`Config::new`](super::Config::new)'s defaults bound them: headers
-    /// and each next chunk of a body within 90 seconds, at most 16 MiB per object, a watch
+    /// Reads are bounded as [`Config::new`](crate::client::Config::new)'s defaults bound them:
+    /// headers and each next chunk of a body within 90 seconds, at most 16 MiB per object, a watch
     /// ended after its server timeout plus 30 seconds of silence.
     ///
     /// ```no_run
@@ -58,7 +58,7 @@ impl From<kube::Client> for Client {
 /// A kube-rs client is an informer source: `SharedInformerFactory::new(kube_client)`.
 ///
 /// Each lister-watcher is this crate's, over the kube-rs client (see [`Client::from`]): the
-/// same list, watch and decoding as over [`Client::new`](super::Client::new).
+/// same list, watch and decoding as over [`Client::new`](crate::Client::new).
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {

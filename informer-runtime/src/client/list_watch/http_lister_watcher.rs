@@ -16,11 +16,11 @@
 //! be at most [`INLINE_DECODE_MAX`] bytes are read whole and decoded on the calling task.
 //!
 //! A list answer must keep coming: its headers, then each next chunk of its body, within the
-//! client's [`read_idle_timeout`](super::Config::read_idle_timeout) (90 seconds by default),
-//! or the list fails and the reflector lists again after a backoff. No item (nor any other part
-//! of the list) may be larger than the client's
-//! [`max_object_size`](super::Config::max_object_size): the decoder refuses it as soon as it
-//! grows past that, so a list never makes the client hold more than one object, the read-ahead
+//! client's [`read_idle_timeout`](crate::client::Config::read_idle_timeout) (90 seconds by
+//! default), or the list fails and the reflector lists again after a backoff. No item (nor any
+//! other part of the list) may be larger than the client's
+//! [`max_object_size`](crate::client::Config::max_object_size): the decoder refuses it as soon as
+//! it grows past that, so a list never makes the client hold more than one object, the read-ahead
 //! and a prefetched page.
 //!
 //! The reflector asks for one page at a time and asks for the next one with the continue token
@@ -43,7 +43,7 @@
 //!
 //! A watch that receives no bytes for longer than its `timeoutSeconds` plus
 //! [`WATCH_IDLE_MARGIN`] (or the client's
-//! [`watch_idle_timeout`](super::Config::watch_idle_timeout), when set) ends, as if the
+//! [`watch_idle_timeout`](crate::client::Config::watch_idle_timeout), when set) ends, as if the
 //! server's timeout had ended it: the connection has gone silent (a dead peer, a stalled
 //! proxy), and the reflector watches again from its last version.
 //! A connection reset or an HTTP/2 GOAWAY also ends a watch quietly (client-go's
@@ -64,14 +64,14 @@ use reqwest::Method;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 
-use super::api_client::Client;
-use super::body::{BodyReader, ReadError};
-use super::discovery::explain;
-use super::error::{cause_chain, io_kind_in_chain, transport_error};
-use super::list_page::PageDecoder;
-use super::request::{Target, set_list_query, set_watch_query};
-use super::transport::TransportError;
-use super::watch_decode::{Decoded, WatchDecoder};
+use crate::client::api_client::Client;
+use crate::client::body::{BodyReader, ReadError};
+use crate::client::discovery::explain;
+use crate::client::error::{cause_chain, io_kind_in_chain, transport_error};
+use crate::client::list_watch::list_page::PageDecoder;
+use crate::client::list_watch::watch_decode::{Decoded, WatchDecoder};
+use crate::client::request::{Target, set_list_query, set_watch_query};
+use crate::client::transport::TransportError;
 use crate::dynamic::DynamicObject;
 use crate::listwatch::{
     DynamicScope, Error, ListIntake, ListOptions, ListWatchSource, ListerWatcher, ObjectList,
@@ -188,7 +188,7 @@ impl<K: Object> HttpListerWatcher<K> {
         }
         // Not under the lock: a reflector lists and watches one at a time, so two discoveries
         // at once are rare, and both find the same.
-        let resource = super::discovery::discover(&self.client, gvr).await?;
+        let resource = crate::client::discovery::discover(&self.client, gvr).await?;
         tracing::debug!(%resource, kind = %resource.kind, namespaced = resource.namespaced, "discovered");
         if namespaced_only && !resource.namespaced {
             let namespace = self.namespace.as_deref().unwrap_or_default();

@@ -1,10 +1,11 @@
 //! A kube-rs `kube::Config` as this crate's [`Config`] (feature `kube`): a program configures
 //! one thing once, and builds both clients from it.
 //!
-//! Where it sits: beside the kubeconfig loader (`kubeconfig`), as another way to fill in a
-//! [`Config`]. kube-rs has read the kubeconfig (or the service account) already; this maps what
-//! it read, field by field (the table is on `Config`'s `TryFrom<kube::Config>`), and refuses
-//! what this crate's client cannot honour, naming the field and saying what to do.
+//! Where it sits: beside the kubeconfig file loader (`client/config/kubeconfig.rs`), as another
+//! way to fill in a [`Config`]. kube-rs has read the kubeconfig (or the service account)
+//! already; this maps what it read, field by field (the table is on `Config`'s
+//! `TryFrom<kube::Config>`), and refuses what this crate's client cannot honour, naming the
+//! field and saying what to do.
 //!
 //! What is refused works through the `kube::Client` itself:
 //! `SharedInformerFactory::new(kube_client)` lists and watches through kube-rs's own stack.
@@ -14,9 +15,9 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use secrecy::{ExposeSecret, SecretString};
 
-use super::api_client::Client;
-use super::config::{Auth, Config, ConfigError, ExecConfig, Identity, IdentityFiles};
-use super::error::ClientError;
+use crate::client::api_client::Client;
+use crate::client::config::{Auth, Config, ConfigError, ExecConfig, Identity, IdentityFiles};
+use crate::client::error::ClientError;
 
 /// What to do instead, for settings only kube-rs's stack honours.
 const USE_KUBE_CLIENT: &str = "use the kube::Client itself as the informers' source \
@@ -167,7 +168,8 @@ fn url_of(field: &'static str, uri: &http::Uri) -> Result<url::Url, ConfigError>
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, ConfigError> {
-    super::files::read(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })
+    crate::client::config::files::read(path)
+        .map_err(|source| ConfigError::Io { path: path.to_owned(), source })
 }
 
 /// DER certificates as one PEM bundle.

@@ -2,14 +2,14 @@
 //!
 //! Where lists enter the data flow: the HTTP lister-watcher pushes the body of one list response
 //! into a [`PageDecoder`], chunk by chunk as the socket delivers it. The
-//! [splitter](super::list_split) cuts out each part as soon as it is complete, and each item is
-//! deserialized on its own, straight into its `Arc<K>` (no untyped JSON tree, no intermediate
+//! [splitter](crate::codec::list_split) cuts out each part as soon as it is complete, and each item
+//! is deserialized on its own, straight into its `Arc<K>` (no untyped JSON tree, no intermediate
 //! `Vec<K>`, and never the whole body in memory). The list's `metadata` comes before `items` in
-//! what API servers write, so the continue token is known, and reported to a callback, before
-//! any item is decoded: the caller uses that to start fetching the next page meanwhile.
+//! what API servers write, so the continue token is known, and reported to a callback, before any
+//! item is decoded: the caller uses that to start fetching the next page meanwhile.
 //!
 //! Unless told to keep it, each item's `metadata.managedFields` is skipped while decoding (see
-//! [`prune`](super::prune)): it is never allocated. Items are decoded by an
+//! [`prune`](crate::codec::prune)): it is never allocated. Items are decoded by an
 //! [`ObjectDecoder`], so their vectors have exact capacities. With a [`ListIntake`], an item the
 //! cache already holds unchanged is dropped as soon as it is decoded, and the cached object
 //! stands in for it; and each item goes to the intake as soon as it is decoded, once the body
@@ -23,11 +23,11 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
-use super::config::DEFAULT_MAX_OBJECT_SIZE;
-use super::error::{byte_offset, json_error_message};
-use super::list_split::{ListSplitter, Part, Piece, SplitError};
-use super::object_decoder::ObjectDecoder;
-use super::request::Target;
+use crate::client::config::DEFAULT_MAX_OBJECT_SIZE;
+use crate::client::error::{byte_offset, json_error_message};
+use crate::client::request::Target;
+use crate::codec::list_split::{ListSplitter, Part, Piece, SplitError};
+use crate::codec::object_decoder::ObjectDecoder;
 use crate::listwatch::{Error, ListIntake, ObjectList};
 use crate::resource::Object;
 
@@ -115,8 +115,8 @@ impl<K: Object, F: FnOnce(&str)> PageDecoder<K, F> {
     }
 
     /// Refuses any item or member of the list larger than `bytes` (the client's
-    /// [`max_object_size`](super::Config::max_object_size)) as soon as it grows past it. Call
-    /// it before the first [`push`](Self::push).
+    /// [`max_object_size`](crate::client::Config::max_object_size)) as soon as it grows past it.
+    /// Call it before the first [`push`](Self::push).
     pub(crate) fn max_object_size(mut self, bytes: usize) -> Self {
         self.splitter = ListSplitter::new(bytes);
         self
@@ -400,7 +400,8 @@ mod tests {
 
     #[test]
     fn real_pod_list() {
-        let body = include_bytes!("../../tests/fixtures/kind-v1-36-job-pods-podlist.compact.json");
+        let body =
+            include_bytes!("../../../tests/fixtures/kind-v1-36-job-pods-podlist.compact.json");
         let page = decode_list_page::<Pod>(body, false, |_| {}).unwrap();
         assert_eq!(page.resource_version, "636");
         assert!(!page.items.is_empty());
@@ -409,7 +410,8 @@ mod tests {
 
     #[test]
     fn items_lose_managed_fields_unless_kept_and_are_otherwise_equal() {
-        let body = include_bytes!("../../tests/fixtures/kind-v1-36-job-pods-podlist.compact.json");
+        let body =
+            include_bytes!("../../../tests/fixtures/kind-v1-36-job-pods-podlist.compact.json");
         let pruned = decode_list_page::<Pod>(body, false, |_| {}).unwrap();
         let kept = decode_list_page::<Pod>(body, true, |_| {}).unwrap();
         assert_eq!(pruned.items.len(), kept.items.len());

@@ -1,7 +1,7 @@
 //! TLS for the client: trust roots, client certificates, insecure mode and the server name.
 //!
-//! Where TLS sits in the data flow: below every request of the [`Client`](super::Client). The
-//! rustls configuration is built here from the [`Config`](super::Config) (ring crypto), and
+//! Where TLS sits in the data flow: below every request of the [`Client`](crate::Client). The
+//! rustls configuration is built here from the [`Config`](crate::client::Config) (ring crypto), and
 //! handed to reqwest whole:
 //!
 //! - **Roots**: `root_certs_pem` when set (kubeconfig `certificate-authority(-data)`, the
@@ -32,8 +32,8 @@ use rustls::sign::CertifiedKey;
 use rustls::{DigitallySignedStruct, DistinguishedName, RootCertStore, SignatureScheme};
 use secrecy::ExposeSecret;
 
-use super::config::Identity;
-use super::error::ClientError;
+use super::Identity;
+use crate::client::error::ClientError;
 
 /// What the TLS configuration is built from.
 pub(crate) struct TlsOptions<'a> {

@@ -9,23 +9,12 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use super::index::{IndexFn, Indexers};
+use super::index::{IndexError, IndexFn, Indexers};
 use super::storage::{Compact, DecodeError, Decoded, Slot, StorageMode};
 use super::table::Table;
 use super::{KnownObjects, NAMESPACE_INDEX, ObjectKey};
 use crate::resource::Object;
 use crate::selector::LabelSelector;
-
-/// An error from an index query or from adding indexers.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum IndexError {
-    /// The query named an index that was never added.
-    #[error("index with name {0:?} does not exist")]
-    NotFound(String),
-    /// [`Cache::add_indexers`] was given a name that is already taken; nothing was added.
-    #[error("indexer conflict: index {0:?} already exists")]
-    Conflict(String),
-}
 
 /// The table in the mode the cache was given: one `match` per call, so that each mode's table
 /// is compiled for its own entries (the decoded mode's exactly as if it were the only one).

@@ -2,7 +2,7 @@
 //! plugin, or from certificate and key files) and the CA bundle file.
 //!
 //! Where it sits: between the [`Authenticator`](super::auth::Authenticator), which obtains
-//! credentials per request, and the connection pool of the [`Client`](super::Client). rustls
+//! credentials per request, and the connection pool of the [`Client`](crate::Client). rustls
 //! asks [`PresentedCert`] for the client certificate of each new connection, and verifies the
 //! server with [`RootsFile`]'s current roots; before each request [`TlsRotation::refresh`]
 //! brings both up to date, and [`RotatingHttp`] opens a new connection pool whenever either
@@ -34,10 +34,10 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::sign::CertifiedKey;
 use rustls::{DigitallySignedStruct, SignatureScheme};
 
-use super::config::{Auth, Config, Identity, IdentityFiles};
-use super::connections::Connections;
-use super::error::ClientError;
 use super::tls;
+use super::{Auth, Config, Identity, IdentityFiles};
+use crate::client::connections::Connections;
+use crate::client::error::ClientError;
 
 /// A file is read again at least this often even when its modification time and size did not
 /// change (client-go checks its certificate files and CA bundle every 5 minutes).
@@ -439,7 +439,7 @@ impl RotatingHttp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::kubeconfig::tests::TempDir;
+    use crate::client::config::kubeconfig::tests::TempDir;
 
     /// A certificate and key (PEM) named `name`, and the certificate's DER.
     fn issue(name: &str) -> (String, String, Vec<u8>) {

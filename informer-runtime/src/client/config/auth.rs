@@ -17,9 +17,9 @@ use reqwest::header::HeaderValue;
 use rustls::sign::CertifiedKey;
 use secrecy::{ExposeSecret, SecretString};
 
-use super::config::{Auth, Config, ConfigError, ExecConfig};
 use super::exec::{PluginCredential, exec_info, run_plugin, run_plugin_blocking};
 use super::kubeconfig::EXEC_API_VERSIONS;
+use super::{Auth, Config, ConfigError, ExecConfig};
 
 /// A token file is read again after this long even if its modification time did not change
 /// (client-go's cached file token source re-reads every minute).
@@ -493,8 +493,8 @@ mod tests {
     use std::os::unix::fs::PermissionsExt as _;
 
     use super::*;
+    use crate::client::config::kubeconfig::tests::{TempDir, fixture};
     use crate::client::config::{InClusterOptions, KubeconfigOptions};
-    use crate::client::kubeconfig::tests::{TempDir, fixture};
 
     /// A wall clock the test moves by hand.
     #[derive(Clone)]

@@ -15,8 +15,8 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use tokio::io::AsyncReadExt as _;
 
-use super::config::{Config, ConfigError, ExecConfig, Identity};
-use super::error::JsonObject;
+use super::{Config, ConfigError, ExecConfig, Identity};
+use crate::client::error::JsonObject;
 
 /// How many characters of a failed plugin's stderr go into the error.
 const STDERR_LIMIT: usize = 1024;

@@ -38,9 +38,9 @@
 //! # Bounds
 //!
 //! No line is held, or decoded, beyond the maximum object size (the client's
-//! [`max_object_size`](super::Config::max_object_size), plus a little for the event around the
-//! object): a line that grows past it is an error as soon as it does, and its remaining bytes are
-//! skipped up to its newline, never kept. (The API server's objects are at most a few MiB:
+//! [`max_object_size`](crate::client::Config::max_object_size), plus a little for the event around
+//! the object): a line that grows past it is an error as soon as it does, and its remaining bytes
+//! are skipped up to its newline, never kept. (The API server's objects are at most a few MiB:
 //! etcd's request limit is 1.5 MiB.)
 
 use std::borrow::Cow;
@@ -51,10 +51,10 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::config::DEFAULT_MAX_OBJECT_SIZE;
-use super::error::{json_error_message, parse_status};
-use super::object_decoder::ObjectDecoder;
-use super::request::Target;
+use crate::client::config::DEFAULT_MAX_OBJECT_SIZE;
+use crate::client::error::{json_error_message, parse_status};
+use crate::client::request::Target;
+use crate::codec::object_decoder::ObjectDecoder;
 use crate::listwatch::{Bookmark, Error, WatchEvent};
 use crate::resource::Object;
 
@@ -110,7 +110,7 @@ impl<K: Object> WatchDecoder<K> {
     }
 
     /// Refuses events whose object is larger than `bytes` (the client's
-    /// [`max_object_size`](super::Config::max_object_size)).
+    /// [`max_object_size`](crate::client::Config::max_object_size)).
     pub(crate) fn max_object_size(mut self, bytes: usize) -> Self {
         self.max_object_size = bytes;
         self.max_line = bytes.saturating_add(EVENT_ENVELOPE);
@@ -443,9 +443,9 @@ mod tests {
     use crate::testing::objects::FooBar;
 
     const PODS_RV0_BOOKMARKS: &[u8] =
-        include_bytes!("../../tests/fixtures/kind-v1-36-watch-pods-rv0-bookmarks.events.jsonl");
+        include_bytes!("../../../tests/fixtures/kind-v1-36-watch-pods-rv0-bookmarks.events.jsonl");
     const FOOBAR_WATCH: &[u8] =
-        include_bytes!("../../tests/fixtures/kind-v1-36-foobar-watch.events.jsonl");
+        include_bytes!("../../../tests/fixtures/kind-v1-36-foobar-watch.events.jsonl");
 
     /// Feeds `body` in chunks of `size` bytes, then ends it.
     type Events<K> = Vec<Result<WatchEvent<K>, Error>>;

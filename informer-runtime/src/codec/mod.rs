@@ -1,0 +1,20 @@
+//! Object decoding: one object's JSON to the `K` a cache keeps, and a list body cut into its
+//! parts, with nothing above it in the crate.
+//!
+//! Where it sits in the data flow: under everything that turns bytes into objects. The HTTP
+//! client's list pages and watch streams (`client`) decode each item and each event's object
+//! here, and so does the compact cache ([`store`](crate::store)) each time it reads an object
+//! back. It needs no HTTP and no informer type, so a cache and a source that is not our HTTP
+//! client decode exactly as the client does.
+//!
+//! - `object_decoder`: an object's JSON to `K`, with simd-json and exact capacities, and
+//!   `serde_json` for what simd-json would take differently;
+//! - `prune`: the deserializer wrapper that skips `metadata.managedFields` while decoding;
+//! - `list_split`: a list response body, cut into its members and items while it arrives.
+//!
+//! Compiled with the `client` feature, which brings simd-json and memchr; without it the compact
+//! cache decodes with `serde_json` alone.
+
+pub(crate) mod list_split;
+pub(crate) mod object_decoder;
+pub(crate) mod prune;
