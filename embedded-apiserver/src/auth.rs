@@ -27,7 +27,7 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{DigitallySignedStruct, DistinguishedName, RootCertStore, SignatureScheme};
 
-use crate::server::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Who may make requests: see [`Config::bearer_tokens`](crate::Config::bearer_tokens) and
 /// [`Config::client_certificates`](crate::Config::client_certificates). Its `Debug` shows how

@@ -1,5 +1,6 @@
 //! Serving one connection: plain HTTP/1.1, or TLS with HTTP/2 or HTTP/1.1 as ALPN chose, with
-//! kube-apiserver's bounds on each, and the counts [`ServerHandle::traffic`] reports.
+//! kube-apiserver's bounds on each, counting what [`ServerHandle::traffic`] reports
+//! (`traffic.rs`).
 //!
 //! [`ServerHandle::traffic`]: crate::ServerHandle::traffic
 
@@ -7,7 +8,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -28,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::state::Shared;
 use crate::status::ApiError;
 use crate::tls::H2;
+use crate::traffic::TrafficCounters;
 
 /// How long a connection may wait for a request's head: kube-apiserver closes idle
 /// keep-alive connections after 90 s (`IdleTimeout`) and connections whose head takes over
@@ -47,50 +49,6 @@ const HTTP2_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// kube-apiserver's `MaxHeaderBytes`, 1 MiB, which Go's HTTP/2 server advertises. (hyper's
 /// default, 16 KiB, would answer a long selector `431` where kube-apiserver answers it.)
 const HTTP2_MAX_HEADER_LIST: u32 = 1 << 20;
-
-/// What the server has served, by protocol: [`ServerHandle::traffic`](crate::ServerHandle::traffic).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Traffic {
-    /// Requests served over HTTP/1.1 (or 1.0).
-    pub http1_requests: u64,
-    /// Requests served over HTTP/2.
-    pub http2_requests: u64,
-    /// Connections whose TLS handshake completed.
-    pub tls_connections: u64,
-    /// The most requests one connection had in flight at once, over the server's life, as
-    /// its handlers saw them: a request is in flight from its head until its response body
-    /// is done or dropped (a watch, for as long as it runs). Over HTTP/2 these are streams,
-    /// at most [`Config::max_concurrent_streams`](crate::Config::max_concurrent_streams) at
-    /// the protocol level; a stream the client has just reset still counts here until its
-    /// handler lets go, so the figure can pass the limit by the few streams being reset.
-    pub max_open_streams: usize,
-    /// Requests refused with `401 Unauthorized` by the server's
-    /// [authentication](crate::Config::bearer_tokens).
-    pub unauthorized: u64,
-}
-
-/// The counts behind [`Traffic`], shared by every connection.
-#[derive(Debug, Default)]
-pub(crate) struct TrafficCounters {
-    http1_requests: AtomicU64,
-    http2_requests: AtomicU64,
-    tls_connections: AtomicU64,
-    max_open_streams: AtomicUsize,
-    unauthorized: AtomicU64,
-}
-
-impl TrafficCounters {
-    pub(crate) fn snapshot(&self) -> Traffic {
-        Traffic {
-            http1_requests: self.http1_requests.load(Ordering::Relaxed),
-            http2_requests: self.http2_requests.load(Ordering::Relaxed),
-            tls_connections: self.tls_connections.load(Ordering::Relaxed),
-            max_open_streams: self.max_open_streams.load(Ordering::Relaxed),
-            unauthorized: self.unauthorized.load(Ordering::Relaxed),
-        }
-    }
-}
 
 /// Serves one connection until it ends, is closed (`close`: a restart), or has finished its
 /// responses after the server's shutdown.

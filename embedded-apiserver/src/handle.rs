@@ -14,14 +14,13 @@ use tokio::sync::oneshot;
 
 use crate::auth::ClientCertificate;
 use crate::catalog::{ApiResource, ResourceType};
-use crate::connection::Traffic;
 use crate::faults::{Disruption, Failure};
 use crate::registry::{self, Deleted, Part, Scope};
 use crate::served::served;
-use crate::serving::Restart;
-use crate::state::{Settings, Shared, State};
+use crate::state::{Restart, Settings, Shared, State};
 use crate::status::ApiError;
 use crate::storage::{meta_str, object_key};
+use crate::traffic::Traffic;
 
 /// A cloneable, thread-safe handle on a running [`ApiServer`](crate::ApiServer): faults,
 /// inspection and direct writes.

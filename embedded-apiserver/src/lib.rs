@@ -143,6 +143,29 @@
 //!   kube-apiserver);
 //! - a panic while serving a request (a bug) is answered with a `500 InternalError`, as
 //!   kube-apiserver's panic recovery answers, and the server goes on.
+//!
+//! # Layers
+//!
+//! For a reader of the source: the modules from the bottom up. A module imports only from its
+//! own line or the lines above, and no two files import each other, directly or in a circle.
+//!
+//! - `util`, `status`, `error`, `traffic`: helpers (times, base64, names), the `Status` errors
+//!   the API answers, the crate's [`Error`], and the [`Traffic`] counters
+//! - `field_labels`, `catalog`, `storage`, `query`, `patch`, `served`: the resource types and
+//!   their field labels, the versioned object store, list and watch parameters with their
+//!   selectors, patches, and an object as it is served
+//! - `auth`, `tls`, `faults`, `disrupt`: authentication, the server's certificates, and the
+//!   faults a test injects
+//! - `printers`, `table`, `render`, `discovery`, `crd`, `watch_hub`: responses (tables,
+//!   metadata, lists), discovery documents, CRDs turned into resource types, and the fan-out of
+//!   each change to the open watches
+//! - `state`: the shared state behind one lock
+//! - `list`, `registry`, `watch`: the verbs: lists, gets and writes, watches
+//! - `connection`, `router`: one connection served with its bounds, and each request routed to
+//!   its verb
+//! - `serving`, `handle`: the accept loop with its restarts, and the [`ServerHandle`] tests drive
+//! - `server`: [`Config`], [`ApiServer`] and [`serve`]: starting and stopping
+//! - `testing`, `fuzz`: helpers for tests, and the fuzz target of field selectors (tests only)
 
 mod auth;
 mod catalog;
@@ -150,6 +173,7 @@ mod connection;
 mod crd;
 mod discovery;
 mod disrupt;
+mod error;
 mod faults;
 mod field_labels;
 #[cfg(test)]
@@ -171,16 +195,18 @@ mod storage;
 mod table;
 pub mod testing;
 mod tls;
+mod traffic;
 mod util;
 mod watch;
 mod watch_hub;
 
 pub use auth::{Authentication, ClientCertificate};
 pub use catalog::ResourceType;
-pub use connection::Traffic;
+pub use error::{Error, Result};
 pub use faults::{Disruption, DisruptionKind, Failure};
 pub use handle::ServerHandle;
-pub use server::{ApiServer, Config, Error, Result, serve};
+pub use server::{ApiServer, Config, serve};
+pub use traffic::Traffic;
 
 // The README's example must compile and run.
 #[cfg(doctest)]

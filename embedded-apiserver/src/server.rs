@@ -1,6 +1,5 @@
-//! Starting and stopping the server: [`Config`], [`ApiServer`], [`serve`], and their [`Error`].
+//! Starting and stopping the server: [`Config`], [`ApiServer`] and [`serve`].
 
-use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::ops::Deref;
 use std::sync::Arc;
@@ -14,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::{Authentication, Authenticator};
 use crate::catalog::{ApiResource, Catalog, ResourceType};
-use crate::connection::TrafficCounters;
+use crate::error::{Error, Result};
 use crate::faults::Faults;
 use crate::handle::ServerHandle;
 use crate::registry::{self, Scope};
@@ -23,58 +22,8 @@ use crate::serving;
 use crate::state::{Settings, Shared, State};
 use crate::storage::Store;
 use crate::tls::ServingTls;
+use crate::traffic::TrafficCounters;
 use crate::watch_hub::WatchHub;
-
-/// Why the server could not start, or stopped.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The address could not be bound (in use, not local, no permission).
-    #[error("cannot listen on {addr}: {source}")]
-    Bind {
-        /// The address asked for.
-        addr: SocketAddr,
-        /// What the operating system said.
-        #[source]
-        source: io::Error,
-    },
-    /// Serving failed after the server started. (Not returned by this version: a failed
-    /// restart is [`Error::Bind`].)
-    #[error("the server failed: {0}")]
-    Serve(#[source] io::Error),
-    /// The server's TLS certificates or configuration could not be made ([`Config::tls`]).
-    #[error("cannot make {what} for the embedded API server's TLS: {source}")]
-    Tls {
-        /// What was being made.
-        what: &'static str,
-        /// What the TLS or certificate library said.
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
-    /// The server task panicked or was aborted.
-    #[error("the server task ended abnormally: {0}")]
-    Task(#[source] tokio::task::JoinError),
-    /// The server was shut down (or had failed) before a restart could finish: start a new
-    /// one.
-    #[error("the embedded API server has stopped")]
-    Stopped,
-}
-
-impl Error {
-    /// The same error again, for a second party to report (an `io::Error` does not clone).
-    pub(crate) fn duplicate(&self) -> Self {
-        let copy = |e: &io::Error| io::Error::new(e.kind(), e.to_string());
-        match self {
-            Self::Bind { addr, source } => Self::Bind { addr: *addr, source: copy(source) },
-            Self::Serve(source) => Self::Serve(copy(source)),
-            Self::Tls { what, source } => Self::Tls { what, source: source.to_string().into() },
-            Self::Task(_) | Self::Stopped => Self::Stopped,
-        }
-    }
-}
-
-/// `Result` with this crate's [`Error`].
-pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// How to start an [`ApiServer`]: public fields, or the chained setters.
 ///

@@ -13,22 +13,13 @@ use std::time::Duration;
 
 use axum::Router;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::connection::serve_connection;
-use crate::server::{Error, Result};
-use crate::state::Shared;
-
-/// A restart asked for through [`ServerHandle::restart`](crate::ServerHandle::restart).
-#[derive(Debug)]
-pub(crate) struct Restart {
-    /// How long new connections are refused.
-    pub(crate) down_for: Duration,
-    /// Told once the server serves again (or cannot).
-    pub(crate) done: oneshot::Sender<Result<()>>,
-}
+use crate::error::{Error, Result};
+use crate::state::{Restart, Shared};
 
 /// How long shutdown lets open connections finish their responses before it closes them (a
 /// client that never reads would hold shutdown up forever otherwise).

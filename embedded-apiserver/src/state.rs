@@ -9,17 +9,17 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::Value;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::Authenticator;
 use crate::catalog::Catalog;
-use crate::connection::TrafficCounters;
+use crate::error::Result;
 use crate::faults::Faults;
-use crate::serving::Restart;
 use crate::status::GroupResource;
 use crate::storage::{Change, ChangeKind, Store};
 use crate::tls::ServingTls;
+use crate::traffic::TrafficCounters;
 use crate::watch_hub::WatchHub;
 
 /// Settings fixed when the server starts.
@@ -79,8 +79,18 @@ pub(crate) struct Shared {
     pub(crate) watch_opened: Notify,
     /// Asks the accept loop to restart (`serving.rs`).
     pub(crate) restarts: mpsc::Sender<Restart>,
-    /// Requests and connections by protocol (`connection.rs`).
+    /// Requests and connections by protocol (`traffic.rs`, counted in `connection.rs`).
     pub(crate) traffic: TrafficCounters,
     /// Who may make requests (`auth.rs`).
     pub(crate) auth: Authenticator,
+}
+
+/// A restart asked for through [`ServerHandle::restart`](crate::ServerHandle::restart), which
+/// the accept loop (`serving.rs`) carries out.
+#[derive(Debug)]
+pub(crate) struct Restart {
+    /// How long new connections are refused.
+    pub(crate) down_for: Duration,
+    /// Told once the server serves again (or cannot).
+    pub(crate) done: oneshot::Sender<Result<()>>,
 }

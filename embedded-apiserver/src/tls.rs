@@ -15,7 +15,7 @@ use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::server::danger::ClientCertVerifier;
 use tokio_rustls::TlsAcceptor;
 
-use crate::server::{Error, Result};
+use crate::error::{Error, Result};
 
 /// ALPN protocol IDs, most preferred first: what kube-apiserver (Go's `http.Server` with
 /// HTTP/2 configured) offers.

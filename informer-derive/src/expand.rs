@@ -20,6 +20,7 @@ use quote::quote;
 use syn::spanned::Spanned as _;
 
 use crate::ctxt::Ctxt;
+use crate::parts::{hidden, path_string, remote_serialize, serde_attrs};
 use crate::valid::{self, Input};
 use crate::{fallback, informers, view};
 
@@ -60,18 +61,6 @@ fn expand(input: &Input) -> TokenStream {
     }
 }
 
-/// `items` in an anonymous const, where their helper names stay private and lints about
-/// generated code stay quiet: how both a custom resource's and a view's impls are emitted.
-pub(crate) fn hidden(items: &TokenStream) -> TokenStream {
-    quote! {
-        #[doc(hidden)]
-        #[allow(non_upper_case_globals, unused_attributes, unused_qualifications, clippy::all, clippy::pedantic)]
-        const _: () = {
-            #items
-        };
-    }
-}
-
 fn aliases(input: &Input) -> TokenStream {
     let Input { ident, vis, .. } = input;
     let words = informer_emit::accessors::words(&identity(input).method_name());
@@ -109,57 +98,12 @@ fn helper_data(input: &Input) -> TokenStream {
     }
 }
 
-/// The `#[serde(...)]` attributes of `attrs` less the items named in `drop`.
-fn serde_attrs(attrs: &[syn::Attribute], drop: &[&str]) -> Vec<TokenStream> {
-    attrs
-        .iter()
-        .filter(|a| a.path().is_ident("serde"))
-        .filter_map(|a| {
-            // An attribute serde cannot parse is serde's to report, on the user's struct.
-            let metas = valid::serde_metas(a).ok()?;
-            let kept: Vec<&syn::Meta> =
-                metas.iter().filter(|m| !drop.iter().any(|d| m.path().is_ident(d))).collect();
-            (!kept.is_empty()).then(|| quote!(#[serde(#(#kept),*)]))
-        })
-        .collect()
-}
-
 /// Attributes of `attrs` whose name is one of `names`, as they are.
 fn attrs_named<'a>(
     attrs: &'a [syn::Attribute],
     names: &'a [&str],
 ) -> impl Iterator<Item = &'a syn::Attribute> {
     attrs.iter().filter(|a| names.iter().any(|n| a.path().is_ident(n)))
-}
-
-fn path_string(path: &syn::Path) -> String {
-    quote!(#path).to_string().replace(' ', "")
-}
-
-/// `struct __InformerSerialize`, a copy of the struct with its serde attributes, and serde's
-/// `Serialize` derived for it with `remote = "Foo"`: `__InformerSerialize::serialize(&foo, s)`
-/// writes `foo` as `#[derive(Serialize)]` on the struct would.
-pub(crate) fn remote_serialize(input: &Input) -> TokenStream {
-    let serde = &input.crates.serde;
-    let serde_crate = path_string(serde);
-    let remote = input.ident.to_string();
-    // `default` only matters to `Deserialize`, and would need the copy to be `Default`.
-    let container = serde_attrs(&input.attrs, &["crate", "remote", "default"]);
-    let fields = input.fields.iter().map(|f| {
-        let attrs = serde_attrs(&f.attrs, &[]);
-        let name = &f.ident;
-        let ty = &f.ty;
-        quote!(#(#attrs)* #name: #ty)
-    });
-    quote! {
-        #[derive(#serde::Serialize)]
-        #[serde(crate = #serde_crate, remote = #remote)]
-        #(#container)*
-        #[allow(dead_code)]
-        struct __InformerSerialize {
-            #(#fields,)*
-        }
-    }
 }
 
 fn serialize(input: &Input) -> TokenStream {

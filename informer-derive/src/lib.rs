@@ -21,6 +21,7 @@ mod expand;
 mod fallback;
 mod informers;
 mod names;
+mod parts;
 mod valid;
 mod view;
 

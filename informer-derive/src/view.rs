@@ -21,8 +21,8 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned as _;
 
-use crate::expand::{hidden, remote_serialize};
 use crate::informers;
+use crate::parts::{hidden, remote_serialize};
 use crate::valid::Input;
 
 /// Everything a view gets.

@@ -9,9 +9,7 @@ use informer_emit::names::version_module;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use crate::emit::crd;
-use crate::error::{Error, Result, Warning};
-use crate::schema::Loaded;
+use crate::error::{Error, Warning};
 
 /// Which versions of each CRD to generate.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -336,20 +334,8 @@ impl Generator {
         self
     }
 
-    /// Generates code for `crds`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Schema`] naming the file and schema path of a construct the generator cannot
-    /// represent, or two CRDs of the same group, version and kind; [`Error::Config`] for a
-    /// runtime crate or derive that is not a path, or when no version is selected;
-    /// [`Error::Derive`] for a derive some generated type cannot take (see
-    /// [`derive`](Generator::derive)); [`Error::Hook`] for a hook whose path is malformed or
-    /// matches nothing, or whose attribute does not parse; [`Error::NotStructural`] in
-    /// [`strict`](Generator::strict) mode.
-    pub fn generate(&self, crds: &[Loaded]) -> Result<Output> {
-        crd::generate(self, crds)
-    }
+    // `generate`, the step these settings configure, is defined beside the code it runs
+    // (`emit/crd.rs`), which reads the settings here: so the imports go one way.
 
     pub(crate) fn selects(&self, version: &crate::schema::crd::CrdVersion) -> bool {
         match &self.versions {

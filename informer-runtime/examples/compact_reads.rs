@@ -9,10 +9,11 @@
 //! Each mode runs in a process of its own (the program starts itself again, with the mode as a
 //! second argument), so that the resident memory one mode grew is not reused by the next.
 //!
-//! Pods are copies of the recorded kind-cluster pods and the every-field pod of
-//! `tests/fixtures/objects` (one in eight), without `managedFields` (the informers' default),
-//! spread over 50 namespaces and 20 `app` labels, as in `cargo xtask bench`. A figure, not a
-//! test: nothing here asserts a time.
+//! Pods are copies of the 8 pods of a recorded kind cluster (its seven control-plane and
+//! system pods, with coredns twice), as this crate's fixture
+//! `tests/fixtures/kind-v1-36-watch-pods-rv0-bookmarks.events.jsonl` holds them, without
+//! `managedFields` (the informers' default), spread over 50 namespaces and 20 `app` labels, as
+//! in `cargo xtask bench`. A figure, not a test: nothing here asserts a time.
 
 #![allow(clippy::cast_precision_loss, reason = "figures for a person, of counts far below 2^52")]
 
@@ -22,29 +23,35 @@ use std::time::Instant;
 use informer_runtime::{Indexer, LabelSelector, Lister, StorageMode};
 use k8s_openapi::api::core::v1::Pod;
 
+/// The recorded pods, from the crate's own fixture (an example reads nothing outside its crate,
+/// which is all a packaged crate has).
 fn fixtures() -> Vec<Pod> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/objects");
-    let names = [
-        "kind-v1-36-pod-coredns.json",
-        "kind-v1-36-pod-etcd.json",
-        "kind-v1-36-pod-kindnet.json",
-        "kind-v1-36-pod-kube-apiserver.json",
-        "kind-v1-36-pod-kube-controller.json",
-        "kind-v1-36-pod-kube-proxy.json",
-        "kind-v1-36-pod-kube-scheduler.json",
-        "k8s-api-allfields-core.v1.Pod.json",
-    ];
-    names
-        .iter()
-        .map(|name| {
-            let path = format!("{dir}/{name}");
-            let body = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-            let mut pod: Pod =
-                serde_json::from_slice(&body).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/kind-v1-36-watch-pods-rv0-bookmarks.events.jsonl"
+    );
+    let stream = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    stream
+        .lines()
+        .filter_map(|line| {
+            let event: WatchEvent =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{path}: {e}"));
+            // The stream's last event is a bookmark, a pod with nothing but a resourceVersion.
+            (event.kind == "ADDED").then_some(event.object)
+        })
+        .map(|mut pod| {
             pod.metadata.managed_fields = None;
             pod
         })
         .collect()
+}
+
+/// One line of a recorded watch stream.
+#[derive(serde::Deserialize)]
+struct WatchEvent {
+    #[serde(rename = "type")]
+    kind: String,
+    object: Pod,
 }
 
 fn pod(templates: &[Pod], i: usize) -> Pod {

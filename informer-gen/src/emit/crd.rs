@@ -28,7 +28,24 @@ struct Selected<'a> {
 /// group -> version -> root type name -> the CRD version to generate.
 type Tree<'a> = BTreeMap<&'a str, BTreeMap<&'a str, BTreeMap<String, Selected<'a>>>>;
 
-pub(crate) fn generate(generator: &Generator, crds: &[Loaded]) -> Result<Output> {
+impl Generator {
+    /// Generates code for `crds`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Schema`] naming the file and schema path of a construct the generator cannot
+    /// represent, or two CRDs of the same group, version and kind; [`Error::Config`] for a
+    /// runtime crate or derive that is not a path, or when no version is selected;
+    /// [`Error::Derive`] for a derive some generated type cannot take (see
+    /// [`derive`](Generator::derive)); [`Error::Hook`] for a hook whose path is malformed or
+    /// matches nothing, or whose attribute does not parse; [`Error::NotStructural`] in
+    /// [`strict`](Generator::strict) mode.
+    pub fn generate(&self, crds: &[Loaded]) -> Result<Output> {
+        generate(self, crds)
+    }
+}
+
+fn generate(generator: &Generator, crds: &[Loaded]) -> Result<Output> {
     let rt: syn::Path = syn::parse_str(&generator.runtime_crate).map_err(|e| {
         config_error(format!("runtime crate {:?} is not a path: {e}", generator.runtime_crate))
     })?;

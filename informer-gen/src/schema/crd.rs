@@ -4,6 +4,10 @@ use serde::Deserialize;
 
 use super::openapi::Schema;
 
+/// The `apiVersion` of the CRDs the generator accepts. (Here, with the CRD's types, and not in
+/// the loader, so that the v1beta1 conversion the loader calls can name it too.)
+pub(crate) const API_VERSION: &str = "apiextensions.k8s.io/v1";
+
 /// A `CustomResourceDefinition` document.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -21,13 +21,11 @@ use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::crd::CustomResourceDefinition;
+use super::crd::{API_VERSION, CustomResourceDefinition};
 use super::openapi;
 use super::v1beta1;
 use crate::error::{Error, Result, Warning};
 
-/// The `apiVersion` of the CRDs the generator accepts.
-pub(crate) const API_VERSION: &str = "apiextensions.k8s.io/v1";
 /// The `kind` of a CRD.
 const KIND: &str = "CustomResourceDefinition";
 /// File name extensions read from a directory (compared without regard to case).

@@ -15,7 +15,7 @@ pub(crate) const API_VERSION: &str = "apiextensions.k8s.io/v1beta1";
 
 /// Converts a v1beta1 CRD `object` to v1 in place (its `apiVersion` included).
 pub(crate) fn to_v1(object: &mut Map<String, Value>) {
-    object.insert("apiVersion".to_owned(), Value::from(super::load::API_VERSION));
+    object.insert("apiVersion".to_owned(), Value::from(super::crd::API_VERSION));
     let Some(Value::Object(spec)) = object.get_mut("spec") else { return };
     // Given once for the whole CRD in v1beta1 (`validation` is v1's `schema`), per version in
     // v1; a version's own wins.
