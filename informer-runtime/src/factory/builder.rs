@@ -13,7 +13,6 @@ use crate::shared_informer::SharedIndexInformer;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::SharedInformerFactory;
 use crate::clock::SharedClock;
 use crate::listwatch::{ListTweak, ListWatchSource, TweakListOptions};
 use crate::reflector::ReflectorConfig;
@@ -22,7 +21,8 @@ use crate::store::StorageMode;
 
 pub(super) type MetaTransform = Arc<dyn Fn(&mut ObjectMeta) + Send + Sync>;
 
-/// How the factory makes its informers. Built by [`SharedInformerFactory::builder`].
+/// How the factory makes its informers. Built by
+/// [`SharedInformerFactory::builder`](super::SharedInformerFactory::builder).
 pub struct FactoryBuilder<S> {
     pub(super) source: S,
     /// Empty: every namespace.
@@ -298,7 +298,7 @@ impl<S: ListWatchSource> FactoryBuilder<S> {
         self
     }
 
-    /// How long [`shutdown`](SharedInformerFactory::shutdown) waits for handlers in a call to
+    /// How long [`shutdown`](super::SharedInformerFactory::shutdown) waits for handlers in a call to
     /// return (default 30 seconds); see [`SharedIndexInformer::with_shutdown_timeout`].
     #[must_use]
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
@@ -330,11 +330,5 @@ impl<S: ListWatchSource> FactoryBuilder<S> {
     pub fn metrics(mut self, metrics: &crate::metrics::Metrics) -> Self {
         self.metrics = Some(metrics.clone());
         self
-    }
-
-    /// The factory.
-    #[must_use]
-    pub fn build(self) -> SharedInformerFactory<S> {
-        SharedInformerFactory::from_options(self)
     }
 }

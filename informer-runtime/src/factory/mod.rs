@@ -551,6 +551,17 @@ fn register<S: ListWatchSource, K: Resource>(
     }
 }
 
+impl<S: ListWatchSource> FactoryBuilder<S> {
+    /// The factory.
+    ///
+    /// (Defined here rather than beside the builder's options, so that the builder, below the
+    /// factory, does not import it.)
+    #[must_use]
+    pub fn build(self) -> SharedInformerFactory<S> {
+        SharedInformerFactory::from_options(self)
+    }
+}
+
 impl<S> fmt::Debug for SharedInformerFactory<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.inner.state.lock();
