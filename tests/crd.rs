@@ -34,7 +34,8 @@ use crds::k8s_openapi_tests_custom_resource_definition::v1::{FooBar, FooBarSpec}
 const DEADLINE: Duration = Duration::from_secs(30);
 const FOOBAR_CRD: &str = include_str!("fixtures/crds/foobar.json");
 const FOOBAR_LIST: &str = include_str!("fixtures/objects/kind-v1-36-foobar-cr-list.compact.json");
-const FOOBAR_WATCH: &str = include_str!("fixtures/objects/kind-v1-36-foobar-watch.events.jsonl");
+const FOOBAR_WATCH: &str =
+    include_str!("../informer-runtime/tests/fixtures/kind-v1-36-foobar-watch.events.jsonl");
 
 /// `json` decoded as `T` and encoded again, compared with the original as JSON values.
 fn assert_round_trip<T: serde::de::DeserializeOwned + serde::Serialize>(

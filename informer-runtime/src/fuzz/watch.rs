@@ -95,7 +95,7 @@ fn seeds() -> &'static Seeds {
                 "informer-runtime/tests/fixtures/kind-v1-36-watch-pods-rv0-bookmarks.events.jsonl",
             ),
             fixtures::read("tests/fixtures/objects/kind-v1-36-watch-pods.events.jsonl"),
-            fixtures::read("tests/fixtures/objects/kind-v1-36-foobar-watch.events.jsonl"),
+            fixtures::read("informer-runtime/tests/fixtures/kind-v1-36-foobar-watch.events.jsonl"),
         ];
         let lines = |body: &[u8]| -> Vec<Value> {
             body.split(|&b| b == b'\n')
