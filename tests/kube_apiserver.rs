@@ -17,8 +17,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use informer_controller::leader_election::{LeaderElection, Leadership};
 use informer_runtime::client::{Auth, Client, ClientError, Config, Identity, Patch, PatchParams};
-use informer_runtime::leader_election::{LeaderElection, Leadership};
 use informer_runtime::listwatch::ListOptions;
 use informer_runtime::shared_informer::{DeletedObject, ResourceEventHandler};
 use informer_runtime::{LabelSelector, SharedInformerFactory};

@@ -37,7 +37,9 @@ const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 
 /// `now + period`, or thirty years from `now` where that overflows: a resync period or a watch
 /// timeout near `Duration::MAX` means "never", not a panic.
-pub(crate) fn later(now: Instant, period: Duration) -> Instant {
+#[inline]
+#[must_use]
+pub fn later(now: Instant, period: Duration) -> Instant {
     now.checked_add(period).unwrap_or_else(|| now + FAR_FUTURE)
 }
 

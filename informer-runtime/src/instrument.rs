@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-/// What a [work queue](crate::workqueue::WorkQueue) records.
-pub(crate) trait QueueObserver: Send + Sync {
+/// What a work queue (`informer-controller`'s) records.
+pub trait QueueObserver: Send + Sync {
     /// A key became dirty (client-go's `adds`).
     fn added(&self);
     /// A key was rate limited (client-go's `retries`).
@@ -21,7 +21,7 @@ pub(crate) trait QueueObserver: Send + Sync {
 
 /// What a work queue answers when scraped.
 #[cfg(feature = "metrics")]
-pub(crate) trait QueueProbe: Send + Sync {
+pub trait QueueProbe: Send + Sync {
     /// Keys ready for a worker.
     fn depth(&self) -> usize;
     /// The time the keys being processed have been held, summed, and the longest.
@@ -82,15 +82,19 @@ pub(crate) trait InformerProbe: Send + Sync {
 
 /// How a reconcile ended, for the `result` of a controller's reconciles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ReconcileResult {
+pub enum ReconcileResult {
+    /// `Ok(Action::Done)`.
     Success,
+    /// `Ok(Action::RequeueAfter(_))`.
     RequeueAfter,
+    /// `Err(_)`.
     Error,
+    /// The reconcile panicked.
     Panic,
 }
 
-/// What a [controller](crate::controller::Controller) records.
-pub(crate) trait ControllerObserver: Send + Sync {
+/// What a controller (`informer-controller`'s) records.
+pub trait ControllerObserver: Send + Sync {
     /// A reconcile ended after `took`.
     fn reconciled(&self, result: ReconcileResult, took: Duration);
     /// Workers reconciling now, up or down by one.

@@ -19,9 +19,10 @@
 //! See the example in the [`factory`] module. For resources known only at run time (generic
 //! tools: dashboards, policy engines, backups), the factory makes dynamic informers by group,
 //! version and resource, whose objects are [`dynamic::DynamicObject`]s: metadata typed, the
-//! rest JSON (see the [`dynamic`] module). A [`controller::Controller`] turns informers
-//! into a reconcile loop: its handlers hand keys to a [`workqueue::WorkQueue`], whose workers
-//! call your `reconcile`. The CRD of a `#[derive(Informer)]` type is `Foo::crd()`; for a kind
+//! rest JSON (see the [`dynamic`] module). The `informer-controller` crate turns informers
+//! into a reconcile loop: its handlers hand keys to a work queue, whose workers call your
+//! `reconcile`; it also has leader election and Events. The CRD of a `#[derive(Informer)]`
+//! type is `Foo::crd()`; for a kind
 //! with a derived struct per version, [`crd::merge`] makes the one CRD with all of them.
 //!
 //! # The data flow
@@ -48,20 +49,20 @@
 //!  dynamic.rs is the object of resources known at run time (client/discovery.rs finds them);
 //!  informers/ holds the generated typed accessors (factory.core().v1().pods()).
 //!
-//!  After the handlers, a controller's own flow:
-//!    ─▶ workqueue/enqueue.rs                handlers that turn events into keys
-//!    ─▶ workqueue/mod.rs                    keys, once each, to workers; delays and backoff
-//!    ─▶ controller/mod.rs                   workers: your reconcile, its result to the queue
+//!  After the handlers, a controller's own flow is the informer-controller crate's
+//!  (workqueue/enqueue.rs, workqueue/mod.rs, controller/mod.rs).
 //! ```
 //!
 //! # Layers
 //!
 //! From the bottom up; a module imports only from its own line or the lines above, and never
-//! in a circle. The HTTP client (`client`) and the controller layer (from `workqueue` up) are
-//! written to become crates of their own: nothing below them imports them.
+//! in a circle. The HTTP client (`client`) is written to become a crate of its own: nothing
+//! below it imports it. The controller layer above the factory is the `informer-controller`
+//! crate, which this crate does not know.
 //!
 //! - `clock`, `instrument`, `quantity`: helpers: time, tracing and metric probes, quantities
-//! - `metrics`: Prometheus metrics of the probes (feature `metrics`), read by informers too
+//! - `metrics`: Prometheus metrics of the probes (feature `metrics`), of informers, and of the
+//!   work queues and controllers of `informer-controller`
 //! - `resource`, `codec`, `dynamic`, `metadata`, `selector`: objects, keys, decoding, selectors
 //! - `store`: the cache and its indices, decoded or compact
 //! - `listwatch`: the list/watch source seam (`ListerWatcher`, `ListWatchSource`)
@@ -71,8 +72,6 @@
 //! - `lister`: reads of a cache
 //! - `shared_informer`: process loop, processor, handlers
 //! - `factory`, `informers`: one informer per resource type; generated typed accessors
-//! - `workqueue`: keys to workers, with delays and rate limits
-//! - `controller`, `leader_election`, `events`: reconcile loops, leases, Events
 //! - `crd`, `testing`, `fuzz`: CRD merging, test support, fuzz targets
 //!
 //! # Testing your controllers
@@ -113,8 +112,8 @@
 //! # }
 //! ```
 //!
-//! kube-rs's `Controller` is not needed beside these informers: [`controller::Controller`]
-//! is its counterpart, driven by the factory's informers (see [its module](controller#kube-rs)).
+//! kube-rs's `Controller` is not needed beside these informers: the `informer-controller`
+//! crate's `Controller` is its counterpart, driven by the factory's informers.
 //!
 //! [listers]: lister::Lister
 
@@ -125,19 +124,15 @@ pub mod clock;
 // Its decoders need simd-json and memchr, which come with the HTTP client's feature.
 #[cfg(feature = "client")]
 mod codec;
-pub mod controller;
 pub mod crd;
 pub mod delta_fifo;
 pub mod dynamic;
-#[cfg(feature = "client")]
-#[cfg_attr(docsrs, doc(cfg(feature = "client")))]
-pub mod events;
 pub mod factory;
 pub mod informers;
-mod instrument;
-#[cfg(feature = "client")]
-#[cfg_attr(docsrs, doc(cfg(feature = "client")))]
-pub mod leader_election;
+// Public for the `informer-controller` crate alone: the seam through which its work queues
+// and controllers record into the one `metrics::Metrics` of a program. Not a user API.
+#[doc(hidden)]
+pub mod instrument;
 pub mod lister;
 pub mod listwatch;
 pub mod metadata;
@@ -150,7 +145,6 @@ pub mod resource;
 pub mod selector;
 pub mod shared_informer;
 pub mod store;
-pub mod workqueue;
 
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

@@ -3,10 +3,10 @@
 //! `prometheus-client` crate.
 //!
 //! One [`Metrics`] per program: pass it to the factory
-//! ([`FactoryBuilder::metrics`](crate::factory::FactoryBuilder::metrics)), to work queues
-//! ([`WorkQueueBuilder::metrics`](crate::workqueue::WorkQueueBuilder::metrics)) and to
-//! controllers ([`Controller::metrics`](crate::controller::Controller::metrics)); serve
-//! [`encode`](Metrics::encode) from your HTTP server, or with [`serve`](Metrics::serve).
+//! ([`FactoryBuilder::metrics`](crate::factory::FactoryBuilder::metrics)), and to the work
+//! queues and controllers of the `informer-controller` crate (`WorkQueueBuilder::metrics`,
+//! `Controller::metrics`); serve [`encode`](Metrics::encode) from your HTTP server, or with
+//! [`serve`](Metrics::serve).
 //!
 //! | metric | labels | meaning |
 //! |---|---|---|
@@ -30,15 +30,22 @@
 //! | `controller_runtime_active_workers` | `controller` | workers reconciling now |
 //!
 //! ```
+//! use std::time::Duration;
+//! use informer_runtime::SharedInformerFactory;
 //! use informer_runtime::metrics::Metrics;
-//! use informer_runtime::workqueue::WorkQueue;
+//! use informer_runtime::testing::FakeSource;
+//! use k8s_openapi::api::core::v1::Pod;
 //!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
 //! let metrics = Metrics::new();
-//! let queue = WorkQueue::<String>::builder().name("pods").metrics(&metrics).build();
-//! queue.add("default/web-0".to_owned());
+//! let factory = SharedInformerFactory::builder(FakeSource::new()).metrics(&metrics).build();
+//! factory.informer::<Pod>();
+//! factory.start();
+//! assert!(factory.wait_for_cache_sync(Duration::from_secs(10)).await.all_synced());
 //! let text = metrics.encode();
-//! assert!(text.contains(r#"workqueue_adds_total{name="pods"} 1"#));
-//! assert!(text.contains(r#"workqueue_depth{name="pods"} 1"#));
+//! assert!(text.contains(r#"informer_lists_total{resource="pods",kind="initial"} 1"#));
+//! # }
 //! ```
 
 use std::convert::Infallible;
@@ -377,7 +384,10 @@ impl Metrics {
         response
     }
 
-    pub(crate) fn queue_observer(&self, name: &str) -> Arc<dyn QueueObserver> {
+    /// For `informer-controller` (see the `instrument` module); not a user API.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn queue_observer(&self, name: &str) -> Arc<dyn QueueObserver> {
         let f = &self.inner.families;
         let labels = QueueLabels { name: name.to_owned() };
         Arc::new(QueueMetrics {
@@ -388,7 +398,9 @@ impl Metrics {
         })
     }
 
-    pub(crate) fn watch_queue(&self, name: &str, probe: Weak<dyn QueueProbe>) {
+    /// For `informer-controller` (see the `instrument` module); not a user API.
+    #[doc(hidden)]
+    pub fn watch_queue(&self, name: &str, probe: Weak<dyn QueueProbe>) {
         let mut probes = self.inner.probes.lock();
         probes.queues.retain(|(_, p)| p.strong_count() > 0);
         probes.queues.push((name.to_owned(), probe));
@@ -407,7 +419,10 @@ impl Metrics {
         probes.informers.push((resource.to_owned(), probe));
     }
 
-    pub(crate) fn controller_observer(&self, controller: &str) -> Arc<dyn ControllerObserver> {
+    /// For `informer-controller` (see the `instrument` module); not a user API.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn controller_observer(&self, controller: &str) -> Arc<dyn ControllerObserver> {
         let f = &self.inner.families;
         let labels = ControllerLabels { controller: controller.to_owned() };
         Arc::new(ControllerMetrics {

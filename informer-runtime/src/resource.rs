@@ -206,7 +206,8 @@ impl<T> WholeObject for T where
 }
 
 /// `K`'s resource as messages, logs and metrics name it: `pods`, `deployments.apps`.
-pub(crate) fn resource_name<K: Resource>() -> String {
+#[must_use]
+pub fn resource_name<K: Resource>() -> String {
     qualified_name(K::PLURAL, K::GROUP)
 }
 

@@ -120,7 +120,14 @@ fn ci() -> Result<(), String> {
     cargo(&["doc", "--workspace", "--no-deps"], &[("RUSTDOCFLAGS", "-D warnings")])?;
     for version in K8S_VERSIONS {
         let feature = format!("k8s-openapi/{version}");
-        let packages = ["--package", "informer-runtime", "--package", "embedded-apiserver"];
+        let packages = [
+            "--package",
+            "informer-runtime",
+            "--package",
+            "informer-controller",
+            "--package",
+            "embedded-apiserver",
+        ];
         cargo(&[&["check"][..], &packages, &["--features", &feature]].concat(), &[])?;
     }
     cargo(&["xtask", "codegen", "--check"], &[])?;

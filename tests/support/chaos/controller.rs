@@ -25,8 +25,8 @@ use embedded_apiserver::ServerHandle;
 use informer_runtime::client::{ClientError, Config};
 
 use super::credentials::Revoker;
-use informer_runtime::controller::{Action, Controller, Request};
-use informer_runtime::leader_election::{LeaderElection, Leadership};
+use informer_controller::controller::{Action, Controller, Request};
+use informer_controller::leader_election::{LeaderElection, Leadership};
 use informer_runtime::reflector::{BackoffConfig, ReflectorConfig};
 use informer_runtime::{Client, GroupVersionResource, Lister, SharedInformerFactory};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};

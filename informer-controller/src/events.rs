@@ -27,7 +27,7 @@
 //!
 //! ```no_run
 //! use informer_runtime::client::Client;
-//! use informer_runtime::events::{EventRecorder, EventType};
+//! use informer_controller::events::{EventRecorder, EventType};
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //!
 //! # async fn run(client: Client, cm: ConfigMap) {
@@ -54,9 +54,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::client::{Client, Patch, PatchParams};
-use crate::clock::{SharedClock, TokioClock, later};
-use crate::resource::Resource;
+use informer_runtime::Resource;
+use informer_runtime::clock::{SharedClock, TokioClock, later};
+
+use crate::write::ApiWriter;
 
 /// How long after its last occurrence a series goes on (client-go's `finishTime`).
 const SERIES_FINISH: Duration = Duration::from_secs(6 * 60);
@@ -183,7 +184,11 @@ impl EventRecorder {
     ///
     /// Outside a Tokio runtime.
     #[must_use]
-    pub fn new(client: Client, controller: impl Into<String>, instance: impl Into<String>) -> Self {
+    pub fn new(
+        client: impl ApiWriter,
+        controller: impl Into<String>,
+        instance: impl Into<String>,
+    ) -> Self {
         Self::with_clock(client, controller, instance, Arc::new(TokioClock))
     }
 
@@ -195,7 +200,7 @@ impl EventRecorder {
     /// Outside a Tokio runtime.
     #[must_use]
     pub fn with_clock(
-        client: Client,
+        client: impl ApiWriter,
         controller: impl Into<String>,
         instance: impl Into<String>,
         clock: SharedClock,
@@ -209,7 +214,7 @@ impl EventRecorder {
             flushing: tokio::sync::Notify::new(),
         });
         let writer = Writer {
-            client,
+            client: Arc::new(client),
             controller: controller.into(),
             instance: instance.into(),
             clock,
@@ -361,7 +366,7 @@ fn truncate(text: &str, max: usize) -> String {
 
 /// The task that writes.
 struct Writer {
-    client: Client,
+    client: Arc<dyn ApiWriter>,
     controller: String,
     instance: String,
     clock: SharedClock,
@@ -532,7 +537,7 @@ impl Writer {
             reporting_instance: Some(self.instance.clone()),
             ..Event::default()
         };
-        match self.before_deadline(self.client.create(Some(&namespace), &written)).await {
+        match self.before_deadline(self.client.create_event(&namespace, &written)).await {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => {
                 tracing::warn!(namespace, name, error = %e, "writing an event failed; dropped");
@@ -577,8 +582,7 @@ impl Writer {
         let last = self.series.get(key).map(|s| s.last_seen);
         let series = EventSeries { count, last_observed_time: MicroTime(Timestamp::now()) };
         let body = serde_json::json!({ "series": series });
-        let (patch, params) = (Patch::Merge(&body), PatchParams::default());
-        let write = self.client.patch::<Event, _>(Some(namespace), name, &patch, &params);
+        let write = self.client.merge_patch_event(namespace, name, &body);
         let Ok(result) = self.before_deadline(write).await else { return };
         match result {
             Ok(_) => {

@@ -7,7 +7,7 @@
 //! one [`SharedInformerFactory`]. Every change becomes the key of a primary object; `workers`
 //! tasks take keys from the queue and call your `reconcile` with the key and the object as the
 //! cache holds it (`None` once deleted). Reads come from listers, never the server; writes go
-//! through the [client](crate::client). What `reconcile` returns decides what happens next:
+//! through a client (`informer_runtime::client::Client`, or kube-rs's). What `reconcile` returns decides what happens next:
 //!
 //! | result | the key |
 //! |---|---|
@@ -30,7 +30,7 @@
 //! ```no_run
 //! use std::sync::Arc;
 //! use informer_runtime::client::Client;
-//! use informer_runtime::controller::{Action, Controller, stop_on_signal};
+//! use informer_controller::controller::{Action, Controller, stop_on_signal};
 //! use informer_runtime::SharedInformerFactory;
 //! use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 //!
@@ -72,7 +72,7 @@
 //! # #[cfg(feature = "kube")]
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use informer_runtime::SharedInformerFactory;
-//! use informer_runtime::controller::{Action, Controller, stop_on_signal};
+//! use informer_controller::controller::{Action, Controller, stop_on_signal};
 //! use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 //!
 //! let kube_client = kube::Client::try_default().await?;
@@ -112,13 +112,13 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::factory::SharedInformerFactory;
-use crate::instrument::{ControllerObserver, ReconcileResult};
-use crate::listwatch::ListWatchSource;
-use crate::resource::Resource;
-use crate::shared_informer::{InformerError, ResourceEventHandler};
-use crate::store::ObjectKey;
 use crate::workqueue::{EnqueueMapped, EnqueueObject, EnqueueOwner, WorkQueue};
+use informer_runtime::SharedInformerFactory;
+use informer_runtime::instrument::{ControllerObserver, ReconcileResult};
+use informer_runtime::listwatch::ListWatchSource;
+use informer_runtime::resource::Resource;
+use informer_runtime::shared_informer::{InformerError, ResourceEventHandler};
+use informer_runtime::store::ObjectKey;
 
 /// What a reconcile asks for next; see the [module docs](self).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,7 +201,7 @@ pub struct Controller<K: Resource, S: ListWatchSource> {
     registrations: Vec<Registration>,
     syncs: Vec<SyncWait>,
     #[cfg(feature = "metrics")]
-    metrics: Option<crate::metrics::Metrics>,
+    metrics: Option<informer_runtime::metrics::Metrics>,
     primary: std::marker::PhantomData<fn() -> K>,
 }
 
@@ -211,7 +211,7 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
     pub fn new(factory: &SharedInformerFactory<S>) -> Self {
         let this = Self {
             factory: factory.clone(),
-            name: crate::resource::resource_name::<K>(),
+            name: informer_runtime::resource::resource_name::<K>(),
             workers: 1,
             queue: None,
             shutdown_timeout: Duration::from_secs(30),
@@ -290,7 +290,7 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
     /// [name](Self::name). A [queue](Self::queue) given here keeps its own metrics setting.
     #[cfg(feature = "metrics")]
     #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
-    pub fn metrics(mut self, metrics: &crate::metrics::Metrics) -> Self {
+    pub fn metrics(mut self, metrics: &informer_runtime::metrics::Metrics) -> Self {
         self.metrics = Some(metrics.clone());
         self
     }
@@ -452,7 +452,7 @@ impl Drop for InFlight<'_> {
 struct Workers<K, F> {
     name: String,
     queue: WorkQueue<ObjectKey>,
-    primary: crate::shared_informer::SharedIndexInformer<K>,
+    primary: informer_runtime::shared_informer::SharedIndexInformer<K>,
     reconcile: F,
     /// Keys whose last reconcile ended in a conflict: the next conflict backs off.
     conflicted: Mutex<HashSet<ObjectKey>>,
@@ -558,22 +558,29 @@ where
 }
 
 /// Whether a `409 Conflict` from the client (reason `Conflict`: a stale version, not an
-/// `AlreadyExists`) is in `error`'s source chain. A wrapper with thiserror's
+/// `AlreadyExists`) is in `error`'s source chain: a [`WriteError`](crate::write::WriteError),
+/// or this project's `ClientError` (feature `client`). A wrapper with thiserror's
 /// `#[error(transparent)]` forwards `source()` past the client's error and hides it: wrap it
 /// with `#[from]` or `#[source]`.
 fn is_conflict(error: &(dyn StdError + 'static)) -> bool {
-    #[cfg(feature = "client")]
-    {
-        let mut next = Some(error);
-        while let Some(e) = next {
-            let status = e.downcast_ref::<crate::client::ClientError>().and_then(|c| c.status());
-            if status.is_some_and(|s| s.code == 409 && s.reason == "Conflict") {
-                return true;
-            }
-            next = e.source();
+    let conflict = |s: &informer_runtime::Status| s.code == 409 && s.reason == "Conflict";
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if e.downcast_ref::<crate::write::WriteError>()
+            .and_then(|w| w.status())
+            .is_some_and(conflict)
+        {
+            return true;
         }
+        #[cfg(feature = "client")]
+        if e.downcast_ref::<informer_runtime::client::ClientError>()
+            .and_then(|c| c.status())
+            .is_some_and(conflict)
+        {
+            return true;
+        }
+        next = e.source();
     }
-    let _ = error;
     false
 }
 

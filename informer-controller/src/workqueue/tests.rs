@@ -11,11 +11,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use parking_lot::Mutex;
 
 use super::*;
-use crate::ObjectKey;
-use crate::delta_fifo::DeletedFinalStateUnknown;
-use crate::shared_informer::{DeletedObject, ResourceEventHandler};
-use crate::testing::FakeClock;
-use crate::testing::wait::until;
+use crate::wait::until;
+use informer_runtime::ObjectKey;
+use informer_runtime::delta_fifo::DeletedFinalStateUnknown;
+use informer_runtime::shared_informer::{DeletedObject, ResourceEventHandler};
+use informer_runtime::testing::FakeClock;
 
 const MS: Duration = Duration::from_millis(1);
 /// How long a test waits for a condition before it fails (real time; nothing here sleeps).
@@ -496,7 +496,7 @@ fn enqueue_mapped_adds_what_the_object_maps_to_before_and_after() {
 #[test]
 fn a_delayed_key_that_fell_due_counts_in_the_depth_and_its_wait_from_its_due_time() {
     let clock = FakeClock::new();
-    let metrics = crate::metrics::Metrics::new();
+    let metrics = informer_runtime::metrics::Metrics::new();
     let queue =
         WorkQueue::builder().name("q").clock(Arc::new(clock.clone())).metrics(&metrics).build();
     queue.add_after("later", 10 * MS);

@@ -5,9 +5,9 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::resource::{Resource, is_namespaced};
-use crate::shared_informer::{DeletedObject, ResourceEventHandler};
-use crate::store::ObjectKey;
+use informer_runtime::resource::{Resource, is_namespaced};
+use informer_runtime::shared_informer::{DeletedObject, ResourceEventHandler};
+use informer_runtime::store::ObjectKey;
 
 use super::WorkQueue;
 
@@ -16,7 +16,7 @@ use super::WorkQueue;
 ///
 /// ```
 /// # use informer_runtime::{SharedInformerFactory, testing::FakeSource};
-/// # use informer_runtime::workqueue::{WorkQueue, EnqueueObject};
+/// # use informer_controller::workqueue::{WorkQueue, EnqueueObject};
 /// # use k8s_openapi::api::core::v1::ConfigMap;
 /// # let factory = SharedInformerFactory::new(FakeSource::new());
 /// let queue = WorkQueue::new();
@@ -61,7 +61,7 @@ impl<K: Resource> ResourceEventHandler<K> for EnqueueObject {
 ///
 /// ```
 /// # use informer_runtime::{SharedInformerFactory, testing::FakeSource};
-/// # use informer_runtime::workqueue::{WorkQueue, EnqueueOwner};
+/// # use informer_controller::workqueue::{WorkQueue, EnqueueOwner};
 /// # use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
 /// # let factory = SharedInformerFactory::new(FakeSource::new());
 /// let queue = WorkQueue::new(); // of ReplicaSet keys
@@ -149,7 +149,7 @@ where
 ///
 /// ```
 /// # use informer_runtime::{ObjectKey, SharedInformerFactory, testing::FakeSource};
-/// # use informer_runtime::workqueue::{WorkQueue, EnqueueMapped};
+/// # use informer_controller::workqueue::{WorkQueue, EnqueueMapped};
 /// # use k8s_openapi::api::core::v1::Secret;
 /// # let factory = SharedInformerFactory::new(FakeSource::new());
 /// let queue = WorkQueue::new();

@@ -13,9 +13,9 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
-use crate::testing::FakeSource;
-use crate::testing::wait::until;
+use crate::wait::until;
 use crate::workqueue::ExponentialBackoff;
+use informer_runtime::testing::FakeSource;
 
 /// How long a test waits for a condition before it fails.
 const DEADLINE: Duration = Duration::from_secs(10);
@@ -249,8 +249,8 @@ async fn requeue_after_reconciles_again_without_a_change() {
 #[cfg(feature = "client")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_conflict_is_retried_at_once_and_a_second_one_backs_off() {
-    use crate::client::ClientError;
-    use crate::listwatch::Status;
+    use informer_runtime::client::ClientError;
+    use informer_runtime::listwatch::Status;
 
     #[derive(Debug, thiserror::Error)]
     #[error("writing the status")]
@@ -324,7 +324,8 @@ async fn shutdown_stops_taking_keys_and_reports_reconciles_that_outlive_its_time
 #[tokio::test]
 async fn a_stop_before_the_caches_sync_reconciles_nothing() {
     let source = FakeSource::new();
-    source.fail_next_lists(usize::MAX, crate::listwatch::Error::Transport("down".into()));
+    source
+        .fail_next_lists(usize::MAX, informer_runtime::listwatch::Error::Transport("down".into()));
     let factory = SharedInformerFactory::new(source.clone());
     let stop = CancellationToken::new();
     stop.cancel();

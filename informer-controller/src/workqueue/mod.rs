@@ -23,7 +23,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use informer_runtime::workqueue::WorkQueue;
+//! use informer_controller::workqueue::WorkQueue;
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! let queue = WorkQueue::<String>::new();
@@ -64,10 +64,10 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use crate::clock::{SharedClock, TokioClock, later};
-use crate::instrument::QueueObserver;
+use informer_runtime::clock::{SharedClock, TokioClock, later};
+use informer_runtime::instrument::QueueObserver;
 #[cfg(feature = "metrics")]
-use crate::instrument::QueueProbe;
+use informer_runtime::instrument::QueueProbe;
 
 pub use enqueue::{EnqueueMapped, EnqueueObject, EnqueueOwner};
 pub use rate_limiter::{
@@ -117,7 +117,7 @@ pub struct WorkQueueBuilder<T> {
     clock: SharedClock,
     name: String,
     #[cfg(feature = "metrics")]
-    metrics: Option<crate::metrics::Metrics>,
+    metrics: Option<informer_runtime::metrics::Metrics>,
 }
 
 impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueueBuilder<T> {
@@ -145,7 +145,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueueBuilder<T> {
     /// ...) in `metrics`, labelled with the queue's [name](Self::name).
     #[cfg(feature = "metrics")]
     #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
-    pub fn metrics(mut self, metrics: &crate::metrics::Metrics) -> Self {
+    pub fn metrics(mut self, metrics: &informer_runtime::metrics::Metrics) -> Self {
         self.metrics = Some(metrics.clone());
         self
     }
@@ -193,7 +193,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use informer_runtime::workqueue::{WorkQueue, ExponentialBackoff};
+    /// # use informer_controller::workqueue::{WorkQueue, ExponentialBackoff};
     /// let queue = WorkQueue::<String>::builder()
     ///     .name("configmapsets")
     ///     .rate_limiter(ExponentialBackoff::new(Duration::from_millis(100), Duration::from_secs(60)))

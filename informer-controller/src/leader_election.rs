@@ -18,8 +18,8 @@
 //! ```no_run
 //! use std::time::Duration;
 //! use informer_runtime::client::Client;
-//! use informer_runtime::controller::stop_on_signal;
-//! use informer_runtime::leader_election::{LeaderElection, Leadership};
+//! use informer_controller::controller::stop_on_signal;
+//! use informer_controller::leader_election::{LeaderElection, Leadership};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let client = Client::try_default()?;
@@ -50,8 +50,9 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::Client;
-use crate::clock::{Random, SharedClock, TokioClock};
+use informer_runtime::clock::{Random, SharedClock, TokioClock};
+
+use crate::write::ApiWriter;
 
 /// client-go's `JitterFactor`: a candidate waits `retry_period × (1 + 1.2 × random)` between
 /// two tries to acquire.
@@ -107,7 +108,7 @@ pub enum Leadership {
 /// Options of a [`LeaderElection`], from [`LeaderElection::builder`].
 #[must_use]
 pub struct LeaderElectionBuilder {
-    client: Client,
+    client: Arc<dyn ApiWriter>,
     namespace: String,
     name: String,
     identity: String,
@@ -224,7 +225,7 @@ pub struct LeaderElection {
 }
 
 struct Inner {
-    client: Client,
+    client: Arc<dyn ApiWriter>,
     namespace: String,
     name: String,
     identity: String,
@@ -283,13 +284,13 @@ impl Observed {
 impl LeaderElection {
     /// A candidate named `identity` for the Lease `namespace/name` (created when missing).
     pub fn builder(
-        client: Client,
+        client: impl ApiWriter,
         namespace: impl Into<String>,
         name: impl Into<String>,
         identity: impl Into<String>,
     ) -> LeaderElectionBuilder {
         LeaderElectionBuilder {
-            client,
+            client: Arc::new(client),
             namespace: namespace.into(),
             name: name.into(),
             identity: identity.into(),
@@ -454,10 +455,10 @@ impl LeaderElection {
     /// if it is free or expired, renews it if it is ours.
     async fn try_acquire_or_renew(&self) -> bool {
         let inner = &self.inner;
-        let (namespace, name) = (Some(inner.namespace.as_str()), inner.name.as_str());
+        let (namespace, name) = (inner.namespace.as_str(), inner.name.as_str());
         let now = Timestamp::now();
         let seconds = i32::try_from(inner.lease_duration.as_secs()).unwrap_or(i32::MAX);
-        let lease = match inner.client.get::<Lease>(namespace, name).await {
+        let lease = match inner.client.get_lease(namespace, name).await {
             Ok(lease) => lease,
             Err(e) if e.is_not_found() => {
                 let lease = Lease {
@@ -475,7 +476,7 @@ impl LeaderElection {
                         ..LeaseSpec::default()
                     }),
                 };
-                return match inner.client.create(namespace, &lease).await {
+                return match inner.client.create_lease(namespace, &lease).await {
                     Ok(created) => {
                         self.observe(&created);
                         true
@@ -511,7 +512,7 @@ impl LeaderElection {
             ..update.spec.unwrap_or_default()
         });
         // Conditional on the version read: of two candidates racing, one gets a 409.
-        match inner.client.replace(namespace, name, &update).await {
+        match inner.client.replace_lease(namespace, name, &update).await {
             Ok(updated) => {
                 self.observe(&updated);
                 true
@@ -547,8 +548,8 @@ impl LeaderElection {
     /// Empties the Lease if this candidate holds it, so that another takes over at once.
     async fn release(&self) {
         let inner = &self.inner;
-        let (namespace, name) = (Some(inner.namespace.as_str()), inner.name.as_str());
-        let Ok(mut lease) = inner.client.get::<Lease>(namespace, name).await else { return };
+        let (namespace, name) = (inner.namespace.as_str(), inner.name.as_str());
+        let Ok(mut lease) = inner.client.get_lease(namespace, name).await else { return };
         let holder = lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref());
         if holder != Some(inner.identity.as_str()) {
             return;
@@ -559,7 +560,7 @@ impl LeaderElection {
         spec.lease_duration_seconds = Some(1);
         spec.acquire_time = Some(MicroTime(now));
         spec.renew_time = Some(MicroTime(now));
-        match inner.client.replace(namespace, name, &lease).await {
+        match inner.client.replace_lease(namespace, name, &lease).await {
             Ok(released) => {
                 self.observe(&released);
                 tracing::info!(lease = self.lease_name(), "released the lease");

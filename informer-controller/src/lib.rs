@@ -1,0 +1,74 @@
+//! Controllers on typed Kubernetes informers: client-go's work queue, controller pattern,
+//! leader election and Events, and controller-runtime's reconcile loop, driven by the
+//! informers of [`informer_runtime`].
+//!
+//! A [`Controller`](controller::Controller) watches a primary resource and the resources it
+//! owns through one `SharedInformerFactory`; their changes become keys in a
+//! [`WorkQueue`](workqueue::WorkQueue), whose workers call your `reconcile` with the object as
+//! the cache holds it. One replica of several leads through a Lease
+//! ([`leader_election`]); [`events`] records what a controller did, as `kubectl describe`
+//! shows it. Both write through [`ApiWriter`], which this project's
+//! `Client` (feature `client`, on by default) and kube-rs's `kube::Client` (feature `kube`)
+//! implement.
+//!
+//! ```no_run
+//! use informer_controller::controller::{Action, Controller, stop_on_signal};
+//! use informer_runtime::SharedInformerFactory;
+//! use informer_runtime::client::{Client, ClientError};
+//! use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let factory = SharedInformerFactory::new(Client::try_default()?);
+//! Controller::<Deployment, _>::new(&factory)
+//!     .owns::<ReplicaSet>()
+//!     .run(
+//!         |request| async move {
+//!             let Some(deployment) = request.object else { return Ok(Action::Done) };
+//!             // ... compare with the listers' ReplicaSets, write through a client ...
+//!             # let _ = deployment;
+//!             Ok::<_, ClientError>(Action::Done)
+//!         },
+//!         stop_on_signal(),
+//!     )
+//!     .await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # The data flow
+//!
+//! After an informer's handlers (`informer_runtime`'s `shared_informer/handler.rs`):
+//!
+//! ```text
+//!    ─▶ workqueue/enqueue.rs                handlers that turn events into keys
+//!    ─▶ workqueue/mod.rs                    keys, once each, to workers; delays and backoff
+//!    ─▶ controller/mod.rs                   workers: your reconcile, its result to the queue
+//! ```
+//!
+//! # Layers
+//!
+//! From the bottom up; a module imports only from its own line or the lines above, and never
+//! in a circle. Everything here stands on `informer_runtime`, which imports nothing of this
+//! crate.
+//!
+//! - `write`: the writes of the layer (`ApiWriter`), for any client
+//! - `workqueue`: keys to workers, with delays and rate limits
+//! - `controller`, `leader_election`, `events`: reconcile loops, leases, Events
+//! - `wait`: test support
+//!
+//! # Metrics
+//!
+//! With the `metrics` feature, work queues and controllers record client-go's and
+//! controller-runtime's metrics into the runtime's `informer_runtime::metrics::Metrics`, beside
+//! the informers' (`WorkQueueBuilder::metrics`, `Controller::metrics`).
+
+pub mod controller;
+pub mod events;
+pub mod leader_election;
+pub mod workqueue;
+pub mod write;
+
+#[cfg(test)]
+mod wait;
+
+pub use write::{ApiWriter, WriteError};
