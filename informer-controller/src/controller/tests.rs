@@ -288,6 +288,46 @@ async fn a_conflict_is_retried_at_once_and_a_second_one_backs_off() {
     assert_eq!(report.failed, 2);
 }
 
+/// The conflict a write through any `ApiWriter` (kube-rs's client included) reports counts
+/// as the client's does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conflict_from_an_api_writer_is_retried_at_once() {
+    use crate::write::WriteError;
+    use informer_runtime::listwatch::Status;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("writing the status")]
+    struct WriteFailed(#[source] WriteError);
+
+    let source = FakeSource::new();
+    source.add(configmap("contended", "1"));
+    let factory = SharedInformerFactory::new(source.clone());
+    let queue = WorkQueue::builder()
+        .rate_limiter(ExponentialBackoff::new(Duration::from_secs(3600), Duration::from_secs(3600)))
+        .build();
+    let attempts = Arc::new(AtomicU32::new(0));
+    let stop = CancellationToken::new();
+    let reconcile = {
+        let attempts = Arc::clone(&attempts);
+        move |_: Request<ConfigMap>| {
+            attempts.fetch_add(1, Ordering::SeqCst);
+            async {
+                let status = Status::new(409, "Conflict", "the object has been modified");
+                Err::<Action, _>(WriteFailed(WriteError::with_status(status, "PUT /x: 409")))
+            }
+        }
+    };
+    let run = tokio::spawn(
+        Controller::<ConfigMap, _>::new(&factory).queue(queue.clone()).run(reconcile, stop.clone()),
+    );
+    until("the second conflict waits for its backoff", || queue.delayed() == 1).await;
+    assert_eq!(attempts.load(Ordering::SeqCst), 2, "the first conflict was retried at once");
+    stop.cancel();
+    let report =
+        tokio::time::timeout(DEADLINE, run).await.expect("ends").expect("task").expect("runs");
+    assert_eq!(report.failed, 2);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_stops_taking_keys_and_reports_reconciles_that_outlive_its_timeout() {
     let source = FakeSource::new();
