@@ -1,5 +1,8 @@
 //! Time, injectable: everything that waits (backoff, resync, watch deadlines) asks a [`Clock`].
 //!
+//! **Who it is for.** Tests that run informers, queues and leader election in virtual time
+//! (`testing::FakeClock`), and the crates built on this one ([`later`]). A program never sets one.
+//!
 //! Production code uses [`TokioClock`] (which also follows tokio's paused test time). Tests that
 //! want to step time by hand use `FakeClock` from the `testing` module.
 

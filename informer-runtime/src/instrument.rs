@@ -1,5 +1,5 @@
 //! What the runtime tells its metrics, where something happens: the seams between the data
-//! flow and the [`metrics`](crate::metrics) module (feature `metrics`), which implements them.
+//! flow and the `metrics` module (feature `metrics`), which implements them.
 //!
 //! Each part holds an `Option` of its observer: without metrics nothing is recorded and
 //! nothing is timed. What is cheaper read when scraped than counted when it happens (queue

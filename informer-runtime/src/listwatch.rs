@@ -1,5 +1,10 @@
 //! The transport seam: how the reflector lists and watches, whatever carries the bytes.
 //!
+//! **Who it is for.** Programs pass a source ([`ListWatchSource`]: this project's `Client`, a
+//! `kube::Client`, a `testing::FakeSource`) to the factory and never call it; its [`Status`]
+//! and [`Error`] are what failures carry. Implement [`ListerWatcher`] to feed informers from
+//! another transport (a cache proxy, a recorded stream).
+//!
 //! A [`ListerWatcher`] answers list and watch requests for one resource type. The reflector is
 //! written against this trait only, so it runs the same over HTTP, against the in-process
 //! `FakeSource` of the `testing` module, or anything a user plugs in. A [`ListWatchSource`]

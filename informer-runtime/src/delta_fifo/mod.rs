@@ -17,6 +17,11 @@
 //!
 //! This follows client-go v0.32's contract (`delta_fifo.go`), without `ErrRequeue`.
 //!
+//! **Who it is for.** Programs use it through a [`SharedIndexInformer`](crate::SharedIndexInformer),
+//! which runs one, and meet only [`DeletedFinalStateUnknown`] (in a handler's
+//! [`DeletedObject`]) and [`TransformFn`]. It is public for those who build an informer loop
+//! of their own on the same contract, as client-go's `NewDeltaFIFO` is.
+//!
 //! # One queue, one reflector per namespace
 //!
 //! An informer over a set of namespaces (controller-runtime's multi-namespace cache, with one

@@ -30,6 +30,12 @@
 //!
 //! Time and randomness are injectable ([`Reflector::with_clock`], [`Reflector::with_random`]),
 //! so the whole state machine runs in virtual time in tests.
+//!
+//! **Who it is for.** Programs set a reflector's options ([`ReflectorConfig`],
+//! [`BackoffConfig`]) through the factory and the informer, and read its failures
+//! ([`ReflectorError`]) in a watch-error handler; the informer runs the reflector. [`Reflector`]
+//! and [`ReflectorStore`] are public for those who keep a store of their own in step with the
+//! server, as client-go's `NewReflector` and kube-runtime's `reflector` are.
 
 mod backoff;
 mod list;
