@@ -122,9 +122,11 @@
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub mod client;
 pub mod clock;
-// Its decoders need simd-json and memchr, which come with the HTTP client's feature.
-#[cfg(feature = "client")]
-mod codec;
+// Public but hidden: the object decoder the client's read path shares with the compact cache;
+// not a user API. It needs simd-json and memchr (feature `simd-json`, on by default).
+#[cfg(feature = "simd-json")]
+#[doc(hidden)]
+pub mod codec;
 pub mod controller;
 pub mod crd;
 pub mod delta_fifo;

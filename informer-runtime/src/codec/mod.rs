@@ -12,9 +12,14 @@
 //! - `prune`: the deserializer wrapper that skips `metadata.managedFields` while decoding;
 //! - `list_split`: a list response body, cut into its members and items while it arrives.
 //!
-//! Compiled with the `client` feature, which brings simd-json and memchr; without it the compact
-//! cache decodes with `serde_json` alone.
+//! Compiled with the `simd-json` feature (on by default), which brings simd-json and memchr;
+//! without it the compact cache decodes with `serde_json` alone.
+//!
+//! Public but hidden from the docs: the HTTP client's read path decodes through it, and is
+//! written to become a crate of its own. Not a user API: it may change in any release.
 
+// Its only users are the HTTP client's list pages.
+#[cfg(feature = "client")]
 pub(crate) mod list_split;
-pub(crate) mod object_decoder;
-pub(crate) mod prune;
+pub mod object_decoder;
+pub mod prune;

@@ -62,7 +62,9 @@ const MAX_DEPTH: usize = 128;
 const FAST_MAX: usize = 256 * 1024;
 
 /// Decodes objects of type `K`, reusing its parse buffers from one object to the next.
-pub(crate) struct ObjectDecoder<K> {
+///
+/// Public for the HTTP client's list and watch decoders, not a user API (see the `codec` module).
+pub struct ObjectDecoder<K> {
     keep_managed_fields: bool,
     /// simd-json parses in place (it unescapes strings where they lie), so each object is
     /// copied here first; the buffer keeps its allocation between objects.
@@ -81,7 +83,8 @@ impl<K> fmt::Debug for ObjectDecoder<K> {
 
 impl<K: DeserializeOwned + Clone> ObjectDecoder<K> {
     /// A decoder whose objects keep `metadata.managedFields` only if `keep_managed_fields` is set.
-    pub(crate) fn new(keep_managed_fields: bool) -> Self {
+    #[must_use]
+    pub fn new(keep_managed_fields: bool) -> Self {
         Self {
             keep_managed_fields,
             input: Vec::new(),
@@ -95,7 +98,7 @@ impl<K: DeserializeOwned + Clone> ObjectDecoder<K> {
     /// # Errors
     ///
     /// `serde_json`'s error when `json` is not a `K`, with its position within `json`.
-    pub(crate) fn decode(&mut self, json: &[u8]) -> Result<K, serde_json::Error> {
+    pub fn decode(&mut self, json: &[u8]) -> Result<K, serde_json::Error> {
         if json.len() > FAST_MAX || has_surrogate_escape(json) {
             return self.decode_with_serde_json(json);
         }
