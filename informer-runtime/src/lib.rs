@@ -32,8 +32,9 @@
 //!  socket ─▶ client/list_watch/http_lister_watcher.rs   list pages and watch streams over HTTP
 //!            client/list_watch/list_page.rs, client/list_watch/watch_decode.rs
 //!                                           bytes → ObjectList<K> / WatchEvent<K>
+//!                                           (client/list_watch/list_split.rs cuts list bodies)
 //!            codec/object_decoder.rs        each object's JSON → K (codec/prune/ skips
-//!                                           managedFields; codec/list_split.rs cuts list bodies)
+//!                                           managedFields)
 //!              (listwatch.rs: the ListerWatcher seam; FakeSource plugs in here too)
 //!    ─▶ reflector/mod.rs                    list, then watch; relist on 410; backoff; resync
 //!       reflector/list.rs                   pages; a compact cache's list waits as JSON

@@ -1,7 +1,8 @@
 //! One object's JSON to the `K` the cache keeps: fast, pruned, and at exact capacities.
 //!
 //! Both decode paths of the HTTP lister-watcher end here, once per object: a list item cut out
-//! by the [splitter](super::list_split), or the object of a watch event. An [`ObjectDecoder`]
+//! by the client's list splitter (`client/list_watch/list_split.rs`), or the object of a watch
+//! event. An [`ObjectDecoder`]
 //! decodes it with [`simd_json`], through the [`prune`](super::prune) wrapper that skips
 //! `metadata.managedFields` unless told to keep it.
 //!
