@@ -33,8 +33,9 @@
 //!  socket ─▶ client/list_watch/http_lister_watcher.rs   list pages and watch streams over HTTP
 //!            client/list_watch/list_page.rs, client/list_watch/watch_decode.rs
 //!                                           bytes → ObjectList<K> / WatchEvent<K>
+//!                                           (client/list_watch/list_split.rs cuts list bodies)
 //!            codec/object_decoder.rs        each object's JSON → K (codec/prune/ skips
-//!                                           managedFields; codec/list_split.rs cuts list bodies)
+//!                                           managedFields)
 //!              (listwatch.rs: the ListerWatcher seam; FakeSource plugs in here too)
 //!    ─▶ reflector/mod.rs                    list, then watch; relist on 410; backoff; resync
 //!       reflector/list.rs                   pages; a compact cache's list waits as JSON
@@ -121,9 +122,11 @@
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub mod client;
 pub mod clock;
-// Its decoders need simd-json and memchr, which come with the HTTP client's feature.
-#[cfg(feature = "client")]
-mod codec;
+// Public but hidden: the object decoder the client's read path shares with the compact cache;
+// not a user API. It needs simd-json and memchr (feature `simd-json`, on by default).
+#[cfg(feature = "simd-json")]
+#[doc(hidden)]
+pub mod codec;
 pub mod crd;
 pub mod delta_fifo;
 pub mod dynamic;

@@ -1,5 +1,5 @@
-//! Object decoding: one object's JSON to the `K` a cache keeps, and a list body cut into its
-//! parts, with nothing above it in the crate.
+//! Object decoding: one object's JSON to the `K` a cache keeps, with nothing above it in the
+//! crate.
 //!
 //! Where it sits in the data flow: under everything that turns bytes into objects. The HTTP
 //! client's list pages and watch streams (`client`) decode each item and each event's object
@@ -9,12 +9,16 @@
 //!
 //! - `object_decoder`: an object's JSON to `K`, with simd-json and exact capacities, and
 //!   `serde_json` for what simd-json would take differently;
-//! - `prune`: the deserializer wrapper that skips `metadata.managedFields` while decoding;
-//! - `list_split`: a list response body, cut into its members and items while it arrives.
+//! - `prune`: the deserializer wrapper that skips `metadata.managedFields` while decoding.
 //!
-//! Compiled with the `client` feature, which brings simd-json and memchr; without it the compact
-//! cache decodes with `serde_json` alone.
+//! (List bodies are cut into their items by the client's read path, `client/list_watch/`, the
+//! splitter's one user.)
+//!
+//! Compiled with the `simd-json` feature (on by default), which brings simd-json and memchr;
+//! without it the compact cache decodes with `serde_json` alone.
+//!
+//! Public but hidden from the docs: the HTTP client's read path decodes through it, and is
+//! written to become a crate of its own. Not a user API: it may change in any release.
 
-pub(crate) mod list_split;
-pub(crate) mod object_decoder;
-pub(crate) mod prune;
+pub mod object_decoder;
+pub mod prune;

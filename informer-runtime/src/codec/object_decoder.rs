@@ -1,7 +1,8 @@
 //! One object's JSON to the `K` the cache keeps: fast, pruned, and at exact capacities.
 //!
 //! Both decode paths of the HTTP lister-watcher end here, once per object: a list item cut out
-//! by the [splitter](super::list_split), or the object of a watch event. An [`ObjectDecoder`]
+//! by the client's list splitter (`client/list_watch/list_split.rs`), or the object of a watch
+//! event. An [`ObjectDecoder`]
 //! decodes it with [`simd_json`], through the [`prune`](super::prune) wrapper that skips
 //! `metadata.managedFields` unless told to keep it.
 //!
@@ -62,7 +63,9 @@ const MAX_DEPTH: usize = 128;
 const FAST_MAX: usize = 256 * 1024;
 
 /// Decodes objects of type `K`, reusing its parse buffers from one object to the next.
-pub(crate) struct ObjectDecoder<K> {
+///
+/// Public for the HTTP client's list and watch decoders, not a user API (see the `codec` module).
+pub struct ObjectDecoder<K> {
     keep_managed_fields: bool,
     /// simd-json parses in place (it unescapes strings where they lie), so each object is
     /// copied here first; the buffer keeps its allocation between objects.
@@ -81,7 +84,8 @@ impl<K> fmt::Debug for ObjectDecoder<K> {
 
 impl<K: DeserializeOwned + Clone> ObjectDecoder<K> {
     /// A decoder whose objects keep `metadata.managedFields` only if `keep_managed_fields` is set.
-    pub(crate) fn new(keep_managed_fields: bool) -> Self {
+    #[must_use]
+    pub fn new(keep_managed_fields: bool) -> Self {
         Self {
             keep_managed_fields,
             input: Vec::new(),
@@ -95,7 +99,7 @@ impl<K: DeserializeOwned + Clone> ObjectDecoder<K> {
     /// # Errors
     ///
     /// `serde_json`'s error when `json` is not a `K`, with its position within `json`.
-    pub(crate) fn decode(&mut self, json: &[u8]) -> Result<K, serde_json::Error> {
+    pub fn decode(&mut self, json: &[u8]) -> Result<K, serde_json::Error> {
         if json.len() > FAST_MAX || has_surrogate_escape(json) {
             return self.decode_with_serde_json(json);
         }

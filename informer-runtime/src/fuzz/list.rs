@@ -31,7 +31,7 @@ use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
 use crate::client::list_watch::list_page::PageDecoder;
-use crate::codec::list_split::{ListSplitter, Piece};
+use crate::client::list_watch::list_split::{ListSplitter, Piece};
 use crate::codec::prune::ObjectSeed;
 
 struct Seeds {

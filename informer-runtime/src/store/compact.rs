@@ -46,7 +46,7 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
-#[cfg(feature = "client")]
+#[cfg(feature = "simd-json")]
 use crate::codec::object_decoder::ObjectDecoder;
 use crate::resource::Object;
 
@@ -363,19 +363,19 @@ pub(crate) fn encode<K: Serialize>(
     Ok(form.into_boxed_slice())
 }
 
-/// What turns JSON into a `K`: the [`codec`](crate::codec)'s decoder with the `client` feature.
-#[cfg(feature = "client")]
+/// What turns JSON into a `K`: the [`codec`](crate::codec)'s decoder with the `simd-json` feature.
+#[cfg(feature = "simd-json")]
 type Decoder<K> = ObjectDecoder<K>;
 
-/// What turns JSON into a `K`: `serde_json` without the `client` feature.
-#[cfg(not(feature = "client"))]
+/// What turns JSON into a `K`: `serde_json` without the `simd-json` feature.
+#[cfg(not(feature = "simd-json"))]
 type Decoder<K> = SerdeJson<K>;
 
 /// `serde_json`, with the decoding call of the codec's `ObjectDecoder`.
-#[cfg(not(feature = "client"))]
+#[cfg(not(feature = "simd-json"))]
 struct SerdeJson<K>(std::marker::PhantomData<fn() -> K>);
 
-#[cfg(not(feature = "client"))]
+#[cfg(not(feature = "simd-json"))]
 impl<K: Object> SerdeJson<K> {
     fn new(_keep_managed_fields: bool) -> Self {
         Self(std::marker::PhantomData)
@@ -453,8 +453,8 @@ impl<K> Default for Decoders<K> {
 }
 
 impl<K: Object> Decoders<K> {
-    /// Decodes a compact form made by [`encode`] with `dictionary`. With the `client` feature, through the
-    /// codec's decoder: simd-json, about twice as fast as `serde_json` on pods, and every
+    /// Decodes a compact form made by [`encode`] with `dictionary`. With the `simd-json` feature,
+    /// through the codec's decoder: simd-json, about twice as fast as `serde_json` on pods, and every
     /// `Vec` of the object at its exact length, so an object decoded here is as small as one the
     /// watch decoded. It keeps `managedFields`: the JSON holds what the object held.
     ///
@@ -489,12 +489,12 @@ impl<K: Object> Decoders<K> {
 #[cfg(test)]
 impl<K: Object> Decoders<K> {
     /// Every byte the pooled decoders hold between reads that a test can see: their
-    /// decompression buffers and, with the `client` feature, their decoders' copies.
+    /// decompression buffers and, with the `simd-json` feature, their decoders' copies.
     pub(crate) fn held_bytes(&self) -> Vec<u8> {
         let mut held = Vec::new();
         for slot in &*self.pool.lock() {
             held.extend_from_slice(&slot.json);
-            #[cfg(feature = "client")]
+            #[cfg(feature = "simd-json")]
             held.extend_from_slice(slot.decoder.held_bytes());
         }
         held

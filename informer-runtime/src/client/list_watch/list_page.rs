@@ -2,7 +2,7 @@
 //!
 //! Where lists enter the data flow: the HTTP lister-watcher pushes the body of one list response
 //! into a [`PageDecoder`], chunk by chunk as the socket delivers it. The
-//! [splitter](crate::codec::list_split) cuts out each part as soon as it is complete, and each item
+//! [splitter](super::list_split) cuts out each part as soon as it is complete, and each item
 //! is deserialized on its own, straight into its `Arc<K>` (no untyped JSON tree, no intermediate
 //! `Vec<K>`, and never the whole body in memory). The list's `metadata` comes before `items` in
 //! what API servers write, so the continue token is known, and reported to a callback, before any
@@ -23,10 +23,10 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
+use super::list_split::{ListSplitter, Part, Piece, SplitError};
 use crate::client::config::DEFAULT_MAX_OBJECT_SIZE;
 use crate::client::error::{byte_offset, json_error_message};
 use crate::client::request::Target;
-use crate::codec::list_split::{ListSplitter, Part, Piece, SplitError};
 use crate::codec::object_decoder::ObjectDecoder;
 use crate::listwatch::{Error, ListIntake, ObjectList};
 use crate::resource::Object;

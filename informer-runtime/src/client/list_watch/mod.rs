@@ -7,7 +7,7 @@
 //!   [`Client`](crate::client::Client): list pages with the next one prefetched, watch streams
 //!   with an idle deadline;
 //! - `list_page`: one list response body to one typed page, decoded part by part while it
-//!   arrives;
+//!   arrives, cut into its parts by `list_split`;
 //! - `watch_decode`: watch stream bytes to typed watch events.
 //!
 //! Both decoders decode each object through the bottom [`codec`](crate::codec) module, which
@@ -15,4 +15,5 @@
 
 pub(super) mod http_lister_watcher;
 pub(crate) mod list_page;
+pub(crate) mod list_split;
 pub(crate) mod watch_decode;

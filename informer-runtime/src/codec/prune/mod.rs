@@ -31,13 +31,17 @@ use serde::de::{
 const PRUNED_METADATA_FIELDS: &[&str] = &["managedFields"];
 
 /// Decodes one object of type `K`, skipping `metadata.managedFields` unless told to keep it.
-pub(crate) struct ObjectSeed<K> {
+///
+/// Public for the HTTP client's decoders and fuzz targets, not a user API (see the `codec` module).
+pub struct ObjectSeed<K> {
     keep_managed_fields: bool,
     _kind: PhantomData<fn() -> K>,
 }
 
 impl<K> ObjectSeed<K> {
-    pub(crate) fn new(keep_managed_fields: bool) -> Self {
+    /// A seed whose object keeps `metadata.managedFields` only if `keep_managed_fields` is set.
+    #[must_use]
+    pub fn new(keep_managed_fields: bool) -> Self {
         Self { keep_managed_fields, _kind: PhantomData }
     }
 }
