@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use embedded_apiserver::ApiServer;
-use informer_runtime::client::{Client, Config};
+use informer_client::{Client, Config};
 use informer_runtime::{HandlerFuncs, LabelSelector, SharedInformerFactory};
 use informer_tests::eventually;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -35,7 +35,7 @@ const DEADLINE: Duration = Duration::from_secs(30);
 const FOOBAR_CRD: &str = include_str!("fixtures/crds/foobar.json");
 const FOOBAR_LIST: &str = include_str!("fixtures/objects/kind-v1-36-foobar-cr-list.compact.json");
 const FOOBAR_WATCH: &str =
-    include_str!("../informer-runtime/tests/fixtures/kind-v1-36-foobar-watch.events.jsonl");
+    include_str!("../informer-client/tests/fixtures/kind-v1-36-foobar-watch.events.jsonl");
 
 /// `json` decoded as `T` and encoded again, compared with the original as JSON values.
 fn assert_round_trip<T: serde::de::DeserializeOwned + serde::Serialize>(

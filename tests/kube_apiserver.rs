@@ -17,8 +17,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use informer_client::{Auth, Client, ClientError, Config, Identity, Patch, PatchParams};
 use informer_controller::leader_election::{LeaderElection, Leadership};
-use informer_runtime::client::{Auth, Client, ClientError, Config, Identity, Patch, PatchParams};
 use informer_runtime::listwatch::ListOptions;
 use informer_runtime::shared_informer::{DeletedObject, ResourceEventHandler};
 use informer_runtime::{LabelSelector, SharedInformerFactory};
@@ -408,7 +408,7 @@ async fn client_certificates_and_bearer_tokens_authenticate() {
 
     let good = Config::from_kubeconfig_file(
         server.kubeconfig(),
-        &informer_runtime::client::KubeconfigOptions::default().context("cert"),
+        &informer_client::KubeconfigOptions::default().context("cert"),
     )
     .expect("the kubeconfig loads");
     let client_with = |change: &dyn Fn(&mut Config)| {
@@ -791,7 +791,9 @@ async fn a_kube_rs_program_runs_informers_over_its_kube_client() {
         .await
         .expect("g1 is created");
 
-    let factory = SharedInformerFactory::builder(kube_client.clone()).namespace(&namespace).build();
+    let factory = SharedInformerFactory::builder(Client::from(kube_client.clone()))
+        .namespace(&namespace)
+        .build();
     let (pods_seen, gizmos_seen) = (Seen::default(), Seen::default());
     factory.informer::<Pod>().add_event_handler(pods_seen.clone()).expect("a pod handler");
     factory.informer::<Gizmo>().add_event_handler(gizmos_seen.clone()).expect("a gizmo handler");

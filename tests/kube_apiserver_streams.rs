@@ -16,8 +16,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use informer_client::{Client, Config, KubeconfigOptions};
 use informer_runtime::SharedInformerFactory;
-use informer_runtime::client::{Client, Config, KubeconfigOptions};
 use informer_tests::eventually;
 use informer_tests::kube_apiserver::KubeApiServer;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};

@@ -1,7 +1,7 @@
 //! A kube-rs program adds informers in a few lines: its `kube::Client`, built as kube-rs builds
-//! one (a `kube::Config` from a kubeconfig, then `kube::Client::try_from`), is the factory's
-//! source (`SharedInformerFactory::new(kube_client)`). Against the embedded API server: a Pod
-//! informer and one of a kube-derive `#[derive(CustomResource)]` type sync, their handlers see
+//! one (a `kube::Config` from a kubeconfig, then `kube::Client::try_from`), carries the factory's
+//! requests (`SharedInformerFactory::new(Client::from(kube_client))`). Against the embedded API
+//! server: a Pod informer and one of a kube-derive `#[derive(CustomResource)]` type sync, their handlers see
 //! adds, updates and deletes, listers answer, a compacted history (410) makes them relist, a
 //! resource that is not served is explained, and typed requests go over the same client. Our
 //! `Client` is also built from the program's `kube::Config`.
@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use embedded_apiserver::ApiServer;
-use informer_runtime::client::Client;
+use informer_client::Client;
 use informer_runtime::listwatch::ListOptions;
 use informer_runtime::{
     GroupVersionResource, HandlerFuncs, LabelSelector, SharedInformerFactory, impl_resource,
@@ -147,7 +147,7 @@ async fn a_kube_rs_program_runs_informers_over_its_kube_client() {
     client.create(Some("default"), &pod("p1")).await.expect("p1 is created");
 
     // The few lines the issue asks for.
-    let factory = SharedInformerFactory::new(kube_client.clone());
+    let factory = SharedInformerFactory::new(Client::from(kube_client.clone()));
     let (pods_seen, widgets_seen) = (Seen::default(), Seen::default());
     factory.informer::<Pod>().add_event_handler(recorder(&pods_seen)).expect("a pod handler");
     factory

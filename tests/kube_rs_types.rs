@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use embedded_apiserver::ApiServer;
-use informer_runtime::client::{Client, Config};
+use informer_client::{Client, Config};
 use informer_runtime::{HandlerFuncs, LabelSelector, Object, SharedInformerFactory, impl_resource};
 use informer_tests::eventually;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

@@ -22,7 +22,8 @@
 
 use std::time::{Duration, Instant};
 
-use informer_runtime::{Client, SharedInformerFactory};
+use informer_client::Client;
+use informer_runtime::SharedInformerFactory;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 use serde_json::{Value, json};
 

@@ -26,7 +26,7 @@
 //! Events are best effort, as everywhere in Kubernetes: a failed write is logged and dropped.
 //!
 //! ```no_run
-//! use informer_runtime::client::Client;
+//! use informer_client::Client;
 //! use informer_controller::events::{EventRecorder, EventType};
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //!

@@ -17,7 +17,7 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use informer_runtime::client::Client;
+//! use informer_client::Client;
 //! use informer_controller::controller::stop_on_signal;
 //! use informer_controller::leader_election::{LeaderElection, Leadership};
 //!

@@ -14,7 +14,7 @@
 //! ```no_run
 //! use informer_controller::controller::{Action, Controller, stop_on_signal};
 //! use informer_runtime::SharedInformerFactory;
-//! use informer_runtime::client::{Client, ClientError};
+//! use informer_client::{Client, ClientError};
 //! use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {

@@ -233,7 +233,7 @@ mod client {
     //! [`ApiWriter`] for this project's HTTP client.
 
     use futures::future::BoxFuture;
-    use informer_runtime::client::{Client, ClientError, Patch, PatchParams};
+    use informer_client::{Client, ClientError, Patch, PatchParams};
     use k8s_openapi::api::coordination::v1::Lease;
     use k8s_openapi::api::events::v1::Event;
 

@@ -14,10 +14,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use embedded_apiserver::ApiServer;
+use informer_client::{Client, Config};
 use informer_controller::leader_election::{LeaderElection, Leadership};
 use informer_controller::{ApiWriter, WriteError};
 use informer_runtime::GroupVersionResource;
-use informer_runtime::client::{Client, Config};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use embedded_apiserver::ApiServer;
 use embedded_apiserver::testing::eventually;
+use informer_client::{Client, Config};
 use informer_controller::events::{EventRecorder, EventType};
 use informer_runtime::GroupVersionResource;
-use informer_runtime::client::{Client, Config};
 use informer_runtime::testing::FakeClock;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::events::v1::Event;

@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use embedded_apiserver::{ApiServer, Failure};
+use informer_client::{Client, Config};
 use informer_controller::leader_election::{LeaderElection, LeaderElectionError, Leadership};
-use informer_runtime::client::{Client, Config};
 use informer_runtime::clock::{Clock, Random};
 use informer_runtime::testing::FakeClock;
 use parking_lot::Mutex;

@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use embedded_apiserver::ApiServer;
+use informer_client::{Client, Config};
 use informer_controller::controller::{Action, Controller, Request};
 use informer_runtime::SharedInformerFactory;
-use informer_runtime::client::{Client, Config};
 use informer_runtime::metrics::{CONTENT_TYPE, Metrics};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

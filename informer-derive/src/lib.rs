@@ -347,7 +347,8 @@ pub fn derive_informer(input: TokenStream) -> TokenStream {
 ///
 /// ```
 /// use informer_derive::Informer;
-/// use informer_runtime::{Client, SharedInformerFactory};
+/// use informer_client::Client;
+/// use informer_runtime::SharedInformerFactory;
 /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 /// use schemars::JsonSchema;
 /// use serde::{Deserialize, Serialize};

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use embedded_apiserver::ApiServer;
 use embedded_apiserver::testing::eventually;
+use informer_client::{Client, Config};
 use informer_derive::Informer;
-use informer_runtime::client::{Client, Config};
 use informer_runtime::{HandlerFuncs, LabelSelector, SharedInformerFactory};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use schemars::JsonSchema;

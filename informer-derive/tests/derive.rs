@@ -246,14 +246,8 @@ fn aliases_name_the_runtime_types() {
     same(None::<WidgetNamespaceLister>, None::<informer_runtime::NamespaceLister<Widget>>);
     same(None::<PolicyLister>, None::<informer_runtime::Lister<Policy>>);
     same(
-        None::<WidgetInformer<'static, informer_runtime::client::Client>>,
-        None::<
-            informer_runtime::informers::TypedInformer<
-                'static,
-                informer_runtime::client::Client,
-                Widget,
-            >,
-        >,
+        None::<WidgetInformer<'static, informer_client::Client>>,
+        None::<informer_runtime::informers::TypedInformer<'static, informer_client::Client, Widget>>,
     );
 }
 

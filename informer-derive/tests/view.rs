@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use embedded_apiserver::ApiServer;
 use embedded_apiserver::testing::eventually;
+use informer_client::{Client, Config};
 use informer_derive::Informer;
-use informer_runtime::client::{Client, Config};
 use informer_runtime::reflector::ReflectorConfig;
 use informer_runtime::store::IndexFn;
 use informer_runtime::{

@@ -45,7 +45,7 @@
 //!     include!(concat!(env!("OUT_DIR"), "/custom_resources.rs"));
 //! }
 //!
-//! # async fn run(client: informer_runtime::Client) {
+//! # async fn run(client: informer_client::Client) {
 //! let factory = informer_runtime::SharedInformerFactory::new(client);
 //! // The accessors are methods of the generated trait: without this import, the call below
 //! // fails with "no method named `cert_manager` found".

@@ -16,15 +16,16 @@
 //! the API server's discovery when the informer first lists; a resource the server does not
 //! serve yet (a CRD not installed) is an error that says so, retried with backoff until it is
 //! served. To find a resource by the name kubectl takes (`deploy`, `widgets.example.com`), use
-//! [`Client::resolve`](crate::client::Client::resolve).
+//! `informer-client`'s `Client::resolve`.
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use informer_runtime::{Client, GroupVersionResource, HandlerFuncs, SharedInformerFactory};
+//! use informer_runtime::{GroupVersionResource, HandlerFuncs, ListWatchSource, SharedInformerFactory};
 //! use informer_runtime::dynamic::DynamicObject;
 //!
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let factory = SharedInformerFactory::new(Client::try_default()?);
+//! # fn run(source: impl ListWatchSource) -> Result<(), Box<dyn std::error::Error>> {
+//! // `source`: an `informer_client::Client`, for example.
+//! let factory = SharedInformerFactory::new(source);
 //! let widgets = factory.dynamic_informer(&GroupVersionResource::new("example.com", "v1", "widgets"))?;
 //! widgets.add_event_handler(HandlerFuncs::new().on_add(|w: Arc<DynamicObject>, _| {
 //!     println!("{} {:?}: size {}", w.kind(), w.metadata.name, w.data["spec"]["size"]);

@@ -27,13 +27,14 @@
 //!
 //! # The data flow
 //!
-//! Each file is one step; an event travels through them in this order, entering each once:
+//! Each file is one step; an event travels through them in this order, entering each once
+//! (the first three are the `informer-client` crate's, the rest this crate's):
 //!
 //! ```text
-//!  socket ─▶ client/list_watch/http_lister_watcher.rs   list pages and watch streams over HTTP
-//!            client/list_watch/list_page.rs, client/list_watch/watch_decode.rs
+//!  socket ─▶ list_watch/http_lister_watcher.rs   list pages and watch streams over HTTP
+//!            list_watch/list_page.rs, list_watch/watch_decode.rs
 //!                                           bytes → ObjectList<K> / WatchEvent<K>
-//!                                           (client/list_watch/list_split.rs cuts list bodies)
+//!                                           (list_watch/list_split.rs cuts list bodies)
 //!            codec/object_decoder.rs        each object's JSON → K (codec/prune/ skips
 //!                                           managedFields)
 //!              (listwatch.rs: the ListerWatcher seam; FakeSource plugs in here too)
@@ -47,7 +48,7 @@
 //!    ─▶ shared_informer/handler.rs          your ResourceEventHandler
 //!
 //!  lister.rs reads the store; factory/mod.rs owns one informer per resource type;
-//!  dynamic.rs is the object of resources known at run time (client/discovery.rs finds them);
+//!  dynamic.rs is the object of resources known at run time (the client's discovery finds them);
 //!  informers/ holds the generated typed accessors (factory.core().v1().pods()).
 //!
 //!  After the handlers, a controller's own flow is the informer-controller crate's
@@ -57,9 +58,9 @@
 //! # Layers
 //!
 //! From the bottom up; a module imports only from its own line or the lines above, and never
-//! in a circle. The HTTP client (`client`) is written to become a crate of its own: nothing
-//! below it imports it. The controller layer above the factory is the `informer-controller`
-//! crate, which this crate does not know.
+//! in a circle. The crates built on this one, `informer-client` (the HTTP client, a
+//! `ListWatchSource`) and `informer-controller` (the controller layer above the factory), are
+//! not known here.
 //!
 //! - `clock`, `instrument`, `quantity`: helpers: time, tracing and metric probes, quantities
 //! - `metrics`: Prometheus metrics of the probes (feature `metrics`), of informers, and of the
@@ -67,7 +68,6 @@
 //! - `resource`, `codec`, `dynamic`, `metadata`, `selector`: objects, keys, decoding, selectors
 //! - `store`: the cache and its indices, decoded or compact
 //! - `listwatch`: the list/watch source seam (`ListerWatcher`, `ListWatchSource`)
-//! - `client`: the HTTP client (feature `client`): config, request core, read path, kube-rs
 //! - `delta_fifo`: per-key deltas between the reflector and the process loop
 //! - `reflector`: list, then watch, into the queue
 //! - `lister`: reads of a cache
@@ -85,31 +85,31 @@
 //!
 //! # Talking to a cluster
 //!
-//! With the default `client` feature, [`Client`] lists and watches any API server: kubeconfig
+//! The `informer-client` crate's `Client` lists and watches any API server: kubeconfig
 //! (`KUBECONFIG`, `~/.kube/config`), in-cluster service accounts, tokens, client certificates
 //! and exec credential plugins. `SharedInformerFactory::new(Client::try_default()?)`.
 //!
-//! A kube-rs program already has a `kube::Client`. With the `kube` feature, that client is an
-//! informer source itself: no second client, no second configuration. Lists and watches go
-//! through kube-rs's stack (its TLS, credentials, proxy and middleware) and are decoded by this
-//! crate's decoders, with the same list, watch and relist behaviour as over [`Client`]. Our
-//! [`Client`] converts from the kube-rs client too (`Client::from(kube_client)`, for typed
-//! requests over it), or from a `kube::Config` (`Client::try_from(config)`).
+//! A kube-rs program already has a `kube::Client`. With `informer-client`'s `kube` feature,
+//! that client carries the informers' requests: no second configuration
+//! (`SharedInformerFactory::new(Client::from(kube_client))`). Lists and watches go through
+//! kube-rs's stack (its TLS, credentials, proxy and middleware) and are decoded by this crate's
+//! decoders, with the same list, watch and relist behaviour as over HTTP of its own.
 //!
-//! ```no_run
-//! # #[cfg(feature = "kube")]
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! Any other [`ListWatchSource`] feeds the informers the same way:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
 //! use informer_runtime::SharedInformerFactory;
+//! use informer_runtime::testing::FakeSource;
 //! use k8s_openapi::api::core::v1::Pod;
 //!
-//! let kube_client = kube::Client::try_default().await?;
-//! let factory = SharedInformerFactory::new(kube_client);
+//! let factory = SharedInformerFactory::new(FakeSource::new());
 //! let pods = factory.informer::<Pod>();
 //! factory.start();
 //! factory.wait_for_cache_sync(std::time::Duration::from_secs(60)).await;
 //! let all = informer_runtime::LabelSelector::everything();
 //! println!("{} pods", pods.lister().list(&all).len());
-//! # Ok(())
 //! # }
 //! ```
 //!
@@ -118,9 +118,6 @@
 //!
 //! [listers]: lister::Lister
 
-#[cfg(feature = "client")]
-#[cfg_attr(docsrs, doc(cfg(feature = "client")))]
-pub mod client;
 pub mod clock;
 // Public but hidden: the object decoder the client's read path shares with the compact cache;
 // not a user API. It needs simd-json and memchr (feature `simd-json`, on by default).
@@ -153,11 +150,9 @@ pub mod store;
 pub mod testing;
 
 #[cfg(test)]
-#[cfg(feature = "client")]
+#[cfg(feature = "simd-json")]
 mod fuzz;
 
-#[cfg(feature = "client")]
-pub use client::Client;
 pub use factory::SharedInformerFactory;
 pub use lister::{Lister, NamespaceLister, NotFound};
 pub use listwatch::{ListWatchSource, ListerWatcher, Status};
@@ -178,8 +173,3 @@ pub mod __private {
     //! direct dependency on k8s-openapi. Not a public API.
     pub use k8s_openapi;
 }
-
-// The README's example must compile and run.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-struct ReadmeDoctests;

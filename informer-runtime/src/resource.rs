@@ -28,8 +28,8 @@
 //! transforms run after the full decode).
 //!
 //! Writing a part back would erase what it lacks, so only types that hold whole objects are
-//! [`WholeObject`]s, the bound of the client's writes ([`Client::create`] and
-//! [`Client::replace`]): reads, merge patches and deletes take any [`Resource`].
+//! [`WholeObject`]s, the bound of the client's writes (`Client::create` and
+//! `Client::replace`): reads, merge patches and deletes take any [`Resource`].
 //!
 //! # Keys
 //!
@@ -37,8 +37,6 @@
 //! object), is defined here, beside the identity it is made of, so that every layer above can
 //! name it; the [`store`](crate::store) re-exports it.
 //!
-//! [`Client::create`]: crate::client::Client::create
-//! [`Client::replace`]: crate::client::Client::replace
 
 use std::any::TypeId;
 use std::borrow::Borrow;
@@ -174,7 +172,7 @@ where
 }
 
 /// A [`Resource`] whose values are whole objects, which the API server can store as they are:
-/// what [`Client::create`] and [`Client::replace`] send.
+/// what `Client::create` and `Client::replace` send.
 ///
 /// Implemented for every type with k8s-openapi's traits (built-ins, `informer-gen`'s output,
 /// `#[derive(Informer)]` custom resources) and by [`impl_resource!`](crate::impl_resource) for
@@ -183,15 +181,7 @@ where
 /// and a write would erase them on the server. A type implementing [`Resource`] by hand
 /// implements this trait too, if its values are whole objects.
 ///
-/// ```compile_fail
-/// # async fn run(client: informer_runtime::Client, metadata: informer_runtime::PartialObjectMetadata<k8s_openapi::api::core::v1::Pod>) {
-/// // The metadata of a pod is not a pod: replacing the pod with it would erase its spec.
-/// client.replace(Some("default"), "web-0", &metadata).await;
-/// # }
-/// ```
-///
-/// [`Client::create`]: crate::client::Client::create
-/// [`Client::replace`]: crate::client::Client::replace
+/// `informer-client`'s `Client::replace` refuses a view or metadata at compile time.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` holds a part of its objects, not whole objects: writing it would erase the fields it lacks",
     label = "a view or metadata, not a whole object",
@@ -218,7 +208,8 @@ pub(crate) fn qualified_name(plural: &str, group: &str) -> String {
 }
 
 /// `apiVersion` as objects carry it: `group/version`, or `version` for the core group.
-pub(crate) fn api_version(group: &str, version: &str) -> String {
+#[must_use]
+pub fn api_version(group: &str, version: &str) -> String {
     if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") }
 }
 
@@ -274,8 +265,10 @@ impl GroupVersionResource {
         Self::new(K::GROUP, K::VERSION, K::PLURAL)
     }
 
-    /// `plural[.group]`, as kubectl names it.
-    pub(crate) fn qualified_name(&self) -> String {
+    /// `plural[.group]`, as kubectl names it (`pods`, `deployments.apps`): how messages, logs
+    /// and metrics name the resource.
+    #[must_use]
+    pub fn qualified_name(&self) -> String {
         qualified_name(&self.resource, &self.group)
     }
 }
@@ -296,7 +289,7 @@ impl fmt::Display for GroupVersionResource {
 ///
 /// For a Rust type, [`ApiResource::of`] reads it from the type's [`Resource`] constants; for a
 /// resource learnt at run time, the API server's discovery documents tell it
-/// ([`Client::discover`](crate::client::Client::discover)).
+/// (`informer-client`'s `Client::discover`).
 ///
 /// ```
 /// # use informer_runtime::resource::ApiResource;
@@ -390,7 +383,7 @@ impl fmt::Display for ApiResource {
 /// the ones the CRD (or kube-rs's `#[kube(...)]` attribute) declares: the runtime builds URLs
 /// from them and checks `apiVersion` and `kind` of what the server sends against them.
 ///
-/// Writes through [`Client`](crate::Client) send the type's `Serialize` output as it is, so it
+/// Writes through `informer-client`'s `Client` send the type's `Serialize` output as it is, so it
 /// must write `apiVersion` and `kind` (kube-rs's roots do); informers only read. The type is a
 /// [`WholeObject`].
 ///

@@ -206,13 +206,13 @@ impl KubeApiServer {
     ///
     /// When the kubeconfig the harness wrote cannot be read: a broken harness.
     #[allow(clippy::expect_used, reason = "the harness's own kubeconfig must load")]
-    pub fn client(&self, context: &str) -> informer_runtime::client::Client {
-        let config = informer_runtime::client::Config::from_kubeconfig_file(
+    pub fn client(&self, context: &str) -> informer_client::Client {
+        let config = informer_client::Config::from_kubeconfig_file(
             self.kubeconfig(),
-            &informer_runtime::client::KubeconfigOptions::default().context(context),
+            &informer_client::KubeconfigOptions::default().context(context),
         )
         .expect("the harness's kubeconfig loads");
-        informer_runtime::client::Client::new(config).expect("a client for the harness")
+        informer_client::Client::new(config).expect("a client for the harness")
     }
 
     /// Stops the API server and starts it again on the same port and etcd; returns once it is

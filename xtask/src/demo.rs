@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use embedded_apiserver::{ApiServer, Failure, ServerHandle};
 use futures::StreamExt;
-use informer_runtime::client::{Client, Config, KubeconfigOptions};
+use informer_client::{Client, Config, KubeconfigOptions};
 use informer_runtime::factory::SharedInformerFactory;
 use informer_runtime::selector::LabelSelector;
 use informer_runtime::shared_informer::{DeletedObject, ResourceEventHandler};

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use embedded_apiserver::{ApiServer, Failure};
 use example_controller::{ConfigMapSet, ConfigMapSetSpec, Settings, difference};
+use informer_client::{Client, Config};
 use informer_controller::leader_election::Leadership;
 use informer_runtime::GroupVersionResource;
-use informer_runtime::client::{Client, Config};
 use informer_runtime::metrics::Metrics;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};

@@ -1,6 +1,6 @@
 //! `peer-informer-kube`: this project's informer as a benchmark peer over kube-rs's
-//! `kube::Client` (feature `kube` of `informer-runtime`): `SharedInformerFactory::new(kube_client)`,
-//! as a kube-rs program adds informers. The bytes travel through kube-rs's stack (hyper,
+//! `kube::Client` (feature `kube` of `informer-client`):
+//! `SharedInformerFactory::new(Client::from(kube_client))`, as a kube-rs program adds informers. The bytes travel through kube-rs's stack (hyper,
 //! HTTP/1.1) and are decoded by this project's decoders; everything else is `peer-informer`'s
 //! ([`informer_bench::informer_peer`]). The client is built as `peer-kube` builds its own
 //! (`kube::Config::new(url)`, kube-rs's defaults). The protocol is in [`informer_bench`]'s
@@ -24,5 +24,5 @@ async fn run(args: PeerArgs) -> Result<(), String> {
     let url = args.server.parse().map_err(|e| format!("--server {}: {e}", args.server))?;
     let client = kube::Client::try_from(kube::Config::new(url))
         .map_err(|e| format!("kube client for {}: {e}", args.server))?;
-    informer_bench::informer_peer::run(PEER, args, client).await
+    informer_bench::informer_peer::run(PEER, args, informer_client::Client::from(client)).await
 }

@@ -6,8 +6,8 @@
 use std::process::ExitCode;
 
 use informer_bench::{PeerArgs, Scenario};
-use informer_runtime::Client;
-use informer_runtime::client::Config;
+use informer_client::Client;
+use informer_client::Config;
 
 const PEER: &str = "informer";
 

@@ -12,8 +12,8 @@
 use std::net::SocketAddr;
 
 use example_controller::{ConfigMapSet, Settings};
+use informer_client::Client;
 use informer_controller::controller::stop_on_signal;
-use informer_runtime::client::Client;
 use informer_runtime::metrics::Metrics;
 
 #[tokio::main]

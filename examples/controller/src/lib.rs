@@ -34,11 +34,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use informer_client::{Client, ClientError, Patch, PatchParams};
 use informer_controller::controller::{Action, Controller, ControllerError, Request};
 use informer_controller::events::{EventRecorder, EventType};
 use informer_controller::leader_election::{LeaderElection, LeaderElectionError, Leadership};
 use informer_derive::Informer;
-use informer_runtime::client::{Client, ClientError, Patch, PatchParams};
 use informer_runtime::metrics::Metrics;
 use informer_runtime::selector::LabelSelector;
 use informer_runtime::{Lister, ObjectKey, Resource, SharedInformerFactory};

@@ -247,7 +247,7 @@ pub struct Endpoint {
 /// use example_derive::informers::CustomResourceInformers as _;
 /// use example_derive::{Database, DatabaseLister};
 ///
-/// # async fn run(client: informer_runtime::Client) {
+/// # async fn run(client: informer_client::Client) {
 /// client.create(None, &Database::crd()).await.expect("the CRD is installed");
 /// let factory = informer_runtime::SharedInformerFactory::new(client);
 /// let databases = factory.example().v1().databases();

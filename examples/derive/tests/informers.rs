@@ -9,7 +9,7 @@ use std::time::Duration;
 use embedded_apiserver::ApiServer;
 use example_derive::informers::CustomResourceInformers as _;
 use example_derive::{Backup, Database, DatabaseLister, DatabaseSpec, Engine, Source, Storage};
-use informer_runtime::client::{Client, Config};
+use informer_client::{Client, Config};
 use informer_runtime::{LabelSelector, SharedInformerFactory};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

@@ -7,7 +7,7 @@
 //! one [`SharedInformerFactory`]. Every change becomes the key of a primary object; `workers`
 //! tasks take keys from the queue and call your `reconcile` with the key and the object as the
 //! cache holds it (`None` once deleted). Reads come from listers, never the server; writes go
-//! through a client (`informer_runtime::client::Client`, or kube-rs's). What `reconcile` returns decides what happens next:
+//! through a client (`informer_client::Client`, or kube-rs's). What `reconcile` returns decides what happens next:
 //!
 //! | result | the key |
 //! |---|---|
@@ -29,7 +29,7 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use informer_runtime::client::Client;
+//! use informer_client::Client;
 //! use informer_controller::controller::{Action, Controller, stop_on_signal};
 //! use informer_runtime::SharedInformerFactory;
 //! use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
@@ -47,7 +47,7 @@
 //!                 let Some(deployment) = request.object else { return Ok(Action::Done) };
 //!                 // ... compare with the listers' ReplicaSets, write through `client` ...
 //!                 # let _ = (deployment, client);
-//!                 Ok::<_, informer_runtime::client::ClientError>(Action::Done)
+//!                 Ok::<_, informer_client::ClientError>(Action::Done)
 //!             }
 //!         },
 //!         stop_on_signal(),
@@ -71,12 +71,13 @@
 //! ```no_run
 //! # #[cfg(feature = "kube")]
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use informer_client::Client;
 //! use informer_runtime::SharedInformerFactory;
 //! use informer_controller::controller::{Action, Controller, stop_on_signal};
 //! use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 //!
 //! let kube_client = kube::Client::try_default().await?;
-//! let factory = SharedInformerFactory::new(kube_client.clone());
+//! let factory = SharedInformerFactory::new(Client::from(kube_client.clone()));
 //! Controller::<Deployment, _>::new(&factory)
 //!     .owns::<ReplicaSet>()
 //!     .run(
@@ -573,7 +574,7 @@ fn is_conflict(error: &(dyn StdError + 'static)) -> bool {
             return true;
         }
         #[cfg(feature = "client")]
-        if e.downcast_ref::<informer_runtime::client::ClientError>()
+        if e.downcast_ref::<informer_client::ClientError>()
             .and_then(|c| c.status())
             .is_some_and(conflict)
         {

@@ -249,7 +249,7 @@ async fn requeue_after_reconciles_again_without_a_change() {
 #[cfg(feature = "client")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_conflict_is_retried_at_once_and_a_second_one_backs_off() {
-    use informer_runtime::client::ClientError;
+    use informer_client::ClientError;
     use informer_runtime::listwatch::Status;
 
     #[derive(Debug, thiserror::Error)]

@@ -78,7 +78,7 @@ mod private {
     }
 
     pub(crate) fn use_them(
-        factory: &informer_runtime::SharedInformerFactory<informer_runtime::Client>,
+        factory: &informer_runtime::SharedInformerFactory<informer_client::Client>,
     ) {
         use informers::CustomResourceInformers as _;
         let _ = factory.private().v1().hiddens();
@@ -87,8 +87,8 @@ mod private {
 
 fn main() {
     use informers::CustomResourceInformers as _;
-    fn accessors(factory: &informer_runtime::SharedInformerFactory<informer_runtime::Client>) {
-        let _: FooInformer<'_, informer_runtime::Client> = factory.example().v1().foos();
+    fn accessors(factory: &informer_runtime::SharedInformerFactory<informer_client::Client>) {
+        let _: FooInformer<'_, informer_client::Client> = factory.example().v1().foos();
         let _ = factory.example().v1().bars().lister();
         factory.register_custom_resources();
         private::use_them(factory);
@@ -100,5 +100,5 @@ fn main() {
     let _: Option<BarLister> = None;
     let _: Option<FooViewNamespaceLister> = None;
     let _: Option<PodViewLister> = None;
-    let _: Option<PodViewInformer<'_, informer_runtime::Client>> = None;
+    let _: Option<PodViewInformer<'_, informer_client::Client>> = None;
 }

@@ -1,5 +1,6 @@
 use informer_derive::Informer;
-use informer_runtime::{Client, PartialObjectMetadata};
+use informer_client::Client;
+use informer_runtime::PartialObjectMetadata;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;

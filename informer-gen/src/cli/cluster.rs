@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use informer_client::{Client, ClientError, Config, ConfigError, KubeconfigOptions};
 use informer_gen::schema::{self, Format, Loaded};
 use informer_runtime::GroupVersionResource;
-use informer_runtime::client::{Client, ClientError, Config, ConfigError, KubeconfigOptions};
 use informer_runtime::dynamic::DynamicObject;
 use informer_runtime::listwatch::{DynamicScope, ListOptions};
 

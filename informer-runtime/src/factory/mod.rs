@@ -118,10 +118,10 @@ pub enum FactoryError {
     #[error("no informer found for {0}")]
     NoInformerFound(GroupVersionResource),
     /// The factory's source cannot list resources unknown at compile time (the `testing`
-    /// module's `FakeSource`): use a [`Client`](crate::Client), or a typed informer.
+    /// module's `FakeSource`): use `informer-client`'s `Client`, or a typed informer.
     #[error(
         "no dynamic informer for {0}: the factory's source lists only Rust types known at \
-         compile time; use an HTTP client (informer_runtime::Client) as the source"
+         compile time; use an HTTP client (informer_client::Client) as the source"
     )]
     DynamicNotSupported(GroupVersionResource),
 }

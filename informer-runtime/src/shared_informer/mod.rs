@@ -297,7 +297,7 @@ impl<K: Resource> SharedIndexInformer<K> {
 
 impl SharedIndexInformer<DynamicObject> {
     /// An informer of `gvr`, a resource known only at run time, over `lister_watcher` (for
-    /// example [`Client::dynamic_lister_watcher`](crate::client::Client::dynamic_lister_watcher));
+    /// example `informer-client`'s `Client::dynamic_lister_watcher`);
     /// `metadata_only` when it lists and watches metadata alone. As [`new`](Self::new)
     /// otherwise; see the [`dynamic`](crate::dynamic) module.
     #[must_use]

@@ -38,9 +38,9 @@ mod real {
 
     use futures::future::BoxFuture;
     use futures::{StreamExt as _, stream};
+    use informer_client::{Client, ClientError};
     use informer_crd_corpus::corpus::CustomResourceInformers as _;
     use informer_gen::sample;
-    use informer_runtime::client::{Client, ClientError};
     use informer_runtime::factory::GenericInformer;
     use informer_runtime::listwatch::Status;
     use informer_runtime::{GroupVersionResource, LabelSelector, Resource, SharedInformerFactory};

@@ -40,7 +40,9 @@ const DEADLINE: Duration = Duration::from_secs(60);
 
 async fn run(namespace: &str) -> Result<(), Box<dyn std::error::Error>> {
     let kube_client = kube::Client::try_default().await?;
-    let factory = SharedInformerFactory::builder(kube_client).namespace(namespace).build();
+    let factory = SharedInformerFactory::builder(informer_client::Client::from(kube_client))
+        .namespace(namespace)
+        .build();
     let pods = factory.informer::<Pod>();
     let widgets = factory.informer::<Widget>();
     let late = Arc::new(Notify::new());

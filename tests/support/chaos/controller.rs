@@ -22,13 +22,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use embedded_apiserver::ServerHandle;
-use informer_runtime::client::{ClientError, Config};
+use informer_client::{ClientError, Config};
 
 use super::credentials::Revoker;
+use informer_client::Client;
 use informer_controller::controller::{Action, Controller, Request};
 use informer_controller::leader_election::{LeaderElection, Leadership};
 use informer_runtime::reflector::{BackoffConfig, ReflectorConfig};
-use informer_runtime::{Client, GroupVersionResource, Lister, SharedInformerFactory};
+use informer_runtime::{GroupVersionResource, Lister, SharedInformerFactory};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     DeleteOptions, ObjectMeta, OwnerReference, Preconditions,

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use embedded_apiserver::{ClientCertificate, ServerHandle};
-use informer_runtime::client::{Auth, ExecConfig};
+use informer_client::{Auth, ExecConfig};
 use k8s_openapi::jiff::Timestamp;
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;

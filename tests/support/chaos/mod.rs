@@ -59,10 +59,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use embedded_apiserver::{ApiServer, ServerHandle, Traffic};
-use informer_runtime::client::Config;
+use informer_client::Client;
+use informer_client::Config;
 use informer_runtime::reflector::{BackoffConfig, ReflectorConfig};
 use informer_runtime::shared_informer::{ResourceEventHandlerRegistration, SharedIndexInformer};
-use informer_runtime::{Client, GroupVersionResource, Resource, SharedInformerFactory};
+use informer_runtime::{GroupVersionResource, Resource, SharedInformerFactory};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 
 pub use self::controller::Counts as ControllerCounts;

@@ -26,13 +26,14 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
+use informer_client::Client;
 use informer_runtime::listwatch::{
     Error, ListIntake, ListOptions, ListWatchSource, ListerWatcher, ObjectList, WatchEvent,
     WatchOptions, WatchStream,
 };
 use informer_runtime::reflector::ReflectorConfig;
 use informer_runtime::store::StorageMode;
-use informer_runtime::{Client, Resource, SharedInformerFactory};
+use informer_runtime::{Resource, SharedInformerFactory};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 
 use super::objects::{CronTab, Kind};

@@ -140,7 +140,7 @@ fn method(out: &mut String, cx: &Context<'_>) {
          (`keep_managed_fields(true)`) except in the managedFields-less sync, where it runs \
          with its default of skipping them while decoding; `informer-kube` = the same \
          informer with kube 5's `kube::Client` as its source \
-         (`SharedInformerFactory::new(kube_client)`, feature `kube`: kube-rs's hyper stack, \
+         (`SharedInformerFactory::new(Client::from(kube_client))`, feature `kube`: kube-rs's hyper stack, \
          HTTP/1.1, carries the bytes, this project's decoders decode them); `kube-rs` = kube 5's \
          `reflector(store, watcher(Api::<Pod>::all, Config::default()).default_backoff())` and \
          `Store::state_filter`; `floor` = paginated GETs (500 a page) decoded into \

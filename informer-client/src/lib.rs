@@ -1,0 +1,161 @@
+//! The HTTP client of typed Kubernetes informers: list, get, watch and writes over reqwest and
+//! rustls, or over a kube-rs `kube::Client` (feature `kube`).
+//!
+//! Where it sits in the data flow: a [`Client`] is an `informer_runtime::ListWatchSource`, the
+//! seam between the API server and the runtime's reflector. Give it to a
+//! `SharedInformerFactory` and every informer lists and watches over HTTP. It also has the few
+//! typed requests a controller needs ([`Client::get`], [`Client::create`], [`Client::replace`],
+//! [`Client::patch_merge`], [`Client::delete`]).
+//!
+//! Its folders, by concept (as kube-client lays out its own):
+//!
+//! - The request core, at the crate's root: `api_client` holds the [`Client`] and its typed
+//!   requests, `request` builds URLs, `transport` carries each request (reqwest with this
+//!   crate's credentials, or a kube-rs client), `body` bounds every response but watches (an
+//!   idle deadline, a cap on what is kept), `error` keeps the server's `Status` typed,
+//!   `discovery` finds resources by group, version and resource, and `connections` spreads
+//!   watches over HTTP/2 connections.
+//! - `config/`: [`Config`] says where the server is and how to authenticate. Its loaders (the
+//!   kubeconfig file format in `config/kubeconfig.rs`, in-cluster), the credentials produced per
+//!   request by `auth` (which runs exec plugins through `exec`), `rotation`, which keeps the TLS
+//!   credentials current (the client certificate and the CA bundle file, with a new connection
+//!   pool whenever they change), `tls` (the rustls configuration) and bounded file reads.
+//! - `list_watch/`, the read path, in the order bytes travel: `http_lister_watcher` implements
+//!   the lister-watcher (list pages with prefetch, watch streams with an idle deadline);
+//!   `list_page` decodes list bodies (cut as they arrive by `list_split`) and `watch_decode`
+//!   watch streams, both through the runtime's object decoder (`managedFields` pruned).
+//! - `kube/` (feature `kube`): the kube-rs bridge. `source` makes a `kube::Client` the
+//!   transport of a [`Client`]; `from_config` maps a `kube::Config` (kube-rs's,
+//!   not the kubeconfig file) onto [`Config`].
+//!
+//! # From kube-rs
+//!
+//! A program that has a `kube::Client` (feature `kube`) gives it to the factory inside a
+//! [`Client`]: `SharedInformerFactory::new(Client::from(kube_client))`. Requests then go through kube-rs's tower stack,
+//! which adds its cluster URL, TLS, credentials (refreshed as kube-rs refreshes them: token
+//! files, exec plugins, its auth providers), proxy, extra headers and impersonation; only
+//! the path and query built here are sent. The rest is this crate's, as over [`Client::new`]:
+//! a non-2xx answer becomes the API's `Status`, the same list pages (prefetched) and streaming
+//! lists, watches with bookmarks and their idle deadline, the same relist on `410`, the 90 s
+//! idle deadline on every response and the 16 MiB cap on each object, and list items and watch
+//! events decoded by this crate's decoders straight from the body (not by kube-rs's `Api`).
+//! What differs is kube-rs's stack:
+//!
+//! - HTTP/1.1 only (kube-rs's connector enables no HTTP/2), so each watch holds a connection of
+//!   its own, where [`Client::new`] multiplexes them over HTTP/2 connections with pings (at most
+//!   [`Config::watches_per_connection`] on each, apart from other requests: see
+//!   [`Client`](Client#connections-and-the-servers-stream-limit)).
+//! - kube-rs retries `429`, `503` and `504` itself (`kube::Config::default_retry`, on by
+//!   default) before the reflector sees them, within the 90 s the answer may take; set it to
+//!   `false` to leave retries to the reflector's backoff.
+//! - Its `connect_timeout`, `read_timeout` and `write_timeout` apply under this crate's idle
+//!   deadlines; a `read_timeout` shorter than a watch's quiet periods cuts watches.
+//!
+//! `Client::from(kube_client)` gives this crate's typed requests over the same client, and
+//! `Client::try_from(kube_config)` a client of this crate's own for the same server and
+//! credentials (the kube-rs `Config`'s fields mapped one by one; what it cannot honour, such as
+//! impersonation or extra headers, is an error naming the field).
+//!
+//! ```no_run
+//! # #[cfg(feature = "kube")]
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use informer_client::Client;
+//! use informer_runtime::SharedInformerFactory;
+//! use k8s_openapi::api::core::v1::Pod;
+//!
+//! let config = kube::Config::infer().await?;
+//! let kube_client = kube::Client::try_from(config.clone())?;
+//! let factory = SharedInformerFactory::new(Client::from(kube_client.clone()));
+//! let pods = factory.informer::<Pod>();
+//! factory.start();
+//!
+//! // This crate's typed requests, over the same kube-rs client...
+//! let pod: Pod = Client::from(kube_client).get(Some("kube-system"), "etcd-control-plane").await?;
+//! // ...or over a client of its own, from the same configuration.
+//! let client = Client::try_from(config)?;
+//! # drop((pods, pod, client));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ```no_run
+//! use informer_client::{Client, Config};
+//! use informer_runtime::SharedInformerFactory;
+//! use k8s_openapi::api::core::v1::Pod;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = Config::new("https://127.0.0.1:6443".parse()?);
+//! let client = Client::new(config)?;
+//! let pod: Pod = client.get(Some("kube-system"), "etcd-control-plane").await?;
+//! println!("{:?}", pod.status.and_then(|s| s.phase));
+//!
+//! let factory = SharedInformerFactory::builder(client).build();
+//! let pods = factory.informer::<Pod>();
+//! # drop(pods);
+//! # Ok(())
+//! # }
+//! ```
+
+//!
+//! # Layers
+//!
+//! From the bottom up; a module imports only from its own line or the lines above, and never
+//! in a circle. Everything here stands on `informer_runtime`, which imports nothing of this
+//! crate.
+//!
+//! - `error`, `request`: the errors, with the server's `Status` typed; URLs and paths
+//! - `config`: where the server is and how to authenticate
+//! - `body`, `transport`, `connections`: bounded bodies, the carriers, connections
+//! - `api_client`, `discovery`: the `Client` and its typed requests; resources by name
+//! - `list_watch`: the read path
+//! - `kube`: the kube-rs bridge (feature `kube`)
+//! - `fuzz`, `test_objects`: fuzz targets and test objects
+
+// The request core.
+mod api_client;
+mod body;
+mod connections;
+mod discovery;
+mod error;
+pub(crate) mod request;
+mod transport;
+
+// Where the server is and how to authenticate: configuration, credentials, TLS.
+mod config;
+// The read path: list pages and watch streams over HTTP, decoded.
+pub(crate) mod list_watch;
+// The kube-rs bridge.
+#[cfg(feature = "kube")]
+mod kube;
+
+pub use config::{
+    Auth, Config, ConfigError, ExecConfig, Identity, IdentityFiles, InClusterOptions,
+    KubeconfigOptions,
+};
+pub use error::{ClientError, Result};
+pub use request::PathSegmentError;
+
+pub use api_client::{Client, Patch, PatchParams};
+
+#[cfg(test)]
+mod fuzz;
+#[cfg(test)]
+mod test_objects;
+
+/// The parsers of what servers and plugins send that the fuzz targets (`crate::fuzz`) call
+/// directly, without a server or a plugin.
+#[cfg(test)]
+pub(crate) mod parsers {
+    pub(crate) use super::config::exec::parse_credential;
+    pub(crate) use super::config::kubeconfig::EXEC_API_VERSIONS;
+    pub(crate) use super::discovery::{
+        DiscoveredResource, groups_of, parse_document, resources_of, versions_of,
+    };
+    pub(crate) use super::error::{MAX_BODY_IN_MESSAGE, parse_status, status_from_response};
+}
+
+// The README's examples must compile and run: they need the runtime, this client and the
+// embedded API server, which this crate's tests have.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
