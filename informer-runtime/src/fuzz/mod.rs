@@ -83,4 +83,4 @@ fn compact_form() {
     Target::new("compact_form", compact::property).run();
 }
 
-use crate::testing::objects::FooBar;
+use crate::client::list_watch::watch_decode::tests::FooBar;

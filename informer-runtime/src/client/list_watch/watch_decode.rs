@@ -435,12 +435,32 @@ where
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use k8s_openapi::api::core::v1::Pod;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     use super::*;
     use crate::listwatch::Status;
-    use crate::testing::objects::FooBar;
+
+    /// The custom resource of the recorded `foobar` watch fixture, the client's own (its tests
+    /// and fuzz targets need no test type of the crate they sit in). Its resource
+    /// implementation is written directly, as for a kube-rs `#[derive(CustomResource)]` root,
+    /// so the decoders are exercised without k8s-openapi's traits.
+    #[derive(Clone, Debug, PartialEq, serde::Deserialize, serde::Serialize)]
+    pub(crate) struct FooBar {
+        pub(crate) metadata: ObjectMeta,
+        #[serde(default)]
+        pub(crate) spec: serde_json::Map<String, serde_json::Value>,
+    }
+
+    crate::impl_resource!(
+        FooBar,
+        group = "k8s-openapi-tests-custom-resource-definition.com",
+        version = "v1",
+        kind = "FooBar",
+        plural = "foobars",
+        namespaced
+    );
 
     const PODS_RV0_BOOKMARKS: &[u8] =
         include_bytes!("../../../tests/fixtures/kind-v1-36-watch-pods-rv0-bookmarks.events.jsonl");
