@@ -16,8 +16,9 @@ use base64::Engine as _;
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::client::api_client::Client;
-use crate::client::config::{Auth, Config, ConfigError, ExecConfig, Identity, IdentityFiles};
+use crate::client::config::{Auth, Config, ExecConfig, Identity, IdentityFiles};
 use crate::client::error::ClientError;
+use crate::client::error::ConfigError;
 
 /// What to do instead, for settings only kube-rs's stack honours.
 const USE_KUBE_CLIENT: &str = "use the kube::Client itself as the informers' source \
