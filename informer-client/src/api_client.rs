@@ -14,13 +14,13 @@ use url::Url;
 use super::body::{BodyReader, Limits, ReadError};
 use super::config::Config;
 use super::config::auth::Authenticator;
-use super::config::rotation::{RotatingHttp, TlsRotation};
 use super::config::tls::{self, PinnedHost, TlsOptions};
 use super::connections::{Connections, PoolSettings};
 use super::error::{
     ClientError, MAX_ERROR_BODY, Result, decode_error, status_from_response, transport_error,
 };
 use super::request::{JSON, check_segment, collection_url, object_accept, object_url};
+use super::rotation::{RotatingHttp, TlsRotation};
 use super::transport::{Body, Response, Traffic, Transport};
 use informer_runtime::listwatch::Error;
 use informer_runtime::resource::{Resource, WholeObject, is_namespaced, resource_name};

@@ -265,7 +265,7 @@ pub(crate) async fn explain(client: &Client, gvr: &GroupVersionResource, error: 
         return error;
     }
     let resource = gvr.qualified_name();
-    let api_version = informer_runtime::resource::api_version(&gvr.group, &gvr.version);
+    let api_version = gvr.api_version();
     let group = if gvr.group.is_empty() {
         "the core group".to_owned()
     } else {

@@ -6,16 +6,17 @@
 //! becomes [`Error::ConnectionRefused`] (retried in place); other transport failures become
 //! [`Error::Transport`] with their cause chain. Of an error answer's body, at most
 //! [`MAX_ERROR_BODY`] bytes are read. [`ClientError`] wraps these for construction and
-//! typed requests, naming the request.
+//! typed requests, naming the request. [`ConfigError`], why a configuration could not be
+//! loaded, is here too, below `config/` which returns it and the client error which wraps it.
 
 use std::error::Error as StdError;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use serde::Deserialize;
 
-use super::config::ConfigError;
 use super::request::PathSegmentError;
 use informer_runtime::listwatch::{Error, Status};
 
@@ -339,6 +340,140 @@ pub(crate) fn decode_error(
         byte_offset(body, error),
         body.len()
     ))
+}
+
+/// Why a configuration could not be loaded, or credentials could not be obtained.
+///
+/// Messages name the file and the field at fault. None of them contains a token, a password or a
+/// private key. Loading errors are not retryable (fix the file); exec plugin errors may be
+/// (a plugin that failed is run again on the next request).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A file could not be read.
+    #[error("cannot read {}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A kubeconfig file is not YAML, or not shaped like a kubeconfig.
+    #[error("{}: {reason}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The YAML error, starting with the field path, for example
+        /// `clusters[0].cluster.server: invalid type: sequence, expected a string at line 7 column 13`.
+        reason: String,
+    },
+    /// A field is missing or has an unusable value.
+    #[error("{}: {field}: {reason}", file.display())]
+    InvalidField {
+        /// The file the field was read from (empty for environment variables).
+        file: PathBuf,
+        /// The path of the field, for example `users[2].user.client-key-data`.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// No kubeconfig file exists, and the process is not running in a cluster.
+    #[error("no kubeconfig found (tried {}) and not running in a cluster", display_paths(tried))]
+    NoConfig {
+        /// The kubeconfig files looked for.
+        tried: Vec<PathBuf>,
+    },
+    /// Neither `current-context` nor a context override says which context to use.
+    #[error(
+        "no context chosen: {} set no current-context and none was requested",
+        display_paths(files)
+    )]
+    NoCurrentContext {
+        /// The kubeconfig files read.
+        files: Vec<PathBuf>,
+    },
+    /// A context or cluster named in the kubeconfig or the options does not exist.
+    #[error("{kind} `{name}` not found in {}", display_paths(files))]
+    NotFound {
+        /// `context` or `cluster`.
+        kind: &'static str,
+        /// The name looked for.
+        name: String,
+        /// The kubeconfig files read.
+        files: Vec<PathBuf>,
+    },
+    /// A user relies on a legacy `auth-provider` (gcp, azure, oidc), which client-go removed.
+    #[error(
+        "{}: {field}: the `{name}` auth provider is no longer supported; configure an exec credential plugin (user.exec) instead{}",
+        file.display(),
+        auth_provider_replacement(name)
+    )]
+    AuthProvider {
+        /// The kubeconfig file.
+        file: PathBuf,
+        /// The field path, for example `users[0].user.auth-provider`.
+        field: String,
+        /// The provider's name.
+        name: String,
+    },
+    /// `KUBERNETES_SERVICE_HOST` or `KUBERNETES_SERVICE_PORT` is unset: this process does not
+    /// run in a pod.
+    #[error(
+        "not running in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set"
+    )]
+    NotInCluster,
+    /// A token or password cannot be sent in an HTTP header.
+    #[error("the {what} contains characters that cannot be sent in an HTTP header")]
+    InvalidHeader {
+        /// What it is (`bearer token`, `basic auth credentials`...).
+        what: &'static str,
+    },
+    /// An exec credential plugin is not installed.
+    #[error("exec credential plugin `{command}` not found{}", install_hint.as_deref().map(|hint| format!("\n\n{hint}")).unwrap_or_default())]
+    ExecNotFound {
+        /// The plugin command.
+        command: String,
+        /// The kubeconfig's `installHint`.
+        install_hint: Option<String>,
+    },
+    /// A setting of a kube-rs `kube::Config` that this crate's client cannot honour (feature
+    /// `kube`). The message says what to do: usually, to use the `kube::Client` itself as the
+    /// informers' source (`SharedInformerFactory::new(Client::from(kube_client))`), whose own stack honours it.
+    #[cfg(feature = "kube")]
+    #[error("kube::Config {field}: {reason}")]
+    KubeConfig {
+        /// The field, for example `auth_info.impersonate`.
+        field: &'static str,
+        /// Why it cannot be honoured, and what to do instead.
+        reason: String,
+    },
+    /// An exec credential plugin failed or returned something unusable.
+    #[error("exec credential plugin `{command}`: {reason}")]
+    Exec {
+        /// The plugin command.
+        command: String,
+        /// What went wrong, with the plugin's stderr (truncated) when it failed. Never the
+        /// credential itself.
+        reason: String,
+    },
+}
+
+fn display_paths(paths: &[PathBuf]) -> String {
+    if paths.is_empty() {
+        return "no files".to_owned();
+    }
+    paths.iter().map(|path| path.display().to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// The exec plugin that replaces a legacy auth provider, as a suffix for the error message.
+fn auth_provider_replacement(name: &str) -> &'static str {
+    match name {
+        "gcp" => " such as gke-gcloud-auth-plugin",
+        "azure" => " such as kubelogin",
+        "oidc" => " such as kubelogin (kubectl oidc-login)",
+        _ => "",
+    }
 }
 
 #[cfg(test)]

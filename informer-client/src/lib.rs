@@ -13,13 +13,14 @@
 //!   requests, `request` builds URLs, `transport` carries each request (reqwest with this
 //!   crate's credentials, or a kube-rs client), `body` bounds every response but watches (an
 //!   idle deadline, a cap on what is kept), `error` keeps the server's `Status` typed,
-//!   `discovery` finds resources by group, version and resource, and `connections` spreads
-//!   watches over HTTP/2 connections.
+//!   `discovery` finds resources by group, version and resource, `connections` spreads
+//!   watches over HTTP/2 connections, and `rotation` keeps the TLS credentials current (the
+//!   client certificate and the CA bundle file, with a new connection pool whenever they
+//!   change).
 //! - `config/`: [`Config`] says where the server is and how to authenticate. Its loaders (the
 //!   kubeconfig file format in `config/kubeconfig.rs`, in-cluster), the credentials produced per
-//!   request by `auth` (which runs exec plugins through `exec`), `rotation`, which keeps the TLS
-//!   credentials current (the client certificate and the CA bundle file, with a new connection
-//!   pool whenever they change), `tls` (the rustls configuration) and bounded file reads.
+//!   request by `auth` (which runs exec plugins through `exec`), `tls` (the rustls
+//!   configuration) and bounded file reads.
 //! - `list_watch/`, the read path, in the order bytes travel: `http_lister_watcher` implements
 //!   the lister-watcher (list pages with prefetch, watch streams with an idle deadline);
 //!   `list_page` decodes list bodies (cut as they arrive by `list_split`) and `watch_decode`
@@ -105,7 +106,7 @@
 //!
 //! - `error`, `request`: the errors, with the server's `Status` typed; URLs and paths
 //! - `config`: where the server is and how to authenticate
-//! - `body`, `transport`, `connections`: bounded bodies, the carriers, connections
+//! - `body`, `transport`, `connections`, `rotation`: bounded bodies, the carriers, connections
 //! - `api_client`, `discovery`: the `Client` and its typed requests; resources by name
 //! - `list_watch`: the read path
 //! - `kube`: the kube-rs bridge (feature `kube`)
@@ -118,6 +119,7 @@ mod connections;
 mod discovery;
 mod error;
 pub(crate) mod request;
+mod rotation;
 mod transport;
 
 // Where the server is and how to authenticate: configuration, credentials, TLS.
@@ -129,10 +131,9 @@ pub(crate) mod list_watch;
 mod kube;
 
 pub use config::{
-    Auth, Config, ConfigError, ExecConfig, Identity, IdentityFiles, InClusterOptions,
-    KubeconfigOptions,
+    Auth, Config, ExecConfig, Identity, IdentityFiles, InClusterOptions, KubeconfigOptions,
 };
-pub use error::{ClientError, Result};
+pub use error::{ClientError, ConfigError, Result};
 pub use request::PathSegmentError;
 
 pub use api_client::{Client, Patch, PatchParams};

@@ -30,8 +30,8 @@ use reqwest::{Method, StatusCode};
 use url::Url;
 
 use super::config::auth::Authenticator;
-use super::config::rotation::RotatingHttp;
 use super::error::transport_error;
+use crate::rotation::RotatingHttp;
 use informer_runtime::listwatch::Error;
 
 // The idle deadline of every wait for bytes lives here, and the body reader, which waits for

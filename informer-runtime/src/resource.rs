@@ -265,11 +265,32 @@ impl GroupVersionResource {
         Self::new(K::GROUP, K::VERSION, K::PLURAL)
     }
 
-    /// `plural[.group]`, as kubectl names it (`pods`, `deployments.apps`): how messages, logs
-    /// and metrics name the resource.
+    /// `plural[.group]`, as kubectl names it (`pods`, `deployments.apps`): the name messages,
+    /// logs and metrics give the resource. For code that names resources in its own messages,
+    /// such as the HTTP client's discovery and lister-watcher.
+    ///
+    /// ```
+    /// # use informer_runtime::GroupVersionResource;
+    /// let gvr = GroupVersionResource::new("apps", "v1", "deployments");
+    /// assert_eq!(gvr.qualified_name(), "deployments.apps");
+    /// ```
     #[must_use]
     pub fn qualified_name(&self) -> String {
         qualified_name(&self.resource, &self.group)
+    }
+
+    /// `apiVersion` as its objects carry it: `group/version`, or `version` for the core group.
+    /// For code that checks or writes the `apiVersion` of objects it knows only by their
+    /// resource, such as the HTTP client's discovery.
+    ///
+    /// ```
+    /// # use informer_runtime::GroupVersionResource;
+    /// assert_eq!(GroupVersionResource::new("apps", "v1", "deployments").api_version(), "apps/v1");
+    /// assert_eq!(GroupVersionResource::new("", "v1", "pods").api_version(), "v1");
+    /// ```
+    #[must_use]
+    pub fn api_version(&self) -> String {
+        api_version(&self.group, &self.version)
     }
 }
 

@@ -32,8 +32,9 @@ const EXEC_REFRESH_MARGIN: Duration = Duration::from_secs(30);
 /// credential expires.
 const EXEC_RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
 
-/// Wall-clock time, injectable for tests (exec credentials expire at wall-clock instants).
-type WallClock = super::rotation::WallClock;
+/// Wall-clock time, injectable for tests (exec credentials expire at wall-clock instants; TLS
+/// credential files are checked against it, `client/rotation.rs`).
+pub(crate) type WallClock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
 
 /// What one request is sent with: what [`Authenticator::credentials`] returns, and what
 /// [`Authenticator::invalidate_if_used`] compares after a 401.

@@ -8,9 +8,9 @@
 //!   in-cluster CA), else the platform's trust store (read with `rustls-native-certs`).
 //! - **Client certificate**: asked of a resolver at each handshake, which hands out the current
 //!   one (the identity from an exec plugin, else `config.identity`, either of which can rotate:
-//!   see `rotation`). Sessions are not resumed when it can rotate.
+//!   see `client/rotation.rs`). Sessions are not resumed when it can rotate.
 //! - **Roots from a file** (`certificate-authority`, the in-cluster `ca.crt`): a verifier that
-//!   follows the file (`rotation::RootsFile`).
+//!   follows the file (`client/rotation.rs`, `RootsFile`).
 //! - **`accept_invalid_certs`** (`insecure-skip-tls-verify`): any certificate chain is accepted,
 //!   but the handshake signatures are still checked, so the peer must hold the key of the
 //!   certificate it shows.

@@ -16,8 +16,8 @@ use base64::Engine as _;
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::api_client::Client;
-use crate::config::{Auth, Config, ConfigError, ExecConfig, Identity, IdentityFiles};
-use crate::error::ClientError;
+use crate::config::{Auth, Config, ExecConfig, Identity, IdentityFiles};
+use crate::error::{ClientError, ConfigError};
 
 /// What to do instead, for settings only kube-rs's stack honours.
 const USE_KUBE_CLIENT: &str = "use the kube::Client itself as this client's transport \

@@ -5,7 +5,7 @@
 //! through an [`ObjectSeed`]. When pruning, it hands the object's `Deserialize` impl a wrapped
 //! deserializer that sees exactly two maps: the object's own top-level map, and the map that is
 //! the value of its `metadata` key. From the second it filters the keys in
-//! [`PRUNED_METADATA_FIELDS`], consuming their values as [`IgnoredAny`]: the deserializer skips
+//! `PRUNED_METADATA_FIELDS`, consuming their values as [`IgnoredAny`]: the deserializer skips
 //! them without building anything. Every other value (`spec`, `status`, the rest of `metadata`)
 //! goes to the wrapped deserializer untouched, so a `managedFields` key deeper in an object (in
 //! `spec`, in an annotation's value) is kept, decoding costs nothing extra there, and decode errors

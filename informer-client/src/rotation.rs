@@ -1,7 +1,7 @@
 //! TLS credentials that change while a client runs: the client certificate (from an exec
 //! plugin, or from certificate and key files) and the CA bundle file.
 //!
-//! Where it sits: between the [`Authenticator`](super::auth::Authenticator), which obtains
+//! Where it sits: between the [`Authenticator`](super::config::auth::Authenticator), which obtains
 //! credentials per request, and the connection pool of the [`Client`](crate::Client). rustls
 //! asks [`PresentedCert`] for the client certificate of each new connection, and verifies the
 //! server with [`RootsFile`]'s current roots; before each request [`TlsRotation::refresh`]
@@ -34,17 +34,14 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::sign::CertifiedKey;
 use rustls::{DigitallySignedStruct, SignatureScheme};
 
-use super::tls;
-use super::{Auth, Config, Identity, IdentityFiles};
+use crate::config::auth::WallClock;
+use crate::config::{Auth, Config, Identity, IdentityFiles, files, tls};
 use crate::connections::Connections;
 use crate::error::ClientError;
 
 /// A file is read again at least this often even when its modification time and size did not
 /// change (client-go checks its certificate files and CA bundle every 5 minutes).
 const FILE_REREAD: Duration = Duration::from_secs(5 * 60);
-
-/// Wall-clock time, injectable for tests.
-pub(crate) type WallClock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
 
 /// The client certificate and CA bundle of a client, kept current; see the
 /// [module documentation](self).
@@ -264,7 +261,7 @@ impl CertificateFiles {
 
     fn read(&self) -> Result<Arc<CertifiedKey>, ClientError> {
         let read = |path: &std::path::Path| {
-            super::files::read(path).map_err(|error| {
+            files::read(path).map_err(|error| {
                 ClientError::Tls(format!("cannot read {}: {error}", path.display()))
             })
         };
@@ -322,7 +319,7 @@ impl RootsFile {
         }
         state.seen = Some(stamps);
         state.read_at = now;
-        let pem = match super::files::read(&self.path) {
+        let pem = match files::read(&self.path) {
             Ok(pem) if pem.iter().all(u8::is_ascii_whitespace) => {
                 // Mid-rewrite, or emptied: client-go keeps its roots too.
                 tracing::warn!(path = %self.path.display(), "the CA bundle file is empty; keeping the previous roots");
