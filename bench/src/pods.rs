@@ -27,7 +27,7 @@ pub struct Templates {
 }
 
 impl Templates {
-    /// Loads the templates from `dir` (the repository's `tests/fixtures/objects`, or a directory
+    /// Loads the templates from `dir` (`informer-runtime/tests/fixtures`, or a directory
     /// of the same layout).
     ///
     /// # Errors
@@ -130,7 +130,7 @@ mod tests {
     #[test]
     fn pods_are_spread_and_named_after_their_template() {
         // The templates are part of the repository, so their absence is a broken checkout.
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/objects");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../informer-runtime/tests/fixtures");
         let templates = Templates::load(&dir)
             .unwrap_or_else(|e| panic!("the pod templates in {}: {e}", dir.display()));
         assert_eq!(templates.len(), 8, "7 kind pods and the every-field pod");

@@ -200,8 +200,8 @@ mod tests {
 
     #[test]
     fn every_kind_decodes_into_its_type() {
-        let dir =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/objects");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../informer-runtime/tests/fixtures");
         let templates = Templates::load(&dir)
             .unwrap_or_else(|e| panic!("the pod templates in {}: {e}", dir.display()));
         let pod: Pod = serde_json::from_value(object(&templates, "pods", 3, 1)).unwrap();

@@ -120,29 +120,3 @@ mod tests {
         assert_eq!(names, ["core", "apps", "apps_example_com", "core_example_com"]);
     }
 }
-
-#[cfg(test)]
-mod builtin_names_tests {
-    use informer_emit::names::BUILTIN_GROUP_NAMES;
-
-    /// The reserved names are the group accessors of the checked-in built-in accessors.
-    #[test]
-    fn builtin_group_names_match_the_generated_accessors() {
-        let generated = std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../informer-runtime/src/informers/generated.rs"),
-        )
-        .unwrap();
-        let mut names: Vec<&str> = generated
-            .lines()
-            .filter_map(|l| l.trim().strip_prefix("pub fn "))
-            .filter_map(|l| {
-                let (name, rest) = l.split_once("(&self) -> ")?;
-                rest.starts_with(&format!("{name}::Group")).then_some(name)
-            })
-            .collect();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names, BUILTIN_GROUP_NAMES);
-    }
-}

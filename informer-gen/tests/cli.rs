@@ -1,8 +1,9 @@
 //! The `informer-gen` binary, run for real on CRDs written into temporary directories: stdout
 //! output, `--out` module trees, `--list`, standard input (`-`), `--types-only`, the options,
 //! errors (exit status 1, `--out` untouched) and `--help` (compared with
-//! `tests/snapshots/help-crd.txt`; `EXPECTORATE=overwrite` rewrites it). `tests/cluster.rs`
-//! runs it against an API server.
+//! `tests/snapshots/help-crd.txt`; `EXPECTORATE=overwrite` rewrites it). The workspace's tests
+//! run it against an API server (`tests/informer_gen_cluster.rs`) and on the CRD corpus
+//! (`tests/crd_corpus_gen.rs`).
 
 // Helpers outside the `#[test]` functions fail the test on a broken expectation, too.
 #![allow(clippy::unwrap_used)]
@@ -563,28 +564,4 @@ fn help_describes_every_option() {
         help, expected,
         "EXPECTORATE=overwrite cargo test -p informer-gen --test cli updates it"
     );
-}
-
-/// Every CRD of the repository's corpus: `--out` with `--list`, every file parses.
-#[test]
-fn corpus_generates_a_tree_that_parses() {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/crd-corpus");
-    assert!(corpus.is_dir(), "the CRD corpus {} is absent", corpus.display());
-    let temp = tempfile::tempdir().unwrap();
-    let out = temp.path().join("out");
-    let output = run(
-        temp.path(),
-        &["crd", "--list", "--out", out.to_str().unwrap(), corpus.to_str().unwrap()],
-    );
-    let list = stdout(&output);
-    assert!(list.lines().count() > 10, "{list}");
-    for line in list.lines() {
-        let fields: Vec<&str> = line.split('\t').collect();
-        assert_eq!(fields.len(), 7, "{line}");
-        assert!(["namespaced", "cluster"].contains(&fields[4]), "{line}");
-        assert!(Path::new(fields[6]).starts_with(&corpus), "{line}");
-    }
-    for (path, code) in tree(&out) {
-        parse(path.to_str().unwrap(), &code);
-    }
 }

@@ -1,9 +1,11 @@
 //! What the workspace's integration tests share: the real kube-apiserver harness, the kube-rs
 //! program the kube tests run as a child process, the chaos
-//! scenario (run by `tests/chaos.rs` and `cargo xtask soak`), and waiting on a condition with a
-//! deadline (embedded-apiserver's, which the crates' own tests use too).
+//! scenario (run by `tests/chaos.rs` and `cargo xtask soak`), the `informer-gen` binary, and
+//! waiting on a condition with a deadline (embedded-apiserver's, which the crates' own tests use
+//! too).
 
 pub mod chaos;
+pub mod informer_gen;
 pub mod kube_apiserver;
 pub mod kube_program;
 

@@ -816,13 +816,6 @@ spec:
         }
     }
 
-    /// The repository's CRD corpus: a missing directory fails the test, naming the path.
-    fn corpus() -> PathBuf {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/crd-corpus");
-        assert!(dir.is_dir(), "the CRD corpus {} is absent", dir.display());
-        dir
-    }
-
     /// A fresh empty directory under the system's temporary directory.
     fn temp_dir(name: &str) -> PathBuf {
         let dir =
@@ -830,23 +823,6 @@ spec:
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
-    }
-
-    #[test]
-    fn every_corpus_file_loads() {
-        let dir = corpus();
-        let loaded = load(&[&dir]).unwrap();
-        let yaml_files = std::fs::read_dir(&dir)
-            .unwrap()
-            .filter(|entry| entry.as_ref().unwrap().path().extension().is_some_and(|e| e == "yaml"))
-            .count();
-        assert_eq!(loaded.len(), yaml_files, "one CRD per file");
-        for crd in &loaded {
-            assert_eq!(crd.crd.kind, "CustomResourceDefinition");
-            assert!(!crd.crd.spec.versions.is_empty(), "{}", crd.file.display());
-        }
-        let names: Vec<_> = loaded.iter().map(|crd| crd.file.file_name().unwrap()).collect();
-        assert!(names.is_sorted(), "files are read in name order");
     }
 
     #[test]
@@ -876,20 +852,6 @@ spec:
                 serde_json::json!("!~"),
             ]
         );
-    }
-
-    #[test]
-    fn the_corpus_equals_sign_enum_loads_as_a_string() {
-        let dir = corpus();
-        let text = std::fs::read_to_string(dir.join("prometheus-operator-alertmanagerconfig.yaml"))
-            .unwrap();
-        assert!(
-            text.contains("\n                            - =\n"),
-            "the quirk is still in the file"
-        );
-        let loaded = parse_str(Path::new("alertmanagerconfig.yaml"), &text).unwrap();
-        let debug = format!("{:?}", loaded[0].crd);
-        assert!(debug.contains(r#"String("=")"#));
     }
 
     #[test]

@@ -36,7 +36,7 @@ struct Seeds {
 fn seeds() -> &'static Seeds {
     static SEEDS: OnceLock<Seeds> = OnceLock::new();
     SEEDS.get_or_init(|| {
-        let pods: Vec<Pod> = fixtures::dir("tests/fixtures/objects", &[".json"])
+        let pods: Vec<Pod> = fixtures::dir("informer-runtime/tests/fixtures", &[".json"])
             .into_iter()
             .filter(|(name, _)| name.contains("-pod-") || name.ends_with("core.v1.Pod.json"))
             .map(|(_, body)| serde_json::from_slice(&body).unwrap())

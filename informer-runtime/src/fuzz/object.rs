@@ -30,7 +30,7 @@ struct Seeds {
 fn seeds() -> &'static Seeds {
     static SEEDS: OnceLock<Seeds> = OnceLock::new();
     SEEDS.get_or_init(|| {
-        let raw: Vec<Vec<u8>> = fixtures::dir("tests/fixtures/objects", &[".json"])
+        let raw: Vec<Vec<u8>> = fixtures::dir("informer-runtime/tests/fixtures", &[".json"])
             .into_iter()
             .filter(|(name, _)| name.contains("-pod-") || name.ends_with("core.v1.Pod.json"))
             .map(|(_, body)| body)

@@ -35,7 +35,7 @@
 //!
 //! The price is the values the objects of a cache share (namespaces, images, node names, label
 //! values, owner names), which a dictionary of raw JSON let every object refer to. The recorded
-//! kind pods and the every-field pod of `tests/fixtures/objects`, without `managedFields`, each
+//! kind pods and the every-field pod of `tests/fixtures`, without `managedFields`, each
 //! compressed with a dictionary learnt from the seven others, come out 3.8 times smaller than
 //! their JSON with skeletons, against 4.8 times with the others' raw JSON (what this module
 //! did before) and 2.8 times without a dictionary (`cargo test --release -p informer-runtime
@@ -607,10 +607,10 @@ mod tests {
         }
     }
 
-    /// The recorded pods of `tests/fixtures/objects` (kind's seven and the every-field pod),
+    /// The recorded pods of the crate's `tests/fixtures` (kind's seven and the every-field pod),
     /// without `managedFields`, as JSON.
     fn recorded_pods() -> Vec<Vec<u8>> {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/objects");
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
         let names = [
             "kind-v1-36-pod-coredns.json",
             "kind-v1-36-pod-etcd.json",

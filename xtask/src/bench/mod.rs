@@ -4,7 +4,7 @@
 //!
 //! The peers and the server are the binaries of the `informer-bench` crate (`bench/`), built
 //! `--release`; the peer protocol is in that crate's docs. The server holds pods made from the
-//! templates in `tests/fixtures/objects`, loaded in increasing counts: at each count the
+//! templates in `informer-runtime/tests/fixtures`, loaded in increasing counts: at each count the
 //! scenarios that need it run (sync, the stripping and metadata-only syncs, relist, lister, then
 //! churn, which modifies pods), every peer in turn, `--runs` times.
 //!
@@ -33,7 +33,7 @@ use self::process::{Outcome, PeerCommand, Server, prime_memory, run_peer};
 use self::results::{Case, Results, Sample};
 
 /// The pod templates, relative to the workspace root.
-const OBJECTS: &str = "tests/fixtures/objects";
+const OBJECTS: &str = "informer-runtime/tests/fixtures";
 /// A template the benchmark cannot do without.
 const TEMPLATE: &str = "kind-v1-36-pod-coredns.json";
 

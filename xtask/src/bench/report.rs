@@ -127,7 +127,8 @@ fn method(out: &mut String, cx: &Context<'_>) {
         out,
         "- **Server.** The embedded API server (`embedded_apiserver`) in its \
          own process (`bench-server`), over loopback HTTP; periodic bookmarks off. Pods are \
-         copies of the 7 kind-cluster pods and the every-field pod of `tests/fixtures/objects` \
+         copies of the 7 kind-cluster pods and the every-field pod of \
+         `informer-runtime/tests/fixtures` \
          (7–10 KB of JSON each, one in eight 32 KB; managedFields, owner references, status), \
          spread over 50 namespaces, 20 `app` labels and 500 nodes.\n\
          - **Peers**, each its own process, all built `--release` with mimalloc (Rust) and \

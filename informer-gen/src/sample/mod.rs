@@ -105,12 +105,17 @@
 //! assert!(json_eq(&serde_json::json!({"replicas": 2}), &serde_json::json!({"replicas": 2.0})));
 //! ```
 
+mod check;
+
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
 use crate::schema::crd::CustomResourceDefinition;
 use crate::schema::openapi::{AdditionalProperties, Items, Schema};
+
+#[doc(hidden)]
+pub use check::check_samples;
 
 /// One synthesised object.
 #[derive(Debug, Clone, PartialEq)]
@@ -695,23 +700,13 @@ fn number(schema: &Schema, n: usize) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::{BTreeSet, HashMap};
     use std::path::Path;
-    use std::time::Instant;
 
     use serde_json::{Value, json};
 
-    use super::{Generator, Header, Mode, Sample, base64, json_diff, json_eq, samples};
+    use super::{Sample, base64, json_diff, json_eq, samples};
     use crate::schema::crd::CustomResourceDefinition;
-    use crate::schema::openapi::{AdditionalProperties, Items, Schema};
-    use crate::schema::{load, parse_str};
-
-    /// The repository's CRD corpus, loaded: a missing directory fails the test, naming the path.
-    fn corpus() -> Vec<crate::schema::Loaded> {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/crd-corpus");
-        assert!(dir.is_dir(), "the CRD corpus {} is absent", dir.display());
-        load(&[dir]).unwrap()
-    }
+    use crate::schema::parse_str;
 
     /// A one-version CRD whose root schema is `schema` (YAML, indented for `openAPIV3Schema`).
     fn crd(scope: &str, schema: &str) -> CustomResourceDefinition {
@@ -735,287 +730,6 @@ spec:
 
     fn sample<'a>(samples: &'a [Sample], name: &str) -> &'a Value {
         &samples.iter().find(|sample| sample.name == name).unwrap().object
-    }
-
-    fn root(crd: &CustomResourceDefinition, version: &str) -> Schema {
-        let version = crd.spec.versions.iter().find(|candidate| candidate.name == version).unwrap();
-        version.schema.clone().unwrap().open_api_v3_schema.unwrap()
-    }
-
-    /// Checks `value` against the parts of `schema` the samples promise to respect, pushing what
-    /// is wrong to `errors`, and records enum values seen per schema node.
-    fn check(
-        schema: &Schema,
-        value: &Value,
-        path: &str,
-        seen: &mut HashMap<*const Schema, BTreeSet<String>>,
-        errors: &mut Vec<String>,
-    ) {
-        let mut error = |message: String| errors.push(format!("{path}: {message} (value {value})"));
-        if value.is_null() {
-            error("null".to_owned());
-            return;
-        }
-        if let Some(values) =
-            schema.enum_.as_ref().filter(|values| super::enum_fits(schema, values))
-        {
-            seen.entry(std::ptr::from_ref(schema)).or_default().insert(value.to_string());
-            if !values.contains(value) {
-                error("not in enum".to_owned());
-            }
-            return;
-        }
-        if schema.int_or_string {
-            match value {
-                Value::String(_) => {}
-                Value::Number(number) if number.is_i64() => {}
-                _ => error("not an int-or-string".to_owned()),
-            }
-            return;
-        }
-        let Some(type_) = schema.type_.as_deref() else { return };
-        let matches = match type_ {
-            "object" => value.is_object(),
-            "array" => value.is_array(),
-            "string" => value.is_string(),
-            "integer" => value.is_i64() || value.is_u64(),
-            "number" => value.as_f64().is_some_and(|number| number.fract() != 0.0),
-            "boolean" => value.is_boolean(),
-            _ => true,
-        };
-        if !matches {
-            error(format!("not a {type_}"));
-            return;
-        }
-        if let Some(problem) = scalar_problem(schema, value) {
-            error(problem.to_owned());
-        }
-        if let Value::Array(items) = value {
-            let count = u64::try_from(items.len()).unwrap();
-            if schema.min_items.is_some_and(|min| count < min)
-                || schema.max_items.is_some_and(|max| count > max)
-            {
-                error("item count out of bounds".to_owned());
-            }
-            let keys: Vec<Value> = match schema.list_type.as_deref() {
-                Some("set") => items.clone(),
-                Some("map") => items
-                    .iter()
-                    .map(|item| schema.list_map_keys.iter().map(|key| item[key].clone()).collect())
-                    .collect(),
-                _ => Vec::new(),
-            };
-            if keys.iter().map(Value::to_string).collect::<BTreeSet<_>>().len() != keys.len() {
-                error("duplicate items in a set or map list".to_owned());
-            }
-            if let Some(Items::Schema(item)) = schema.items.as_deref() {
-                for (index, value) in items.iter().enumerate() {
-                    check(item, value, &format!("{path}[{index}]"), seen, errors);
-                }
-            }
-        }
-        if let Value::Object(object) = value {
-            let header = |key: &str| ["apiVersion", "kind", "metadata"].contains(&key);
-            for required in &schema.required {
-                let written_by_sample = schema.embedded_resource && header(required);
-                if !object.contains_key(required) && !written_by_sample {
-                    errors.push(format!("{path}: required {required} missing"));
-                }
-            }
-            for (key, value) in object {
-                let path = format!("{path}.{key}");
-                if schema.embedded_resource && header(key) {
-                    continue;
-                }
-                let in_branch =
-                    || schema.junctions().find_map(|(_, _, branch)| branch.properties.get(key));
-                if let Some(property) = schema.properties.get(key).or_else(in_branch) {
-                    check(property, value, &path, seen, errors);
-                } else if let Some(AdditionalProperties::Schema(values)) =
-                    schema.additional_properties.as_deref()
-                {
-                    check(values, value, &path, seen, errors);
-                } else if !schema.preserves_unknown_fields()
-                    && schema.additional_properties.is_none()
-                {
-                    errors.push(format!("{path}: unknown property"));
-                }
-            }
-        }
-    }
-
-    /// What is wrong with a number or string `value` of `schema`: bounds, length, format.
-    fn scalar_problem(schema: &Schema, value: &Value) -> Option<&'static str> {
-        if let Some(number) = value.as_f64() {
-            let low = schema.minimum.unwrap_or(f64::NEG_INFINITY);
-            let high = schema.maximum.unwrap_or(f64::INFINITY);
-            let exclusive = (schema.exclusive_minimum && number <= low)
-                || (schema.exclusive_maximum && number >= high);
-            if number < low || number > high || exclusive {
-                return Some("out of bounds");
-            }
-        }
-        if let Some(text) = value.as_str() {
-            let length = u64::try_from(text.chars().count()).unwrap();
-            if schema.min_length.is_some_and(|min| length < min)
-                || schema.max_length.is_some_and(|max| length > max)
-            {
-                return Some("length out of bounds");
-            }
-            match schema.format.as_deref() {
-                Some("date-time") if text.len() != 20 || !text.ends_with('Z') => {
-                    return Some("not a second-precision UTC date-time");
-                }
-                Some("byte") if text.len() % 4 != 0 => return Some("not padded base64"),
-                _ => {}
-            }
-        }
-        None
-    }
-
-    /// Every schema node with an enum, reached through properties, items and map values (the
-    /// root's `apiVersion`, `kind` and `metadata` excepted: the samples write their own).
-    fn enums<'a>(
-        schema: &'a Schema,
-        root: bool,
-        found: &mut Vec<(&'a Schema, String)>,
-        path: &str,
-    ) {
-        if schema.enum_.as_ref().is_some_and(|values| super::enum_fits(schema, values)) {
-            found.push((schema, path.to_owned()));
-        }
-        for (name, property) in &schema.properties {
-            let header = ["apiVersion", "kind", "metadata"].contains(&name.as_str());
-            if !(header && (root || schema.embedded_resource)) {
-                enums(property, false, found, &format!("{path}.{name}"));
-            }
-        }
-        if let Some(Items::Schema(item)) = schema.items.as_deref() {
-            enums(item, false, found, &format!("{path}[]"));
-        }
-        if let Some(AdditionalProperties::Schema(values)) = schema.additional_properties.as_deref()
-        {
-            enums(values, false, found, &format!("{path}{{}}"));
-        }
-    }
-
-    fn check_samples(file: &Path, crd: &CustomResourceDefinition, version: &str) {
-        let header = ["apiVersion", "kind", "metadata"];
-        let schema = root(crd, version);
-        // The schema of what follows the header the samples write themselves.
-        let mut body_schema = schema.clone();
-        body_schema.required.retain(|key| !header.contains(&key.as_str()));
-        let samples = samples(crd, version);
-        let context = format!("{} {version}", file.display());
-        assert!(samples.len() >= 2, "{context}");
-        let mut seen = HashMap::new();
-        for sample in &samples {
-            let object = sample.object.as_object().unwrap();
-            assert_eq!(object["apiVersion"], format!("{}/{version}", crd.spec.group), "{context}");
-            assert_eq!(object["kind"], crd.spec.names.kind.as_str(), "{context}");
-            assert_eq!(object["metadata"]["name"], sample.name.as_str(), "{context}");
-            assert_eq!(
-                object["metadata"].get("namespace").is_some(),
-                crd.namespaced(),
-                "{context}"
-            );
-            let mut body = object.clone();
-            body.retain(|key, _| !header.contains(&key.as_str()));
-            let mut errors = Vec::new();
-            check(&body_schema, &Value::Object(body), &sample.name, &mut seen, &mut errors);
-            let first = &errors[..errors.len().min(10)];
-            assert!(errors.is_empty(), "{context}: {} problems, first: {first:#?}", errors.len());
-        }
-        let mut nodes = Vec::new();
-        enums(&body_schema, true, &mut nodes, "");
-        for (node, path) in nodes {
-            let wanted: BTreeSet<String> = node
-                .enum_
-                .iter()
-                .flatten()
-                .filter(|value| !value.is_null())
-                .map(Value::to_string)
-                .collect();
-            let got = seen.get(&std::ptr::from_ref(node)).cloned().unwrap_or_default();
-            let missing: Vec<_> = wanted.difference(&got).collect();
-            assert!(missing.is_empty(), "{context}: {path}: enum values {missing:?} in no sample");
-        }
-        let required_only = sample(&samples, "required-only").as_object().unwrap();
-        for key in required_only.keys() {
-            assert!(
-                header.contains(&key.as_str()) || schema.required.contains(key),
-                "{context}: required-only has {key}"
-            );
-        }
-        let all_fields = sample(&samples, "all-fields").as_object().unwrap();
-        for key in schema.properties.keys() {
-            assert!(all_fields.contains_key(key), "{context}: all-fields lacks {key}");
-        }
-    }
-
-    #[test]
-    fn every_corpus_version_has_valid_samples_covering_every_enum_value() {
-        let loaded = corpus();
-        let mut count = 0;
-        for loaded in &loaded {
-            for version in &loaded.crd.spec.versions {
-                check_samples(&loaded.file, &loaded.crd, &version.name);
-                count += 1;
-            }
-        }
-        assert!(count >= 45);
-    }
-
-    #[test]
-    fn all_fields_samples_of_the_whole_corpus_are_quick_and_deterministic() {
-        let loaded = corpus();
-        let mut versions = Vec::new();
-        for loaded in &loaded {
-            for version in &loaded.crd.spec.versions {
-                let header = Header {
-                    api_version: format!("{}/{}", loaded.crd.spec.group, version.name),
-                    kind: &loaded.crd.spec.names.kind,
-                    namespaced: loaded.crd.namespaced(),
-                };
-                versions.push((root(&loaded.crd, &version.name), header));
-            }
-        }
-        let start = Instant::now();
-        let mut values = 0;
-        for (schema, header) in &versions {
-            values += count(
-                &Generator::new(0, false).root(schema, Mode::All, header, "all-fields").object,
-            );
-        }
-        let all_fields = start.elapsed();
-        let start = Instant::now();
-        let mut objects = 0;
-        for loaded in &loaded {
-            for version in &loaded.crd.spec.versions {
-                objects += samples(&loaded.crd, &version.name).len();
-            }
-        }
-        println!(
-            "all-fields samples of {} CRD versions: {all_fields:?} ({values} JSON values); \
-             all {objects} samples: {:?}",
-            versions.len(),
-            start.elapsed()
-        );
-        // A generous bound, to catch exponential growth, not to measure.
-        assert!(all_fields.as_secs() < 20, "{all_fields:?}");
-        let argo = loaded
-            .iter()
-            .find(|loaded| loaded.file.ends_with("argo-workflows-workflow.yaml"))
-            .unwrap();
-        assert_eq!(samples(&argo.crd, "v1alpha1"), samples(&argo.crd, "v1alpha1"));
-    }
-
-    fn count(value: &Value) -> usize {
-        1 + match value {
-            Value::Array(items) => items.iter().map(count).sum(),
-            Value::Object(object) => object.values().map(count).sum(),
-            _ => 0,
-        }
     }
 
     /// A schema using every rule of the module docs.
@@ -1147,7 +861,8 @@ spec:
 
     #[test]
     fn rule_samples_are_valid_and_cover_every_enum_value() {
-        check_samples(Path::new("rules"), &crd("Namespaced", RULES), "v1");
+        super::check_samples(Path::new("rules"), &crd("Namespaced", RULES), "v1")
+            .unwrap_or_else(|problem| panic!("{problem}"));
     }
 
     #[test]
