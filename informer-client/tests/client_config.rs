@@ -1,9 +1,7 @@
 //! Loading client configuration: one kubeconfig fixture per form (tests/fixtures/kubeconfig),
 //! merging several files with kubectl's precedence, context overrides, in-cluster service
 //! accounts, and redaction of secrets in `Debug` output. Running exec plugins and rotating
-//! token files is tested next to the authenticator (src/client/config/auth.rs).
-
-#![cfg(feature = "client")]
+//! token files is tested next to the authenticator (src/config/auth.rs).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};

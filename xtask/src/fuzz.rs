@@ -31,19 +31,19 @@ struct Spec {
 const TARGETS: [Spec; 12] = [
     Spec {
         name: "watch_decoder",
-        package: "informer-runtime",
+        package: "informer-client",
         test_binary: None,
         test: "fuzz::watch_decoder",
     },
     Spec {
         name: "list_splitter",
-        package: "informer-runtime",
+        package: "informer-client",
         test_binary: None,
         test: "fuzz::list_splitter",
     },
     Spec {
         name: "list_page_decoder",
-        package: "informer-runtime",
+        package: "informer-client",
         test_binary: None,
         test: "fuzz::list_page_decoder",
     },
@@ -61,25 +61,25 @@ const TARGETS: [Spec; 12] = [
     },
     Spec {
         name: "kubeconfig_loader",
-        package: "informer-runtime",
+        package: "informer-client",
         test_binary: None,
         test: "fuzz::kubeconfig_loader",
     },
     Spec {
         name: "status_error",
-        package: "informer-runtime",
+        package: "informer-client",
         test_binary: None,
         test: "fuzz::status_error",
     },
     Spec {
         name: "discovery_documents",
-        package: "informer-runtime",
+        package: "informer-client",
         test_binary: None,
         test: "fuzz::discovery_documents",
     },
     Spec {
         name: "exec_credential",
-        package: "informer-runtime",
+        package: "informer-client",
         test_binary: None,
         test: "fuzz::exec_credential",
     },
@@ -310,6 +310,7 @@ fn fuzz_target(
             .map_err(|e| format!("{}: {e}", log.display()))?;
         let package_dir = root.join(match target.package {
             "informer-runtime" => "informer-runtime",
+            "informer-client" => "informer-client",
             "embedded-apiserver" => "embedded-apiserver",
             _ => "informer-gen",
         });

@@ -124,6 +124,8 @@ fn ci() -> Result<(), String> {
             "--package",
             "informer-runtime",
             "--package",
+            "informer-client",
+            "--package",
             "informer-controller",
             "--package",
             "embedded-apiserver",

@@ -437,7 +437,6 @@ where
 #[cfg(test)]
 pub(crate) mod tests {
     use k8s_openapi::api::core::v1::Pod;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     use super::*;
     use crate::test_objects::FooBar;
