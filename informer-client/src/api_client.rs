@@ -337,6 +337,16 @@ impl Client {
     /// metadata would erase every field they lack. To change some fields of an object whose
     /// view you hold, send a [merge patch](Self::patch_merge).
     ///
+    /// ```compile_fail,E0277
+    /// # async fn run(
+    /// #     client: informer_client::Client,
+    /// #     metadata: informer_runtime::PartialObjectMetadata<k8s_openapi::api::core::v1::Pod>,
+    /// # ) {
+    /// // The metadata of a pod is not a pod: replacing the pod with it would erase its spec.
+    /// client.replace(Some("default"), "web-0", &metadata).await;
+    /// # }
+    /// ```
+    ///
     /// # Errors
     ///
     /// As [`Client::get`]; `409 Conflict` when the resource version is stale.
