@@ -246,15 +246,16 @@ async fn requeue_after_reconciles_again_without_a_change() {
     assert_eq!(report.failed, 0);
 }
 
-#[cfg(feature = "client")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_conflict_is_retried_at_once_and_a_second_one_backs_off() {
-    use informer_client::ClientError;
-    use informer_runtime::listwatch::Status;
-
+/// Runs a controller whose every reconcile fails with a write error wrapping `conflict()` (a
+/// `409 Conflict`), and checks that the first conflict is retried at once and the second waits
+/// for the rate limiter's backoff.
+async fn a_conflict_is_retried_at_once_then_backs_off<E>(conflict: fn() -> E)
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
     #[derive(Debug, thiserror::Error)]
     #[error("writing the status")]
-    struct WriteFailed(#[source] ClientError);
+    struct WriteFailed<E>(#[source] E);
 
     let source = FakeSource::new();
     source.add(configmap("contended", "1"));
@@ -269,12 +270,7 @@ async fn a_conflict_is_retried_at_once_and_a_second_one_backs_off() {
         let attempts = Arc::clone(&attempts);
         move |_: Request<ConfigMap>| {
             attempts.fetch_add(1, Ordering::SeqCst);
-            async {
-                let status = Status::new(409, "Conflict", "the object has been modified");
-                let conflict =
-                    ClientError::Api { method: "PUT", path: "/x".into(), status: Box::new(status) };
-                Err::<Action, _>(WriteFailed(conflict))
-            }
+            async move { Err::<Action, _>(WriteFailed(conflict())) }
         }
     };
     let run = tokio::spawn(
@@ -288,6 +284,19 @@ async fn a_conflict_is_retried_at_once_and_a_second_one_backs_off() {
     assert_eq!(report.failed, 2);
 }
 
+#[cfg(feature = "client")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conflict_is_retried_at_once_and_a_second_one_backs_off() {
+    use informer_client::ClientError;
+    use informer_runtime::listwatch::Status;
+
+    a_conflict_is_retried_at_once_then_backs_off(|| {
+        let status = Status::new(409, "Conflict", "the object has been modified");
+        ClientError::Api { method: "PUT", path: "/x".into(), status: Box::new(status) }
+    })
+    .await;
+}
+
 /// The conflict a write through any `ApiWriter` (kube-rs's client included) reports counts
 /// as the client's does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -295,37 +304,11 @@ async fn a_conflict_from_an_api_writer_is_retried_at_once() {
     use crate::write::WriteError;
     use informer_runtime::listwatch::Status;
 
-    #[derive(Debug, thiserror::Error)]
-    #[error("writing the status")]
-    struct WriteFailed(#[source] WriteError);
-
-    let source = FakeSource::new();
-    source.add(configmap("contended", "1"));
-    let factory = SharedInformerFactory::new(source.clone());
-    let queue = WorkQueue::builder()
-        .rate_limiter(ExponentialBackoff::new(Duration::from_secs(3600), Duration::from_secs(3600)))
-        .build();
-    let attempts = Arc::new(AtomicU32::new(0));
-    let stop = CancellationToken::new();
-    let reconcile = {
-        let attempts = Arc::clone(&attempts);
-        move |_: Request<ConfigMap>| {
-            attempts.fetch_add(1, Ordering::SeqCst);
-            async {
-                let status = Status::new(409, "Conflict", "the object has been modified");
-                Err::<Action, _>(WriteFailed(WriteError::with_status(status, "PUT /x: 409")))
-            }
-        }
-    };
-    let run = tokio::spawn(
-        Controller::<ConfigMap, _>::new(&factory).queue(queue.clone()).run(reconcile, stop.clone()),
-    );
-    until("the second conflict waits for its backoff", || queue.delayed() == 1).await;
-    assert_eq!(attempts.load(Ordering::SeqCst), 2, "the first conflict was retried at once");
-    stop.cancel();
-    let report =
-        tokio::time::timeout(DEADLINE, run).await.expect("ends").expect("task").expect("runs");
-    assert_eq!(report.failed, 2);
+    a_conflict_is_retried_at_once_then_backs_off(|| {
+        let status = Status::new(409, "Conflict", "the object has been modified");
+        WriteError::with_status(status, "PUT /x: 409")
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
