@@ -1,5 +1,5 @@
 //! Generated code for custom resources, end to end: `build.rs` runs `informer_gen::Builder` on
-//! `fixtures/crds`; here the generated types decode objects recorded from a real cluster, and
+//! the CRDs it lists; here the generated types decode objects recorded from a real cluster, and
 //! the generated informers and listers sync from the embedded API server over HTTP, where the
 //! CRD was created through the API as `kubectl apply` would.
 
@@ -32,8 +32,9 @@ use crds::cert_manager::v1::{Certificate, CertificateSpecPrivateKeyAlgorithm};
 use crds::k8s_openapi_tests_custom_resource_definition::v1::{FooBar, FooBarSpec};
 
 const DEADLINE: Duration = Duration::from_secs(30);
-const FOOBAR_CRD: &str = include_str!("fixtures/crds/foobar.json");
-const FOOBAR_LIST: &str = include_str!("fixtures/objects/kind-v1-36-foobar-cr-list.compact.json");
+const FOOBAR_CRD: &str = include_str!("../informer-derive/tests/fixtures/foobar.json");
+const FOOBAR_LIST: &str =
+    include_str!("../informer-client/tests/fixtures/kind-v1-36-foobar-cr-list.compact.json");
 const FOOBAR_WATCH: &str =
     include_str!("../informer-client/tests/fixtures/kind-v1-36-foobar-watch.events.jsonl");
 

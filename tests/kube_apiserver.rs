@@ -31,7 +31,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta, 
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-/// The generated code for `fixtures/crds`, as `build.rs` writes it.
+/// The generated code for the CRDs of `build.rs`, as it writes it.
 mod crds {
     include!(concat!(env!("OUT_DIR"), "/custom_resources.rs"));
 }
@@ -307,7 +307,7 @@ async fn informers_recover_from_a_restarted_api_server_and_compaction() {
     factory.shutdown().await;
 }
 
-// The generated informer for a CRD (cert-manager's Certificate, from `fixtures/crds`) against
+// The generated informer for a CRD (cert-manager's Certificate, from `fixtures/crd-corpus`) against
 // the real server, which validates the objects against the CRD's schema.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generated_crd_informers_sync_from_kube_apiserver() {
@@ -381,7 +381,8 @@ async fn generated_crd_informers_sync_from_kube_apiserver() {
 }
 
 fn informer_gen_fixture(file: &str) -> CustomResourceDefinition {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/crds").join(file);
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/crd-corpus").join(file);
     let text = std::fs::read_to_string(&path).expect("the fixture reads");
     serde_yaml_ng::from_str(&text).expect("a CustomResourceDefinition")
 }

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 /// kopium's output for cert-manager's Certificate CRD, checked in as kopium 0.24.1 wrote it
 /// (`cargo install kopium --version 0.24.1`, then, from the workspace root,
-/// `kopium -f tests/fixtures/crds/cert-manager-certificate.yaml -A --derive Default --smart-derive-elision >
+/// `kopium -f tests/fixtures/crd-corpus/cert-manager-certificate.yaml -A --derive Default --smart-derive-elision >
 /// tests/kopium/certificates.rs`).
 #[allow(clippy::all, clippy::pedantic, missing_docs, reason = "kopium's output, unchanged")]
 mod certificates {
@@ -32,7 +32,7 @@ mod certificates {
 use certificates::{Certificate, CertificateIssuerRef, CertificateSpec};
 
 const DEADLINE: Duration = Duration::from_secs(30);
-const CERTIFICATE_CRD: &str = include_str!("fixtures/crds/cert-manager-certificate.yaml");
+const CERTIFICATE_CRD: &str = include_str!("fixtures/crd-corpus/cert-manager-certificate.yaml");
 
 /// A kube-rs custom resource, written as kube-rs's documentation writes them.
 #[derive(CustomResource, Clone, Debug, Deserialize, Serialize, JsonSchema)]

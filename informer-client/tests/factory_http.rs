@@ -22,12 +22,23 @@ use informer_runtime::{GroupVersionResource, SharedIndexInformer, SharedInformer
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-/// A real pod with `managedFields`, as a body to create on the embedded API server.
+/// A real pod with `managedFields` (kind's `coredns-589f44dc88-4fpns`, from the kube-system pod
+/// list recorded in this crate's fixtures), as a body to create on the embedded API server.
 fn coredns_pod(name: &str) -> serde_json::Value {
-    let mut pod: serde_json::Value = serde_json::from_slice(include_bytes!(
-        "../../informer-runtime/tests/fixtures/kind-v1-36-pod-coredns.json"
+    let list: serde_json::Value = serde_json::from_slice(include_bytes!(
+        "fixtures/kind-v1-36-kube-system-podlist.compact.json"
     ))
     .unwrap();
+    let mut pod = list["items"]
+        .as_array()
+        .and_then(|items| {
+            items.iter().find(|pod| pod["metadata"]["name"] == "coredns-589f44dc88-4fpns")
+        })
+        .expect("the recorded coredns pod")
+        .clone();
+    // A list's items leave out what the list says once.
+    pod["apiVersion"] = "v1".into();
+    pod["kind"] = "Pod".into();
     let metadata = pod["metadata"].as_object_mut().unwrap();
     for server_owned in ["resourceVersion", "uid", "creationTimestamp", "generateName"] {
         metadata.remove(server_owned);

@@ -36,7 +36,10 @@ fn seeds() -> &'static Seeds {
     static SEEDS: OnceLock<Seeds> = OnceLock::new();
     SEEDS.get_or_init(|| {
         let mut files = fixtures::dir("tests/fixtures/crd-corpus", &[".yaml"]);
-        files.extend(fixtures::dir("tests/fixtures/crds", &[".yaml", ".json"]));
+        files.push((
+            "foobar.json".to_owned(),
+            fixtures::read("informer-derive/tests/fixtures/foobar.json"),
+        ));
         files.retain(|(_, text)| text.len() <= MAX_SEED);
         let values = files
             .iter()

@@ -9,9 +9,8 @@
 //! Each mode runs in a process of its own (the program starts itself again, with the mode as a
 //! second argument), so that the resident memory one mode grew is not reused by the next.
 //!
-//! Pods are copies of the 8 pods of a recorded kind cluster (its seven control-plane and
-//! system pods, with coredns twice), as this crate's fixture
-//! `tests/fixtures/kind-v1-36-watch-pods-rv0-bookmarks.events.jsonl` holds them, without
+//! Pods are copies of the 7 pods of a recorded kind cluster (its control-plane and system
+//! pods), as this crate's fixtures `tests/fixtures/kind-v1-36-pod-*.json` hold them, without
 //! `managedFields` (the informers' default), spread over 50 namespaces and 20 `app` labels, as
 //! in `cargo xtask bench`. A figure, not a test: nothing here asserts a time.
 
@@ -23,35 +22,30 @@ use std::time::Instant;
 use informer_runtime::{Indexer, LabelSelector, Lister, StorageMode};
 use k8s_openapi::api::core::v1::Pod;
 
-/// The recorded pods, from the crate's own fixture (an example reads nothing outside its crate,
+/// The recorded pods, from the crate's own fixtures (an example reads nothing outside its crate,
 /// which is all a packaged crate has).
 fn fixtures() -> Vec<Pod> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/kind-v1-36-watch-pods-rv0-bookmarks.events.jsonl"
-    );
-    let stream = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    stream
-        .lines()
-        .filter_map(|line| {
-            let event: WatchEvent =
-                serde_json::from_str(line).unwrap_or_else(|e| panic!("{path}: {e}"));
-            // The stream's last event is a bookmark, a pod with nothing but a resourceVersion.
-            (event.kind == "ADDED").then_some(event.object)
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| {
+            let json = std::path::Path::new(name).extension().is_some_and(|e| e == "json");
+            name.starts_with("kind-v1-36-pod-") && json
         })
-        .map(|mut pod| {
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .map(|name| {
+            let path = format!("{dir}/{name}");
+            let body = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            let mut pod: Pod =
+                serde_json::from_slice(&body).unwrap_or_else(|e| panic!("{path}: {e}"));
             pod.metadata.managed_fields = None;
             pod
         })
         .collect()
-}
-
-/// One line of a recorded watch stream.
-#[derive(serde::Deserialize)]
-struct WatchEvent {
-    #[serde(rename = "type")]
-    kind: String,
-    object: Pod,
 }
 
 fn pod(templates: &[Pod], i: usize) -> Pod {

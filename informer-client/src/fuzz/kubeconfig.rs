@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::{Auth, Client, Config, KubeconfigOptions};
 
-const FIXTURES: &str = "informer-client/tests/fixtures/kubeconfig";
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/kubeconfig");
 
 struct Seeds {
     /// `(name, text)` of each kubeconfig.
@@ -44,7 +44,7 @@ fn seeds() -> &'static Seeds {
             .filter_map(|(_, text)| serde_yaml_ng::from_slice::<Value>(text).ok())
             .collect();
         let dir = work_dir();
-        copy_dir(&fixtures::root().join(FIXTURES), &dir);
+        copy_dir(std::path::Path::new(FIXTURES), &dir);
         Seeds { files, values, dir }
     })
 }

@@ -34,6 +34,9 @@ use crate::list_watch::list_page::PageDecoder;
 use crate::list_watch::list_split::{ListSplitter, Piece};
 use informer_runtime::codec::prune::ObjectSeed;
 
+/// The crate's own recorded list bodies.
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+
 struct Seeds {
     /// Pod lists, which the page decoder takes.
     pod_lists: Vec<Value>,
@@ -46,15 +49,18 @@ fn seeds() -> &'static Seeds {
     static SEEDS: OnceLock<Seeds> = OnceLock::new();
     SEEDS.get_or_init(|| {
         let pods = [
-            "tests/fixtures/objects/kind-v1-36-job-pods-podlist.compact.json",
-            "tests/fixtures/objects/kind-v1-36-kube-system-podlist.compact.json",
+            "kind-v1-36-job-pods-podlist.compact.json",
+            "kind-v1-36-kube-system-podlist.compact.json",
         ];
         let others = [
-            "tests/fixtures/objects/kind-v1-36-kube-system-deploymentlist.compact.json",
-            "tests/fixtures/objects/kind-v1-36-foobar-cr-list.compact.json",
+            "kind-v1-36-kube-system-deploymentlist.compact.json",
+            "kind-v1-36-foobar-cr-list.compact.json",
         ];
-        let raw: Vec<Vec<u8>> =
-            pods.iter().chain(&others).map(|path| fixtures::read(path)).collect();
+        let raw: Vec<Vec<u8>> = pods
+            .iter()
+            .chain(&others)
+            .map(|name| fixtures::read(&format!("{FIXTURES}/{name}")))
+            .collect();
         let lists: Vec<Value> =
             raw.iter().map(|body| serde_json::from_slice(body).unwrap()).collect();
         Seeds { pod_lists: lists[..pods.len()].to_vec(), lists, raw }
@@ -326,7 +332,7 @@ fn reference_page(
     body: &[u8],
     keep: bool,
 ) -> Option<Result<(Vec<Pod>, String, Option<String>), ()>> {
-    if body.trim_ascii_start().first() != Some(&b'{') || negative_zero_or_plus_key(body) {
+    if body.trim_ascii_start().first() != Some(&b'{') || json::negative_zero_or_plus_key(body) {
         return None;
     }
     // The keys only: like the decoder (and `serde_json` reading a type), this skips the values
@@ -375,18 +381,6 @@ fn read<const KEEP: bool>(body: &[u8]) -> Option<Result<Parts, ()>> {
         Err(e) if e.to_string().contains("recursion limit") => None,
         Err(_) => Some(Err(())),
     }
-}
-
-/// Whether `body` may hold the two inputs where the fast object decoder documents that it
-/// differs from `serde_json`: a number `-0` (read as the integer 0) or a `+` before a map key's
-/// digits. (informer-runtime's object decoder target skips the same inputs.)
-fn negative_zero_or_plus_key(body: &[u8]) -> bool {
-    body.windows(3).any(|w| {
-        (matches!(w[0], b':' | b'[' | b',' | b' ' | b'\t' | b'\n' | b'\r')
-            && w[1] == b'-'
-            && w[2] == b'0')
-            || (w[0] == b'"' && w[1] == b'+' && w[2].is_ascii_digit())
-    })
 }
 
 pub(super) fn page_property(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {

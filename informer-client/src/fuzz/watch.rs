@@ -91,16 +91,19 @@ struct Seeds {
     raw: Vec<Vec<u8>>,
 }
 
+/// The crate's own recorded watch streams.
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+
 fn seeds() -> &'static Seeds {
     static SEEDS: OnceLock<Seeds> = OnceLock::new();
     SEEDS.get_or_init(|| {
-        let raw = vec![
-            fixtures::read(
-                "informer-runtime/tests/fixtures/kind-v1-36-watch-pods-rv0-bookmarks.events.jsonl",
-            ),
-            fixtures::read("tests/fixtures/objects/kind-v1-36-watch-pods.events.jsonl"),
-            fixtures::read("informer-client/tests/fixtures/kind-v1-36-foobar-watch.events.jsonl"),
-        ];
+        let raw = [
+            "kind-v1-36-watch-pods-rv0-bookmarks.events.jsonl",
+            "kind-v1-36-watch-pods.events.jsonl",
+            "kind-v1-36-foobar-watch.events.jsonl",
+        ]
+        .map(|name| fixtures::read(&format!("{FIXTURES}/{name}")))
+        .to_vec();
         let lines = |body: &[u8]| -> Vec<Value> {
             body.split(|&b| b == b'\n')
                 .filter(|line| !line.trim_ascii().is_empty())

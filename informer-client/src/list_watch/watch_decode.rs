@@ -442,9 +442,8 @@ pub(crate) mod tests {
     use crate::test_objects::FooBar;
     use informer_runtime::listwatch::Status;
 
-    const PODS_RV0_BOOKMARKS: &[u8] = include_bytes!(
-        "../../../informer-runtime/tests/fixtures/kind-v1-36-watch-pods-rv0-bookmarks.events.jsonl"
-    );
+    const PODS_RV0_BOOKMARKS: &[u8] =
+        include_bytes!("../../tests/fixtures/kind-v1-36-watch-pods-rv0-bookmarks.events.jsonl");
     const FOOBAR_WATCH: &[u8] =
         include_bytes!("../../tests/fixtures/kind-v1-36-foobar-watch.events.jsonl");
 
@@ -571,7 +570,7 @@ pub(crate) mod tests {
     fn recorded_pod_watch_from_a_kind_cluster() {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../tests/fixtures/objects/kind-v1-36-watch-pods.events.jsonl"
+            "/tests/fixtures/kind-v1-36-watch-pods.events.jsonl"
         );
         let body = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
         let events = decode_all::<Pod>(&body);

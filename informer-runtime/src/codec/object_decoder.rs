@@ -256,12 +256,14 @@ mod tests {
 
     /// The recorded pods (kind's and the every-field pod), by file name.
     fn pod_fixtures() -> Vec<(String, Vec<u8>)> {
-        let pods: Vec<(String, Vec<u8>)> =
-            informer_fuzz::fixtures::dir("tests/fixtures/objects", &[".json"])
-                .into_iter()
-                .filter(|(name, _)| name.contains("-pod-") || name.ends_with("core.v1.Pod.json"))
-                .collect();
-        assert!(pods.len() >= 8, "found {} pod files in tests/fixtures/objects", pods.len());
+        let pods: Vec<(String, Vec<u8>)> = informer_fuzz::fixtures::dir(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures"),
+            &[".json"],
+        )
+        .into_iter()
+        .filter(|(name, _)| name.contains("-pod-") || name.ends_with("core.v1.Pod.json"))
+        .collect();
+        assert!(pods.len() >= 8, "found {} pod files in the crate's tests/fixtures", pods.len());
         pods
     }
 
@@ -272,6 +274,35 @@ mod tests {
             let expected: Pod = serde_json::from_slice(&json).unwrap();
             assert_eq!(decoder.decode(&json).unwrap(), expected, "{name}");
         }
+    }
+
+    /// `file` of the crate's fixtures, decoded by the object decoder of `K` as `serde_json`
+    /// decodes it.
+    fn decodes_as_serde_json<K>(file: &str)
+    where
+        K: DeserializeOwned + Clone + PartialEq + fmt::Debug,
+    {
+        let path = format!("{}/tests/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
+        let json = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let expected: K = serde_json::from_slice(&json).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let decoded = ObjectDecoder::<K>::new(true).decode(&json);
+        assert_eq!(decoded.unwrap_or_else(|e| panic!("{path}: {e}")), expected, "{path}");
+    }
+
+    #[test]
+    fn every_field_of_the_common_kinds_decodes_as_serde_json_decodes_it() {
+        use k8s_openapi::api::{apps, batch, core, discovery};
+        decodes_as_serde_json::<apps::v1::Deployment>("k8s-api-allfields-apps.v1.Deployment.json");
+        decodes_as_serde_json::<batch::v1::Job>("k8s-api-allfields-batch.v1.Job.json");
+        decodes_as_serde_json::<batch::v1::Job>("kind-v1-36-job.json");
+        decodes_as_serde_json::<core::v1::ConfigMap>("k8s-api-allfields-core.v1.ConfigMap.json");
+        decodes_as_serde_json::<core::v1::Event>("k8s-api-allfields-core.v1.Event.json");
+        decodes_as_serde_json::<core::v1::Node>("k8s-api-allfields-core.v1.Node.json");
+        decodes_as_serde_json::<core::v1::Secret>("k8s-api-allfields-core.v1.Secret.json");
+        decodes_as_serde_json::<core::v1::Service>("k8s-api-allfields-core.v1.Service.json");
+        decodes_as_serde_json::<discovery::v1::EndpointSlice>(
+            "k8s-api-allfields-discovery.k8s.io.v1.EndpointSlice.json",
+        );
     }
 
     /// A view of pods: the fields a scheduler-like controller reads.

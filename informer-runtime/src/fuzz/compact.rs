@@ -36,11 +36,12 @@ struct Seeds {
 fn seeds() -> &'static Seeds {
     static SEEDS: OnceLock<Seeds> = OnceLock::new();
     SEEDS.get_or_init(|| {
-        let pods: Vec<Pod> = fixtures::dir("informer-runtime/tests/fixtures", &[".json"])
-            .into_iter()
-            .filter(|(name, _)| name.contains("-pod-") || name.ends_with("core.v1.Pod.json"))
-            .map(|(_, body)| serde_json::from_slice(&body).unwrap())
-            .collect();
+        let pods: Vec<Pod> =
+            fixtures::dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures"), &[".json"])
+                .into_iter()
+                .filter(|(name, _)| name.contains("-pod-") || name.ends_with("core.v1.Pod.json"))
+                .map(|(_, body)| serde_json::from_slice(&body).unwrap())
+                .collect();
         // The dictionary learns from the first objects encoded with it: encode until a form
         // uses it (its tag, 1).
         let dictionary = Dictionary::default();

@@ -10,7 +10,8 @@ pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Reads the file at `path`, relative to the repository's root.
+/// Reads the file at `path`, relative to the repository's root, or absolute (a crate's tests
+/// name their own files with `concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/...")`).
 ///
 /// # Panics
 ///
@@ -22,7 +23,7 @@ pub fn read(path: &str) -> Vec<u8> {
     std::fs::read(&full).unwrap_or_else(|e| panic!("fuzz seed {}: {e}", full.display()))
 }
 
-/// The files directly in `dir` (relative to the repository's root) whose names end in one of
+/// The files directly in `dir` (relative to the repository's root, or absolute) whose names end in one of
 /// `extensions`, sorted by name, as `(name, contents)`.
 ///
 /// # Panics

@@ -27,17 +27,14 @@ fn recent_len<K: Object>(store: &Indexer<K>) -> usize {
     }
 }
 
-/// Every pod of the recorded fixtures (kind's and the every-field pod).
+/// Every pod of the crate's recorded fixtures (kind's and the every-field pod).
 fn fixture_pods() -> Vec<Pod> {
-    let mut pods = Vec::new();
-    for (name, body) in informer_fuzz::fixtures::dir("tests/fixtures/objects", &[".json"]) {
-        if name.contains("-pod-") || name.ends_with("core.v1.Pod.json") {
-            pods.push(serde_json::from_slice(&body).unwrap_or_else(|e| panic!("{name}: {e}")));
-        } else if name.ends_with("podlist.compact.json") {
-            let list: k8s_openapi::List<Pod> = serde_json::from_slice(&body).unwrap();
-            pods.extend(list.items);
-        }
-    }
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+    let pods: Vec<Pod> = informer_fuzz::fixtures::dir(dir, &[".json"])
+        .into_iter()
+        .filter(|(name, _)| name.contains("-pod-") || name.ends_with("core.v1.Pod.json"))
+        .map(|(name, body)| serde_json::from_slice(&body).unwrap_or_else(|e| panic!("{name}: {e}")))
+        .collect();
     assert!(pods.len() >= 5, "the pod fixtures are there");
     pods
 }
