@@ -1,6 +1,9 @@
 //! An event recorder: `events.k8s.io/v1` Events about objects, as client-go's
 //! `tools/events` writes them, repeats folded into series and floods held back.
 //!
+//! **Who it is for.** Controllers that tell users what they did to an object, as `kubectl describe`
+//! shows it.
+//!
 //! [`EventRecorder::publish`] never waits: it hands the event to a task that writes it. That
 //! task keeps what it wrote:
 //!

@@ -1,6 +1,9 @@
 //! Leader election through a `coordination.k8s.io/v1` Lease: client-go's
 //! `tools/leaderelection`, so that of several replicas of a controller one works at a time.
 //!
+//! **Who it is for.** Controllers run in several replicas for availability, which must not act
+//! twice on one object.
+//!
 //! Every candidate tries to take the Lease every `retry_period` (jittered). The holder renews
 //! it every `retry_period`; the others consider it held while they have seen it change within
 //! `lease_duration`, measured on their own clocks from when they saw it change (never by the

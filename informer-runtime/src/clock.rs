@@ -1,7 +1,7 @@
 //! Time, injectable: everything that waits (backoff, resync, watch deadlines) asks a [`Clock`].
 //!
 //! **Who it is for.** Tests that run informers, queues and leader election in virtual time
-//! (`testing::FakeClock`), and the crates built on this one ([`later`]). A program never sets one.
+//! (`testing::FakeClock`), and the crates built on this one. A program never sets one.
 //!
 //! Production code uses [`TokioClock`] (which also follows tokio's paused test time). Tests that
 //! want to step time by hand use `FakeClock` from the `testing` module.
@@ -40,6 +40,9 @@ const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 
 /// `now + period`, or thirty years from `now` where that overflows: a resync period or a watch
 /// timeout near `Duration::MAX` means "never", not a panic.
+// Public for informer-client's deadlines (the runtime's clock arithmetic, one definition for
+// both crates), not for users: hidden from the docs.
+#[doc(hidden)]
 #[inline]
 #[must_use]
 pub fn later(now: Instant, period: Duration) -> Instant {

@@ -1,5 +1,8 @@
 //! Listers: typed, read-only queries over an informer's cache; never the server.
 //!
+//! **Who it is for.** Every program that reads: handlers and reconcilers read objects through a
+//! lister, never from the server.
+//!
 //! [`Lister::list`] takes a [`LabelSelector`]. Namespaced kinds are read per namespace through
 //! the namespace index ([`Lister::namespace`]); cluster-scoped kinds by name ([`Lister::get`]).
 //! Results are unordered.

@@ -2,6 +2,9 @@
 //! client-go's and controller-runtime's names, through the Prometheus project's
 //! `prometheus-client` crate.
 //!
+//! **Who it is for.** Operators that export Prometheus metrics: one registry for the informers of
+//! the factory and the work queues and controllers of `informer-controller`.
+//!
 //! One [`Metrics`] per program: pass it to the factory
 //! ([`FactoryBuilder::metrics`](crate::factory::FactoryBuilder::metrics)), and to the work
 //! queues and controllers of the `informer-controller` crate (`WorkQueueBuilder::metrics`,

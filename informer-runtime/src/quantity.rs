@@ -1,6 +1,9 @@
 //! [`NumberOrQuantity`]: a resource quantity as a custom resource holds it, a JSON number or a
 //! string, written back the way it was read.
 //!
+//! **Who it is for.** Code that `informer-gen` generates, and programs that read or write those
+//! fields; built-in kinds use k8s-openapi's [`Quantity`].
+//!
 //! controller-gen marks every Go `resource.Quantity` field of a CRD `x-kubernetes-int-or-string`
 //! with the quantity pattern, so the API server accepts `cpu: 2` as well as `cpu: "500m"`, and,
 //! having no Go type to decode a custom resource into, stores whichever was sent. k8s-openapi's

@@ -1,5 +1,9 @@
 //! What the runtime needs to know about a resource type: its metadata and its identity.
 //!
+//! **Who it is for.** Programs meet [`ObjectKey`] (the key handlers and work queues pass around)
+//! and [`GroupVersionResource`]; a type that no generator or derive covers implements [`Resource`]
+//! here. The rest is what the other modules are written against.
+//!
 //! Every object that flows from the [reflector](crate::reflector) to a handler is a [`Resource`].
 //! The trait is the runtime's own, so that it can be implemented both ways a Rust type can
 //! describe a Kubernetes kind:
@@ -196,6 +200,9 @@ impl<T> WholeObject for T where
 }
 
 /// `K`'s resource as messages, logs and metrics name it: `pods`, `deployments.apps`.
+// Public so that informer-client's messages and informer-controller's metric labels name a
+// resource as the runtime's do; users have `K::plural` and `K::group`: hidden from the docs.
+#[doc(hidden)]
 #[must_use]
 pub fn resource_name<K: Resource>() -> String {
     qualified_name(K::PLURAL, K::GROUP)
@@ -208,6 +215,9 @@ pub(crate) fn qualified_name(plural: &str, group: &str) -> String {
 }
 
 /// `apiVersion` as objects carry it: `group/version`, or `version` for the core group.
+// Public for informer-client's request paths; users have `GroupVersionResource::api_version`
+// and `ApiResource::api_version`: hidden from the docs.
+#[doc(hidden)]
 #[must_use]
 pub fn api_version(group: &str, version: &str) -> String {
     if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") }

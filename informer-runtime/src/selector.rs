@@ -1,5 +1,8 @@
 //! Kubernetes label selectors, as listers and list/watch tweaks use them.
 //!
+//! **Who it is for.** Programs that filter what they list or watch: listers take a
+//! [`LabelSelector`], and list/watch tweaks a label or field selector.
+//!
 //! This is a port of `k8s.io/apimachinery/pkg/labels` (the selector grammar
 //! accepted by `labels.Parse`, `Requirement` and the validation done by
 //! `NewRequirement`) and of `metav1.LabelSelectorAsSelector`:

@@ -2,6 +2,9 @@
 //! key (client-go's controller pattern; controller-runtime's `Controller`, kube-rs's
 //! `Controller`).
 //!
+//! **Who it is for.** Operators: the loop most controllers are, on the factory's shared informers.
+//! A program that only needs a queue of keys uses [`workqueue`](crate::workqueue) alone.
+//!
 //! A [`Controller`] watches one primary resource, and any number of resources it owns (their
 //! owner references name it as controller) or that point to it (through a function), all through
 //! one [`SharedInformerFactory`]. Every change becomes the key of a primary object; `workers`

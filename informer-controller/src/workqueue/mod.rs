@@ -1,5 +1,8 @@
 //! The work queue between handlers and workers: client-go's `util/workqueue`, async.
 //!
+//! **Who it is for.** Controllers that write their own loop;
+//! [`Controller`](crate::controller::Controller) runs one for you.
+//!
 //! Handlers add keys and return at once; workers [`get`](WorkQueue::get) keys, reconcile the
 //! object each names (reading it from a lister), and are [done](Taken::done) with it. The queue
 //! gives client-go's guarantees:

@@ -2,6 +2,10 @@
 //! fails with, and [`merge`], one CRD with every version of a kind from the structs of its
 //! versions (kube-rs's `merge_crds`).
 //!
+//! **Who it is for.** Authors of `#[derive(Informer)]` kinds, to install their CRDs (from a
+//! program, a test or an `xtask`) and to serve several versions of one kind. Generated code and
+//! programs that only watch never call it.
+//!
 //! A derived struct describes one version of its kind: `Foo::crd()` is a CRD with that version
 //! alone. A kind served in several versions has a struct per version, all with the same group,
 //! kind and names, and exactly one of them the storage version (`storage` is the default, so

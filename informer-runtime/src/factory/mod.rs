@@ -1,5 +1,8 @@
 //! The shared informer factory: one informer per resource type for a whole program.
 //!
+//! **Who it is for.** Every program: the factory is where informers come from, and the one place to
+//! start and stop them.
+//!
 //! Every part of a program that asks the same [`SharedInformerFactory`] for pods gets the same
 //! [`SharedIndexInformer`]: one watch, one cache, however many handlers and listers.
 //!

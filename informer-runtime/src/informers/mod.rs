@@ -1,6 +1,9 @@
 //! Typed accessors for every built-in resource, grouped as in client-go:
 //! `factory.core().v1().pods()`, `factory.apps().v1().deployments()`, …
 //!
+//! **Who it is for.** Programs that want client-go's typed accessors and names for built-in kinds;
+//! `factory.informer::<Pod>()` is the same informer without them.
+//!
 //! Each accessor returns a [`TypedInformer`], a thin handle over the generic
 //! [`SharedInformerFactory::informer`] and [`SharedInformerFactory::lister`]. Each group/version
 //! module (`informers::core::v1`, …) also has aliases in client-go's names: `PodInformer`,

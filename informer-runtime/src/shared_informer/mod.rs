@@ -1,5 +1,8 @@
 //! The shared informer: one cache and one watch per resource, any number of handlers.
 //!
+//! **Who it is for.** Every program that reacts to changes: it registers handlers here and reads
+//! the informer's cache. The factory makes the informers; a program rarely builds one itself.
+//!
 //! A [`SharedIndexInformer`] runs a [reflector](crate::reflector) into a
 //! [`DeltaFifo`], pops each key's deltas into its
 //! [`Indexer`], and fans every change out to the registered

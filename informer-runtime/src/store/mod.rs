@@ -1,5 +1,9 @@
 //! The cache at the end of the data flow: object keys, the thread-safe store and its indices.
 //!
+//! **Who it is for.** Programs read the cache through a [`Cache`] or a lister, add indices
+//! ([`Indexers`]) and choose compact storage for large caches; the [`Indexer`] itself is the
+//! informer's.
+//!
 //! The controller applies each popped delta to an [`Indexer`]; listers and users read it through
 //! a [`Cache`]. Objects are stored as `Arc<K>` and handed out as clones of that `Arc`: readers
 //! share the allocation and must treat it as read-only. Opt-in, a cache holds them in a compact
