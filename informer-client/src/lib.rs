@@ -104,9 +104,11 @@
 //! in a circle. Everything here stands on `informer_runtime`, which imports nothing of this
 //! crate.
 //!
-//! - `error`, `request`: the errors, with the server's `Status` typed; URLs and paths
-//! - `config`: where the server is and how to authenticate
+//! - `error`, `request`, `limits`: the errors, with the server's `Status` typed; URLs and
+//!   paths; the bounds of reads and their defaults
+//! - `config`: where the server is and how to authenticate (the `http` feature)
 //! - `body`, `transport`, `connections`, `rotation`: bounded bodies, the carriers, connections
+//!   (`connections` and `rotation`: the `http` feature)
 //! - `api_client`, `discovery`: the `Client` and its typed requests; resources by name
 //! - `list_watch`: the read path
 //! - `kube`: the kube-rs bridge (feature `kube`)
@@ -115,14 +117,18 @@
 // The request core.
 mod api_client;
 mod body;
+#[cfg(feature = "http")]
 mod connections;
 mod discovery;
 mod error;
+mod limits;
 pub(crate) mod request;
+#[cfg(feature = "http")]
 mod rotation;
 mod transport;
 
 // Where the server is and how to authenticate: configuration, credentials, TLS.
+#[cfg(feature = "http")]
 mod config;
 // The read path: list pages and watch streams over HTTP, decoded.
 pub(crate) mod list_watch;
@@ -130,10 +136,15 @@ pub(crate) mod list_watch;
 #[cfg(feature = "kube")]
 mod kube;
 
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use config::{
     Auth, Config, ExecConfig, Identity, IdentityFiles, InClusterOptions, KubeconfigOptions,
 };
-pub use error::{ClientError, ConfigError, Result};
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use error::ConfigError;
+pub use error::{ClientError, Result};
 pub use request::PathSegmentError;
 
 pub use api_client::{Client, Patch, PatchParams};
@@ -147,7 +158,9 @@ mod test_objects;
 /// directly, without a server or a plugin.
 #[cfg(test)]
 pub(crate) mod parsers {
+    #[cfg(feature = "http")]
     pub(crate) use super::config::exec::parse_credential;
+    #[cfg(feature = "http")]
     pub(crate) use super::config::kubeconfig::EXEC_API_VERSIONS;
     pub(crate) use super::discovery::{
         DiscoveredResource, groups_of, parse_document, resources_of, versions_of,
