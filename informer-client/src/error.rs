@@ -6,8 +6,9 @@
 //! becomes [`Error::ConnectionRefused`] (retried in place); other transport failures become
 //! [`Error::Transport`] with their cause chain. Of an error answer's body, at most
 //! [`MAX_ERROR_BODY`] bytes are read. [`ClientError`] wraps these for construction and
-//! typed requests, naming the request. [`ConfigError`], why a configuration could not be
-//! loaded, is here too, below `config/` which returns it and the client error which wraps it.
+//! typed requests, naming the request. [`ConfigError`] (feature `http`), why a configuration
+//! could not be loaded, is here too, below `config/` which returns it and the client error
+//! which wraps it.
 
 use std::error::Error as StdError;
 #[cfg(feature = "http")]

@@ -1,5 +1,5 @@
-//! How a request reaches the API server: through this crate's own reqwest client, or (feature
-//! `kube`) through a kube-rs `kube::Client`.
+//! How a request reaches the API server: through this crate's own reqwest client (feature
+//! `http`), or (feature `kube`) through a kube-rs `kube::Client`.
 //!
 //! Where it sits in the data flow: under every request of a [`Client`](super::Client), between
 //! the URL the client built and the [`Response`] whose body the decoders read. Either way the
