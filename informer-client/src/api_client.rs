@@ -6,20 +6,26 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use http::Method;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
-use reqwest::Method;
 use serde::Serialize;
 use url::Url;
 
-use super::body::{BodyReader, Limits, ReadError};
+use super::body::{BodyReader, ReadError};
+#[cfg(feature = "http")]
 use super::config::Config;
+#[cfg(feature = "http")]
 use super::config::auth::Authenticator;
+#[cfg(feature = "http")]
 use super::config::tls::{self, PinnedHost, TlsOptions};
+#[cfg(feature = "http")]
 use super::connections::{Connections, PoolSettings};
 use super::error::{
     ClientError, MAX_ERROR_BODY, Result, decode_error, status_from_response, transport_error,
 };
+use super::limits::Limits;
 use super::request::{JSON, check_segment, collection_url, object_accept, object_url};
+#[cfg(feature = "http")]
 use super::rotation::{RotatingHttp, TlsRotation};
 use super::transport::{Body, Response, Traffic, Transport};
 use informer_runtime::listwatch::Error;
@@ -142,6 +148,7 @@ impl PatchParams {
     }
 }
 
+#[cfg(feature = "http")]
 impl Client {
     /// A client for the server and credentials `config` describes.
     ///
@@ -170,6 +177,7 @@ impl Client {
     /// assert_eq!(client.default_namespace(), "default");
     /// # Ok::<(), informer_client::ClientError>(())
     /// ```
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     pub fn new(config: Config) -> Result<Self> {
         let auth = Authenticator::new(&config)?;
         let provider = tls::provider();
@@ -255,6 +263,8 @@ impl Client {
     /// let client = informer_client::Client::try_default()?;
     /// # Ok::<(), informer_client::ClientError>(())
     /// ```
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     pub fn try_default() -> Result<Self> {
         Self::new(Config::infer()?)
     }
@@ -681,6 +691,7 @@ impl std::fmt::Debug for Client {
 /// How `tls_server_name` is honoured: by addressing the server by that name (SNI and
 /// verification both use it; a resolver maps it to the real host), or, through a proxy or for
 /// an IP address, by verifying the certificate against it.
+#[cfg(feature = "http")]
 fn server_name_plan<'a>(config: &'a Config, base: &Url) -> (Option<PinnedHost>, Option<&'a str>) {
     let Some(name) = config.tls_server_name.as_deref().filter(|n| !n.is_empty()) else {
         return (None, None);

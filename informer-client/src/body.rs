@@ -16,15 +16,6 @@ use futures::stream::{BoxStream, StreamExt};
 
 use super::transport::{Response, TransportError, within_idle};
 
-/// What a client's reads are bounded by: the settings of its [`Config`](super::Config).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Limits {
-    /// [`Config::read_idle_timeout`](super::Config::read_idle_timeout).
-    pub(crate) read_idle_timeout: Duration,
-    /// [`Config::max_object_size`](super::Config::max_object_size).
-    pub(crate) max_object_size: usize,
-}
-
 /// Why reading a body stopped early.
 #[derive(Debug)]
 pub(crate) enum ReadError {

@@ -15,7 +15,7 @@
 //! Every discovery body is bounded ([`MAX_DISCOVERY_BODY`]) and read under the client's idle
 //! deadline.
 
-use reqwest::Method;
+use http::Method;
 use serde::Deserialize;
 use serde_json::Value;
 

@@ -6,15 +6,17 @@
 //! becomes [`Error::ConnectionRefused`] (retried in place); other transport failures become
 //! [`Error::Transport`] with their cause chain. Of an error answer's body, at most
 //! [`MAX_ERROR_BODY`] bytes are read. [`ClientError`] wraps these for construction and
-//! typed requests, naming the request. [`ConfigError`], why a configuration could not be
-//! loaded, is here too, below `config/` which returns it and the client error which wraps it.
+//! typed requests, naming the request. [`ConfigError`] (feature `http`), why a configuration
+//! could not be loaded, is here too, below `config/` which returns it and the client error
+//! which wraps it.
 
 use std::error::Error as StdError;
+#[cfg(feature = "http")]
 use std::path::PathBuf;
 use std::time::Duration;
 
-use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, RETRY_AFTER};
+use http::StatusCode;
+use http::header::{HeaderMap, RETRY_AFTER};
 use serde::Deserialize;
 
 use super::request::PathSegmentError;
@@ -32,12 +34,18 @@ pub type Result<T, E = ClientError> = std::result::Result<T, E>;
 pub enum ClientError {
     /// The configuration could not be used when the client was built (credentials that fail
     /// later, per request, arrive as [`ClientError::Request`] with a transport error).
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     #[error("client configuration: {0}")]
     Config(#[from] ConfigError),
     /// The TLS settings could not be turned into a TLS client configuration.
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     #[error("tls configuration: {0}")]
     Tls(String),
     /// The HTTP client could not be built (for example an unusable proxy URL).
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     #[error("building the http client: {0}")]
     Http(#[source] reqwest::Error),
     /// The server answered with an error status.
@@ -347,6 +355,7 @@ pub(crate) fn decode_error(
 /// Messages name the file and the field at fault. None of them contains a token, a password or a
 /// private key. Loading errors are not retryable (fix the file); exec plugin errors may be
 /// (a plugin that failed is run again on the next request).
+#[cfg(feature = "http")]
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
@@ -459,6 +468,7 @@ pub enum ConfigError {
     },
 }
 
+#[cfg(feature = "http")]
 fn display_paths(paths: &[PathBuf]) -> String {
     if paths.is_empty() {
         return "no files".to_owned();
@@ -467,6 +477,7 @@ fn display_paths(paths: &[PathBuf]) -> String {
 }
 
 /// The exec plugin that replaces a legacy auth provider, as a suffix for the error message.
+#[cfg(feature = "http")]
 fn auth_provider_replacement(name: &str) -> &'static str {
     match name {
         "gcp" => " such as gke-gcloud-auth-plugin",
@@ -479,7 +490,7 @@ fn auth_provider_replacement(name: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::HeaderValue;
+    use http::header::HeaderValue;
 
     #[test]
     fn status_body_becomes_typed_status() {

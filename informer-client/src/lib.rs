@@ -1,5 +1,6 @@
 //! The HTTP client of typed Kubernetes informers: list, get, watch and writes over reqwest and
-//! rustls, or over a kube-rs `kube::Client` (feature `kube`).
+//! rustls (the `http` feature, on by default), or over a kube-rs `kube::Client` (the `kube`
+//! feature).
 //!
 //! Where it sits in the data flow: a [`Client`] is an `informer_runtime::ListWatchSource`, the
 //! seam between the API server and the runtime's reflector. Give it to a
@@ -13,27 +14,48 @@
 //!   requests, `request` builds URLs, `transport` carries each request (reqwest with this
 //!   crate's credentials, or a kube-rs client), `body` bounds every response but watches (an
 //!   idle deadline, a cap on what is kept), `error` keeps the server's `Status` typed,
-//!   `discovery` finds resources by group, version and resource, `connections` spreads
-//!   watches over HTTP/2 connections, and `rotation` keeps the TLS credentials current (the
-//!   client certificate and the CA bundle file, with a new connection pool whenever they
-//!   change).
-//! - `config/`: [`Config`] says where the server is and how to authenticate. Its loaders (the
-//!   kubeconfig file format in `config/kubeconfig.rs`, in-cluster), the credentials produced per
-//!   request by `auth` (which runs exec plugins through `exec`), `tls` (the rustls
-//!   configuration) and bounded file reads.
+//!   `discovery` finds resources by group, version and resource, `limits` bounds reads; with
+//!   the `http` feature, `connections` spreads watches over HTTP/2 connections, and `rotation`
+//!   keeps the TLS credentials current (the client certificate and the CA bundle file, with a
+//!   new connection pool whenever they change).
+//! - `config/` (the `http` feature): [`Config`] says where the server is and how to
+//!   authenticate. Its loaders (the kubeconfig file format in `config/kubeconfig.rs`,
+//!   in-cluster), the credentials produced per request by `auth` (which runs exec plugins
+//!   through `exec`), `tls` (the rustls configuration) and bounded file reads.
 //! - `list_watch/`, the read path, in the order bytes travel: `http_lister_watcher` implements
 //!   the lister-watcher (list pages with prefetch, watch streams with an idle deadline);
 //!   `list_page` decodes list bodies (cut as they arrive by `list_split`) and `watch_decode`
 //!   watch streams, both through the runtime's object decoder (`managedFields` pruned).
 //! - `kube/` (feature `kube`): the kube-rs bridge. `source` makes a `kube::Client` the
-//!   transport of a [`Client`]; `from_config` maps a `kube::Config` (kube-rs's,
-//!   not the kubeconfig file) onto [`Config`].
+//!   transport of a [`Client`]; `from_config` (with the `http` feature too) maps a
+//!   `kube::Config` (kube-rs's, not the kubeconfig file) onto [`Config`].
+//!
+//! # Features
+//!
+//! - `http` (on by default): this crate's own HTTP client, reqwest over rustls with HTTP/2;
+//!   [`Config`] from the kubeconfig file or the in-cluster service account, exec credential
+//!   plugins, TLS credentials read again when their files change; [`Client::new`],
+//!   [`Client::try_default`], [`ConfigError`].
+//! - `kube`: a kube-rs `kube::Client` as the transport (`Client::from(kube_client)`); with
+//!   `http` too, `Client::try_from(kube_config)`.
+//!
+//! A build needs `http`, `kube` or both: without either, a [`Client`] has nothing to carry its
+//! requests and none can be made. The request core, the errors, discovery and the read path
+//! are the same under both.
 //!
 //! # From kube-rs
 //!
-//! A program that has a `kube::Client` (feature `kube`) gives it to the factory inside a
-//! [`Client`]: `SharedInformerFactory::new(Client::from(kube_client))`. Requests then go through kube-rs's tower stack,
-//! which adds its cluster URL, TLS, credentials (refreshed as kube-rs refreshes them: token
+//! A program that has a `kube::Client` turns this crate's default features off and enables
+//! `kube` alone, so that it compiles none of this crate's own HTTP stack (reqwest, rustls, the
+//! kubeconfig parser):
+//!
+//! ```toml
+//! informer-client = { version = "0.1", default-features = false, features = ["kube"] }
+//! ```
+//!
+//! It gives its `kube::Client` to the factory inside a [`Client`]:
+//! `SharedInformerFactory::new(Client::from(kube_client))`. Requests then go through kube-rs's
+//! tower stack, which adds its cluster URL, TLS, credentials (refreshed as kube-rs refreshes them: token
 //! files, exec plugins, its auth providers), proxy, extra headers and impersonation; only
 //! the path and query built here are sent. The rest is this crate's, as over [`Client::new`]:
 //! a non-2xx answer becomes the API's `Status`, the same list pages (prefetched) and streaming
@@ -53,12 +75,13 @@
 //!   deadlines; a `read_timeout` shorter than a watch's quiet periods cuts watches.
 //!
 //! `Client::from(kube_client)` gives this crate's typed requests over the same client, and
-//! `Client::try_from(kube_config)` a client of this crate's own for the same server and
+//! (with the `http` feature too) `Client::try_from(kube_config)` a client of this crate's own
+//! for the same server and
 //! credentials (the kube-rs `Config`'s fields mapped one by one; what it cannot honour, such as
 //! impersonation or extra headers, is an error naming the field).
 //!
 //! ```no_run
-//! # #[cfg(feature = "kube")]
+//! # #[cfg(all(feature = "kube", feature = "http"))]
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use informer_client::Client;
 //! use informer_runtime::SharedInformerFactory;
@@ -80,11 +103,12 @@
 //! ```
 //!
 //! ```no_run
+//! # #[cfg(feature = "http")]
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use informer_client::{Client, Config};
 //! use informer_runtime::SharedInformerFactory;
 //! use k8s_openapi::api::core::v1::Pod;
 //!
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = Config::new("https://127.0.0.1:6443".parse()?);
 //! let client = Client::new(config)?;
 //! let pod: Pod = client.get(Some("kube-system"), "etcd-control-plane").await?;
@@ -104,9 +128,11 @@
 //! in a circle. Everything here stands on `informer_runtime`, which imports nothing of this
 //! crate.
 //!
-//! - `error`, `request`: the errors, with the server's `Status` typed; URLs and paths
-//! - `config`: where the server is and how to authenticate
+//! - `error`, `request`, `limits`: the errors, with the server's `Status` typed; URLs and
+//!   paths; the bounds of reads and their defaults
+//! - `config`: where the server is and how to authenticate (the `http` feature)
 //! - `body`, `transport`, `connections`, `rotation`: bounded bodies, the carriers, connections
+//!   (`connections` and `rotation`: the `http` feature)
 //! - `api_client`, `discovery`: the `Client` and its typed requests; resources by name
 //! - `list_watch`: the read path
 //! - `kube`: the kube-rs bridge (feature `kube`)
@@ -115,14 +141,18 @@
 // The request core.
 mod api_client;
 mod body;
+#[cfg(feature = "http")]
 mod connections;
 mod discovery;
 mod error;
+mod limits;
 pub(crate) mod request;
+#[cfg(feature = "http")]
 mod rotation;
 mod transport;
 
 // Where the server is and how to authenticate: configuration, credentials, TLS.
+#[cfg(feature = "http")]
 mod config;
 // The read path: list pages and watch streams over HTTP, decoded.
 pub(crate) mod list_watch;
@@ -130,10 +160,15 @@ pub(crate) mod list_watch;
 #[cfg(feature = "kube")]
 mod kube;
 
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use config::{
     Auth, Config, ExecConfig, Identity, IdentityFiles, InClusterOptions, KubeconfigOptions,
 };
-pub use error::{ClientError, ConfigError, Result};
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use error::ConfigError;
+pub use error::{ClientError, Result};
 pub use request::PathSegmentError;
 
 pub use api_client::{Client, Patch, PatchParams};
@@ -147,7 +182,9 @@ mod test_objects;
 /// directly, without a server or a plugin.
 #[cfg(test)]
 pub(crate) mod parsers {
+    #[cfg(feature = "http")]
     pub(crate) use super::config::exec::parse_credential;
+    #[cfg(feature = "http")]
     pub(crate) use super::config::kubeconfig::EXEC_API_VERSIONS;
     pub(crate) use super::discovery::{
         DiscoveredResource, groups_of, parse_document, resources_of, versions_of,

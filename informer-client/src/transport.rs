@@ -1,5 +1,5 @@
-//! How a request reaches the API server: through this crate's own reqwest client, or (feature
-//! `kube`) through a kube-rs `kube::Client`.
+//! How a request reaches the API server: through this crate's own reqwest client (feature
+//! `http`), or (feature `kube`) through a kube-rs `kube::Client`.
 //!
 //! Where it sits in the data flow: under every request of a [`Client`](super::Client), between
 //! the URL the client built and the [`Response`] whose body the decoders read. Either way the
@@ -24,13 +24,22 @@ use std::fmt;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::stream::{BoxStream, StreamExt};
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap};
-use reqwest::{Method, StatusCode};
+use futures::stream::BoxStream;
+#[cfg(any(feature = "http", feature = "kube", test))]
+use futures::stream::StreamExt;
+#[cfg(feature = "http")]
+use http::header::AUTHORIZATION;
+use http::header::HeaderMap;
+#[cfg(any(feature = "http", feature = "kube"))]
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http::{Method, StatusCode};
 use url::Url;
 
+#[cfg(feature = "http")]
 use super::config::auth::Authenticator;
+#[cfg(any(feature = "http", feature = "kube"))]
 use super::error::transport_error;
+#[cfg(feature = "http")]
 use crate::rotation::RotatingHttp;
 use informer_runtime::listwatch::Error;
 
@@ -51,9 +60,11 @@ pub(crate) async fn within_idle<F: Future>(idle: Duration, fut: F) -> Option<F::
 /// A request body and its content type.
 pub(crate) type Body = (&'static str, Vec<u8>);
 
-/// What carries a client's requests; see the [module documentation](self).
+/// What carries a client's requests; see the [module documentation](self). Without the `http`
+/// and `kube` features it has no variant, and no `Client` can be made.
 pub(crate) enum Transport {
     /// This crate's HTTP client, and the credentials it adds.
+    #[cfg(feature = "http")]
     Http {
         /// The connections (one pool for requests, others for watches), replaced when the TLS
         /// credentials they were made with rotate.
@@ -122,12 +133,29 @@ impl Response {
     }
 
     /// This answer, with `guard` dropped when its body is (read to its end, or not).
+    #[cfg(feature = "http")]
     fn holding<G: Send + Unpin + 'static>(mut self, guard: G) -> Self {
         self.body = Holding { body: self.body, _guard: guard }.boxed();
         self
     }
 }
 
+#[cfg(test)]
+impl Response {
+    /// A `200 OK` without headers whose body is `chunks`, for the tests of what reads bodies.
+    pub(crate) fn ok_with_body<E: StdError + Send + Sync + 'static>(
+        chunks: impl futures::Stream<Item = Result<Bytes, E>> + Send + 'static,
+    ) -> Self {
+        Self {
+            status: StatusCode::OK,
+            headers: HeaderMap::new(),
+            content_length: None,
+            body: chunks.map(|chunk| chunk.map_err(|e| TransportError(Box::new(e)))).boxed(),
+        }
+    }
+}
+
+#[cfg(feature = "http")]
 impl From<reqwest::Response> for Response {
     fn from(response: reqwest::Response) -> Self {
         Self {
@@ -140,11 +168,13 @@ impl From<reqwest::Response> for Response {
 }
 
 /// A body that holds a guard (a watch's place on its connection) for as long as it lives.
+#[cfg(feature = "http")]
 struct Holding<G> {
     body: BoxStream<'static, Result<Bytes, TransportError>>,
     _guard: G,
 }
 
+#[cfg(feature = "http")]
 impl<G: Unpin> futures::Stream for Holding<G> {
     type Item = Result<Bytes, TransportError>;
 
@@ -160,6 +190,7 @@ impl<G: Unpin> futures::Stream for Holding<G> {
     }
 }
 
+#[cfg(any(feature = "http", feature = "kube"))]
 fn boxed(error: impl StdError + Send + Sync + 'static) -> TransportError {
     TransportError(Box::new(error))
 }
@@ -168,9 +199,13 @@ impl Transport {
     /// What carries the requests, for `Debug`.
     pub(crate) fn name(&self) -> &'static str {
         match self {
+            #[cfg(feature = "http")]
             Self::Http { .. } => "http",
             #[cfg(feature = "kube")]
             Self::Kube(_) => "kube::Client",
+            // No transport at all: there is no such value.
+            #[cfg(not(any(feature = "http", feature = "kube")))]
+            _ => match *self {},
         }
     }
 
@@ -180,6 +215,10 @@ impl Transport {
     ///
     /// A 401 makes this crate's credentials be refreshed for the next request. A watch
     /// ([`Traffic::Watch`]) holds its place on a watch connection until its body is dropped.
+    #[cfg_attr(
+        not(any(feature = "http", feature = "kube")),
+        allow(clippy::unused_async, reason = "without a transport nothing is awaited, or called")
+    )]
     pub(crate) async fn send(
         &self,
         method: Method,
@@ -197,6 +236,7 @@ impl Transport {
             ))
         };
         match self {
+            #[cfg(feature = "http")]
             Self::Http { http, auth } => {
                 let credentials = auth
                     .credentials()
@@ -241,6 +281,11 @@ impl Transport {
                     .map_err(|e| transport_error(&e))?;
                 Ok(kube_response(response))
             }
+            #[cfg(not(any(feature = "http", feature = "kube")))]
+            _ => {
+                let _ = (method, url, body, accept, traffic, no_answer);
+                match *self {}
+            }
         }
     }
 }
@@ -263,7 +308,7 @@ fn kube_request(
         .method(method)
         .uri(path_and_query)
         .header(ACCEPT, accept)
-        .header(reqwest::header::ACCEPT_ENCODING, "identity");
+        .header(http::header::ACCEPT_ENCODING, "identity");
     let request = match body {
         Some((content_type, bytes)) => {
             builder.header(CONTENT_TYPE, content_type).body(kube::client::Body::from(bytes))
@@ -281,7 +326,7 @@ fn kube_response(response: http::Response<kube::client::Body>) -> Response {
     let (parts, body) = response.into_parts();
     let content_length = parts
         .headers
-        .get(reqwest::header::CONTENT_LENGTH)
+        .get(http::header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.parse().ok());
     Response {

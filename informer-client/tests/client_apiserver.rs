@@ -2,6 +2,9 @@
 //! concurrency, paged lists, streaming lists, and an informer that follows the server through
 //! dropped watches and compaction.
 
+// Every test here runs this crate's own HTTP client (`Client::new`, `Config`), which the
+// `http` feature builds.
+#![cfg(feature = "http")]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -3,6 +3,10 @@
 //! accounts, and redaction of secrets in `Debug` output. Running exec plugins and rotating
 //! token files is tested next to the authenticator (src/config/auth.rs).
 
+// Every test here runs this crate's own HTTP client (`Client::new`, `Config`), which the
+// `http` feature builds.
+#![cfg(feature = "http")]
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 

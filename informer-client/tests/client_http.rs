@@ -1,6 +1,9 @@
 //! The HTTP client against a scripted local server: list pages and their prefetch, watch
 //! streams over chunked bodies, error mapping, typed requests, credentials.
 
+// Every test here runs this crate's own HTTP client (`Client::new`, `Config`), which the
+// `http` feature builds.
+#![cfg(feature = "http")]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

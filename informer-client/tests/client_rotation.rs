@@ -4,6 +4,9 @@
 //! rewritten on disk. client-go follows all of them; a client that kept its first certificate
 //! or CA would fail for good once they rotate.
 
+// Every test here runs this crate's own HTTP client (`Client::new`, `Config`), which the
+// `http` feature builds.
+#![cfg(feature = "http")]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

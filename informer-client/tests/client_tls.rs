@@ -1,6 +1,9 @@
 //! The client's TLS against a real local TLS server with generated certificates: trusted and
 //! unknown CAs, insecure mode, `tls_server_name`, and client certificates.
 
+// Every test here runs this crate's own HTTP client (`Client::new`, `Config`), which the
+// `http` feature builds.
+#![cfg(feature = "http")]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -6,6 +6,9 @@
 //! `TestDynamicSharedInformerFactory` (an informer per GVR, add/update/delete reach the
 //! handler), and `metadatainformer`'s `TestMetadataSharedInformerFactory` (metadata only).
 
+// Every test here runs this crate's own HTTP client (`Client::new`, `Config`), which the
+// `http` feature builds.
+#![cfg(feature = "http")]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -4,6 +4,9 @@
 //! (A unit test until the server became its own crate: it links informer-runtime as a library,
 //! so only an integration test can use both.)
 
+// Every test here runs this crate's own HTTP client (`Client::new`, `Config`), which the
+// `http` feature builds.
+#![cfg(feature = "http")]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -11,6 +11,9 @@
 //! large list pages are decoded), so input nested 100,000 deep proves that no decoder recurses
 //! once per level.
 
+// Every test here runs this crate's own HTTP client (`Client::new`, `Config`), which the
+// `http` feature builds.
+#![cfg(feature = "http")]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -2,6 +2,9 @@
 //! watches, compaction (410 → relist), and bursts of 429 and 500; at the end of each scenario
 //! every informer's cache equals the server's state.
 
+// Every test here runs this crate's own HTTP client (`Client::new`, `Config`), which the
+// `http` feature builds.
+#![cfg(feature = "http")]
 #![allow(clippy::expect_used, reason = "in a test, a failed expect is a failed assertion")]
 
 use std::collections::BTreeMap;

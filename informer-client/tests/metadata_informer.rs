@@ -3,6 +3,9 @@
 //! deletes, its lister answers by namespace, name and label. (How the server renders
 //! `PartialObjectMetadata(List)` is embedded-apiserver's `tests/apiserver_metadata.rs`.)
 
+// Every test here runs this crate's own HTTP client (`Client::new`, `Config`), which the
+// `http` feature builds.
+#![cfg(feature = "http")]
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use std::sync::Arc;

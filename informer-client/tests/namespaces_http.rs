@@ -1,6 +1,9 @@
 //! The scope of a watch (issue 20) over real HTTP against the embedded API server: a factory
 //! over a set of namespaces, list tweaks, and a resource sharded across two replicas by a label.
 
+// Every test here runs this crate's own HTTP client (`Client::new`, `Config`), which the
+// `http` feature builds.
+#![cfg(feature = "http")]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

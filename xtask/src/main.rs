@@ -20,7 +20,8 @@
 //! - `cargo xtask fuzz [--minutes N] [--target NAME]`: the fuzz targets (decoders, selectors,
 //!   kubeconfig, error bodies, discovery, exec credentials, compact forms, CRD reader), built
 //!   optimised, each for its share of N minutes.
-//! - `cargo xtask ci`: what CI checks (format, clippy, docs, tests, every Kubernetes version).
+//! - `cargo xtask ci`: what CI checks (format, clippy, docs, tests, every Kubernetes version,
+//!   and a kube-rs program's build without informer-client's own HTTP stack).
 
 mod bench;
 mod codegen;
@@ -29,6 +30,7 @@ mod demo;
 mod demo_controller;
 mod fuzz;
 mod kube_apiserver;
+mod kube_only;
 mod soak;
 mod widget;
 
@@ -132,6 +134,8 @@ fn ci() -> Result<(), String> {
         ];
         cargo(&[&["check"][..], &packages, &["--features", &feature]].concat(), &[])?;
     }
+    // A kube-rs program's build: no HTTP stack of informer-client's own.
+    kube_only::check()?;
     cargo(&["xtask", "codegen", "--check"], &[])?;
     // Before the tests: `cargo test --workspace` may relink this very binary.
     serve_smoke()?;

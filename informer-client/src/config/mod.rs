@@ -31,14 +31,7 @@ use secrecy::SecretString;
 
 // Defined with the client's other errors, below this folder, which the client's error wraps.
 use super::error::ConfigError;
-
-/// The default [`Config::read_idle_timeout`]: kube-apiserver's one-minute request timeout plus
-/// the 30 seconds of margin a watch gets past its own timeout.
-pub(crate) const DEFAULT_READ_IDLE_TIMEOUT: Duration = Duration::from_secs(60 + 30);
-
-/// The default [`Config::max_object_size`]: a few times the 3 MiB kube-apiserver accepts in a
-/// request body.
-pub(crate) const DEFAULT_MAX_OBJECT_SIZE: usize = 16 * 1024 * 1024;
+use crate::limits::{DEFAULT_MAX_OBJECT_SIZE, DEFAULT_READ_IDLE_TIMEOUT};
 
 /// Where a pod's service account credentials are mounted.
 const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";

@@ -13,7 +13,10 @@
 //! what went wrong.
 
 mod discovery;
+// Exec plugins and kubeconfig files are the `http` feature's.
+#[cfg(feature = "http")]
 mod exec;
+#[cfg(feature = "http")]
 mod kubeconfig;
 mod list;
 mod status;
@@ -36,6 +39,7 @@ fn list_page_decoder() {
     Target::new("list_page_decoder", list::page_property).run();
 }
 
+#[cfg(feature = "http")]
 #[test]
 fn kubeconfig_loader() {
     /// Removes the inputs' directory, also when the run fails.
@@ -59,6 +63,7 @@ fn discovery_documents() {
     Target::new("discovery_documents", discovery::property).run();
 }
 
+#[cfg(feature = "http")]
 #[test]
 fn exec_credential() {
     Target::new("exec_credential", exec::property).run();

@@ -21,10 +21,10 @@
 use std::time::Duration;
 
 use fastrand::Rng;
+use http::StatusCode;
+use http::header::{HeaderMap, HeaderValue, RETRY_AFTER};
 use informer_fuzz::json::{self, Layout};
 use informer_fuzz::{Unstructured, arbitrary, bytes};
-use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
 use serde_json::{Value, json};
 
 use crate::parsers::{MAX_BODY_IN_MESSAGE, parse_status, status_from_response};

@@ -24,6 +24,7 @@ const USE_KUBE_CLIENT: &str = "use the kube::Client itself as this client's tran
      (Client::from(kube_client), for example SharedInformerFactory::new(Client::from(kube_client))), \
      whose stack sends it";
 
+#[cfg_attr(docsrs, doc(cfg(all(feature = "http", feature = "kube"))))]
 impl TryFrom<kube::Config> for Config {
     type Error = ConfigError;
 
@@ -100,6 +101,7 @@ impl TryFrom<kube::Config> for Config {
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(all(feature = "http", feature = "kube"))))]
 impl TryFrom<kube::Config> for Client {
     type Error = ClientError;
 

@@ -13,8 +13,8 @@
 //! non-2xx one into the API's `Status` exactly as over its own HTTP client.
 
 use crate::api_client::Client;
-use crate::body::Limits;
-use crate::config::{DEFAULT_MAX_OBJECT_SIZE, DEFAULT_READ_IDLE_TIMEOUT};
+use crate::limits::Limits;
+use crate::limits::{DEFAULT_MAX_OBJECT_SIZE, DEFAULT_READ_IDLE_TIMEOUT};
 use crate::transport::Transport;
 
 /// Where the URLs of a client over kube-rs are built: only their path and query are sent, and

@@ -59,8 +59,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::stream::{Stream, StreamExt};
+use http::Method;
 use parking_lot::Mutex;
-use reqwest::Method;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 
@@ -879,8 +879,7 @@ mod read_ahead_tests {
             pulled.fetch_add(1, Ordering::SeqCst);
             Ok::<_, std::io::Error>(part)
         });
-        let response = http::Response::new(reqwest::Body::wrap_stream(body));
-        Response::from(reqwest::Response::from(response))
+        Response::ok_with_body(body)
     }
 
     /// A list body decoded as the lister-watcher decodes a response it did not prefetch.

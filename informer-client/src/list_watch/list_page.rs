@@ -24,8 +24,8 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 
 use super::list_split::{ListSplitter, Part, Piece, SplitError};
-use crate::config::DEFAULT_MAX_OBJECT_SIZE;
 use crate::error::{byte_offset, json_error_message};
+use crate::limits::DEFAULT_MAX_OBJECT_SIZE;
 use crate::request::Target;
 use informer_runtime::codec::object_decoder::ObjectDecoder;
 use informer_runtime::listwatch::{Error, ListIntake, ObjectList};

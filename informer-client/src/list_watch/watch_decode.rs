@@ -51,8 +51,8 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::config::DEFAULT_MAX_OBJECT_SIZE;
 use crate::error::{json_error_message, parse_status};
+use crate::limits::DEFAULT_MAX_OBJECT_SIZE;
 use crate::request::Target;
 use informer_runtime::codec::object_decoder::ObjectDecoder;
 use informer_runtime::listwatch::{Bookmark, Error, WatchEvent};
