@@ -30,6 +30,8 @@ use std::time::Duration;
 use embedded_apiserver::testing::{WatchLines, crontab_crd};
 use embedded_apiserver::{ApiServer, Config};
 use informer_tests::kube_apiserver::KubeApiServer;
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
 use serde_json::{Value, json};
 
 /// How long any single answer, event or condition may take: the real server is slower.
@@ -88,7 +90,7 @@ impl Target {
         let endpoints = server.endpoints();
         let ca = std::fs::read(endpoints.dir.join("ca.crt")).expect("the harness's ca.crt");
         let mut roots = rustls::RootCertStore::empty();
-        for cert in rustls_pemfile::certs(&mut ca.as_slice()) {
+        for cert in CertificateDer::pem_slice_iter(&ca) {
             roots.add(cert.expect("a PEM certificate")).expect("a usable CA certificate");
         }
         let tls =

@@ -303,6 +303,7 @@ impl ClientCertVerifier for Deferred {
 #[cfg(test)]
 mod tests {
     use axum::http::HeaderValue;
+    use rustls::pki_types::pem::PemObject;
 
     use super::*;
 
@@ -344,7 +345,7 @@ mod tests {
             .issue("alice", Duration::from_secs(3600))
             .unwrap_or_else(|e| panic!("{e}"));
         let der = |pem: &str| {
-            rustls_pemfile::certs(&mut pem.as_bytes())
+            CertificateDer::pem_slice_iter(pem.as_bytes())
                 .collect::<std::result::Result<Vec<_>, _>>()
                 .unwrap_or_else(|e| panic!("{e}"))
         };

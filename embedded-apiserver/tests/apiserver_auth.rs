@@ -12,6 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use embedded_apiserver::{ClientCertificate, Config};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{Value, json};
 use support::roots;
 
@@ -69,10 +71,10 @@ async fn a_replaced_token_set_refuses_the_old_token_on_open_connections() {
 
 /// A client presenting `cert`, over HTTP/2 when the server offers it.
 fn presenting(server: &embedded_apiserver::ApiServer, cert: &ClientCertificate) -> reqwest::Client {
-    let chain = rustls_pemfile::certs(&mut cert.cert_pem.as_bytes())
+    let chain = CertificateDer::pem_slice_iter(cert.cert_pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
         .unwrap();
-    let key = rustls_pemfile::private_key(&mut cert.key_pem.as_bytes()).unwrap().expect("a key");
+    let key = PrivateKeyDer::from_pem_slice(cert.key_pem.as_bytes()).expect("a key");
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut tls = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()

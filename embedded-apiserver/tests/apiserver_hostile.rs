@@ -20,6 +20,7 @@ use axum::http::Request;
 use embedded_apiserver::testing::{crontab_crd, eventually, pod};
 use embedded_apiserver::{ApiServer, Config};
 use informer_runtime::GroupVersionResource;
+use rustls::pki_types::pem::PemObject;
 use serde_json::{Value, json};
 use support::{open_watches, raw_h2};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -89,7 +90,7 @@ fn http(server: &ApiServer) -> reqwest::Client {
         None => builder,
         Some(pem) => {
             let mut roots = rustls::RootCertStore::empty();
-            for cert in rustls_pemfile::certs(&mut pem.as_bytes()) {
+            for cert in rustls::pki_types::CertificateDer::pem_slice_iter(pem.as_bytes()) {
                 roots.add(cert.expect("a PEM certificate")).expect("a CA certificate");
             }
             let mut tls =

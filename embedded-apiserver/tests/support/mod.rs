@@ -38,9 +38,12 @@ pub fn tls_config(server: &ApiServer) -> rustls::ClientConfig {
 
 /// The server's CA as rustls roots.
 pub fn roots(server: &ApiServer) -> rustls::RootCertStore {
-    let mut pem = server.ca_pem().expect("a TLS server has a CA").as_bytes();
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+
+    let pem = server.ca_pem().expect("a TLS server has a CA").as_bytes();
     let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut pem) {
+    for cert in CertificateDer::pem_slice_iter(pem) {
         roots.add(cert.expect("a PEM certificate")).expect("a CA certificate");
     }
     roots

@@ -27,7 +27,8 @@ use std::sync::Arc;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{ResolvesClientCert, Resumption, WebPkiServerVerifier};
 use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::pki_types::pem::{self, PemObject};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::sign::CertifiedKey;
 use rustls::{DigitallySignedStruct, DistinguishedName, RootCertStore, SignatureScheme};
 use secrecy::ExposeSecret;
@@ -153,18 +154,21 @@ pub(crate) fn certified_key(
 ) -> Result<Arc<CertifiedKey>, ClientError> {
     let chain = parse_certs(&identity.cert_pem, "client certificate")?;
     // Errors about the key never quote it.
-    let key = rustls_pemfile::private_key(&mut identity.key_pem.expose_secret().as_bytes())
-        .map_err(|_| ClientError::Tls("client key: invalid PEM".to_owned()))?
-        .ok_or_else(|| {
-            ClientError::Tls("client key: no PRIVATE KEY block in the PEM data".to_owned())
-        })?;
+    let key = PrivateKeyDer::from_pem_slice(identity.key_pem.expose_secret().as_bytes()).map_err(
+        |e| match e {
+            pem::Error::NoItemsFound => {
+                ClientError::Tls("client key: no PRIVATE KEY block in the PEM data".to_owned())
+            }
+            _ => ClientError::Tls("client key: invalid PEM".to_owned()),
+        },
+    )?;
     let key = CertifiedKey::from_der(chain, key, provider)
         .map_err(|e| ClientError::Tls(format!("client certificate and key: {e}")))?;
     Ok(Arc::new(key))
 }
 
 fn parse_certs(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>, ClientError> {
-    let certs = rustls_pemfile::certs(&mut &*pem)
+    let certs = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| ClientError::Tls(format!("{what}: invalid PEM: {e}")))?;
     if certs.is_empty() {
@@ -354,6 +358,39 @@ mod tests {
         )
         .unwrap_err();
         assert!(error.to_string().contains("no CERTIFICATE block"), "{error}");
+    }
+
+    /// A self-signed client certificate and its PKCS#8 key, as PEM.
+    fn client_identity() -> (Vec<u8>, String) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["client".to_owned()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        (cert.pem().into_bytes(), key.serialize_pem())
+    }
+
+    #[test]
+    fn a_client_key_is_read_with_its_certificate_and_a_missing_or_broken_one_is_named() {
+        let (cert_pem, key_pem) = client_identity();
+        let identity = Identity { cert_pem: cert_pem.clone(), key_pem: key_pem.clone().into() };
+        assert!(certified_key(&identity, &provider()).is_ok());
+
+        // The certificate's PEM where the key's should be: no key block at all.
+        let identity = Identity {
+            cert_pem: cert_pem.clone(),
+            key_pem: String::from_utf8(cert_pem.clone()).unwrap().into(),
+        };
+        let error = certified_key(&identity, &provider()).unwrap_err();
+        assert!(error.to_string().contains("no PRIVATE KEY block"), "{error}");
+
+        // A key block cut short: invalid, and the message quotes none of it.
+        let cut = &key_pem[..key_pem.len() / 2];
+        let identity = Identity { cert_pem, key_pem: cut.to_owned().into() };
+        let error = certified_key(&identity, &provider()).unwrap_err().to_string();
+        assert!(error.contains("client key: invalid PEM"), "{error}");
+        let body = cut.lines().nth(1).unwrap();
+        assert!(!error.contains(body), "{error}");
     }
 
     #[test]

@@ -311,6 +311,9 @@ fn exec_config(exec: &kube::config::ExecConfig) -> Result<ExecConfig, ConfigErro
 
 #[cfg(test)]
 mod tests {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+
     use super::*;
 
     fn kube_config() -> kube::Config {
@@ -333,7 +336,7 @@ mod tests {
         assert_eq!(pem.matches("-----BEGIN CERTIFICATE-----\n").count(), 2);
         assert!(pem.starts_with("-----BEGIN CERTIFICATE-----\nAQID\n-----END CERTIFICATE-----\n"));
         assert!(pem.lines().all(|line| line.len() <= 64), "{pem}");
-        let ders: Vec<Vec<u8>> = rustls_pemfile::certs(&mut pem.as_bytes())
+        let ders: Vec<Vec<u8>> = CertificateDer::pem_slice_iter(pem.as_bytes())
             .map(|der| der.unwrap().as_ref().to_vec())
             .collect();
         assert_eq!(ders, [vec![1, 2, 3], vec![4; 100]]);
