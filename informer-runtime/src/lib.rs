@@ -152,6 +152,9 @@ pub mod testing;
 #[cfg(test)]
 #[cfg(feature = "simd-json")]
 mod fuzz;
+// The recorded pods the unit tests and the fuzz targets read.
+#[cfg(test)]
+mod test_fixtures;
 
 pub use factory::SharedInformerFactory;
 pub use lister::{Lister, NamespaceLister, NotFound};

@@ -24,7 +24,7 @@ use std::sync::{Arc, OnceLock};
 
 use fastrand::Rng;
 use informer_fuzz::json::{self, Layout};
-use informer_fuzz::{Unstructured, arbitrary, bytes, chunk_ends, fixtures};
+use informer_fuzz::{Unstructured, arbitrary, bytes, chunk_ends};
 use k8s_openapi::api::core::v1::Pod;
 use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
@@ -33,9 +33,6 @@ use serde_json::Value;
 use crate::list_watch::list_page::PageDecoder;
 use crate::list_watch::list_split::{ListSplitter, Piece};
 use informer_runtime::codec::prune::ObjectSeed;
-
-/// The crate's own recorded list bodies.
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 
 struct Seeds {
     /// Pod lists, which the page decoder takes.
@@ -56,11 +53,8 @@ fn seeds() -> &'static Seeds {
             "kind-v1-36-kube-system-deploymentlist.compact.json",
             "kind-v1-36-foobar-cr-list.compact.json",
         ];
-        let raw: Vec<Vec<u8>> = pods
-            .iter()
-            .chain(&others)
-            .map(|name| fixtures::read(&format!("{FIXTURES}/{name}")))
-            .collect();
+        let raw: Vec<Vec<u8>> =
+            pods.iter().chain(&others).map(|name| super::recorded(name)).collect();
         let lists: Vec<Value> =
             raw.iter().map(|body| serde_json::from_slice(body).unwrap()).collect();
         Seeds { pod_lists: lists[..pods.len()].to_vec(), lists, raw }

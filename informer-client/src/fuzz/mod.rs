@@ -24,6 +24,12 @@ mod watch;
 
 use informer_fuzz::Target;
 
+/// The recorded body `name` of this crate's `tests/fixtures/` (a list page or a watch stream),
+/// a seed of the list and watch targets.
+fn recorded(name: &str) -> Vec<u8> {
+    informer_fuzz::fixtures::read(&format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR")))
+}
+
 #[test]
 fn watch_decoder() {
     Target::new("watch_decoder", watch::property).run();

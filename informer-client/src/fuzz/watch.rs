@@ -15,7 +15,7 @@ use std::sync::{Arc, OnceLock};
 
 use fastrand::Rng;
 use informer_fuzz::json::{self, Layout};
-use informer_fuzz::{Unstructured, arbitrary, bytes, chunk_ends, fixtures};
+use informer_fuzz::{Unstructured, arbitrary, bytes, chunk_ends};
 use k8s_openapi::api::core::v1::Pod;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -91,9 +91,6 @@ struct Seeds {
     raw: Vec<Vec<u8>>,
 }
 
-/// The crate's own recorded watch streams.
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
-
 fn seeds() -> &'static Seeds {
     static SEEDS: OnceLock<Seeds> = OnceLock::new();
     SEEDS.get_or_init(|| {
@@ -102,7 +99,7 @@ fn seeds() -> &'static Seeds {
             "kind-v1-36-watch-pods.events.jsonl",
             "kind-v1-36-foobar-watch.events.jsonl",
         ]
-        .map(|name| fixtures::read(&format!("{FIXTURES}/{name}")))
+        .map(super::recorded)
         .to_vec();
         let lines = |body: &[u8]| -> Vec<Value> {
             body.split(|&b| b == b'\n')

@@ -256,13 +256,7 @@ mod tests {
 
     /// The recorded pods (kind's and the every-field pod), by file name.
     fn pod_fixtures() -> Vec<(String, Vec<u8>)> {
-        let pods: Vec<(String, Vec<u8>)> = informer_fuzz::fixtures::dir(
-            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures"),
-            &[".json"],
-        )
-        .into_iter()
-        .filter(|(name, _)| name.contains("-pod-") || name.ends_with("core.v1.Pod.json"))
-        .collect();
+        let pods = crate::test_fixtures::recorded_pods();
         assert!(pods.len() >= 8, "found {} pod files in the crate's tests/fixtures", pods.len());
         pods
     }

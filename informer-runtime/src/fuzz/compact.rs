@@ -14,7 +14,9 @@
 use std::sync::OnceLock;
 
 use fastrand::Rng;
-use informer_fuzz::{Unstructured, arbitrary, bytes, fixtures};
+use informer_fuzz::{Unstructured, arbitrary, bytes};
+
+use crate::test_fixtures::recorded_pods;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::store::compact::{Decoders, Dictionary, decompress, encode};
@@ -36,12 +38,10 @@ struct Seeds {
 fn seeds() -> &'static Seeds {
     static SEEDS: OnceLock<Seeds> = OnceLock::new();
     SEEDS.get_or_init(|| {
-        let pods: Vec<Pod> =
-            fixtures::dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures"), &[".json"])
-                .into_iter()
-                .filter(|(name, _)| name.contains("-pod-") || name.ends_with("core.v1.Pod.json"))
-                .map(|(_, body)| serde_json::from_slice(&body).unwrap())
-                .collect();
+        let pods: Vec<Pod> = recorded_pods()
+            .into_iter()
+            .map(|(_, body)| serde_json::from_slice(&body).unwrap())
+            .collect();
         // The dictionary learns from the first objects encoded with it: encode until a form
         // uses it (its tag, 1).
         let dictionary = Dictionary::default();

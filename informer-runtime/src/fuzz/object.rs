@@ -14,7 +14,9 @@ use std::sync::OnceLock;
 
 use fastrand::Rng;
 use informer_fuzz::json::{self, Layout};
-use informer_fuzz::{Unstructured, arbitrary, bytes, fixtures};
+use informer_fuzz::{Unstructured, arbitrary, bytes};
+
+use crate::test_fixtures::recorded_pods;
 use k8s_openapi::api::core::v1::Pod;
 use serde::de::DeserializeSeed;
 use serde_json::Value;
@@ -30,12 +32,7 @@ struct Seeds {
 fn seeds() -> &'static Seeds {
     static SEEDS: OnceLock<Seeds> = OnceLock::new();
     SEEDS.get_or_init(|| {
-        let raw: Vec<Vec<u8>> =
-            fixtures::dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures"), &[".json"])
-                .into_iter()
-                .filter(|(name, _)| name.contains("-pod-") || name.ends_with("core.v1.Pod.json"))
-                .map(|(_, body)| body)
-                .collect();
+        let raw: Vec<Vec<u8>> = recorded_pods().into_iter().map(|(_, body)| body).collect();
         let pods = raw.iter().map(|body| serde_json::from_slice(body).unwrap()).collect();
         Seeds { pods, raw }
     })

@@ -29,10 +29,8 @@ fn recent_len<K: Object>(store: &Indexer<K>) -> usize {
 
 /// Every pod of the crate's recorded fixtures (kind's and the every-field pod).
 fn fixture_pods() -> Vec<Pod> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
-    let pods: Vec<Pod> = informer_fuzz::fixtures::dir(dir, &[".json"])
+    let pods: Vec<Pod> = crate::test_fixtures::recorded_pods()
         .into_iter()
-        .filter(|(name, _)| name.contains("-pod-") || name.ends_with("core.v1.Pod.json"))
         .map(|(name, body)| serde_json::from_slice(&body).unwrap_or_else(|e| panic!("{name}: {e}")))
         .collect();
     assert!(pods.len() >= 5, "the pod fixtures are there");
