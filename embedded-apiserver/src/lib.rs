@@ -167,6 +167,7 @@
 //! - `server`: [`Config`], [`ApiServer`] and [`serve`]: starting and stopping
 //! - `testing`, `fuzz`: helpers for tests, and the fuzz target of field selectors (tests only)
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 mod auth;
 mod catalog;
 mod connection;

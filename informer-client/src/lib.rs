@@ -53,6 +53,8 @@
 //! informer-client = { version = "0.1", default-features = false, features = ["kube"] }
 //! ```
 //!
+//! The `kube` feature needs Rust 1.89, kube-rs 5's minimum; the rest of the crate needs 1.85.
+//!
 //! It gives its `kube::Client` to the factory inside a [`Client`]:
 //! `SharedInformerFactory::new(Client::from(kube_client))`. Requests then go through kube-rs's
 //! tower stack, which adds its cluster URL, TLS, credentials (refreshed as kube-rs refreshes them: token
@@ -138,6 +140,7 @@
 //! - `kube`: the kube-rs bridge (feature `kube`)
 //! - `fuzz`, `test_objects`: fuzz targets and test objects
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // The request core.
 mod api_client;
 mod body;

@@ -8,8 +8,8 @@
 //! the cache holds it. One replica of several leads through a Lease
 //! ([`leader_election`]); [`events`] records what a controller did, as `kubectl describe`
 //! shows it. Both write through [`ApiWriter`], which this project's
-//! `Client` (feature `client`, on by default) and kube-rs's `kube::Client` (feature `kube`)
-//! implement.
+//! `Client` (feature `client`, on by default) and kube-rs's `kube::Client` (feature `kube`,
+//! which needs Rust 1.89, kube-rs 5's minimum; the rest of the crate needs 1.85) implement.
 //!
 //! ```no_run
 //! use informer_controller::controller::{Action, Controller, stop_on_signal};
@@ -62,6 +62,7 @@
 //! controller-runtime's metrics into the runtime's `informer_runtime::metrics::Metrics`, beside
 //! the informers' (`WorkQueueBuilder::metrics`, `Controller::metrics`).
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 pub mod controller;
 pub mod events;
 pub mod leader_election;

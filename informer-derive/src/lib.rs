@@ -15,6 +15,7 @@
 //! (a projection) of an existing resource instead, whose informer decodes only the fields the
 //! struct names (see "Views" under [`Informer`]).
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 mod attrs;
 mod ctxt;
 mod expand;

@@ -12,6 +12,7 @@
 //! given; formatting is the caller's (informer-gen unparses, a derive hands tokens to rustc).
 //! The crate depends only on syn, quote and heck, so that the proc-macro crate can link it.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 pub mod accessors;
 pub mod names;
 mod resource;

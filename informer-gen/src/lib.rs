@@ -133,6 +133,8 @@
 //! [`sample`] synthesises objects from a schema, for round-trip tests of generated code.
 //! `KOPIUM.md` in this crate compares the generator with kopium over the 112 real CRDs of the
 //! repository's corpus (`tests/fixtures/crd-corpus`).
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![allow(clippy::needless_doctest_main, reason = "a build script example is a whole file")]
 
 mod builder;

@@ -118,6 +118,7 @@
 //!
 //! [listers]: lister::Lister
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 pub mod clock;
 // Public but hidden: the object decoder the client's read path shares with the compact cache;
 // not a user API. It needs simd-json and memchr (feature `simd-json`, on by default).

@@ -20,8 +20,11 @@
 //! - `cargo xtask fuzz [--minutes N] [--target NAME]`: the fuzz targets (decoders, selectors,
 //!   kubeconfig, error bodies, discovery, exec credentials, compact forms, CRD reader), built
 //!   optimised, each for its share of N minutes.
+//! - `cargo xtask release-check`: what a release needs: every crate meant for users packaged and
+//!   built from its tarball, the README's first example built against those tarballs, docs as
+//!   docs.rs builds them, and each crate checked with the Rust its `rust-version` names.
 //! - `cargo xtask ci`: what CI checks (format, clippy, docs, tests, every Kubernetes version,
-//!   and a kube-rs program's build without informer-client's own HTTP stack).
+//!   a kube-rs program's build without informer-client's own HTTP stack, and `release-check`).
 
 mod bench;
 mod codegen;
@@ -31,12 +34,13 @@ mod demo_controller;
 mod fuzz;
 mod kube_apiserver;
 mod kube_only;
+mod release;
 mod soak;
 mod widget;
 
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <demo [--objects N] [--kubeconfig PATH] [--seconds N] | demo-controller [--sets N] | serve [--addr HOST:PORT] [--tls] [--max-streams N] | codegen [--check] | compare-kopium [--crds DIR] [--out FILE] [--work DIR] [--only NAME] | kube-apiserver [--dir DIR] | bench [--quick] [--runs N] [--counts N,...] (see bench --help) | soak --minutes N [--seed S] | fuzz [--minutes N] [--target NAME] | ci>";
+const USAGE: &str = "usage: cargo xtask <demo [--objects N] [--kubeconfig PATH] [--seconds N] | demo-controller [--sets N] | serve [--addr HOST:PORT] [--tls] [--max-streams N] | codegen [--check] | compare-kopium [--crds DIR] [--out FILE] [--work DIR] [--only NAME] | kube-apiserver [--dir DIR] | bench [--quick] [--runs N] [--counts N,...] (see bench --help) | soak --minutes N [--seed S] | fuzz [--minutes N] [--target NAME] | release-check | ci>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -50,6 +54,7 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("kube-apiserver") => kube_apiserver::run(&args[1..]),
         Some("soak") => soak::run(&args[1..]),
+        Some("release-check") => release::check(),
         Some("ci") => ci(),
         Some("-h" | "--help") => {
             println!("{USAGE}");
@@ -136,6 +141,8 @@ fn ci() -> Result<(), String> {
     }
     // A kube-rs program's build: no HTTP stack of informer-client's own.
     kube_only::check()?;
+    // Packages, the README's crate from them, docs as docs.rs builds them, the MSRV.
+    release::check()?;
     cargo(&["xtask", "codegen", "--check"], &[])?;
     // Before the tests: `cargo test --workspace` may relink this very binary.
     serve_smoke()?;
