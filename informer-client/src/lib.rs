@@ -53,7 +53,7 @@
 //! informer-client = { version = "0.1", default-features = false, features = ["kube"] }
 //! ```
 //!
-//! The `kube` feature needs Rust 1.89, kube-rs 5's minimum; the rest of the crate needs 1.85.
+//! The `kube` feature needs Rust 1.89, kube-rs 5's minimum; the rest of the crate needs 1.88.
 //!
 //! It gives its `kube::Client` to the factory inside a [`Client`]:
 //! `SharedInformerFactory::new(Client::from(kube_client))`. Requests then go through kube-rs's

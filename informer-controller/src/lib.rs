@@ -9,7 +9,7 @@
 //! ([`leader_election`]); [`events`] records what a controller did, as `kubectl describe`
 //! shows it. Both write through [`ApiWriter`], which this project's
 //! `Client` (feature `client`, on by default) and kube-rs's `kube::Client` (feature `kube`,
-//! which needs Rust 1.89, kube-rs 5's minimum; the rest of the crate needs 1.85) implement.
+//! which needs Rust 1.89, kube-rs 5's minimum; the rest of the crate needs 1.88) implement.
 //!
 //! ```no_run
 //! use informer_controller::controller::{Action, Controller, stop_on_signal};

@@ -168,7 +168,7 @@ fn msrv(crates: &[Crate]) -> Result<(), String> {
         let Some(version) = &krate.rust_version else {
             return Err(format!("{} has no rust-version in its Cargo.toml", krate.name));
         };
-        // `1.85` means 1.85.0: the oldest compiler the claim admits.
+        // `1.88` means 1.88.0: the oldest compiler the claim admits.
         let toolchain = if version.matches('.').count() == 1 {
             format!("{version}.0")
         } else {
