@@ -72,3 +72,6 @@ pub mod write;
 mod wait;
 
 pub use write::{ApiWriter, WriteError};
+/// The stop signal every `run` takes, re-exported so that a program needs no tokio-util dependency
+/// to name it.
+pub use tokio_util::sync::CancellationToken;

@@ -169,6 +169,9 @@ pub use shared_informer::{
     SharedIndexInformer,
 };
 pub use store::{Cache, Indexer, ObjectKey, StorageMode};
+/// The stop signal every `run` takes, re-exported so that a program needs no tokio-util dependency
+/// to name it.
+pub use tokio_util::sync::CancellationToken;
 
 #[doc(hidden)]
 pub mod __private {
