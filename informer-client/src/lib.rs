@@ -191,3 +191,8 @@ pub(crate) mod parsers {
     };
     pub(crate) use super::error::{MAX_BODY_IN_MESSAGE, parse_status, status_from_response};
 }
+
+// The README is the crate's registry page: its examples compile as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -179,3 +179,8 @@ pub mod __private {
     //! direct dependency on k8s-openapi. Not a public API.
     pub use k8s_openapi;
 }
+
+// The README is the crate's registry page: its examples compile as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
