@@ -114,7 +114,7 @@ impl ServerHandle {
     }
 
     /// A kubeconfig for this server (namespace `default`), for kubectl, kube-rs or
-    /// informer-runtime's `Client`.
+    /// informer-client's `Client`.
     ///
     /// Over plain HTTP the user has no credentials. Over [TLS](crate::Config::tls) the cluster
     /// carries the server's CA as `certificate-authority-data`, and the user a bearer token,

@@ -3,7 +3,7 @@
 //! It stands where a cluster's API server stands in an informer's data flow (left of
 //! informer-runtime's [`ListerWatcher`](informer_runtime::ListerWatcher)), and speaks the same
 //! HTTP protocol closely enough that real clients (kubectl, kube-rs, client-go,
-//! informer-runtime's `Client`) cannot tell the difference for discovery, get, list, watch and
+//! informer-client's `Client`) cannot tell the difference for discovery, get, list, watch and
 //! writes. Start one per test with [`ApiServer::start`], point a client at
 //! [`url`](ServerHandle::url) or [`kubeconfig_yaml`](ServerHandle::kubeconfig_yaml), and inject
 //! faults through the [`ServerHandle`].
@@ -40,9 +40,10 @@
 //! # }
 //! ```
 //!
-//! Informers reach it through an informer-runtime `Client` configured with the server's
-//! [`url`](ServerHandle::url) (informer-runtime's `client` feature); kube-rs and kubectl through
-//! [`kubeconfig_yaml`](ServerHandle::kubeconfig_yaml). Its API speaks informer-runtime's types
+//! Informers reach it through an informer-client `Client` configured with the server's
+//! [`url`](ServerHandle::url); kube-rs through that URL too or
+//! [`kubeconfig_yaml`](ServerHandle::kubeconfig_yaml) (the README's "A kube-rs client for
+//! tests" shows both), kubectl through the kubeconfig. Its API speaks informer-runtime's types
 //! ([`GroupVersionResource`](informer_runtime::GroupVersionResource), a failed direct write's
 //! [`Status`](informer_runtime::Status), [`ResourceType::of`] for any
 //! [`Resource`](informer_runtime::Resource)), so a test should use the informer-runtime version
@@ -52,7 +53,7 @@
 //!
 //! - **Transport.** Plain HTTP/1.1 by default; with [`Config::tls`], TLS with ALPN offering
 //!   `h2` and `http/1.1` as kube-apiserver does, so that client-go, kube-rs and
-//!   informer-runtime's `Client` speak HTTP/2, with kube-apiserver's per-connection stream
+//!   informer-client's `Client` speak HTTP/2, with kube-apiserver's per-connection stream
 //!   limit ([`Config::max_concurrent_streams`], 100 by default) advertised and enforced, its
 //!   32 s handshake deadline and 90 s HTTP/2 idle timeout. The server makes its own CA
 //!   ([`ServerHandle::ca_pem`], in the [kubeconfig](ServerHandle::kubeconfig_yaml));
@@ -209,7 +210,7 @@ pub use handle::ServerHandle;
 pub use server::{ApiServer, Config, serve};
 pub use traffic::Traffic;
 
-// The README's example must compile and run.
+// The README is the crate's registry page: its examples compile as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

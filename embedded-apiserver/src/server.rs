@@ -224,7 +224,7 @@ impl Config {
     }
 
     /// Serves TLS instead of plain HTTP, as kube-apiserver does: ALPN offers `h2` then
-    /// `http/1.1`, so HTTP/2 clients (client-go, kube-rs, informer-runtime's `Client`) speak
+    /// `http/1.1`, so HTTP/2 clients (client-go, kube-rs, informer-client's `Client`) speak
     /// HTTP/2, with [`max_concurrent_streams`](Self::max_concurrent_streams) streams per
     /// connection. Off by default.
     ///

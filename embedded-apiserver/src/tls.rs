@@ -1,6 +1,6 @@
 //! Serving over TLS, as kube-apiserver serves: a certificate authority and a serving certificate
 //! made when the server starts, and ALPN offering `h2` before `http/1.1`, so that clients that
-//! speak HTTP/2 (client-go, kube-rs, informer-runtime's `Client`) use it.
+//! speak HTTP/2 (client-go, kube-rs, informer-client's `Client`) use it.
 //!
 //! The CA is new for each server and its key is forgotten once the serving certificate is
 //! signed: nothing else can be issued under it. Clients trust it through

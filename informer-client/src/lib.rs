@@ -195,8 +195,7 @@ pub(crate) mod parsers {
     pub(crate) use super::error::{MAX_BODY_IN_MESSAGE, parse_status, status_from_response};
 }
 
-// The README's examples must compile and run: they need the runtime, this client and the
-// embedded API server, which this crate's tests have.
+// The README is the crate's registry page: its examples compile as doctests.
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

@@ -72,4 +72,12 @@ pub mod write;
 #[cfg(test)]
 mod wait;
 
+/// The stop signal every `run` takes, re-exported so that a program needs no tokio-util dependency
+/// to name it.
+pub use tokio_util::sync::CancellationToken;
 pub use write::{ApiWriter, WriteError};
+
+// The README is the crate's registry page: its examples compile as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

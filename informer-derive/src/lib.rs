@@ -404,3 +404,8 @@ pub fn derive_informer(input: TokenStream) -> TokenStream {
 pub fn informers(input: TokenStream) -> TokenStream {
     informers::expand(input.into()).into()
 }
+
+// The README is the crate's registry page: its examples compile as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

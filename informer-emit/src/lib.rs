@@ -18,3 +18,8 @@ pub mod names;
 mod resource;
 
 pub use resource::{Identity, aliases, resource_impls};
+
+// The README is the crate's registry page: its examples compile as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -69,7 +69,7 @@
 //!   those of the groups named (a `*.` pattern matches the groups that end in the suffix).
 //!   The server and credentials are those of the current kubeconfig context (`KUBECONFIG`, else
 //!   `~/.kube/config`; `--kubeconfig FILE`, `--context NAME` choose others), else of the
-//!   in-cluster service account, as informer-runtime's `Client` loads them; each request must
+//!   in-cluster service account, as informer-client's `Client` loads them; each request must
 //!   be answered within `--request-timeout` (30 s). Errors name the server. Files and the
 //!   cluster are not read together.
 //!
@@ -152,3 +152,8 @@ pub use builder::{Builder, compile_crds};
 pub use error::{Error, Result, Warning};
 pub use generator::{GeneratedResource, Generator, Output, Versions, Visibility};
 pub use spec::{NEWEST_MINOR, OLDEST_MINOR, ResourceSpec};
+
+// The README is the crate's registry page: its examples compile as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -170,6 +170,9 @@ pub use shared_informer::{
     SharedIndexInformer,
 };
 pub use store::{Cache, Indexer, ObjectKey, StorageMode};
+/// The stop signal every `run` takes, re-exported so that a program needs no tokio-util dependency
+/// to name it.
+pub use tokio_util::sync::CancellationToken;
 
 #[doc(hidden)]
 pub mod __private {
@@ -177,3 +180,8 @@ pub mod __private {
     //! direct dependency on k8s-openapi. Not a public API.
     pub use k8s_openapi;
 }
+
+// The README is the crate's registry page: its examples compile as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -10,3 +10,11 @@ pub mod kube_apiserver;
 pub mod kube_program;
 
 pub use embedded_apiserver::testing::eventually;
+
+// The root README's examples compile as doctests of this crate, whose dependencies cover what
+// they use: the runtime, the client with `kube`, the controller, the embedded API server,
+// kube-rs and informer-derive, and the informers `build.rs` generates for cert-manager's
+// Certificate (the README's `include!` of `custom_resources.rs`).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct RootReadmeDoctests;
