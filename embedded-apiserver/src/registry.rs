@@ -496,10 +496,10 @@ fn prepare(
                     .and_then(|o| o.entry("spec").or_insert_with(|| json!({})).as_object_mut());
                 if let Some(spec) = spec {
                     let finalizers = spec.entry("finalizers").or_insert_with(|| json!([]));
-                    if let Value::Array(finalizers) = finalizers {
-                        if !finalizers.iter().any(|f| f == "kubernetes") {
-                            finalizers.push(json!("kubernetes"));
-                        }
+                    if let Value::Array(finalizers) = finalizers
+                        && !finalizers.iter().any(|f| f == "kubernetes")
+                    {
+                        finalizers.push(json!("kubernetes"));
                     }
                 }
             } else if obj.pointer("/status/phase").is_none() {

@@ -63,10 +63,10 @@ async fn raw_get(server: &ApiServer, path: &str) -> Raw {
     let read = async {
         let mut buf = vec![0; 1 << 16];
         loop {
-            if let Some(raw) = decode(&received, false) {
-                if raw.complete {
-                    return raw;
-                }
+            if let Some(raw) = decode(&received, false)
+                && raw.complete
+            {
+                return raw;
             }
             let n = stream.read(&mut buf).await.unwrap_or(0);
             if n == 0 {

@@ -208,12 +208,10 @@ async fn resolve(client: &Client, name: &str) -> Result<ApiResource, Error> {
     // `deployments.apps` with `v1.apps` as the group.
     let mut parts = name.splitn(3, '.');
     if let (Some(resource), Some(version), Some(group)) = (parts.next(), parts.next(), parts.next())
+        && let Ok(list) = get(client, &version_path(group, version)).await
+        && let Some(found) = resources_of(&list).find(|r| r.answers_to(resource))
     {
-        if let Ok(list) = get(client, &version_path(group, version)).await {
-            if let Some(found) = resources_of(&list).find(|r| r.answers_to(resource)) {
-                return Ok(found.into_api_resource(group, version));
-            }
-        }
+        return Ok(found.into_api_resource(group, version));
     }
     // `deployments.apps`: the group follows the first dot. A bare name is looked for in the
     // core group first, then in every group, as kubectl does.

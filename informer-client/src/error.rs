@@ -313,10 +313,10 @@ pub(crate) fn cause_chain(error: &(dyn StdError + 'static)) -> String {
 /// `serde_json`'s message without its `at line L column C` suffix (callers give a better place).
 pub(crate) fn json_error_message(error: &serde_json::Error) -> String {
     let mut text = error.to_string();
-    if error.line() != 0 {
-        if let Some(at) = text.rfind(" at line ") {
-            text.truncate(at);
-        }
+    if error.line() != 0
+        && let Some(at) = text.rfind(" at line ")
+    {
+        text.truncate(at);
     }
     text
 }

@@ -171,7 +171,7 @@ impl ListIntake<Pod> for Reusing {
     fn unchanged(&self, listed: &Pod) -> Option<Arc<Pod>> {
         let name = listed.metadata.name.as_deref()?;
         let index: usize = name.rsplit('-').next()?.parse().ok()?;
-        (index % 2 == 0).then(|| Arc::clone(&self.0[name]))
+        index.is_multiple_of(2).then(|| Arc::clone(&self.0[name]))
     }
 
     fn take(&self, item: Arc<Pod>) -> Option<Arc<Pod>> {

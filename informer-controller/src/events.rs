@@ -548,12 +548,11 @@ impl Writer {
             }
             Err(Expired) => return,
         }
-        if self.series.len() >= REMEMBERED {
-            if let Some(oldest) =
+        if self.series.len() >= REMEMBERED
+            && let Some(oldest) =
                 self.series.iter().min_by_key(|(_, s)| s.last_seen).map(|(k, _)| k.clone())
-            {
-                self.series.remove(&oldest);
-            }
+        {
+            self.series.remove(&oldest);
         }
         self.series.insert(
             key,

@@ -281,10 +281,10 @@ fn skip_to_comma(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
     meta.input.step(|cursor| {
         let mut rest = *cursor;
         while let Some((tree, next)) = rest.token_tree() {
-            if let proc_macro2::TokenTree::Punct(p) = &tree {
-                if p.as_char() == ',' {
-                    return Ok(((), rest));
-                }
+            if let proc_macro2::TokenTree::Punct(p) = &tree
+                && p.as_char() == ','
+            {
+                return Ok(((), rest));
             }
             rest = next;
         }

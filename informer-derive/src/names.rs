@@ -7,10 +7,10 @@ pub(crate) fn to_plural(word: &str) -> String {
     if ["s", "x", "z", "ch", "sh"].iter().any(|end| word.ends_with(end)) {
         return format!("{word}es");
     }
-    if let Some(stem) = word.strip_suffix('y') {
-        if stem.ends_with(|c: char| !"aeiou".contains(c)) {
-            return format!("{stem}ies");
-        }
+    if let Some(stem) = word.strip_suffix('y')
+        && stem.ends_with(|c: char| !"aeiou".contains(c))
+    {
+        return format!("{stem}ies");
     }
     format!("{word}s")
 }

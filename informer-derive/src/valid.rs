@@ -99,17 +99,17 @@ pub(crate) fn check(cx: &mut Ctxt, input: &syn::DeriveInput) -> Option<Input> {
     serde_container(cx, &input.attrs, view.is_some());
     derived_serialize(cx, &input.attrs, view.is_some());
     for field in &fields {
-        if let Some(ident) = &field.ident {
-            if ident == "api_version" || ident == "kind" || ident == "type_meta" {
-                let why = if view.is_some() {
-                    "a view has the `apiVersion` and `kind` of the type it views, and holds \
+        if let Some(ident) = &field.ident
+            && (ident == "api_version" || ident == "kind" || ident == "type_meta")
+        {
+            let why = if view.is_some() {
+                "a view has the `apiVersion` and `kind` of the type it views, and holds \
                      neither"
-                } else {
-                    "#[derive(Informer)] writes `apiVersion` and `kind` itself, from \
+            } else {
+                "#[derive(Informer)] writes `apiVersion` and `kind` itself, from \
                      #[informer(group, version, kind)]"
-                };
-                cx.error_spanned_by(ident, format!("remove the `{ident}` field: {why}"));
-            }
+            };
+            cx.error_spanned_by(ident, format!("remove the `{ident}` field: {why}"));
         }
     }
     if let Some(view) = view {
@@ -158,13 +158,11 @@ pub(crate) fn check(cx: &mut Ctxt, input: &syn::DeriveInput) -> Option<Input> {
     let namespaced = attrs.cluster.get().is_none();
     let status = status(cx, &attrs, &fields);
     let scale = attrs.scale.get().and_then(|s| scale(cx, s, attrs.scale.span()));
-    if scale.is_some() && !status {
-        if let Some(span) = attrs.scale.span() {
-            cx.error_at(
-                span,
-                "the scale subresource reads replicas from the status: add `status` too",
-            );
-        }
+    if scale.is_some()
+        && !status
+        && let Some(span) = attrs.scale.span()
+    {
+        cx.error_at(span, "the scale subresource reads replicas from the status: add `status` too");
     }
     let print_columns = attrs.print_columns.iter().filter_map(|c| print_column(cx, c)).collect();
     for (path, span) in &attrs.selectable {
@@ -573,12 +571,11 @@ fn status(cx: &mut Ctxt, attrs: &Attrs, fields: &[syn::Field]) -> bool {
 fn type_name(ty: &syn::Type) -> Option<String> {
     let syn::Type::Path(path) = ty else { return None };
     let last = path.path.segments.last()?;
-    if last.ident == "Option" {
-        if let syn::PathArguments::AngleBracketed(args) = &last.arguments {
-            if let Some(syn::GenericArgument::Type(inner)) = args.args.first() {
-                return type_name(inner);
-            }
-        }
+    if last.ident == "Option"
+        && let syn::PathArguments::AngleBracketed(args) = &last.arguments
+        && let Some(syn::GenericArgument::Type(inner)) = args.args.first()
+    {
+        return type_name(inner);
     }
     Some(last.ident.to_string())
 }
@@ -621,13 +618,13 @@ fn print_column(cx: &mut Ctxt, column: &attrs::PrintColumn) -> Option<PrintColum
     let name = need(column.name.get(), "name", "Replicas");
     let type_ = need(column.type_.get(), "type", "integer");
     let json_path = need(column.json_path.get(), "json_path", ".spec.replicas");
-    if let Some((t, span)) = column.type_.get() {
-        if !matches!(t.as_str(), "integer" | "number" | "string" | "boolean" | "date") {
-            cx.error_at(
+    if let Some((t, span)) = column.type_.get()
+        && !matches!(t.as_str(), "integer" | "number" | "string" | "boolean" | "date")
+    {
+        cx.error_at(
                 *span,
                 "printcolumn type must be one of \"integer\", \"number\", \"string\", \"boolean\", \"date\"",
             );
-        }
     }
     if let Some((path, span)) = column.json_path.get() {
         check_json_path(cx, *span, "json_path", path);

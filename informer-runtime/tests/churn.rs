@@ -178,13 +178,13 @@ async fn drive(source: &FakeSource, informer: &SharedIndexInformer<Pod>) -> (Vec
                 visible = source.resource_version();
             }
         }
-        if step % 2_500 == 0 {
+        if step.is_multiple_of(2_500) {
             source.drop_watches(); // a clean close: the informer watches again from its last version
         }
         if step == 15_000 {
             force_relist(source, generation);
         }
-        if step % 500 == 0 {
+        if step.is_multiple_of(500) {
             // Interleave: let the informer catch up with what its watch was sent so far.
             let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
             while informer.last_sync_resource_version().parse::<u64>().unwrap_or(0) < visible {

@@ -229,10 +229,10 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     pub fn add_after(&self, item: T, delay: Duration) {
         // client-go counts every delayed add as a retry (`workqueue_retries_total`).
         // (The shutdown check takes the lock: only with metrics.)
-        if let Some(observer) = &self.shared.observer {
-            if !self.is_shutting_down() {
-                observer.retried();
-            }
+        if let Some(observer) = &self.shared.observer
+            && !self.is_shutting_down()
+        {
+            observer.retried();
         }
         if delay.is_zero() {
             return self.add(item);

@@ -323,7 +323,7 @@ impl Generator {
         }
         if schema.int_or_string {
             let n = self.next();
-            return Some(if (variant + n) % 2 == 0 {
+            return Some(if (variant + n).is_multiple_of(2) {
                 integer(schema, n)
             } else if schema.is_quantity() {
                 quantity(n)

@@ -53,12 +53,11 @@ pub(crate) fn rewrite(schema: &mut Value) {
     if map.get("additionalProperties") == Some(&Value::Bool(false)) {
         map.remove("additionalProperties");
     }
-    if map.get("allOf").and_then(Value::as_array).is_some_and(|l| l.len() == 1) {
-        if let Some(Value::Array(mut list)) = map.remove("allOf") {
-            if let Some(Value::Object(inner)) = list.pop() {
-                merge_missing(map, inner);
-            }
-        }
+    if map.get("allOf").and_then(Value::as_array).is_some_and(|l| l.len() == 1)
+        && let Some(Value::Array(mut list)) = map.remove("allOf")
+        && let Some(Value::Object(inner)) = list.pop()
+    {
+        merge_missing(map, inner);
     }
     for key in ["oneOf", "anyOf"] {
         let Some(Value::Array(variants)) = map.remove(key) else { continue };
@@ -261,10 +260,10 @@ pub(crate) fn take_definitions(schema: &mut Value) -> Map<String, Value> {
             out.extend(defs);
         }
     }
-    if let Some(Value::Object(mut components)) = root.remove("components") {
-        if let Some(Value::Object(schemas)) = components.remove("schemas") {
-            out.extend(schemas);
-        }
+    if let Some(Value::Object(mut components)) = root.remove("components")
+        && let Some(Value::Object(schemas)) = components.remove("schemas")
+    {
+        out.extend(schemas);
     }
     out
 }
@@ -302,10 +301,10 @@ fn first_ref(schema: &Value, path: &mut String) -> Option<String> {
         }
     }
     for key in ["allOf", "anyOf", "oneOf"] {
-        if let Some(Value::Array(list)) = map.get(key) {
-            if let Some(found) = list.iter().find_map(|v| first_ref(v, path)) {
-                return Some(found);
-            }
+        if let Some(Value::Array(list)) = map.get(key)
+            && let Some(found) = list.iter().find_map(|v| first_ref(v, path))
+        {
+            return Some(found);
         }
     }
     map.get("not").and_then(|v| first_ref(v, path))

@@ -708,11 +708,11 @@ impl<K: Object> Reflector<K> {
                     rv
                 }
                 WatchEvent::Bookmark(bookmark) => {
-                    if bookmark.initial_events_end {
-                        if let Some(initial_rv) = initial_events.as_deref_mut() {
-                            *initial_rv = bookmark.resource_version;
-                            return WatchEnd::InitialEventsEnd;
-                        }
+                    if bookmark.initial_events_end
+                        && let Some(initial_rv) = initial_events.as_deref_mut()
+                    {
+                        *initial_rv = bookmark.resource_version;
+                        return WatchEnd::InitialEventsEnd;
                     }
                     bookmark.resource_version
                 }

@@ -115,19 +115,19 @@ impl<K, E: Clone> Index<K, E> {
 
 impl<K, E: Clone> Reindex<K, E> for Index<K, E> {
     fn update(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<(&K, &E)>) {
-        if let (Some(old), Some((new, _))) = (old, new) {
-            if std::ptr::eq(old, new) {
-                return;
-            }
+        if let (Some(old), Some((new, _))) = (old, new)
+            && std::ptr::eq(old, new)
+        {
+            return;
         }
         let old_values = old.map(|o| (self.func)(o)).unwrap_or_default();
         let new_values = new.map(|(n, _)| (self.func)(n)).unwrap_or_default();
         // The common case, one value that did not change: only the entry needs swapping.
-        if let ([old_value], [new_value], Some((_, entry))) = (&*old_values, &*new_values, new) {
-            if old_value == new_value {
-                self.insert(key, new_value, entry);
-                return;
-            }
+        if let ([old_value], [new_value], Some((_, entry))) = (&*old_values, &*new_values, new)
+            && old_value == new_value
+        {
+            self.insert(key, new_value, entry);
+            return;
         }
         for value in &old_values {
             if !new_values.contains(value) {

@@ -76,10 +76,10 @@ impl<'a, E: Clone> Candidates<'a, E> {
 impl<K: Object, E: Clone> Reindex<K, E> for LabelIndex<E> {
     /// Moves `key` from the labels of `old` to those of `new`, diffing the two label maps.
     fn update(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<(&K, &E)>) {
-        if let (Some(old), Some((new, _))) = (old, new) {
-            if std::ptr::eq(old, new) {
-                return;
-            }
+        if let (Some(old), Some((new, _))) = (old, new)
+            && std::ptr::eq(old, new)
+        {
+            return;
         }
         let new = new.map(|(n, entry)| (labels_of(Some(n)), entry));
         self.update_labels(key, labels_of(old), new);

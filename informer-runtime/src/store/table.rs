@@ -279,13 +279,13 @@ impl<K: Object, S: Storage<K>> Table<K, S, S::Entry> {
             }
             None => (key, None),
         };
-        if let Some(old) = &old {
-            if Arc::ptr_eq(old, &obj) {
-                // The stored object again (a resync): entry and indices are already right, and a
-                // compact store need not encode it again.
-                self.storage.stored(&key, obj);
-                return Some(Arc::clone(old));
-            }
+        if let Some(old) = &old
+            && Arc::ptr_eq(old, &obj)
+        {
+            // The stored object again (a resync): entry and indices are already right, and a
+            // compact store need not encode it again.
+            self.storage.stored(&key, obj);
+            return Some(Arc::clone(old));
         }
         let entry = self.storage.entry(&key, &obj);
         self.reindex(&key, old.as_deref(), Some((&*obj, &entry)));

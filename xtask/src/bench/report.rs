@@ -225,7 +225,7 @@ fn times(r: Option<f64>) -> String {
 }
 
 fn count(n: usize) -> String {
-    if n >= 1000 && n % 1000 == 0 { format!("{}k", n / 1000) } else { n.to_string() }
+    if n >= 1000 && n.is_multiple_of(1000) { format!("{}k", n / 1000) } else { n.to_string() }
 }
 
 fn sync_table(out: &mut String, cx: &Context<'_>, scenario: &str, title: &str) {
