@@ -197,7 +197,7 @@ fn factory<S: ListWatchSource>(
         let max = match max.to_str() {
             Some("none") => usize::MAX,
             other => other.and_then(|n| n.parse().ok()).ok_or_else(|| {
-                format!("INFORMER_BENCH_MAX_QUEUED_DELTAS={max:?}: a number or `none`")
+                format!("INFORMER_BENCH_MAX_QUEUED_DELTAS={}: a number or `none`", max.display())
             })?,
         };
         builder = builder.max_queued_deltas(max);

@@ -13,6 +13,7 @@
 //! - **MSRV**: each crate checked with the Rust its `rust-version` names, installed by rustup,
 //!   with every feature but `kube` (kube-rs 5 needs a newer compiler; its features say so).
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -84,11 +85,10 @@ fn readme_crate(crates: &[Crate], target_dir: &Path) -> Result<(), String> {
             target_dir.join("package").join(format!("{}-{}.crate", krate.name, krate.version));
         run(Command::new("tar").arg("-xzf").arg(&tarball).arg("-C").arg(&unpacked))?;
         let path = unpacked.join(format!("{}-{}", krate.name, krate.version));
-        patch.push_str(&format!(
-            "{} = {{ path = {:?} }}\n",
-            krate.name,
-            path.display().to_string()
-        ));
+        // A TOML basic string: Rust's debug quoting agrees with it for a path.
+        let path = path.display().to_string();
+        writeln!(patch, "{} = {{ path = {path:?} }}", krate.name)
+            .map_err(|e| format!("the [patch.crates-io] table: {e}"))?;
     }
     let manifest = format!(
         "# The root README's [dependencies] and first example, built by `cargo xtask ci` against\n\
