@@ -9,8 +9,12 @@
 //! Every run has a new seed, printed first and in the failure message; `INFORMER_CHAOS_SEED=S`
 //! replays one. `INFORMER_CHAOS_MINUTES=N` runs N one-minute epochs instead (what
 //! `cargo xtask soak --minutes N` does, in a release build, for each transport).
+//!
+//! A run takes about half a minute on 2 cores, so it belongs to the full gate (`cargo xtask ci`):
+//! a plain `cargo test` skips it with one line unless a seed or a length is asked for.
 
 use informer_tests::chaos::{self, Length, Report, SEED_ENV, Settings};
+use informer_tests::full_gate;
 
 /// Two epochs: each adds a late handler and removes one.
 const CI: Length = Length::Writes { epochs: 2, writes: 5_000 };
@@ -18,6 +22,13 @@ const CI: Length = Length::Writes { epochs: 2, writes: 5_000 };
 /// One epoch over TLS, for CI time: a late handler, a removal, and (at about 20 faults an
 /// epoch) every kind of fault at least once, since the injector draws each kind once first.
 const CI_TLS: Length = Length::Writes { epochs: 1, writes: 5_000 };
+
+/// Whether this run includes the chaos scenario: the full gate, a replayed seed or a soak.
+fn runs() -> bool {
+    std::env::var_os(SEED_ENV).is_some()
+        || std::env::var_os(chaos::MINUTES_ENV).is_some()
+        || full_gate::runs("the chaos scenario")
+}
 
 fn check(report: &Report, seed: u64) {
     assert_eq!(report.lost(), 0, "{report}\nreplay with {SEED_ENV}={seed}");
@@ -49,6 +60,9 @@ fn check(report: &Report, seed: u64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn informers_over_http_lose_nothing_under_churn_and_faults() {
+    if !runs() {
+        return;
+    }
     let settings = Settings::from_env(CI).unwrap_or_else(|e| panic!("{e}"));
     let seed = settings.seed;
     let report = chaos::run(settings).await;
@@ -58,6 +72,9 @@ async fn informers_over_http_lose_nothing_under_churn_and_faults() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn informers_over_tls_and_http2_lose_nothing_under_churn_and_faults() {
+    if !runs() {
+        return;
+    }
     let mut settings = Settings::from_env(CI_TLS).unwrap_or_else(|e| panic!("{e}"));
     settings.tls = true;
     let seed = settings.seed;

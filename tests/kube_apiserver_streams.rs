@@ -4,8 +4,8 @@
 //! events, and the requests a controller makes beside them (a get, a create, a Lease renewal)
 //! must not queue behind the watches' streams: a leader whose renewal waits loses its Lease.
 //!
-//! The test starts a server of its own (the flag is the server's); without Go it prints one line
-//! and passes (see `informer_tests::kube_apiserver`).
+//! The test starts a server of its own (the flag is the server's); outside `cargo xtask ci` it prints
+//! one line and passes (see `informer_tests::kube_apiserver`).
 
 #![allow(
     clippy::expect_used,

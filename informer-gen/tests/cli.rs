@@ -1,9 +1,8 @@
 //! The `informer-gen` binary, run for real on CRDs written into temporary directories: stdout
 //! output, `--out` module trees, `--list`, standard input (`-`), `--types-only`, the options,
 //! errors (exit status 1, `--out` untouched) and `--help` (compared with
-//! `tests/snapshots/help-crd.txt`; `EXPECTORATE=overwrite` rewrites it). The workspace's tests
-//! run it against an API server (`tests/informer_gen_cluster.rs`) and on the CRD corpus
-//! (`tests/crd_corpus_gen.rs`).
+//! `tests/snapshots/help-crd.txt`; `EXPECTORATE=overwrite` rewrites it). `tests/cluster.rs`
+//! runs it against an API server and `tests/corpus.rs` on the CRD corpus.
 
 // Helpers outside the `#[test]` functions fail the test on a broken expectation, too.
 #![allow(clippy::unwrap_used)]

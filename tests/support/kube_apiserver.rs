@@ -10,9 +10,12 @@
 //! process exits (the harness exits when its stdin closes). Tests that disrupt the server
 //! (restart, compaction) take one of their own with [`KubeApiServer::start`].
 //!
-//! Without Go, [`KubeApiServer::shared`] prints one line saying why and returns `None`, so a
-//! plain `cargo test` skips these tests; with `INFORMER_REQUIRE_KUBE_APISERVER=1` (CI) it panics
-//! instead, so CI can never skip them silently.
+//! These tests belong to the full gate, not to a newcomer's `cargo test`: a cold build of the
+//! harness downloads and compiles Kubernetes' Go modules for minutes. They run when `cargo xtask
+//! ci` hands its server over, or with `INFORMER_REQUIRE_KUBE_APISERVER=1` (which `.ci/run` sets);
+//! otherwise [`KubeApiServer::run_here`] prints one line saying how to run them and the tests
+//! return early. Once asked for, a server that cannot be built or started (no Go, say) fails
+//! them: CI never skips them silently.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -50,21 +53,45 @@ pub struct KubeApiServer {
 
 /// The environment variable through which `cargo xtask ci` hands its running server to tests.
 pub const ENDPOINTS_ENV: &str = "INFORMER_KUBE_APISERVER";
-/// Set to `1` to make a missing Go or a failed build fail the tests instead of skipping them.
+/// Set to `1` to run the real-server tests in a plain `cargo test` (they need Go), failing them
+/// when the server cannot be built or started.
 pub const REQUIRE_ENV: &str = "INFORMER_REQUIRE_KUBE_APISERVER";
 
 /// How long a cold build and the first start may take together.
 const START_DEADLINE: Duration = Duration::from_secs(300);
 
 impl KubeApiServer {
-    /// The server shared by this test run, or `None` after printing why the real-server tests
-    /// are skipped (no Go on this machine) unless [`REQUIRE_ENV`] asks for a failure instead.
+    /// Whether this test process runs the real-server tests: `cargo xtask ci` handed over its
+    /// server ([`ENDPOINTS_ENV`]) or [`REQUIRE_ENV`] asks for them. Otherwise prints, once, one
+    /// line saying how to run them, and returns `false`.
+    pub fn run_here() -> bool {
+        static SAID: OnceLock<()> = OnceLock::new();
+        if std::env::var_os(ENDPOINTS_ENV).is_some() || required() {
+            return true;
+        }
+        // Straight to stderr: libtest captures `eprintln!` of passing tests, and a skip must
+        // never be silent.
+        SAID.get_or_init(|| {
+            let _ = writeln!(
+                std::io::stderr(),
+                "skipping the real kube-apiserver tests: `cargo xtask ci` runs them (or set \
+                 {REQUIRE_ENV}=1, with Go 1.26 on the machine)"
+            );
+        });
+        false
+    }
+
+    /// The server shared by this test run, or `None` when [`run_here`](Self::run_here) says
+    /// the real-server tests are not run here.
     ///
     /// # Panics
     ///
-    /// When the server cannot be built or started and a skip is not allowed.
+    /// When they are run here and the server cannot be built or started.
     pub fn shared() -> Option<&'static KubeApiServer> {
         static SHARED: OnceLock<Result<KubeApiServer, String>> = OnceLock::new();
+        if !Self::run_here() {
+            return None;
+        }
         let shared = SHARED.get_or_init(|| {
             if let Ok(json) = std::env::var(ENDPOINTS_ENV) {
                 let endpoints = serde_json::from_str(&json)
@@ -75,19 +102,6 @@ impl KubeApiServer {
         });
         match shared {
             Ok(server) => Some(server),
-            Err(reason) if !required() && go().is_none() => {
-                static SAID: OnceLock<()> = OnceLock::new();
-                // Straight to stderr: libtest captures `eprintln!` of passing tests, and a skip
-                // must never be silent.
-                SAID.get_or_init(|| {
-                    let _ = writeln!(
-                        std::io::stderr(),
-                        "skipping the real kube-apiserver tests: {reason} (set {REQUIRE_ENV}=1 to \
-                         fail instead)"
-                    );
-                });
-                None
-            }
             Err(reason) => panic!("the real kube-apiserver is unavailable: {reason}"),
         }
     }
@@ -168,24 +182,19 @@ impl KubeApiServer {
     }
 
     /// A server of the caller's own started with extra kube-apiserver `flags` (see
-    /// [`start_with_flags`](Self::start_with_flags)), or `None` after printing why the
-    /// real-server tests are skipped, exactly when [`shared`](Self::shared) would skip them.
+    /// [`start_with_flags`](Self::start_with_flags)), or `None` exactly when
+    /// [`run_here`](Self::run_here) says the real-server tests are not run here.
     ///
     /// # Panics
     ///
-    /// When the server cannot be built or started and a skip is not allowed.
+    /// When they are run here and the server cannot be built or started.
     #[must_use]
     pub fn private(flags: &[&str]) -> Option<KubeApiServer> {
+        if !Self::run_here() {
+            return None;
+        }
         match Self::start_with_flags(flags) {
             Ok(server) => Some(server),
-            Err(reason) if !required() && go().is_none() => {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "skipping a real kube-apiserver test: {reason} (set {REQUIRE_ENV}=1 to fail \
-                     instead)"
-                );
-                None
-            }
             Err(reason) => panic!("a kube-apiserver with flags {flags:?} is unavailable: {reason}"),
         }
     }

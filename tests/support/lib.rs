@@ -1,11 +1,10 @@
-//! What the workspace's integration tests share: the real kube-apiserver harness, the kube-rs
-//! program the kube tests run as a child process, the chaos
-//! scenario (run by `tests/chaos.rs` and `cargo xtask soak`), the `informer-gen` binary, and
-//! waiting on a condition with a deadline (embedded-apiserver's, which the crates' own tests use
+//! What the workspace's integration tests share: the real kube-apiserver harness, which suites
+//! belong to the full gate, the kube-rs program the kube tests run as a child process, the chaos
+//! scenario (run by `tests/chaos.rs` and `cargo xtask soak`), and waiting on a condition with a deadline (embedded-apiserver's, which the crates' own tests use
 //! too).
 
 pub mod chaos;
-pub mod informer_gen;
+pub mod full_gate;
 pub mod kube_apiserver;
 pub mod kube_program;
 

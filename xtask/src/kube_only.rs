@@ -6,8 +6,6 @@
 //! Cheap on purpose: clippy of two crates under one extra feature set (their dependencies are
 //! built once for it), and `cargo tree`, which builds nothing.
 
-use std::process::Command;
-
 use crate::cargo;
 
 /// Crates of informer-client's own HTTP stack that a kube-rs program must not compile.
@@ -50,21 +48,8 @@ pub(crate) fn check() -> Result<(), String> {
 /// Fails, naming the crate and the command that shows why, when `cargo tree` of the kube-only
 /// build lists a crate of the HTTP stack.
 fn no_http_stack() -> Result<(), String> {
-    let cargo_bin = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     eprintln!("+ cargo {} --prefix none", TREE.join(" "));
-    let mut command = Command::new(&cargo_bin);
-    command.args(TREE).args(["--prefix", "none"]);
-    crate::without_package_variables(&mut command);
-    let output = command.output().map_err(|e| format!("could not run {cargo_bin}: {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "cargo {} failed: {}\n{}",
-            TREE.join(" "),
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
-    let listed = String::from_utf8_lossy(&output.stdout);
+    let listed = crate::cargo_stdout(&[&TREE[..], &["--prefix", "none"]].concat())?;
     let found = http_stack_in(&listed);
     if found.is_empty() {
         return Ok(());

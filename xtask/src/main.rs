@@ -23,6 +23,8 @@
 //! - `cargo xtask release-check`: what a release needs: every crate meant for users packaged and
 //!   built from its tarball, the README's first example built against those tarballs, docs as
 //!   docs.rs builds them, and each crate checked with the Rust its `rust-version` names.
+//! - `cargo xtask feature-sets [--check]`: writes (or checks) the README's table of the feature
+//!   sets a program chooses between and how many crates each compiles, from `cargo tree`.
 //! - `cargo xtask ci`: what CI checks (format, clippy, docs, tests, every Kubernetes version,
 //!   a kube-rs program's build without informer-client's own HTTP stack, and `release-check`).
 
@@ -31,6 +33,7 @@ mod codegen;
 mod compare;
 mod demo;
 mod demo_controller;
+mod feature_sets;
 mod fuzz;
 mod kube_apiserver;
 mod kube_only;
@@ -40,7 +43,7 @@ mod widget;
 
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <demo [--objects N] [--kubeconfig PATH] [--seconds N] | demo-controller [--sets N] | serve [--addr HOST:PORT] [--tls] [--max-streams N] | codegen [--check] | compare-kopium [--crds DIR] [--out FILE] [--work DIR] [--only NAME] | kube-apiserver [--dir DIR] | bench [--quick] [--runs N] [--counts N,...] (see bench --help) | soak --minutes N [--seed S] | fuzz [--minutes N] [--target NAME] | release-check | ci>";
+const USAGE: &str = "usage: cargo xtask <demo [--objects N] [--kubeconfig PATH] [--seconds N] | demo-controller [--sets N] | serve [--addr HOST:PORT] [--tls] [--max-streams N] | codegen [--check] | compare-kopium [--crds DIR] [--out FILE] [--work DIR] [--only NAME] | kube-apiserver [--dir DIR] | bench [--quick] [--runs N] [--counts N,...] (see bench --help) | soak --minutes N [--seed S] | fuzz [--minutes N] [--target NAME] | release-check | feature-sets [--check] | ci>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
         Some("kube-apiserver") => kube_apiserver::run(&args[1..]),
         Some("soak") => soak::run(&args[1..]),
         Some("release-check") => release::check(),
+        Some("feature-sets") => feature_sets::run(&args[1..]),
         Some("ci") => ci(),
         Some("-h" | "--help") => {
             println!("{USAGE}");
@@ -141,6 +145,8 @@ fn ci() -> Result<(), String> {
     }
     // A kube-rs program's build: no HTTP stack of informer-client's own.
     kube_only::check()?;
+    // The README's table of feature sets and the crates each compiles.
+    feature_sets::run(&["--check".to_owned()])?;
     // Packages, the README's crate from them, docs as docs.rs builds them, the MSRV.
     release::check()?;
     cargo(&["xtask", "codegen", "--check"], &[])?;
@@ -150,7 +156,10 @@ fn ci() -> Result<(), String> {
     let (server, endpoints) = kube_apiserver::start_for_tests()?;
     let tested = cargo(
         &["test", "--workspace"],
-        &[(informer_tests::kube_apiserver::ENDPOINTS_ENV, &endpoints)],
+        &[
+            (informer_tests::kube_apiserver::ENDPOINTS_ENV, &endpoints),
+            (informer_tests::full_gate::ENV, "1"),
+        ],
     );
     drop(server);
     tested?;
@@ -234,6 +243,25 @@ fn kubectl_against(addr: &str) -> Result<(), String> {
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
+}
+
+/// Runs a cargo command that builds nothing (`metadata`, `tree`) and returns what it printed on
+/// standard output; a failure carries the command line and cargo's standard error.
+pub(crate) fn cargo_stdout(args: &[&str]) -> Result<String, String> {
+    let cargo_bin = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut command = Command::new(&cargo_bin);
+    command.args(args);
+    without_package_variables(&mut command);
+    let output = command.output().map_err(|e| format!("could not run {cargo_bin}: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "cargo {} failed: {}\n{}",
+            args.join(" "),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {

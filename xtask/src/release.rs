@@ -8,6 +8,9 @@
 //! - **The README's crate**: a crate outside the workspace made of the root README's
 //!   `[dependencies]` block and its first Rust example, built against those tarballs through
 //!   `[patch.crates-io]`: what a new user copies works with what we would publish.
+//! - **`cargo install informer-gen`**: the CLI installed from its unpacked tarball (the crates
+//!   it depends on patched to theirs, as the registry would serve them), then run on a CRD of
+//!   the corpus.
 //! - **docs.rs**: each crate's docs built as docs.rs builds them (`--cfg docsrs`, the features
 //!   and targets of its `[package.metadata.docs.rs]`), warnings denied.
 //! - **MSRV**: each crate checked with the Rust its `rust-version` names, installed by rustup,
@@ -44,6 +47,7 @@ pub(crate) fn check() -> Result<(), String> {
     let (crates, target_dir) = published_crates()?;
     package(&crates)?;
     readme_crate(&crates, &target_dir)?;
+    install_gen(&crates, &target_dir)?;
     docs_rs(&crates)?;
     msrv(&crates)
 }
@@ -73,9 +77,11 @@ fn readme_crate(crates: &[Crate], target_dir: &Path) -> Result<(), String> {
     let readme = std::fs::read_to_string("README.md").map_err(|e| format!("README.md: {e}"))?;
     let (dependencies, example) = readme_example(&readme)?;
     let dir = target_dir.join("readme-crate");
-    let unpacked = dir.join("crates");
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let unpacked = unpacked_dir();
+    for old in [&dir, &unpacked] {
+        if old.exists() {
+            std::fs::remove_dir_all(old).map_err(|e| format!("{}: {e}", old.display()))?;
+        }
     }
     std::fs::create_dir_all(dir.join("src")).map_err(|e| format!("{}: {e}", dir.display()))?;
     std::fs::create_dir_all(&unpacked).map_err(|e| format!("{}: {e}", unpacked.display()))?;
@@ -103,6 +109,55 @@ fn readme_crate(crates: &[Crate], target_dir: &Path) -> Result<(), String> {
     std::fs::copy("Cargo.lock", dir.join("Cargo.lock")).map_err(|e| format!("Cargo.lock: {e}"))?;
     let manifest_path = dir.join("Cargo.toml").display().to_string();
     cargo(&["build", "--manifest-path", &manifest_path], &[])
+}
+
+/// `cargo install` of informer-gen from its unpacked tarball (which [`readme_crate`] left in
+/// [`unpacked_dir`]), then the installed binary on cert-manager's Certificate CRD.
+/// A debug build in the shared target directory: what is checked is that the package installs
+/// and runs, not its speed.
+fn install_gen(crates: &[Crate], target_dir: &Path) -> Result<(), String> {
+    let unpacked = unpacked_dir();
+    let root = target_dir.join("install-check");
+    let mut args = vec!["install".to_owned(), "--debug".to_owned(), "--force".to_owned()];
+    for krate in crates {
+        let path = unpacked.join(format!("{}-{}", krate.name, krate.version));
+        if krate.name == "informer-gen" {
+            args.extend(["--path".to_owned(), path.display().to_string()]);
+        } else {
+            // A TOML basic string: Rust's debug quoting agrees with it for a path.
+            let path = path.display().to_string();
+            args.extend([
+                "--config".to_owned(),
+                format!("patch.crates-io.{}.path={path:?}", krate.name),
+            ]);
+        }
+    }
+    args.extend(["--root".to_owned(), root.display().to_string()]);
+    cargo(&args.iter().map(String::as_str).collect::<Vec<_>>(), &[])?;
+    let out = target_dir.join("install-check-out");
+    if out.exists() {
+        std::fs::remove_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    }
+    let binary = root.join("bin").join("informer-gen");
+    let crd = "tests/fixtures/crd-corpus/cert-manager-certificate.yaml";
+    run(Command::new(&binary).args(["crd", crd, "--out"]).arg(&out))?;
+    let module = out.join("mod.rs");
+    let written =
+        std::fs::read_to_string(&module).map_err(|e| format!("{}: {e}", module.display()))?;
+    if written.contains("cert_manager") {
+        Ok(())
+    } else {
+        Err(format!(
+            "the installed informer-gen wrote {} without cert-manager's group in it",
+            module.display()
+        ))
+    }
+}
+
+/// Where the packaged crates are unpacked: outside this workspace (whose target directory is
+/// inside it) and outside the README's crate, either of which would claim them as members.
+fn unpacked_dir() -> PathBuf {
+    std::env::temp_dir().join("informer-release-check")
 }
 
 /// The README's first TOML block with a `[dependencies]` table and the first Rust block after
@@ -215,33 +270,14 @@ fn install_toolchain(toolchain: &str) -> Result<(), String> {
 
 /// The crates meant for users, in the workspace's member order, and the target directory.
 fn published_crates() -> Result<(Vec<Crate>, PathBuf), String> {
-    let cargo_bin = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let mut command = Command::new(&cargo_bin);
-    command.args(["metadata", "--format-version", "1", "--no-deps"]);
-    crate::without_package_variables(&mut command);
-    let output = command.output().map_err(|e| format!("could not run {cargo_bin}: {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "cargo metadata failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
-    let metadata: Value = serde_json::from_slice(&output.stdout)
+    let printed = crate::cargo_stdout(&["metadata", "--format-version", "1", "--no-deps"])?;
+    let metadata: Value = serde_json::from_str(&printed)
         .map_err(|e| format!("cargo metadata printed what is not JSON: {e}"))?;
     let target_dir = metadata["target_directory"]
         .as_str()
         .map(PathBuf::from)
         .ok_or("cargo metadata names no target_directory")?;
     let packages = metadata["packages"].as_array().ok_or("cargo metadata lists no packages")?;
-    let strings = |value: &Value| -> Vec<String> {
-        value
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect()
-    };
     let crates = packages
         .iter()
         // `publish = false` is an empty list of registries.
@@ -264,7 +300,13 @@ fn published_crates() -> Result<(Vec<Crate>, PathBuf), String> {
                         && dependency["optional"] == false
                 },
             ),
-            docs_features: strings(&package["metadata"]["docs"]["rs"]["features"]),
+            docs_features: package["metadata"]["docs"]["rs"]["features"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
         })
         .collect();
     Ok((crates, target_dir))

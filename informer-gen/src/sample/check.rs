@@ -171,8 +171,8 @@ fn enums<'a>(schema: &'a Schema, root: bool, found: &mut Vec<(&'a Schema, String
 /// messages.
 ///
 /// Public, and hidden from the docs, only for tests: informer-gen's unit tests run it on
-/// hand-written schemas, and the workspace's tests (`tests/crd_corpus_gen.rs`) on every CRD of
-/// the repository's corpus, which is outside this crate's folder and so not in its package.
+/// hand-written schemas, and its integration tests (`tests/corpus.rs`) on every CRD of the
+/// repository's corpus, which is outside this crate's folder and so not in its package.
 ///
 /// # Errors
 ///

@@ -935,19 +935,12 @@ mod real {
     // ---------------------------------------------------------------------------------------
     // The server.
 
-    /// A private server (112 CRDs are more than a shared one should carry), or `None` where the
-    /// shared one says the real-server tests are skipped (no Go).
+    /// A private server (112 CRDs are more than a shared one should carry), or `None` where
+    /// the real-server tests are not run here (`KubeApiServer::run_here`).
     async fn private_server() -> Option<KubeApiServer> {
-        tokio::task::spawn_blocking(|| match KubeApiServer::start() {
-            Ok(server) => Some(server),
-            // `shared` decides, the one way for every test: skip with one line, or fail.
-            Err(reason) => {
-                KubeApiServer::shared()?;
-                panic!("a private kube-apiserver does not start: {reason}")
-            }
-        })
-        .await
-        .expect("the harness thread")
+        tokio::task::spawn_blocking(|| KubeApiServer::private(&[]))
+            .await
+            .expect("the harness thread")
     }
 
     async fn install(client: &Client, crd: &Crd) {

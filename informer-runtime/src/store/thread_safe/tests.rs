@@ -14,6 +14,21 @@ const MODES: [StorageMode; 3] =
 
 /// Runs `test` in each of [`MODES`], naming the mode of a failure.
 pub(super) fn each_mode(test: impl Fn(StorageMode)) {
+    each_mode_of(&MODES, test);
+}
+
+/// As [`each_mode`], with each mode on a thread of its own: for the long randomised tests, which
+/// would otherwise be the last test of the binary to finish by far.
+fn each_mode_at_once(test: impl Fn(StorageMode) + Sync) {
+    std::thread::scope(|scope| {
+        for mode in MODES {
+            let test = &test;
+            scope.spawn(move || each_mode_of(&[mode], test));
+        }
+    });
+}
+
+fn each_mode_of(modes: &[StorageMode], test: impl Fn(StorageMode)) {
     struct Report(StorageMode);
     impl Drop for Report {
         fn drop(&mut self) {
@@ -22,7 +37,7 @@ pub(super) fn each_mode(test: impl Fn(StorageMode)) {
             }
         }
     }
-    for mode in MODES {
+    for &mode in modes {
         let _report = Report(mode);
         test(mode);
     }
@@ -388,7 +403,7 @@ fn assert_index_queries_current(store: &Indexer<Pod>) {
 
 #[test]
 fn label_index_queries_match_a_scan_through_random_changes() {
-    each_mode(|mode| {
+    each_mode_at_once(|mode| {
         let mut rng = fastrand::Rng::with_seed(0x01ab_e1ed);
         let store = in_mode(Indexer::<Pod>::with_namespace_index().with_label_index(), mode);
         store.add_indexer("values", label_values).unwrap();

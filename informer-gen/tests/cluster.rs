@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use embedded_apiserver::ApiServer;
 use informer_runtime::GroupVersionResource;
-use informer_tests::informer_gen::informer_gen;
 
 /// The CRDs installed, from `tests/fixtures/crd-corpus`, with their names on the server.
 const CRDS: [(&str, &str); 3] = [
@@ -28,7 +27,7 @@ const CRDS: [(&str, &str); 3] = [
 const DEADLINE: Duration = Duration::from_secs(60);
 
 fn corpus(file: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/crd-corpus").join(file)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/crd-corpus").join(file)
 }
 
 /// An embedded API server with [`CRDS`] created on it (as `kubectl apply` would create them: the
@@ -50,7 +49,7 @@ async fn cluster() -> (ApiServer, tempfile::TempDir) {
 /// Runs the binary in `dir` with `KUBECONFIG=dir/kubeconfig`, failing the test if it has not
 /// finished within [`DEADLINE`].
 async fn run(dir: &Path, args: &[&str]) -> Output {
-    let run = tokio::process::Command::new(informer_gen())
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_informer-gen"))
         .current_dir(dir)
         .env("KUBECONFIG", dir.join("kubeconfig"))
         .args(args)
@@ -132,7 +131,7 @@ async fn from_cluster_generates_what_the_files_generate() {
 
     // The kubeconfig and its context named on the command line instead of `KUBECONFIG`.
     let kubeconfig = temp.path().join("kubeconfig");
-    let output = tokio::process::Command::new(informer_gen())
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_informer-gen"))
         .env_remove("KUBECONFIG")
         .env("HOME", temp.path())
         .args(["crd", "--list", "--from-cluster", names[0], "--kubeconfig"])
