@@ -10,6 +10,8 @@
 //! shows it. Both write through [`ApiWriter`], which this project's
 //! `Client` (feature `client`, on by default) and kube-rs's `kube::Client` (feature `kube`,
 //! which needs Rust 1.89, kube-rs 5's minimum; the rest of the crate needs 1.88) implement.
+//! A reconcile function keeps its object's status conditions with [`conditions`], and marks
+//! what it creates as its object's with [`owner_references`].
 //!
 //! ```no_run
 //! use informer_controller::controller::{Action, Controller, stop_on_signal};
@@ -52,6 +54,8 @@
 //! crate.
 //!
 //! - `write`: the writes of the layer (`ApiWriter`), for any client
+//! - `conditions`, `owner_references`: helpers for reconcile functions: status conditions,
+//!   owner references (and the owner rule `workqueue` and `controller` match by)
 //! - `workqueue`: keys to workers, with delays and rate limits
 //! - `controller`, `leader_election`, `events`: reconcile loops, leases, Events
 //! - `wait`: test support
@@ -63,9 +67,11 @@
 //! the informers' (`WorkQueueBuilder::metrics`, `Controller::metrics`).
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
+pub mod conditions;
 pub mod controller;
 pub mod events;
 pub mod leader_election;
+pub mod owner_references;
 pub mod workqueue;
 pub mod write;
 

@@ -10,6 +10,7 @@ use informer_runtime::shared_informer::{DeletedObject, ResourceEventHandler};
 use informer_runtime::store::ObjectKey;
 
 use super::WorkQueue;
+use crate::owner_references::refers_to;
 
 /// Adds the key of every added, updated or deleted object: for an informer of the resource a
 /// controller reconciles.
@@ -54,7 +55,8 @@ impl<K: Resource> ResourceEventHandler<K> for EnqueueObject {
 /// Adds the keys of the owners of kind `O` of every changed object: for an informer of what a
 /// controller creates, so that a change to a child reconciles its parent.
 ///
-/// An owner matches by its reference's group and kind (any version); with
+/// An owner matches by its reference's group and kind, in any version (the rule of
+/// [`refers_to`](crate::owner_references::refers_to)); with
 /// [`only_controller`](Self::only_controller), only the reference marked `controller: true`. A
 /// namespaced owner is in its child's namespace (Kubernetes allows no other); for an update,
 /// the owners before and after both are added, so a parent that lost a child hears of it.
@@ -96,8 +98,7 @@ impl<O: Resource> EnqueueOwner<O> {
         let meta = obj.meta();
         let namespace = if is_namespaced::<O>() { meta.namespace.as_deref() } else { None };
         for owner in meta.owner_references.iter().flatten() {
-            let group = owner.api_version.rsplit_once('/').map_or("", |(group, _)| group);
-            if owner.kind != O::KIND || group != O::GROUP {
+            if !refers_to::<O>(owner) {
                 continue;
             }
             if self.only_controller && owner.controller != Some(true) {
