@@ -9,12 +9,15 @@
 
 mod support;
 
-use std::collections::BTreeMap;
+#[path = "support/output.rs"]
+mod output;
+
 use std::fs;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+use output::{stdout, tree};
 use support::{GADGETS, WIDGETS};
 
 /// The module tree `--out` writes for `widgets.yaml` and `gadgets.yaml`.
@@ -59,36 +62,8 @@ fn run_with_stdin(dir: &Path, args: &[&str], input: &str) -> Output {
     output
 }
 
-fn stdout(output: &Output) -> String {
-    assert!(
-        output.status.success(),
-        "status {}, stderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
 fn stderr(output: &Output) -> String {
     String::from_utf8(output.stderr.clone()).unwrap()
-}
-
-/// Every file under `dir`, by relative path, with its contents.
-fn tree(dir: &Path) -> BTreeMap<PathBuf, String> {
-    let mut files = BTreeMap::new();
-    let mut pending = vec![dir.to_owned()];
-    while let Some(directory) = pending.pop() {
-        for entry in fs::read_dir(&directory).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                let relative = path.strip_prefix(dir).unwrap().to_owned();
-                files.insert(relative, fs::read_to_string(&path).unwrap());
-            }
-        }
-    }
-    files
 }
 
 /// The names in `dir`, sorted.

@@ -8,6 +8,9 @@
 // Helpers outside the `#[test]` functions fail the test on a broken expectation, too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/output.rs"]
+mod output;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -15,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use embedded_apiserver::ApiServer;
 use informer_runtime::GroupVersionResource;
+use output::stdout;
 
 /// The CRDs installed, from `tests/fixtures/crd-corpus`, with their names on the server.
 const CRDS: [(&str, &str); 3] = [
@@ -56,16 +60,6 @@ async fn run(dir: &Path, args: &[&str]) -> Output {
         .kill_on_drop(true)
         .output();
     tokio::time::timeout(DEADLINE, run).await.expect("informer-gen finishes").unwrap()
-}
-
-fn stdout(output: &Output) -> String {
-    assert!(
-        output.status.success(),
-        "status {}, stderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout.clone()).unwrap()
 }
 
 /// The stderr of a run that failed with exit status 1 and printed nothing.

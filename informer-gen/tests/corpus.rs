@@ -12,7 +12,9 @@
 // Helpers outside the `#[test]` functions fail the test on a broken expectation, too.
 #![allow(clippy::unwrap_used)]
 
-use std::collections::BTreeMap;
+#[path = "support/output.rs"]
+mod output;
+
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
@@ -20,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use informer_gen::sample::{check_samples, samples};
 use informer_gen::schema::{Loaded, load, parse_str};
+use output::tree;
 
 /// How long one run of the binary on the whole corpus may take before the test fails.
 const RUN_DEADLINE: Duration = Duration::from_secs(300);
@@ -169,22 +172,4 @@ async fn run(dir: &Path, args: &[&str]) -> Output {
         .await
         .unwrap_or_else(|_| panic!("informer-gen {args:?} did not finish within {RUN_DEADLINE:?}"))
         .unwrap_or_else(|e| panic!("informer-gen {args:?}: {e}"))
-}
-
-/// Every file under `dir`, by relative path, with its contents.
-fn tree(dir: &Path) -> BTreeMap<PathBuf, String> {
-    let mut files = BTreeMap::new();
-    let mut pending = vec![dir.to_owned()];
-    while let Some(directory) = pending.pop() {
-        for entry in std::fs::read_dir(&directory).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                let relative = path.strip_prefix(dir).unwrap().to_owned();
-                files.insert(relative, std::fs::read_to_string(&path).unwrap());
-            }
-        }
-    }
-    files
 }

@@ -45,8 +45,10 @@ struct Crate {
 /// Every check of this module, in the order a release would meet them.
 pub(crate) fn check() -> Result<(), String> {
     let (crates, target_dir) = published_crates()?;
-    package(&crates)?;
-    readme_crate(&crates, &target_dir)?;
+    let package_dir = target_dir.join("package-check");
+    package(&crates, &package_dir)?;
+    let tarballs = package_dir.join("package");
+    readme_crate(&crates, &target_dir, &tarballs)?;
     install_gen(&crates, &target_dir)?;
     docs_rs(&crates)?;
     msrv(&crates)
@@ -57,12 +59,77 @@ pub(crate) fn check() -> Result<(), String> {
 ///
 /// A library enables no Kubernetes version of k8s-openapi, whose build script then stops; the
 /// variable k8s-openapi documents for builds without dev-dependencies names one, the newest.
-fn package(crates: &[Crate]) -> Result<(), String> {
-    let mut args = vec!["package"];
+///
+/// Cargo takes a crate of a registry as immutable once it has it: the verification build
+/// resolves each crate's workspace dependencies from a local registry of the tarballs just
+/// made, extracts them under `$CARGO_HOME/registry/src` only if no copy of that name and
+/// version is there, and reuses a build of them whose version matches. Our versions stay
+/// `0.1.0` while their code changes, so a machine that ran this check before would verify
+/// against the code of that run. Both are forgotten first; the builds go to a target
+/// directory of their own (`package_dir`), so that nothing else's is touched.
+fn package(crates: &[Crate], package_dir: &Path) -> Result<(), String> {
+    forget_extracted(crates)?;
+    forget_built(crates, package_dir)?;
+    let target = package_dir.display().to_string();
+    let mut args = vec!["package", "--target-dir", &target];
     for krate in crates {
         args.extend(["-p", &krate.name]);
     }
     cargo(&args, &[("K8S_OPENAPI_ENABLED_VERSION", &newest_kubernetes())])
+}
+
+/// Removes our crates' extracted sources and cached tarballs from every registry cargo keeps
+/// under `$CARGO_HOME` (the local registries of earlier verifications among them). A crate of
+/// crates.io with one of these names would only be extracted again from its download.
+fn forget_extracted(crates: &[Crate]) -> Result<(), String> {
+    let home = match std::env::var_os("CARGO_HOME") {
+        Some(home) => PathBuf::from(home),
+        None => std::env::home_dir().ok_or("neither CARGO_HOME nor HOME is set")?.join(".cargo"),
+    };
+    for (kind, suffix) in [("src", ""), ("cache", ".crate")] {
+        let registries = home.join("registry").join(kind);
+        let Ok(entries) = std::fs::read_dir(&registries) else { continue };
+        for registry in entries.flatten() {
+            for krate in crates {
+                let stale =
+                    registry.path().join(format!("{}-{}{suffix}", krate.name, krate.version));
+                remove(&stale)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes the fingerprints of our crates' builds in `package_dir`, so that the verification
+/// compiles each again from its new tarball.
+fn forget_built(crates: &[Crate], package_dir: &Path) -> Result<(), String> {
+    for profile in ["debug", "release"] {
+        let fingerprints = package_dir.join(profile).join(".fingerprint");
+        let Ok(entries) = std::fs::read_dir(&fingerprints) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            // `informer-client-1a2b...`: the crate's name, then a hash without dashes.
+            let ours = name
+                .rsplit_once('-')
+                .is_some_and(|(krate, _)| crates.iter().any(|c| c.name == krate));
+            if ours {
+                remove(&entry.path())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes a file or a directory tree; nothing there is not an error.
+fn remove(path: &Path) -> Result<(), String> {
+    let removed = if path.is_dir() {
+        std::fs::remove_dir_all(path)
+    } else if path.exists() {
+        std::fs::remove_file(path)
+    } else {
+        return Ok(());
+    };
+    removed.map_err(|e| format!("removing {}: {e}", path.display()))
 }
 
 /// The newest Kubernetes version k8s-openapi offers, as `1.NN`.
@@ -72,8 +139,8 @@ fn newest_kubernetes() -> String {
 }
 
 /// Builds the root README's first example, with its `[dependencies]`, as a crate of its own
-/// against the packaged tarballs.
-fn readme_crate(crates: &[Crate], target_dir: &Path) -> Result<(), String> {
+/// against the packaged tarballs (in `tarballs`).
+fn readme_crate(crates: &[Crate], target_dir: &Path, tarballs: &Path) -> Result<(), String> {
     let readme = std::fs::read_to_string("README.md").map_err(|e| format!("README.md: {e}"))?;
     let (dependencies, example) = readme_example(&readme)?;
     let dir = target_dir.join("readme-crate");
@@ -87,9 +154,10 @@ fn readme_crate(crates: &[Crate], target_dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(&unpacked).map_err(|e| format!("{}: {e}", unpacked.display()))?;
     let mut patch = String::from("[patch.crates-io]\n");
     for krate in crates {
-        let tarball =
-            target_dir.join("package").join(format!("{}-{}.crate", krate.name, krate.version));
-        run(Command::new("tar").arg("-xzf").arg(&tarball).arg("-C").arg(&unpacked))?;
+        let tarball = tarballs.join(format!("{}-{}.crate", krate.name, krate.version));
+        // `-m`: the files get the time they were unpacked, not the tarball's, so that the
+        // builds below, which keep their target directories between runs, see them as new.
+        run(Command::new("tar").arg("-xzmf").arg(&tarball).arg("-C").arg(&unpacked))?;
         let path = unpacked.join(format!("{}-{}", krate.name, krate.version));
         // A TOML basic string: Rust's debug quoting agrees with it for a path.
         let path = path.display().to_string();
@@ -98,7 +166,7 @@ fn readme_crate(crates: &[Crate], target_dir: &Path) -> Result<(), String> {
     }
     let manifest = format!(
         "# The root README's [dependencies] and first example, built by `cargo xtask ci` against\n\
-         # the packaged crates (target/package/*.crate).\n\
+         # the packaged crates (target/package-check/package/*.crate).\n\
          [package]\nname = \"readme-first-hour\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\
          publish = false\n\n[workspace]\n\n{dependencies}\n{patch}"
     );
@@ -108,13 +176,16 @@ fn readme_crate(crates: &[Crate], target_dir: &Path) -> Result<(), String> {
     // what this crate does not use and adds the tarballs' entries).
     std::fs::copy("Cargo.lock", dir.join("Cargo.lock")).map_err(|e| format!("Cargo.lock: {e}"))?;
     let manifest_path = dir.join("Cargo.toml").display().to_string();
-    cargo(&["build", "--manifest-path", &manifest_path], &[])
+    // A target directory that outlives `dir`, which each run makes anew: the dependencies
+    // are built once per machine, and only the tarballs' crates (path sources) again.
+    let build = target_dir.join("readme-crate-build").display().to_string();
+    cargo(&["build", "--manifest-path", &manifest_path, "--target-dir", &build], &[])
 }
 
 /// `cargo install` of informer-gen from its unpacked tarball (which [`readme_crate`] left in
 /// [`unpacked_dir`]), then the installed binary on cert-manager's Certificate CRD.
-/// A debug build in the shared target directory: what is checked is that the package installs
-/// and runs, not its speed.
+/// A debug build, in a target directory kept between runs: what is checked is that the
+/// package installs and runs, not its speed.
 fn install_gen(crates: &[Crate], target_dir: &Path) -> Result<(), String> {
     let unpacked = unpacked_dir();
     let root = target_dir.join("install-check");
@@ -133,6 +204,10 @@ fn install_gen(crates: &[Crate], target_dir: &Path) -> Result<(), String> {
         }
     }
     args.extend(["--root".to_owned(), root.display().to_string()]);
+    // Without it cargo installs from a new temporary directory, building every dependency
+    // again on each run.
+    let build = target_dir.join("install-check-build").display().to_string();
+    args.extend(["--target-dir".to_owned(), build]);
     cargo(&args.iter().map(String::as_str).collect::<Vec<_>>(), &[])?;
     let out = target_dir.join("install-check-out");
     if out.exists() {
