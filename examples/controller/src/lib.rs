@@ -35,18 +35,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use informer_client::{Client, ClientError, Patch, PatchParams};
+use informer_controller::conditions::{self, ConditionExt, ConditionStatus};
 use informer_controller::controller::{Action, Controller, ControllerError, Request};
 use informer_controller::events::{EventRecorder, EventType};
 use informer_controller::leader_election::{LeaderElection, LeaderElectionError, Leadership};
+use informer_controller::owner_references::{self, OwnerError};
 use informer_derive::Informer;
 use informer_runtime::metrics::Metrics;
 use informer_runtime::selector::LabelSelector;
-use informer_runtime::{Lister, ObjectKey, Resource, SharedInformerFactory};
+use informer_runtime::{Lister, ObjectKey, SharedInformerFactory};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
-    Condition, DeleteOptions, ObjectMeta, OwnerReference, Preconditions, Time,
+    Condition, DeleteOptions, ObjectMeta, Preconditions,
 };
-use k8s_openapi::jiff::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -103,6 +104,9 @@ pub enum Error {
     /// A request to the API server failed (a `409 Conflict` is retried at once).
     #[error("{0}")]
     Client(#[from] ClientError),
+    /// A config map of the set's name is another controller's.
+    #[error("{0}")]
+    Owner(#[from] OwnerError),
 }
 
 /// Why the controller could not run.
@@ -248,13 +252,7 @@ async fn reconcile(cx: &Context, request: Request<ConfigMapSet>) -> Result<Actio
         .configmaps
         .list(&LabelSelector::everything())
         .into_iter()
-        .filter(|cm| {
-            cm.metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .any(|o| o.uid == uid && o.controller == Some(true))
-        })
+        .filter(|cm| owner_references::controller_of(&**cm).is_some_and(|o| o.uid == uid))
         .collect();
     let finalizers = set.metadata.finalizers.clone().unwrap_or_default();
 
@@ -296,18 +294,6 @@ async fn reconcile(cx: &Context, request: Request<ConfigMapSet>) -> Result<Actio
     Ok(Action::Done)
 }
 
-/// The owner reference of what `set` creates.
-fn owner(set: &ConfigMapSet) -> OwnerReference {
-    OwnerReference {
-        api_version: ConfigMapSet::API_VERSION.to_owned(),
-        kind: ConfigMapSet::KIND.to_owned(),
-        name: set.metadata.name.clone().unwrap_or_default(),
-        uid: set.metadata.uid.clone().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }
-}
-
 /// Creates or updates the config map of `set` in `namespace`.
 async fn ensure(
     cx: &Context,
@@ -318,34 +304,32 @@ async fn ensure(
     let name = set.metadata.name.clone().unwrap_or_default();
     let label = BTreeMap::from([(OWNER_LABEL.to_owned(), name.clone())]);
     let Some(current) = current else {
-        let cm = ConfigMap {
+        let mut cm = ConfigMap {
             metadata: ObjectMeta {
                 name: Some(name.clone()),
                 namespace: Some(namespace.to_owned()),
                 labels: Some(label),
-                owner_references: Some(vec![owner(set)]),
                 ..ObjectMeta::default()
             },
             data: Some(set.spec.data.clone()),
             ..ConfigMap::default()
         };
+        owner_references::set_controller_reference(set, &mut cm)?;
         cx.client.create(Some(namespace), &cm).await?;
         let note = format!("created ConfigMap {namespace}/{name}");
         cx.recorder.publish(set, EventType::Normal, "Created", "Create", &note);
         return Ok(());
     };
-    let owned = current.metadata.owner_references.iter().flatten().any(|o| *o == owner(set));
-    let labelled = current.metadata.labels.as_ref().and_then(|l| l.get(OWNER_LABEL)) == Some(&name);
-    if owned && labelled && current.data.as_ref() == Some(&set.spec.data) {
-        return Ok(());
-    }
     // The cached version goes with the update: if the cache is behind, a 409 says so.
     let mut updated = current.clone();
     updated.data = Some(set.spec.data.clone());
     updated.metadata.labels.get_or_insert_with(BTreeMap::new).extend(label);
-    let references = updated.metadata.owner_references.get_or_insert_with(Vec::new);
-    references.retain(|o| o.controller != Some(true));
-    references.push(owner(set));
+    // A config map of the same name that another controller owns is left to it: the error
+    // names both, and the set's reconcile retries after its backoff.
+    owner_references::set_controller_reference(set, &mut updated)?;
+    if updated == *current {
+        return Ok(());
+    }
     cx.client.replace(Some(namespace), &name, &updated).await?;
     let note = format!("updated ConfigMap {namespace}/{name}");
     cx.recorder.publish(set, EventType::Normal, "Updated", "Update", &note);
@@ -398,38 +382,27 @@ async fn write_status(
     ready: i32,
 ) -> Result<(), Error> {
     let old = set.status.clone().unwrap_or_default();
-    let (status, reason, message) = if missing.is_empty() {
-        ("True", "AllPresent", format!("{ready} ConfigMaps in place"))
-    } else {
-        ("False", "NamespaceMissing", format!("namespaces not found: {}", missing.join(", ")))
-    };
-    let previous = old.conditions.iter().find(|c| c.type_ == "Ready");
-    let unchanged =
-        previous.is_some_and(|c| c.status == status && c.reason == reason && c.message == message);
     let generation = set.metadata.generation;
-    if unchanged && old.observed_generation == generation && old.ready == ready {
+    let ready_condition = if missing.is_empty() {
+        let message = format!("{ready} ConfigMaps in place");
+        conditions::new("Ready", ConditionStatus::True, "AllPresent", message)
+    } else {
+        let message = format!("namespaces not found: {}", missing.join(", "));
+        conditions::new("Ready", ConditionStatus::False, "NamespaceMissing", message)
+    };
+    let mut status = ConfigMapSetStatus { observed_generation: generation, ready, ..old.clone() };
+    // The transition time moves only when the condition's status does.
+    let changed =
+        conditions::set(&mut status.conditions, ready_condition.observed_generation(generation));
+    if !changed && status == old {
         return Ok(());
     }
-    let condition = Condition {
-        type_: "Ready".to_owned(),
-        status: status.to_owned(),
-        reason: reason.to_owned(),
-        message,
-        observed_generation: generation,
-        // The time the status last changed, not the time of this write.
-        last_transition_time: match previous {
-            Some(c) if c.status == status => c.last_transition_time.clone(),
-            _ => Time(Timestamp::now()),
-        },
-    };
-    let status =
-        ConfigMapSetStatus { conditions: vec![condition], observed_generation: generation, ready };
     let name = set.metadata.name.as_deref().unwrap_or_default();
     let patch = serde_json::json!({ "status": status });
     cx.client
         .patch_status::<ConfigMapSet, _>(None, name, &Patch::Merge(&patch), &PatchParams::default())
         .await?;
-    if !missing.is_empty() && !unchanged {
+    if !missing.is_empty() && changed {
         let note = format!("namespaces not found: {}", missing.join(", "));
         cx.recorder.publish(set, EventType::Warning, "NamespaceMissing", "Reconcile", &note);
     }
@@ -491,10 +464,13 @@ pub fn difference(
                 status.observed_generation, set.metadata.generation
             ));
         }
-        let ready =
-            status.conditions.iter().find(|c| c.type_ == "Ready").map(|c| c.status.as_str());
-        let expected = if wanted.len() == set.spec.namespaces.len() { "True" } else { "False" };
-        if ready != Some(expected) {
+        let expected = if wanted.len() == set.spec.namespaces.len() {
+            ConditionStatus::True
+        } else {
+            ConditionStatus::False
+        };
+        if !conditions::is_present_and_equal(&status.conditions, "Ready", expected) {
+            let ready = conditions::find(&status.conditions, "Ready").map(|c| &c.status);
             return Some(format!("set {name}: Ready is {ready:?}, wanted {expected}"));
         }
         if !set.metadata.finalizers.iter().flatten().any(|f| f == FINALIZER) {
