@@ -90,8 +90,11 @@
 //! The behaviour above is checked against a real kube-apiserver by the workspace's differential
 //! conformance suite (`tests/conformance.rs`).
 //! - **Writes.** create (generateName, uid, creationTimestamp, generation), update with
-//!   optimistic concurrency, merge patch, JSON patch, strategic merge patch for simple cases
-//!   (see `patch.rs`), server-side apply approximated as create-or-patch, delete (finalizers,
+//!   optimistic concurrency, merge patch, JSON patch (its `test` as kube-apiserver's library
+//!   runs it: a missing member is `null`; a patch that does not apply is `422 Invalid`),
+//!   strategic merge patch for simple cases (built-in kinds only: `415` for a custom resource,
+//!   as the apiextensions server answers; see `patch.rs`), server-side apply approximated as
+//!   create-or-patch, delete (finalizers,
 //!   preconditions; the object or a `Status` as the real resource answers), deletecollection,
 //!   `/status` subresources, `dryRun=All`. Errors are `Status` bodies with apimachinery's
 //!   messages: `pods "x" not found`, `pods "x" already exists`, `Operation cannot be fulfilled

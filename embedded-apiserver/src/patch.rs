@@ -10,6 +10,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::status::ApiError;
+
 /// The patch formats the server accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum PatchKind {
@@ -167,6 +169,19 @@ const MAX_COPY_BYTES: usize = 3 * 1024 * 1024;
 /// nest deeper than their body, by adding a value at a deep path, a patch at a time.
 const MAX_DEPTH: usize = 128;
 
+/// kube-apiserver's answer to a JSON patch that does not apply (a failed `test`, a missing
+/// path, the copy limit): `errors.NewGenericServerResponse(422, ...)` of the library's error,
+/// which is `422` with reason `Invalid`, the generic message below and empty details, and
+/// drops the library's error. Clients tell a failed `test` by code and reason alone (kube-rs's
+/// finalizer helper, `kubectl patch --type=json`); this server adds the library's words after
+/// the generic message, so that a test that fails here says why.
+pub(crate) fn not_applied(why: &str) -> ApiError {
+    let message = format!("the server rejected our request due to an error in our request: {why}");
+    let mut error = ApiError::new(422, "Invalid", message);
+    error.details = Some(Box::default());
+    error
+}
+
 /// The number of operations of a JSON patch (0 when it is not an array).
 pub(crate) fn operations(patch: &Value) -> usize {
     patch.as_array().map_or(0, Vec::len)
@@ -277,15 +292,50 @@ pub(crate) fn json_patch(target: &mut Value, patch: &Value) -> Result<(), String
                 let source = source.clone();
                 add(target, path, source)?;
             }
-            "test" => {
-                if target.pointer(path) != Some(&value()?) {
-                    return Err(format!("testing value {path} failed"));
-                }
-            }
+            "test" => test(target, path, &value()?)?,
             other => return Err(format!("unexpected kind of operation: {other:?}")),
         }
     }
     Ok(())
+}
+
+/// The `test` operation as kube-apiserver's JSON patch library (evanphx/json-patch v4,
+/// `Patch.test`) runs it, errors worded as it words them:
+///
+/// 1. `""` compares the whole document.
+/// 2. A path whose parent is missing, `null` or a scalar does not apply ("is missing path").
+/// 3. In an object, a member that is missing or `null` compares as `null`: `{"op": "test",
+///    "path": "/metadata/finalizers", "value": null}` passes on an object without finalizers
+///    (what kube-rs's finalizer helper sends before adding the first one).
+/// 4. In an array, the index must be an integer below its length (negative indices count
+///    from the end, as the library allows); anything else is an error in the test.
+/// 5. Otherwise the values must be equal.
+fn test(target: &Value, path: &str, expected: &Value) -> Result<(), String> {
+    let failed = || format!("testing value {path} failed: test failed");
+    if path.is_empty() {
+        return if target == expected { Ok(()) } else { Err(failed()) };
+    }
+    let (parent, token) = split_pointer(path)?;
+    let missing =
+        || format!("test operation does not apply: is missing path: {path}: missing value");
+    let actual = match target.pointer(parent).ok_or_else(missing)? {
+        Value::Object(map) => map.get(&token).unwrap_or(&Value::Null),
+        Value::Array(items) => {
+            let invalid = |why: String| format!("error in test for path: '{path}': {why}");
+            let index: i64 = token
+                .parse()
+                .map_err(|_| invalid(format!("strconv.Atoi: parsing {token:?}: invalid syntax")))?;
+            let len = i64::try_from(items.len()).unwrap_or(i64::MAX);
+            let resolved = if index < 0 { index + len } else { index };
+            usize::try_from(resolved).ok().and_then(|i| items.get(i)).ok_or_else(|| {
+                invalid(format!(
+                    "Unable to access invalid index: {index}: invalid index referenced"
+                ))
+            })?
+        }
+        _ => return Err(missing()),
+    };
+    if actual == expected { Ok(()) } else { Err(failed()) }
 }
 
 /// Splits a JSON pointer into its parent pointer and its unescaped last token.
@@ -388,5 +438,86 @@ mod tests {
             json_patch(&mut doc, &json!([{"op": "test", "path": "/first", "value": 2}])).is_err()
         );
         assert!(json_patch(&mut doc, &json!({"op": "add"})).is_err());
+    }
+
+    /// evanphx/json-patch v4's `Patch.test`, which kube-apiserver runs: a missing member of an
+    /// object compares as `null` (kube-rs's finalizer helper tests `/metadata/finalizers`
+    /// against `null` before adding the first finalizer).
+    #[test]
+    fn test_of_a_missing_member_compares_as_null() {
+        let doc = json!({"metadata": {"name": "a", "labels": null}, "items": ["x", "y"]});
+        let test = |path: &str, value: Value| {
+            json_patch(&mut doc.clone(), &json!([{"op": "test", "path": path, "value": value}]))
+        };
+        assert_eq!(test("/metadata/finalizers", Value::Null), Ok(()));
+        assert_eq!(test("/metadata/labels", Value::Null), Ok(()), "a null member is null");
+        assert_eq!(
+            test("/metadata/finalizers", json!([])),
+            Err("testing value /metadata/finalizers failed: test failed".to_owned())
+        );
+        assert_eq!(test("/metadata/name", json!("a")), Ok(()));
+        assert_eq!(test("", doc.clone()), Ok(()));
+        assert_eq!(test("", json!({})), Err("testing value  failed: test failed".to_owned()));
+        // The parent must be there: a missing, null or scalar parent does not apply.
+        for path in ["/spec/x", "/metadata/labels/app", "/metadata/name/x"] {
+            assert_eq!(
+                test(path, Value::Null),
+                Err(format!(
+                    "test operation does not apply: is missing path: {path}: missing value"
+                )),
+            );
+        }
+        // An array's index must name an element; negative ones count from the end.
+        assert_eq!(test("/items/1", json!("y")), Ok(()));
+        assert_eq!(test("/items/-1", json!("y")), Ok(()));
+        assert_eq!(
+            test("/items/2", Value::Null),
+            Err("error in test for path: '/items/2': Unable to access invalid index: 2: invalid index referenced".to_owned())
+        );
+        assert_eq!(
+            test("/items/-3", json!("x")),
+            Err("error in test for path: '/items/-3': Unable to access invalid index: -3: invalid index referenced".to_owned())
+        );
+        assert!(test("/items/-", json!("x")).unwrap_err().contains("invalid syntax"));
+    }
+
+    /// kube-rs's finalizer helper: `test` then `add`, or `test` then `remove`, all or nothing.
+    #[test]
+    fn a_failed_test_leaves_the_object_as_it_was() {
+        let mut doc = json!({"metadata": {"finalizers": ["a/x", "b/y"]}});
+        let remove_second = json!([
+            {"op": "test", "path": "/metadata/finalizers/1", "value": "b/y"},
+            {"op": "remove", "path": "/metadata/finalizers/1"},
+        ]);
+        let mut first = doc.clone();
+        json_patch(&mut first, &remove_second).unwrap();
+        assert_eq!(first, json!({"metadata": {"finalizers": ["a/x"]}}));
+        // Someone removed `a/x` in between: index 1 is gone, nothing is removed.
+        doc["metadata"]["finalizers"] = json!(["b/y"]);
+        let before = doc.clone();
+        let error = json_patch(&mut doc, &remove_second).unwrap_err();
+        assert!(error.contains("invalid index"), "{error}");
+        assert_eq!(doc, before);
+        let add_first = json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": null},
+            {"op": "add", "path": "/metadata/finalizers", "value": ["c/z"]},
+        ]);
+        assert!(json_patch(&mut doc, &add_first).is_err(), "finalizers are there already");
+        let mut bare = json!({"metadata": {}});
+        json_patch(&mut bare, &add_first).unwrap();
+        assert_eq!(bare, json!({"metadata": {"finalizers": ["c/z"]}}));
+    }
+
+    #[test]
+    fn a_patch_that_does_not_apply_is_answered_as_kube_apiserver_answers_it() {
+        let error = not_applied("testing value /x failed: test failed");
+        assert_eq!((error.code, error.reason.as_str()), (422, "Invalid"));
+        let status = error.to_json();
+        assert_eq!(
+            status["message"],
+            "the server rejected our request due to an error in our request: testing value /x \
+             failed: test failed"
+        );
+        assert_eq!(status["details"], json!({}));
     }
 }

@@ -255,7 +255,7 @@ pub(crate) fn patch(
                 );
                 return Err(ApiError::new(413, "RequestEntityTooLarge", message));
             }
-            json_patch(&mut patched, &patch).map_err(|why| ApiError::new(422, "Invalid", why))?;
+            json_patch(&mut patched, &patch).map_err(|why| crate::patch::not_applied(&why))?;
         }
     }
     if patched.pointer("/metadata/resourceVersion").is_none() {

@@ -515,6 +515,16 @@ impl Call<'_> {
         let kind = content_type
             .and_then(PatchKind::from_content_type)
             .ok_or_else(ApiError::unsupported_patch_type)?;
+        if kind == PatchKind::StrategicMerge && self.target.resource.crd.is_some() {
+            // A custom resource has no Go types to say how its lists merge: the apiextensions
+            // server's patch handler takes the other three formats only (its
+            // `supportedTypes`), and refuses the rest before it reads the object.
+            return Err(ApiError::unsupported_media_type(
+                "the body of the request was in an unknown format - accepted media types \
+                 include: application/json-patch+json, application/merge-patch+json, \
+                 application/apply-patch+yaml",
+            ));
+        }
         if kind == PatchKind::Apply && self.query.get("fieldManager").is_none_or(str::is_empty) {
             let why = "Required value: is required for apply patch".to_owned();
             let error = ("fieldManager", "FieldValueRequired", why);

@@ -1113,6 +1113,90 @@ async fn finalizers_keep_a_deleted_object_until_they_are_removed() {
     server.shutdown().await.unwrap();
 }
 
+/// A JSON patch whose `test` fails is answered as kube-apiserver answers it (`422 Invalid`,
+/// empty details: `NewGenericServerResponse`), and changes nothing; a missing member tests as
+/// `null` (evanphx/json-patch's `test`), which kube-rs's finalizer helper relies on. A
+/// strategic merge patch of a custom resource is a `415`, as the apiextensions server answers.
+#[tokio::test]
+async fn json_patch_tests_and_custom_resource_patch_types_answer_as_kube_apiserver() {
+    let server = start().await;
+    let api = Client::new(&server);
+    api.post(CONFIGMAPS, &configmap("guarded")).await;
+    let path = format!("{CONFIGMAPS}/guarded");
+    let json_patch = |ops: Value| {
+        let (api, path) = (&api, &path);
+        async move { api.patch(path, "application/json-patch+json", &ops).await }
+    };
+    let added = json_patch(json!([
+        {"op": "test", "path": "/metadata/finalizers", "value": null},
+        {"op": "add", "path": "/metadata/finalizers", "value": ["example.com/a"]},
+    ]))
+    .await;
+    assert_eq!(added.status, 200, "{}", added.body);
+    assert_eq!(added.body["metadata"]["finalizers"], json!(["example.com/a"]));
+
+    // The same patch again: the finalizers are there now, so the test fails.
+    let refused = json_patch(json!([
+        {"op": "test", "path": "/metadata/finalizers", "value": null},
+        {"op": "add", "path": "/metadata/finalizers", "value": ["example.com/b"]},
+    ]))
+    .await;
+    assert_eq!((refused.status, refused.body["reason"].as_str()), (422, Some("Invalid")));
+    assert_eq!(refused.body["details"], json!({}), "{}", refused.body);
+    let message = refused.body["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("the server rejected our request due to an error in our request"),
+        "{message}"
+    );
+    assert!(message.contains("testing value /metadata/finalizers failed"), "{message}");
+    // An index past the end is an error in the test, answered the same way.
+    let past = json_patch(json!([
+        {"op": "test", "path": "/metadata/finalizers/1", "value": "example.com/a"},
+        {"op": "remove", "path": "/metadata/finalizers/1"},
+    ]))
+    .await;
+    assert_eq!((past.status, past.body["reason"].as_str()), (422, Some("Invalid")));
+    let stored = api.get(&path).await.body;
+    assert_eq!(stored["metadata"]["finalizers"], json!(["example.com/a"]), "nothing changed");
+    assert_eq!(rv(&stored), rv(&added.body));
+
+    // A custom resource takes JSON, merge and apply patches, not strategic merge ones.
+    api.post(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &crontab_crd("stable.example.com", "Namespaced"),
+    )
+    .await;
+    let crontabs = "/apis/stable.example.com/v1/namespaces/default/crontabs";
+    let ct = json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab",
+                    "metadata": {"name": "c"}, "spec": {"replicas": 1}});
+    assert_eq!(api.post(crontabs, &ct).await.status, 201);
+    let strategic = api
+        .patch(
+            &format!("{crontabs}/c"),
+            "application/strategic-merge-patch+json",
+            &json!({"spec": {"replicas": 2}}),
+        )
+        .await;
+    assert_eq!(
+        (strategic.status, strategic.body["reason"].as_str()),
+        (415, Some("UnsupportedMediaType"))
+    );
+    assert_eq!(
+        strategic.body["message"],
+        "the body of the request was in an unknown format - accepted media types include: \
+         application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+    );
+    let merged = api
+        .patch(
+            &format!("{crontabs}/c"),
+            "application/merge-patch+json",
+            &json!({"spec": {"replicas": 2}}),
+        )
+        .await;
+    assert_eq!(merged.body["spec"]["replicas"], 2);
+    server.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn fault_drop_watches_ends_them_cleanly_and_history_survives() {
     let server = start().await;
