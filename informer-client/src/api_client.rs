@@ -9,6 +9,7 @@ use std::time::Duration;
 use http::Method;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use url::Url;
 
 use super::body::{BodyReader, ReadError};
@@ -472,19 +473,12 @@ impl Client {
 
     async fn patch_at<K: Resource, P: Serialize>(
         &self,
-        mut url: Url,
+        url: Url,
         patch: &Patch<P>,
         params: &PatchParams,
     ) -> Result<K> {
-        params.set_query(&mut url);
-        let (content_type, value) = match patch {
-            Patch::Apply(p) => ("application/apply-patch+yaml", p),
-            Patch::Merge(p) => ("application/merge-patch+json", p),
-            Patch::Strategic(p) => ("application/strategic-merge-patch+json", p),
-            Patch::Json(p) => ("application/json-patch+json", p),
-        };
-        let body = encode(&url, value)?;
-        self.request_object(Method::PATCH, url, Some((content_type, body))).await
+        let (url, body) = patch_request(url, patch, params)?;
+        self.request_object(Method::PATCH, url, Some(body)).await
     }
 
     /// Deletes an object. The server may keep it for a while (finalizers, graceful deletion).
@@ -529,7 +523,8 @@ impl Client {
         self.delete_at(url, Some(("application/json", body))).await
     }
 
-    async fn delete_at(&self, url: Url, body: Option<Body>) -> Result<()> {
+    /// A `DELETE` of `url`, with `body` (the `DeleteOptions`) when given.
+    pub(crate) async fn delete_at(&self, url: Url, body: Option<Body>) -> Result<()> {
         let path = url.path().to_owned();
         let response = self.send(Method::DELETE, url, body).await;
         // The body (the object or a Status) is not needed; reading it frees the connection for
@@ -569,13 +564,28 @@ impl Client {
         url: Url,
         body: Option<Body>,
     ) -> Result<K> {
+        let accept = object_accept::<K>();
+        self.request_decoded(method, url, body, accept, resource_name::<K>, K::KIND).await
+    }
+
+    /// One request answered with one object, decoded as `T`; `resource` (`plural[.group]`)
+    /// and `kind` name what did not decode in the error.
+    pub(crate) async fn request_decoded<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<Body>,
+        accept: &'static str,
+        resource: impl FnOnce() -> String,
+        kind: &str,
+    ) -> Result<T> {
         let verb = verb(&method);
         let path = url.path().to_owned();
         let result = async {
-            let response = self.send_accepting(method, url, body, object_accept::<K>()).await?;
+            let response = self.send_accepting(method, url, body, accept).await?;
             let bytes = self.read_object(response).await?;
-            serde_json::from_slice::<K>(&bytes)
-                .map_err(|e| decode_error(&resource_name::<K>(), K::KIND, &bytes, &e))
+            serde_json::from_slice::<T>(&bytes)
+                .map_err(|e| decode_error(&resource(), kind, &bytes, &e))
         };
         result.await.map_err(|e| ClientError::request(verb, path, e))
     }
@@ -721,7 +731,25 @@ fn namespace_of<K: Resource>(namespace: Option<&str>) -> Result<()> {
     }
 }
 
-fn encode<T: serde::Serialize>(url: &Url, value: &T) -> Result<Vec<u8>> {
+/// `patch` as a request: `url` with `params`' query, and the body in the patch's format.
+pub(crate) fn patch_request<P: Serialize>(
+    mut url: Url,
+    patch: &Patch<P>,
+    params: &PatchParams,
+) -> Result<(Url, Body)> {
+    params.set_query(&mut url);
+    let (content_type, value) = match patch {
+        Patch::Apply(p) => ("application/apply-patch+yaml", p),
+        Patch::Merge(p) => ("application/merge-patch+json", p),
+        Patch::Strategic(p) => ("application/strategic-merge-patch+json", p),
+        Patch::Json(p) => ("application/json-patch+json", p),
+    };
+    let body = encode(&url, value)?;
+    Ok((url, (content_type, body)))
+}
+
+/// `value` as a JSON request body for `url`.
+pub(crate) fn encode<T: serde::Serialize>(url: &Url, value: &T) -> Result<Vec<u8>> {
     serde_json::to_vec(value).map_err(|e| ClientError::Request {
         method: "ENCODE",
         path: url.path().to_owned(),

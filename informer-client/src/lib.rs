@@ -6,7 +6,8 @@
 //! seam between the API server and the runtime's reflector. Give it to a
 //! `SharedInformerFactory` and every informer lists and watches over HTTP. It also has the few
 //! typed requests a controller needs ([`Client::get`], [`Client::create`], [`Client::replace`],
-//! [`Client::patch_merge`], [`Client::delete`]).
+//! [`Client::patch_merge`], [`Client::delete`]), and the same for a resource known only at run
+//! time ([`Client::dynamic`]).
 //!
 //! Its folders, by concept (as kube-client lays out its own):
 //!
@@ -14,7 +15,8 @@
 //!   requests, `request` builds URLs, `transport` carries each request (reqwest with this
 //!   crate's credentials, or a kube-rs client), `body` bounds every response but watches (an
 //!   idle deadline, a cap on what is kept), `error` keeps the server's `Status` typed,
-//!   `discovery` finds resources by group, version and resource, `limits` bounds reads; with
+//!   `discovery` finds resources by group, version and resource, `dynamic_api` makes the
+//!   typed requests for a resource discovery found, `limits` bounds reads; with
 //!   the `http` feature, `connections` spreads watches over HTTP/2 connections, and `rotation`
 //!   keeps the TLS credentials current (the client certificate and the CA bundle file, with a
 //!   new connection pool whenever they change).
@@ -135,7 +137,8 @@
 //! - `config`: where the server is and how to authenticate (the `http` feature)
 //! - `body`, `transport`, `connections`, `rotation`: bounded bodies, the carriers, connections
 //!   (`connections` and `rotation`: the `http` feature)
-//! - `api_client`, `discovery`: the `Client` and its typed requests; resources by name
+//! - `api_client`, `discovery`, `dynamic_api`: the `Client` and its typed requests; resources
+//!   by name; the requests for a resource known at run time
 //! - `list_watch`: the read path
 //! - `kube`: the kube-rs bridge (feature `kube`)
 //! - `fuzz`, `test_objects`: fuzz targets and test objects
@@ -147,6 +150,7 @@ mod body;
 #[cfg(feature = "http")]
 mod connections;
 mod discovery;
+mod dynamic_api;
 mod error;
 mod limits;
 pub(crate) mod request;
@@ -175,6 +179,7 @@ pub use error::{ClientError, Result};
 pub use request::PathSegmentError;
 
 pub use api_client::{Client, Patch, PatchParams};
+pub use dynamic_api::DynamicApi;
 
 #[cfg(test)]
 mod fuzz;

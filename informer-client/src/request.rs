@@ -144,9 +144,33 @@ impl Target {
         }
         Ok(url)
     }
+
+    /// The URL of one object `name` under `base`, and of one of its `subresource`s (`status`,
+    /// `scale`): the [collection](Self::collection_url) in `namespace`, then the name.
+    ///
+    /// # Errors
+    ///
+    /// A namespace, name or subresource that cannot be a path segment.
+    pub(crate) fn object_url(
+        &self,
+        base: &Url,
+        namespace: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+    ) -> Result<Url, PathSegmentError> {
+        check_segment("name", name)?;
+        if let Some(subresource) = subresource {
+            check_segment("subresource", subresource)?;
+        }
+        let mut url = self.collection_url(base, namespace)?;
+        if let Ok(mut segments) = url.path_segments_mut() {
+            segments.push(name);
+            segments.extend(subresource);
+        }
+        Ok(url)
+    }
 }
 
-/// A name, namespace or subresource that cannot be one segment of a request's path.
 /// A name, namespace or subresource that cannot be one segment of a request's path (empty,
 /// `.`, `..`, or holding `/` or `%`, as client-go refuses): such a value would make a request
 /// about another object, or the whole collection, so none is sent.
@@ -229,27 +253,14 @@ pub(crate) fn collection_url<K: Resource>(
     Target::of::<K>().collection_url(base, namespace)
 }
 
-/// The URL of one object of `K`, and of one of its `subresources` (`status`, `scale`).
-///
-/// # Errors
-///
-/// A namespace, name or subresource that cannot be a path segment.
+/// The URL of one object of `K`, and of one of its `subresources`: see [`Target::object_url`].
 pub(crate) fn object_url<K: Resource>(
     base: &Url,
     namespace: Option<&str>,
     name: &str,
     subresource: Option<&str>,
 ) -> Result<Url, PathSegmentError> {
-    check_segment("name", name)?;
-    if let Some(subresource) = subresource {
-        check_segment("subresource", subresource)?;
-    }
-    let mut url = collection_url::<K>(base, namespace)?;
-    if let Ok(mut segments) = url.path_segments_mut() {
-        segments.push(name);
-        segments.extend(subresource);
-    }
-    Ok(url)
+    Target::of::<K>().object_url(base, namespace, name, subresource)
 }
 
 /// Adds the query of one list request (one page).

@@ -2,6 +2,10 @@
 //! run time, a built-in and a CRD created while the informer already runs, with handlers,
 //! listers, the factory's `for_resource` and kubectl-style names.
 //!
+//! Then writes through `Client::dynamic` (`DynamicApi`): create, get, replace, every patch
+//! format, the status subresource and deletes with preconditions, for a custom resource and a
+//! built-in.
+//!
 //! client-go's scenarios: `dynamicinformer`'s `TestFilteredDynamicSharedInformerFactory` and
 //! `TestDynamicSharedInformerFactory` (an informer per GVR, add/update/delete reach the
 //! handler), and `metadatainformer`'s `TestMetadataSharedInformerFactory` (metadata only).
@@ -19,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use embedded_apiserver::ApiServer;
-use informer_client::{Client, Config};
+use informer_client::{Client, Config, DynamicApi, Patch, PatchParams};
 use informer_runtime::dynamic::DynamicObject;
 use informer_runtime::factory::FactoryError;
 use informer_runtime::{
@@ -27,6 +31,7 @@ use informer_runtime::{
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, Preconditions};
 use parking_lot::Mutex;
 use serde_json::json;
 
@@ -365,4 +370,244 @@ async fn a_source_without_dynamic_resources_says_so() {
         Some(FactoryError::DynamicNotSupported(gvr.clone()))
     );
     assert_eq!(factory.for_resource(&gvr).err(), Some(FactoryError::NoInformerFound(gvr)));
+}
+
+// Writes through `Client::dynamic`: client-go's dynamic client (`dynamic/client_test.go`:
+// `TestCreate`, `TestGet`, `TestUpdate`, `TestUpdateStatus`, `TestPatch`, `TestDelete`) and
+// kube-rs's `Api<DynamicObject>`, over real HTTP.
+
+/// `widgets.example.com` with a status subresource.
+fn widget_crd_with_status() -> CustomResourceDefinition {
+    let mut crd = serde_json::to_value(widget_crd()).unwrap();
+    crd["spec"]["versions"][0]["subresources"] = json!({"status": {}});
+    serde_json::from_value(crd).unwrap()
+}
+
+fn status_of(error: &informer_client::ClientError) -> (u16, String) {
+    let status = error.status().unwrap_or_else(|| panic!("no status in {error:?}"));
+    (status.code, status.reason.clone())
+}
+
+fn uid_precondition(uid: &str) -> DeleteOptions {
+    DeleteOptions {
+        preconditions: Some(Preconditions {
+            uid: Some(uid.to_owned()),
+            ..Preconditions::default()
+        }),
+        ..DeleteOptions::default()
+    }
+}
+
+/// The server with `widgets.example.com` (with a status subresource) installed, and the
+/// dynamic requests for its widgets in `default`.
+async fn widgets(server: &ApiServer) -> (Client, ApiResource, DynamicApi) {
+    let client = client(server);
+    client.create(None, &widget_crd_with_status()).await.unwrap();
+    let resource =
+        client.discover(&GroupVersionResource::new("example.com", "v1", "widgets")).await.unwrap();
+    let widgets = client.dynamic(&resource).namespace("default");
+    assert_eq!(widgets.resource(), &resource);
+    (client, resource, widgets)
+}
+
+/// A widget `blue` of size `size`, created.
+async fn create_blue(widgets: &DynamicApi, resource: &ApiResource, size: i64) -> DynamicObject {
+    let mut blue = DynamicObject::new("blue", resource);
+    blue.data.insert("spec".to_owned(), json!({"size": size}));
+    widgets.create(&blue).await.unwrap()
+}
+
+#[tokio::test]
+async fn dynamic_writes_of_a_custom_resource_create_replace_and_patch_in_every_format() {
+    let server = ApiServer::start().await.unwrap();
+    let (_, resource, widgets) = widgets(&server).await;
+
+    // Create, then create again: 409 AlreadyExists.
+    let created = create_blue(&widgets, &resource, 1).await;
+    assert_eq!((created.api_version(), created.kind()), ("example.com/v1", "Widget"));
+    assert_eq!(created.metadata.namespace.as_deref(), Some("default"));
+    assert_eq!(created.data["spec"]["size"], 1);
+    let again = widgets.create(&created).await.unwrap_err();
+    assert_eq!(status_of(&again), (409, "AlreadyExists".to_owned()), "{again}");
+
+    // Get, replace, and a replace from the stale version: 409 Conflict.
+    let read = widgets.get("blue").await.unwrap();
+    assert_eq!(read.metadata.resource_version, created.metadata.resource_version);
+    let mut bigger = read.clone();
+    bigger.data.insert("spec".to_owned(), json!({"size": 2}));
+    let replaced = widgets.replace("blue", &bigger).await.unwrap();
+    assert_eq!(replaced.data["spec"]["size"], 2);
+    let stale = widgets.replace("blue", &read).await.unwrap_err();
+    assert!(stale.is_conflict(), "{stale}");
+    assert_eq!(status_of(&stale), (409, "Conflict".to_owned()));
+
+    // Each patch format a custom resource takes.
+    let merge = json!({"metadata": {"labels": {"tier": "edge"}}});
+    let merged =
+        widgets.patch("blue", &Patch::Merge(&merge), &PatchParams::default()).await.unwrap();
+    assert_eq!(merged.metadata.labels.unwrap()["tier"], "edge");
+    let guarded = json!([
+        {"op": "test", "path": "/spec/size", "value": 2},
+        {"op": "replace", "path": "/spec/size", "value": 3},
+    ]);
+    let patched = widgets.patch("blue", &Patch::Json(&guarded), &PatchParams::default()).await;
+    assert_eq!(patched.unwrap().data["spec"]["size"], 3);
+    // The same test again fails: size is 3 now. kube-apiserver answers 422 Invalid.
+    let failed = widgets.patch("blue", &Patch::Json(&guarded), &PatchParams::default()).await;
+    assert_eq!(status_of(&failed.unwrap_err()), (422, "Invalid".to_owned()));
+    let applied = json!({
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "blue", "namespace": "default"},
+        "spec": {"color": "blue"},
+    });
+    let params = PatchParams::apply("widget-controller").force();
+    let applied_widget = widgets.patch("blue", &Patch::Apply(&applied), &params).await.unwrap();
+    assert_eq!(applied_widget.data["spec"]["color"], "blue");
+    // An apply names its field manager; the server says so.
+    let unnamed = widgets.patch("blue", &Patch::Apply(&applied), &PatchParams::default()).await;
+    assert_eq!(status_of(&unnamed.unwrap_err()), (422, "Invalid".to_owned()));
+    // No strategic merge patches for custom resources: 415, as the apiextensions server says.
+    let none = PatchParams::default();
+    let strategic = widgets.patch("blue", &Patch::Strategic(&merge), &none).await.unwrap_err();
+    assert_eq!(status_of(&strategic), (415, "UnsupportedMediaType".to_owned()));
+}
+
+#[tokio::test]
+async fn dynamic_writes_of_a_custom_resource_status_and_deletes_with_preconditions() {
+    let server = ApiServer::start().await.unwrap();
+    let (client, resource, widgets) = widgets(&server).await;
+    let created = create_blue(&widgets, &resource, 3).await;
+    let uid = created.metadata.uid.clone().unwrap();
+
+    // The status subresource changes the status only; the main resource keeps it.
+    let status_patch = json!({"status": {"ready": true}, "spec": {"size": 99}});
+    let with_status = widgets
+        .patch_status("blue", &Patch::Merge(&status_patch), &PatchParams::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        (&with_status.data["status"]["ready"], &with_status.data["spec"]["size"]),
+        (&json!(true), &json!(3))
+    );
+    let mut not_ready = with_status.clone();
+    not_ready.data.insert("status".to_owned(), json!({"ready": false}));
+    not_ready.data.insert("spec".to_owned(), json!({"size": 100}));
+    let updated = widgets.replace_status("blue", &not_ready).await.unwrap();
+    assert_eq!(
+        (&updated.data["status"]["ready"], &updated.data["spec"]["size"]),
+        (&json!(false), &json!(3))
+    );
+    let mut main = updated.clone();
+    main.data.insert("status".to_owned(), json!({"ready": true}));
+    let kept = widgets.replace("blue", &main).await.unwrap();
+    assert_eq!(kept.data["status"]["ready"], false, "the main resource keeps the stored status");
+
+    // Delete with preconditions: another UID or a stale version is 409, the object stays.
+    let wrong_uid = widgets.delete_with("blue", &uid_precondition("not-the-uid")).await;
+    assert_eq!(status_of(&wrong_uid.unwrap_err()), (409, "Conflict".to_owned()));
+    let stale_version = DeleteOptions {
+        preconditions: Some(Preconditions {
+            resource_version: created.metadata.resource_version.clone(),
+            ..Preconditions::default()
+        }),
+        ..DeleteOptions::default()
+    };
+    let stale_delete = widgets.delete_with("blue", &stale_version).await.unwrap_err();
+    assert!(stale_delete.is_conflict(), "{stale_delete}");
+    assert!(widgets.get("blue").await.is_ok(), "a failed precondition deletes nothing");
+    let options = DeleteOptions {
+        propagation_policy: Some("Background".to_owned()),
+        grace_period_seconds: Some(0),
+        ..uid_precondition(&uid)
+    };
+    widgets.delete_with("blue", &options).await.unwrap();
+    let gone = widgets.get("blue").await.unwrap_err();
+    assert!(gone.is_not_found(), "{gone}");
+    assert!(widgets.delete("blue").await.unwrap_err().is_not_found());
+    let patch = Patch::Merge(json!({"metadata": {"labels": {"tier": "edge"}}}));
+    let absent = widgets.patch("blue", &patch, &PatchParams::default()).await.unwrap_err();
+    assert!(absent.is_not_found(), "{absent}");
+
+    // A namespaced resource without a namespace: nothing is sent.
+    let unscoped = client.dynamic(&resource).get("blue").await.unwrap_err();
+    assert!(
+        matches!(unscoped, informer_client::ClientError::NamespaceRequired { .. }),
+        "{unscoped}"
+    );
+}
+
+#[tokio::test]
+async fn dynamic_writes_of_a_built_in_kind_take_every_patch_format() {
+    let server = ApiServer::start().await.unwrap();
+    let client = client(&server);
+    let resource = client.resolve("cm").await.unwrap();
+    assert_eq!(resource, ApiResource::of::<ConfigMap>());
+    let config_maps = client.dynamic(&resource).namespace("apps");
+
+    let object: DynamicObject =
+        serde_json::from_value(config_map("apps", "settings", "slow")).unwrap();
+    let created = config_maps.create(&object).await.unwrap();
+    assert_eq!((created.kind(), &created.data["data"]["mode"]), ("ConfigMap", &json!("slow")));
+    // The typed client reads what the dynamic one wrote.
+    let typed: ConfigMap = client.get(Some("apps"), "settings").await.unwrap();
+    assert_eq!(typed.metadata.uid, created.metadata.uid);
+
+    let mut replaced = created.clone();
+    replaced.data.insert("data".to_owned(), json!({"mode": "fast"}));
+    assert_eq!(
+        config_maps.replace("settings", &replaced).await.unwrap().data["data"]["mode"],
+        "fast"
+    );
+    let stale = config_maps.replace("settings", &created).await.unwrap_err();
+    assert!(stale.is_conflict(), "{stale}");
+
+    let none = PatchParams::default();
+    let merge = json!({"data": {"extra": "1"}});
+    let merged = config_maps.patch("settings", &Patch::Merge(&merge), &none).await.unwrap();
+    assert_eq!(merged.data["data"], json!({"mode": "fast", "extra": "1"}));
+    let strategic = json!({"metadata": {"labels": {"tier": "edge"}}});
+    let patched =
+        config_maps.patch("settings", &Patch::Strategic(&strategic), &none).await.unwrap();
+    assert_eq!(patched.metadata.labels.unwrap()["tier"], "edge");
+    let ops = json!([
+        {"op": "test", "path": "/data/extra", "value": "1"},
+        {"op": "remove", "path": "/data/extra"},
+    ]);
+    let removed = config_maps.patch("settings", &Patch::Json(&ops), &none).await.unwrap();
+    assert_eq!(removed.data["data"], json!({"mode": "fast"}));
+    let failed = config_maps.patch("settings", &Patch::Json(&ops), &none).await.unwrap_err();
+    assert_eq!(status_of(&failed), (422, "Invalid".to_owned()));
+    let desired = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "settings", "namespace": "apps"},
+        "data": {"owner": "settings-controller"},
+    });
+    let params = PatchParams::apply("settings-controller").force();
+    let applied = config_maps.patch("settings", &Patch::Apply(&desired), &params).await.unwrap();
+    assert_eq!(applied.data["data"]["owner"], "settings-controller");
+    // A dry run answers with the result and stores nothing.
+    let dry = config_maps
+        .patch(
+            "settings",
+            &Patch::Merge(&json!({"data": {"mode": "dry"}})),
+            &PatchParams::default().dry_run(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(dry.data["data"]["mode"], "dry");
+    assert_eq!(config_maps.get("settings").await.unwrap().data["data"]["mode"], "fast");
+    // A ConfigMap has no status subresource.
+    let no_status = config_maps.patch_status("settings", &Patch::Merge(&merge), &none).await;
+    assert!(no_status.unwrap_err().is_not_found());
+
+    let wrong = config_maps.delete_with("settings", &uid_precondition("not-the-uid")).await;
+    assert_eq!(status_of(&wrong.unwrap_err()), (409, "Conflict".to_owned()));
+    config_maps.delete("settings").await.unwrap();
+    assert!(config_maps.get("settings").await.unwrap_err().is_not_found());
+
+    // A cluster-scoped kind: no namespace needed, one given is ignored.
+    let namespaces = client.resolve("namespaces").await.unwrap();
+    let default = client.dynamic(&namespaces).get("default").await.unwrap();
+    assert_eq!((default.kind(), default.metadata.name.as_deref()), ("Namespace", Some("default")));
+    assert!(client.dynamic(&namespaces).namespace("apps").get("default").await.is_ok());
 }
