@@ -7,7 +7,8 @@
 //! [`WorkQueue`](workqueue::WorkQueue), whose workers call your `reconcile` with the object as
 //! the cache holds it. One replica of several leads through a Lease
 //! ([`leader_election`]); [`events`] records what a controller did, as `kubectl describe`
-//! shows it. Both write through [`ApiWriter`], which this project's
+//! shows it; [`finalizer`] runs a cleanup before the API server deletes an object. All three
+//! write through [`ApiWriter`], which this project's
 //! `Client` (feature `client`, on by default) and kube-rs's `kube::Client` (feature `kube`,
 //! which needs Rust 1.89, kube-rs 5's minimum; the rest of the crate needs 1.88) implement.
 //! A reconcile function keeps its object's status conditions with [`conditions`], and marks
@@ -42,6 +43,7 @@
 //! After an informer's handlers (`informer_runtime`'s `shared_informer/handler.rs`):
 //!
 //! ```text
+//!    ─▶ filter.rs                           which events a controller hears (optional)
 //!    ─▶ workqueue/enqueue.rs                handlers that turn events into keys
 //!    ─▶ workqueue/mod.rs                    keys, once each, to workers; delays and backoff
 //!    ─▶ controller/mod.rs                   workers: your reconcile, its result to the queue
@@ -53,11 +55,13 @@
 //! in a circle. Everything here stands on `informer_runtime`, which imports nothing of this
 //! crate.
 //!
-//! - `write`: the writes of the layer (`ApiWriter`), for any client
+//! - `write`, `filter`: the writes of the layer (`ApiWriter`), for any client; which of an
+//!   informer's events a handler hears
 //! - `conditions`, `owner_references`: helpers for reconcile functions: status conditions,
 //!   owner references (and the owner rule `workqueue` and `controller` match by)
 //! - `workqueue`: keys to workers, with delays and rate limits
 //! - `controller`, `leader_election`, `events`: reconcile loops, leases, Events
+//! - `finalizer`: cleanup before deletion, inside a reconcile
 //! - `wait`: test support
 //!
 //! # Metrics
@@ -70,6 +74,8 @@
 pub mod conditions;
 pub mod controller;
 pub mod events;
+pub mod filter;
+pub mod finalizer;
 pub mod leader_election;
 pub mod owner_references;
 pub mod workqueue;

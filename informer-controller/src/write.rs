@@ -1,5 +1,7 @@
 //! How the controller layer writes to the API server: the five requests leader election and
-//! Events send, behind one small trait, so that this crate needs no particular HTTP client.
+//! Events send, and the JSON patch the [`finalizer`](crate::finalizer) helper adds and removes
+//! its finalizer with, behind one small trait, so that this crate needs no particular HTTP
+//! client.
 //!
 //! [`ApiWriter`] is implemented for this project's `Client` (feature `client`, on by default)
 //! and for kube-rs's `kube::Client` (feature `kube`): a kube-rs program elects its leader and
@@ -17,11 +19,13 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use informer_runtime::Status;
+use informer_runtime::resource::ApiResource;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::events::v1::Event;
 
 /// The writes of the controller layer: get, create and replace a `Lease` (leader election),
-/// create an `events.k8s.io/v1` `Event` and merge-patch it (Events and their series counts).
+/// create an `events.k8s.io/v1` `Event` and merge-patch it (Events and their series counts),
+/// and a JSON patch of any object (the [`finalizer`](crate::finalizer) helper's).
 ///
 /// Each method answers what the server answered. An error that carries the server's status
 /// ([`WriteError::status`]) lets the caller tell a missing Lease (`404`, which leader election
@@ -32,7 +36,7 @@ use k8s_openapi::api::events::v1::Event;
 /// ```
 /// use futures::future::BoxFuture;
 /// use informer_controller::write::{ApiWriter, WriteError};
-/// use informer_runtime::Status;
+/// use informer_runtime::{ApiResource, Status};
 /// use k8s_openapi::api::coordination::v1::Lease;
 /// use k8s_openapi::api::events::v1::Event;
 ///
@@ -69,6 +73,15 @@ use k8s_openapi::api::events::v1::Event;
 ///         _: &'a str,
 ///         _: &'a serde_json::Value,
 ///     ) -> BoxFuture<'a, Result<Event, WriteError>> {
+///         down()
+///     }
+///     fn json_patch<'a>(
+///         &'a self,
+///         _: &'a ApiResource,
+///         _: Option<&'a str>,
+///         _: &'a str,
+///         _: &'a serde_json::Value,
+///     ) -> BoxFuture<'a, Result<serde_json::Value, WriteError>> {
 ///         down()
 ///     }
 /// }
@@ -112,6 +125,23 @@ pub trait ApiWriter: Send + Sync + 'static {
         name: &'a str,
         patch: &'a serde_json::Value,
     ) -> BoxFuture<'a, Result<Event, WriteError>>;
+
+    /// `PATCH` the object `name` of `resource` (in `namespace`, for a namespaced resource;
+    /// `None` for a cluster-scoped one) with the JSON patch `patch` (RFC 6902,
+    /// `application/json-patch+json`: an array of operations); answers the object as the
+    /// server stored it.
+    ///
+    /// The patch applies whole or not at all: a `test` operation that fails (the object
+    /// changed since it was read) makes kube-apiserver answer `422 Invalid` and change nothing,
+    /// which the [`finalizer`](crate::finalizer) helper relies on to add and remove its
+    /// finalizer without losing another controller's.
+    fn json_patch<'a>(
+        &'a self,
+        resource: &'a ApiResource,
+        namespace: Option<&'a str>,
+        name: &'a str,
+        patch: &'a serde_json::Value,
+    ) -> BoxFuture<'a, Result<serde_json::Value, WriteError>>;
 }
 
 impl<W: ApiWriter + ?Sized> ApiWriter for Arc<W> {
@@ -155,6 +185,16 @@ impl<W: ApiWriter + ?Sized> ApiWriter for Arc<W> {
         patch: &'a serde_json::Value,
     ) -> BoxFuture<'a, Result<Event, WriteError>> {
         (**self).merge_patch_event(namespace, name, patch)
+    }
+
+    fn json_patch<'a>(
+        &'a self,
+        resource: &'a ApiResource,
+        namespace: Option<&'a str>,
+        name: &'a str,
+        patch: &'a serde_json::Value,
+    ) -> BoxFuture<'a, Result<serde_json::Value, WriteError>> {
+        (**self).json_patch(resource, namespace, name, patch)
     }
 }
 
@@ -234,6 +274,7 @@ mod client {
 
     use futures::future::BoxFuture;
     use informer_client::{Client, ClientError, Patch, PatchParams};
+    use informer_runtime::resource::ApiResource;
     use k8s_openapi::api::coordination::v1::Lease;
     use k8s_openapi::api::events::v1::Event;
 
@@ -294,6 +335,24 @@ mod client {
                 Ok(self.patch::<Event, _>(Some(namespace), name, &patch, &params).await?)
             })
         }
+
+        fn json_patch<'a>(
+            &'a self,
+            resource: &'a ApiResource,
+            namespace: Option<&'a str>,
+            name: &'a str,
+            patch: &'a serde_json::Value,
+        ) -> BoxFuture<'a, Result<serde_json::Value, WriteError>> {
+            Box::pin(async move {
+                let mut api = self.dynamic(resource);
+                if let Some(namespace) = namespace {
+                    api = api.namespace(namespace);
+                }
+                let (patch, params) = (Patch::Json(patch), PatchParams::default());
+                let object = api.patch(name, &patch, &params).await?;
+                serde_json::to_value(object).map_err(WriteError::new)
+            })
+        }
     }
 }
 
@@ -303,6 +362,7 @@ mod kube_client {
 
     use futures::future::BoxFuture;
     use informer_runtime::Status;
+    use informer_runtime::resource::ApiResource;
     use k8s_openapi::api::coordination::v1::Lease;
     use k8s_openapi::api::events::v1::Event;
     use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -383,6 +443,65 @@ mod kube_client {
                 Ok(api.patch(name, &PatchParams::default(), &Patch::Merge(patch)).await?)
             })
         }
+
+        fn json_patch<'a>(
+            &'a self,
+            resource: &'a ApiResource,
+            namespace: Option<&'a str>,
+            name: &'a str,
+            patch: &'a serde_json::Value,
+        ) -> BoxFuture<'a, Result<serde_json::Value, WriteError>> {
+            Box::pin(async move {
+                if !is_segment(name) {
+                    return Err(WriteError::new(format!(
+                        "{name:?} cannot name an object of {resource} in a request path"
+                    )));
+                }
+                let path = collection_path(resource, namespace)?;
+                // kube-rs sends JSON patches as its `json_patch::Patch` type alone (its
+                // `jsonpatch` feature and crate); the operations arrive here as JSON. So the
+                // request is built as a merge patch, whose body is the value as it is, and
+                // sent with the JSON patch media type instead.
+                let mut request = kube::core::Request::new(path)
+                    .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+                    .map_err(|e| WriteError::new(kube::Error::BuildRequest(e)))?;
+                let json_patch = "application/json-patch+json".parse().map_err(WriteError::new)?;
+                request.headers_mut().insert("content-type", json_patch);
+                Ok(self.request::<serde_json::Value>(request).await?)
+            })
+        }
+    }
+
+    /// The path of `resource`'s collection, in `namespace` for a namespaced resource, as
+    /// kube-rs's `Api` builds it: `/api/v1/namespaces/{namespace}/pods`.
+    pub(super) fn collection_path(
+        resource: &ApiResource,
+        namespace: Option<&str>,
+    ) -> Result<String, WriteError> {
+        let mut path = if resource.group.is_empty() {
+            format!("/api/{}", resource.version)
+        } else {
+            format!("/apis/{}/{}", resource.group, resource.version)
+        };
+        if resource.namespaced {
+            let namespace = namespace.filter(|ns| is_segment(ns)).ok_or_else(|| {
+                WriteError::new(format!(
+                    "{resource} is namespaced: a JSON patch of one of its objects needs a \
+                     namespace that can be a path segment, not {namespace:?}"
+                ))
+            })?;
+            path.push_str("/namespaces/");
+            path.push_str(namespace);
+        }
+        path.push('/');
+        path.push_str(&resource.plural);
+        Ok(path)
+    }
+
+    /// Whether `value` is one path segment that navigates nowhere, as client-go's
+    /// `IsValidPathSegmentName` requires (kube-rs's `Api` does not check).
+    fn is_segment(value: &str) -> bool {
+        !matches!(value, "" | "." | "..") && !value.contains(['/', '%'])
     }
 }
 
@@ -408,5 +527,28 @@ mod tests {
         assert!(error.source().is_none(), "the message is not repeated as a source");
         let unanswered = WriteError::new("connection refused");
         assert!(unanswered.status().is_none() && !unanswered.is_conflict());
+    }
+
+    /// The JSON patch through kube-rs goes where kube-rs's `Api` would send it, and never to a
+    /// path a namespace could redirect.
+    #[cfg(feature = "kube")]
+    #[test]
+    fn kube_json_patches_go_to_the_resources_collection() {
+        use super::kube_client::collection_path;
+        use informer_runtime::ApiResource;
+        use k8s_openapi::api::apps::v1::Deployment;
+        use k8s_openapi::api::core::v1::Node;
+
+        let deployments = ApiResource::of::<Deployment>();
+        let path = collection_path(&deployments, Some("apps")).unwrap();
+        assert_eq!(path, "/apis/apps/v1/namespaces/apps/deployments");
+        assert_eq!(
+            collection_path(&ApiResource::of::<Node>(), Some("x")).unwrap(),
+            "/api/v1/nodes"
+        );
+        for namespace in [None, Some(""), Some(".."), Some("a/b"), Some("%2e")] {
+            let error = collection_path(&deployments, namespace).unwrap_err();
+            assert!(error.to_string().contains("deployments.apps is namespaced"), "{error}");
+        }
     }
 }

@@ -146,9 +146,7 @@ fn readme_crate(crates: &[Crate], target_dir: &Path, tarballs: &Path) -> Result<
     let dir = target_dir.join("readme-crate");
     let unpacked = unpacked_dir();
     for old in [&dir, &unpacked] {
-        if old.exists() {
-            std::fs::remove_dir_all(old).map_err(|e| format!("{}: {e}", old.display()))?;
-        }
+        remove(old)?;
     }
     std::fs::create_dir_all(dir.join("src")).map_err(|e| format!("{}: {e}", dir.display()))?;
     std::fs::create_dir_all(&unpacked).map_err(|e| format!("{}: {e}", unpacked.display()))?;
@@ -210,9 +208,7 @@ fn install_gen(crates: &[Crate], target_dir: &Path) -> Result<(), String> {
     args.extend(["--target-dir".to_owned(), build]);
     cargo(&args.iter().map(String::as_str).collect::<Vec<_>>(), &[])?;
     let out = target_dir.join("install-check-out");
-    if out.exists() {
-        std::fs::remove_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    }
+    remove(&out)?;
     let binary = root.join("bin").join("informer-gen");
     let crd = "tests/fixtures/crd-corpus/cert-manager-certificate.yaml";
     run(Command::new(&binary).args(["crd", crd, "--out"]).arg(&out))?;

@@ -38,6 +38,7 @@ use informer_client::{Client, ClientError, Patch, PatchParams};
 use informer_controller::conditions::{self, ConditionExt, ConditionStatus};
 use informer_controller::controller::{Action, Controller, ControllerError, Request};
 use informer_controller::events::{EventRecorder, EventType};
+use informer_controller::filter::{Changed, GenerationChanged, Or};
 use informer_controller::leader_election::{LeaderElection, LeaderElectionError, Leadership};
 use informer_controller::owner_references::{self, OwnerError};
 use informer_derive::Informer;
@@ -205,6 +206,14 @@ async fn lead(
     let sets = factory.lister::<ConfigMapSet>();
     let mut controller = Controller::<ConfigMapSet, _>::new(&factory)
         .name("configmapsets")
+        // The controller's own status writes change no generation: they do not come back as
+        // work. Finalizer changes and the deletion itself do.
+        .filter(Or(
+            GenerationChanged,
+            Changed(|set: &ConfigMapSet| {
+                (set.metadata.deletion_timestamp.clone(), set.metadata.finalizers.clone())
+            }),
+        ))
         .owns::<ConfigMap>()
         // A namespace that appears (or goes) concerns every set that lists it.
         .watches(move |namespace: &Namespace| {
@@ -247,12 +256,11 @@ async fn reconcile(cx: &Context, request: Request<ConfigMapSet>) -> Result<Actio
     // Gone: its finalizer ran, nothing is left to do.
     let Some(set) = request.object else { return Ok(Action::Done) };
     let name = set.metadata.name.clone().unwrap_or_default();
-    let uid = set.metadata.uid.clone().unwrap_or_default();
     let owned: Vec<Arc<ConfigMap>> = cx
         .configmaps
         .list(&LabelSelector::everything())
         .into_iter()
-        .filter(|cm| owner_references::controller_of(&**cm).is_some_and(|o| o.uid == uid))
+        .filter(|cm| owner_references::is_controlled_by(&**cm, &*set))
         .collect();
     let finalizers = set.metadata.finalizers.clone().unwrap_or_default();
 

@@ -18,6 +18,14 @@
 //! | `Ok(Action::RequeueAfter(d))` | forgotten, and handed out again after `d` (periodic checks) |
 //! | `Err(e)`, a `409 Conflict` in its [source chain](std::error::Error::source) | handed out again at once (the cache was behind the server); a second conflict in a row backs off as below |
 //! | `Err(e)`, anything else, or a panic | handed out again after its backoff (the queue's [rate limiter](crate::workqueue::RateLimiter): 5 ms doubling to 1,000 s a key by default, 10 retries a second overall) |
+//! | `Err(e)`, with an [error policy](Controller::error_policy) | what the policy says for `e`: [`Retry::Default`] (the two rows above), [`Retry::Backoff`], [`Retry::After(d)`](Retry::After) (forgotten, handed out again after `d`), [`Retry::GiveUp`] (forgotten until the next change); a panic still backs off |
+//!
+//! What reaches the queue besides each change: a [`filter`](Controller::filter) drops the
+//! primary resource's events it does not pass (behind
+//! [`GenerationChanged`](crate::filter::GenerationChanged), a controller's own status writes do
+//! not come back as work), [`owns_filtered`](Controller::owns_filtered) an owned resource's;
+//! [`reconcile_all_on`](Controller::reconcile_all_on) enqueues every primary key on each item of
+//! a stream, and [`resync`](Controller::resync) every period, past every filter.
 //!
 //! One key is never reconciled by two workers at once, and a key whose object changes while it
 //! is reconciled is reconciled again afterwards: `reconcile` may be written as if it were the only
@@ -66,7 +74,13 @@
 //! A kube-rs program needs no `kube::runtime::Controller` beside this crate's informers: this
 //! `Controller` is its counterpart (kube-rs's `owns` and `watches` are [`owns`](Controller::owns)
 //! and [`watches`](Controller::watches); its `Action::requeue` is [`Action::RequeueAfter`];
-//! its error policy is the queue's rate limiter, above), and it reads from the informers the
+//! its `error_policy` is [`error_policy`](Controller::error_policy), given to the builder rather
+//! than to `run`, which sees the error as a `&dyn Error` and answers with a [`Retry`] (its
+//! `Action::requeue(d)` is [`Retry::After(d)`](Retry::After); without a policy, the queue's
+//! rate limiter, above); its `reconcile_all_on` is
+//! [`reconcile_all_on`](Controller::reconcile_all_on); its `predicate_filter` with
+//! `predicates::generation` is [`filter`](Controller::filter) with
+//! [`GenerationChanged`](crate::filter::GenerationChanged)), and it reads from the informers the
 //! program already has, where kube-rs's would run a second watch of each type into caches of its
 //! own. With the `kube` feature the factory's source is the program's `kube::Client`, and the
 //! reconcile writes through it as before, with kube-rs's `Api`:
@@ -106,23 +120,29 @@ use std::collections::HashSet;
 use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::FutureExt;
 use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
+use crate::filter::{And, Filter, Filtered};
 use crate::workqueue::{EnqueueMapped, EnqueueObject, EnqueueOwner, WorkQueue};
+use error_policy::ErrorPolicy;
 use informer_runtime::SharedInformerFactory;
-use informer_runtime::instrument::{ControllerObserver, ReconcileResult};
 use informer_runtime::listwatch::ListWatchSource;
 use informer_runtime::resource::Resource;
 use informer_runtime::shared_informer::{InformerError, ResourceEventHandler};
-use informer_runtime::store::ObjectKey;
+use informer_runtime::store::{Cache, ObjectKey};
+use workers::Workers;
+
+mod error_policy;
+mod workers;
+
+pub use error_policy::{Failure, Retry};
 
 /// What a reconcile asks for next; see the [module docs](self).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,16 +224,22 @@ pub struct Controller<K: Resource, S: ListWatchSource> {
     shutdown_timeout: Duration,
     registrations: Vec<Registration>,
     syncs: Vec<SyncWait>,
+    /// What of the primary resource's events reach the queue; all when `None`.
+    filter: Option<Box<dyn Filter<K>>>,
+    error_policy: Option<ErrorPolicy<K>>,
+    /// Streams whose every item enqueues every primary key.
+    triggers: Vec<BoxStream<'static, ()>>,
+    resync: Option<Duration>,
     #[cfg(feature = "metrics")]
     metrics: Option<informer_runtime::metrics::Metrics>,
-    primary: std::marker::PhantomData<fn() -> K>,
 }
 
 impl<K: Resource, S: ListWatchSource> Controller<K, S> {
     /// A controller of `K` over `factory`'s informers, named after `K`'s resource, with one
     /// worker.
     pub fn new(factory: &SharedInformerFactory<S>) -> Self {
-        let this = Self {
+        // The primary resource's handler is registered by `run`, once its filter is known.
+        Self {
             factory: factory.clone(),
             name: informer_runtime::resource::resource_name::<K>(),
             workers: 1,
@@ -221,11 +247,56 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
             shutdown_timeout: Duration::from_secs(30),
             registrations: Vec::new(),
             syncs: Vec::new(),
+            filter: None,
+            error_policy: None,
+            triggers: Vec::new(),
+            resync: None,
             #[cfg(feature = "metrics")]
             metrics: None,
-            primary: std::marker::PhantomData,
-        };
-        this.watch_with::<K>(|queue| Arc::new(EnqueueObject::new(queue.clone())))
+        }
+    }
+
+    /// Reconciles a primary object only for the adds, updates and deletes `filter` passes
+    /// (controller-runtime's `For(obj, WithPredicates(...))`, kube-rs's `predicate_filter`);
+    /// called again, an event must pass both. Owned and watched resources keep all their
+    /// events ([`owns_filtered`](Self::owns_filtered) filters those). The filter sits in front
+    /// of this controller's handler only: the shared informer, its cache and every other
+    /// handler on it still see each change.
+    ///
+    /// The use it is made for: behind [`GenerationChanged`](crate::filter::GenerationChanged),
+    /// a controller that writes the status of its objects (through the `/status` subresource,
+    /// which bumps no generation) is not handed each object back after its own write, nor
+    /// after a label or annotation change; only spec changes, adds and deletes come through.
+    /// A finalizer another controller removes is a metadata change too: add it back with
+    /// [`Or`](crate::filter::Or) and [`Changed`](crate::filter::Changed) when the controller
+    /// waits for one. A [`resync`](Self::resync) or [`reconcile_all_on`](Self::reconcile_all_on)
+    /// enqueues every key past the filter, and a reconcile's
+    /// [`RequeueAfter`](Action::RequeueAfter) and retries are not events: both still come.
+    ///
+    /// ```no_run
+    /// # use informer_controller::controller::Controller;
+    /// # use informer_runtime::{SharedInformerFactory, ListWatchSource};
+    /// use informer_controller::filter::{Changed, GenerationChanged, Or};
+    /// use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+    ///
+    /// # fn build<S: ListWatchSource>(factory: &SharedInformerFactory<S>) {
+    /// let controller = Controller::<Deployment, _>::new(factory)
+    ///     .filter(Or(
+    ///         GenerationChanged,
+    ///         Changed(|d: &Deployment| d.metadata.finalizers.clone()),
+    ///     ))
+    ///     .owns::<ReplicaSet>();
+    /// # let _ = controller;
+    /// # }
+    /// ```
+    #[doc(alias = "WithEventFilter")]
+    #[doc(alias = "predicate_filter")]
+    pub fn filter(mut self, filter: impl Filter<K>) -> Self {
+        self.filter = Some(match self.filter.take() {
+            Some(earlier) => Box::new(And(earlier, filter)),
+            None => Box::new(filter),
+        });
+        self
     }
 
     /// Also reconciles the owner of each `C` whose owner reference to a `K` says
@@ -233,6 +304,29 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
     pub fn owns<C: Resource>(self) -> Self {
         self.watch_with::<C>(|queue| {
             Arc::new(EnqueueOwner::<K>::new(queue.clone()).only_controller())
+        })
+    }
+
+    /// [`owns`](Self::owns), for the changes of `C` that `filter` passes only
+    /// (controller-runtime's `Owns(obj, WithPredicates(...))`): a controller that needs to
+    /// hear when a child's spec or labels change, not each of its status updates.
+    ///
+    /// ```no_run
+    /// # use informer_controller::controller::Controller;
+    /// # use informer_runtime::{SharedInformerFactory, ListWatchSource};
+    /// use informer_controller::filter::{GenerationChanged, LabelsChanged, Or};
+    /// use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+    ///
+    /// # fn build<S: ListWatchSource>(factory: &SharedInformerFactory<S>) {
+    /// let controller = Controller::<Deployment, _>::new(factory)
+    ///     .owns_filtered::<ReplicaSet>(Or(GenerationChanged, LabelsChanged));
+    /// # let _ = controller;
+    /// # }
+    /// ```
+    pub fn owns_filtered<C: Resource>(self, filter: impl Filter<C>) -> Self {
+        self.watch_with::<C>(move |queue| {
+            let enqueue = EnqueueOwner::<K>::new(queue.clone()).only_controller();
+            Arc::new(Filtered::new(filter, enqueue))
         })
     }
 
@@ -255,17 +349,88 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
         mut self,
         handler: impl FnOnce(&WorkQueue<ObjectKey>) -> Arc<dyn ResourceEventHandler<C>> + Send + 'static,
     ) -> Self {
-        let informer = self.factory.informer::<C>();
-        let synced = informer.clone();
-        self.syncs.push(Box::new(move || {
-            let informer = synced.clone();
-            Box::pin(async move { informer.wait_for_sync().await })
-        }));
-        self.registrations.push(Box::new(move |queue| {
-            let registration = informer.add_event_handler(handler(queue))?;
-            Ok(Box::new(move || informer.remove_event_handler(&registration))
-                as Box<dyn FnOnce() + Send>)
-        }));
+        let (sync, registration) = watch(&self.factory, handler);
+        self.syncs.push(sync);
+        self.registrations.push(registration);
+        self
+    }
+
+    /// What becomes of a key whose reconcile returned an error, decided for each error
+    /// (kube-rs's `error_policy`): [`Retry::Default`] keeps the behaviour without a policy
+    /// (see the [module docs](self)), the others retry after backoff, after a fixed delay, or
+    /// not until the object changes. A panicking reconcile is retried after backoff without
+    /// asking the policy; a panicking policy counts as [`Retry::Default`].
+    ///
+    /// The policy sees the error as a `&dyn Error` ([`Failure::cause`] downcasts it, through
+    /// wrappers too): the reconcile's error type is known only at [`run`](Self::run), and a
+    /// policy typed over it would make it a third type parameter of every `Controller`.
+    ///
+    /// ```no_run
+    /// # use informer_controller::controller::Controller;
+    /// # use informer_runtime::{SharedInformerFactory, ListWatchSource};
+    /// use std::time::Duration;
+    /// use informer_controller::controller::Retry;
+    /// use k8s_openapi::api::apps::v1::Deployment;
+    ///
+    /// # fn build<S: ListWatchSource>(factory: &SharedInformerFactory<S>) {
+    /// let controller = Controller::<Deployment, _>::new(factory).error_policy(|failure| {
+    ///     match failure.cause::<std::io::Error>() {
+    ///         // Five retries with backoff, then every ten minutes.
+    ///         Some(_) if failure.retries >= 5 => Retry::After(Duration::from_secs(600)),
+    ///         _ => Retry::Default,
+    ///     }
+    /// });
+    /// # let _ = controller;
+    /// # }
+    /// ```
+    pub fn error_policy(
+        mut self,
+        policy: impl Fn(&Failure<'_, K>) -> Retry + Send + Sync + 'static,
+    ) -> Self {
+        self.error_policy = Some(Box::new(policy));
+        self
+    }
+
+    /// Reconciles every primary object each time `trigger` yields (kube-rs's
+    /// `reconcile_all_on`): a reloaded configuration, a changed external system. Every key the
+    /// primary cache holds is added to the queue at once (a key waiting already is handed out
+    /// once). Items are taken from the caches' sync until `run` ends; a trigger that ends
+    /// stops triggering, and the controller runs on.
+    ///
+    /// ```no_run
+    /// # use informer_controller::controller::Controller;
+    /// # use informer_runtime::{SharedInformerFactory, ListWatchSource};
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    ///
+    /// # fn build<S: ListWatchSource>(factory: &SharedInformerFactory<S>) {
+    /// // Reconcile everything again whenever the program's settings are reloaded.
+    /// let (reload, reloaded) = futures::channel::mpsc::unbounded::<()>();
+    /// let controller = Controller::<ConfigMap, _>::new(factory).reconcile_all_on(reloaded);
+    /// reload.unbounded_send(()).ok();
+    /// # let _ = controller;
+    /// # }
+    /// ```
+    pub fn reconcile_all_on(mut self, trigger: impl Stream<Item = ()> + Send + 'static) -> Self {
+        self.triggers.push(trigger.boxed());
+        self
+    }
+
+    /// Reconciles every primary object every `period`, changes or not (controller-runtime's
+    /// `SyncPeriod`, for this controller alone rather than for the informers every controller
+    /// shares): a safety net for changes the controller cannot watch, and for state it wrote
+    /// that someone else overwrote (a status behind a [`filter`](Self::filter)). Each key is
+    /// added after a random delay of up to a tenth of `period`, so that a large cache is not
+    /// reconciled all in one burst; the first round comes `period` after the caches synced.
+    /// Off by default, and with a zero `period`.
+    ///
+    /// Not the informers' resync (`SharedInformerFactory`'s): that replays the cache to every
+    /// handler as updates, which a filter such as
+    /// [`ResourceVersionChanged`](crate::filter::ResourceVersionChanged) drops; this one
+    /// enqueues the keys directly, past every filter. The delayed adds count in
+    /// `workqueue_retries_total`, as every delayed add does.
+    #[doc(alias = "SyncPeriod")]
+    pub fn resync(mut self, period: Duration) -> Self {
+        self.resync = (!period.is_zero()).then_some(period);
         self
     }
 
@@ -332,23 +497,40 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
             None => (None, WorkQueue::builder().name(self.name.clone())),
         };
         #[cfg(not(feature = "metrics"))]
-        let (observer, queue_builder): (Option<Arc<dyn ControllerObserver>>, _) =
-            (None, WorkQueue::builder().name(self.name.clone()));
-        let Self { factory, name, workers, queue, shutdown_timeout, registrations, syncs, .. } =
-            self;
+        let (observer, queue_builder): (
+            Option<Arc<dyn informer_runtime::instrument::ControllerObserver>>,
+            _,
+        ) = (None, WorkQueue::builder().name(self.name.clone()));
+        let Self {
+            factory,
+            name,
+            workers,
+            queue,
+            shutdown_timeout,
+            mut registrations,
+            mut syncs,
+            filter,
+            error_policy,
+            triggers,
+            resync,
+            ..
+        } = self;
         let queue = queue.unwrap_or_else(|| queue_builder.build());
-        let mut removals = Vec::with_capacity(registrations.len());
-        for register in registrations {
-            match register(&queue) {
-                Ok(remove) => removals.push(remove),
-                Err(source) => {
-                    for remove in removals {
-                        remove();
-                    }
-                    return Err(ControllerError::Register { controller: name, source });
-                }
+        // The primary resource's handler, behind the filter if there is one; first, as it
+        // always was.
+        let (sync, registration) = watch::<K, S>(&factory, move |queue| {
+            let enqueue = EnqueueObject::new(queue.clone());
+            match filter {
+                Some(filter) => Arc::new(Filtered::new(filter, enqueue)),
+                None => Arc::new(enqueue),
             }
-        }
+        });
+        syncs.insert(0, sync);
+        registrations.insert(0, registration);
+        let removals = match register_all(registrations, &queue) {
+            Ok(removals) => removals,
+            Err(source) => return Err(ControllerError::Register { controller: name, source }),
+        };
         // However `run` ends, returned or dropped: the handlers go, and the queue shuts down.
         let _cleanup = Cleanup { removals, queue: queue.clone() };
         factory.start();
@@ -360,24 +542,36 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
         }
         if report.synced {
             tracing::info!(controller = %name, workers, "caches synced; reconciling");
+            let primary = factory.informer::<K>();
+            // Sets of tasks aborted when dropped: if this future is dropped (a leader that
+            // lost its lease drops its work), no worker goes on writing, and no trigger adds.
+            let mut enqueuers = tokio::task::JoinSet::new();
+            if !triggers.is_empty() {
+                let all = futures::stream::select_all(triggers);
+                enqueuers.spawn(enqueue_all_on(all, primary.cache(), queue.clone()));
+            }
+            if let Some(period) = resync {
+                enqueuers.spawn(resync_every(period, primary.cache(), queue.clone(), name.clone()));
+            }
             let shared = Arc::new(Workers {
                 name,
                 queue: queue.clone(),
-                primary: factory.informer::<K>(),
+                primary,
                 reconcile,
+                error_policy,
                 conflicted: Mutex::new(HashSet::new()),
                 in_flight: Mutex::new(HashSet::new()),
                 counts: Mutex::new((0, 0)),
                 observer,
             });
-            // A set of tasks aborted when dropped: if this future is dropped (a leader that
-            // lost its lease drops its work), no worker goes on writing.
             let mut tasks = tokio::task::JoinSet::new();
             for _ in 0..workers {
                 let (shared, stop) = (Arc::clone(&shared), stop.clone());
                 tasks.spawn(async move { shared.work(stop).await });
             }
             stop.cancelled().await;
+            // The triggers' streams are dropped before `run` returns: their senders see it.
+            enqueuers.shutdown().await;
             let finished = async { while tasks.join_next().await.is_some() {} };
             if tokio::time::timeout(shutdown_timeout, finished).await.is_err() {
                 let mut unfinished: Vec<_> = shared.in_flight.lock().iter().cloned().collect();
@@ -404,8 +598,89 @@ impl<K: Resource, S: ListWatchSource> fmt::Debug for Controller<K, S> {
         f.debug_struct("Controller")
             .field("name", &self.name)
             .field("workers", &self.workers)
-            .field("watches", &self.registrations.len())
+            .field("watches", &(self.registrations.len() + 1))
+            .field("filtered", &self.filter.is_some())
+            .field("error_policy", &self.error_policy.is_some())
+            .field("triggers", &self.triggers.len())
+            .field("resync", &self.resync)
             .finish_non_exhaustive()
+    }
+}
+
+/// How a controller waits for `C`'s cache, and registers `handler` on its informer.
+fn watch<C: Resource, S: ListWatchSource>(
+    factory: &SharedInformerFactory<S>,
+    handler: impl FnOnce(&WorkQueue<ObjectKey>) -> Arc<dyn ResourceEventHandler<C>> + Send + 'static,
+) -> (SyncWait, Registration) {
+    let informer = factory.informer::<C>();
+    let synced = informer.clone();
+    let sync: SyncWait = Box::new(move || {
+        let informer = synced.clone();
+        Box::pin(async move { informer.wait_for_sync().await })
+    });
+    let registration: Registration = Box::new(move |queue| {
+        let registration = informer.add_event_handler(handler(queue))?;
+        Ok(Box::new(move || informer.remove_event_handler(&registration))
+            as Box<dyn FnOnce() + Send>)
+    });
+    (sync, registration)
+}
+
+/// Registers every handler; on an error, unregisters those registered before it.
+fn register_all(
+    registrations: Vec<Registration>,
+    queue: &WorkQueue<ObjectKey>,
+) -> Result<Vec<Box<dyn FnOnce() + Send>>, InformerError> {
+    let mut removals = Vec::with_capacity(registrations.len());
+    for register in registrations {
+        match register(queue) {
+            Ok(remove) => removals.push(remove),
+            Err(error) => {
+                for remove in removals {
+                    remove();
+                }
+                return Err(error);
+            }
+        }
+    }
+    Ok(removals)
+}
+
+/// Adds every key of `cache` to `queue` for each item of `trigger`, until it ends.
+async fn enqueue_all_on<K: Resource>(
+    mut trigger: impl Stream<Item = ()> + Unpin,
+    cache: Cache<K>,
+    queue: WorkQueue<ObjectKey>,
+) {
+    while let Some(()) = trigger.next().await {
+        for key in cache.list_keys() {
+            queue.add(key);
+        }
+    }
+}
+
+/// Every `period`, adds every key of `cache` to `queue`, each after a random delay of up to a
+/// tenth of `period`.
+async fn resync_every<K: Resource>(
+    period: Duration,
+    cache: Cache<K>,
+    queue: WorkQueue<ObjectKey>,
+    controller: String,
+) {
+    let spread = u64::try_from((period / 10).as_nanos()).unwrap_or(u64::MAX);
+    let start = tokio::time::Instant::now() + period;
+    let mut ticks = tokio::time::interval_at(start, period);
+    // A runtime that was busy (or a machine that slept) skips the rounds it missed.
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let keys = cache.list_keys();
+        tracing::debug!(%controller, keys = keys.len(), "resync: reconciling every object");
+        for key in keys {
+            // Never zero: a delay of at most `spread`, or none when the period is tiny.
+            let delay = if spread == 0 { 0 } else { fastrand::u64(1..=spread) };
+            queue.add_after(key, Duration::from_nanos(delay));
+        }
     }
 }
 
@@ -421,185 +696,6 @@ impl Drop for Cleanup {
         for remove in self.removals.drain(..) {
             remove();
         }
-    }
-}
-
-/// A key being reconciled: in the shutdown report's list and the active-workers gauge until
-/// dropped.
-struct InFlight<'a> {
-    keys: &'a Mutex<HashSet<ObjectKey>>,
-    observer: Option<&'a Arc<dyn ControllerObserver>>,
-    key: ObjectKey,
-}
-
-impl<'a> InFlight<'a> {
-    fn new<K, F>(workers: &'a Workers<K, F>, key: ObjectKey) -> Self {
-        workers.in_flight.lock().insert(key.clone());
-        let observer = workers.observer.as_ref();
-        if let Some(observer) = observer {
-            observer.active_workers(1);
-        }
-        Self { keys: &workers.in_flight, observer, key }
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.keys.lock().remove(&self.key);
-        if let Some(observer) = self.observer {
-            observer.active_workers(-1);
-        }
-    }
-}
-
-/// What the worker tasks share.
-struct Workers<K, F> {
-    name: String,
-    queue: WorkQueue<ObjectKey>,
-    primary: informer_runtime::shared_informer::SharedIndexInformer<K>,
-    reconcile: F,
-    /// Keys whose last reconcile ended in a conflict: the next conflict backs off.
-    conflicted: Mutex<HashSet<ObjectKey>>,
-    /// Keys being reconciled, for the shutdown report.
-    in_flight: Mutex<HashSet<ObjectKey>>,
-    /// Reconciles that succeeded and that failed.
-    counts: Mutex<(u64, u64)>,
-    /// Metrics, when asked for.
-    observer: Option<Arc<dyn ControllerObserver>>,
-}
-
-impl<K, F, Fut, E> Workers<K, F>
-where
-    K: Resource,
-    F: Fn(Request<K>) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Action, E>> + Send + 'static,
-    E: StdError + Send + Sync + 'static,
-{
-    async fn work(&self, stop: CancellationToken) {
-        loop {
-            let taken = tokio::select! {
-                biased;
-                () = stop.cancelled() => return,
-                taken = self.queue.get() => taken,
-            };
-            let Some(taken) = taken else { return };
-            let key = taken.item().clone();
-            let request = Request { object: self.primary.cache().get_by_key(key.as_str()), key };
-            let span =
-                tracing::info_span!("reconcile", controller = %self.name, key = %request.key);
-            let key = request.key.clone();
-            // Undone when the reconcile ends, or when its task is aborted mid-reconcile.
-            let in_flight = InFlight::new(self, key.clone());
-            let started = std::time::Instant::now();
-            // The call inside the future: a panic in the closure's synchronous part (before it
-            // returns its future) is caught like one while the future runs, instead of ending
-            // this worker's task and dropping the key.
-            let reconcile = async { (self.reconcile)(request).await };
-            let outcome = AssertUnwindSafe(reconcile).catch_unwind().instrument(span).await;
-            drop(in_flight);
-            if let Some(observer) = &self.observer {
-                let result = match &outcome {
-                    Ok(Ok(Action::Done)) => ReconcileResult::Success,
-                    Ok(Ok(Action::RequeueAfter(_))) => ReconcileResult::RequeueAfter,
-                    Ok(Err(_)) => ReconcileResult::Error,
-                    Err(_) => ReconcileResult::Panic,
-                };
-                observer.reconciled(result, started.elapsed());
-            }
-            self.settle(&key, outcome);
-            drop(taken);
-        }
-    }
-
-    /// Tells the queue what became of `key`.
-    fn settle(&self, key: &ObjectKey, outcome: std::thread::Result<Result<Action, E>>) {
-        let conflicted = |queue: &WorkQueue<ObjectKey>| {
-            if self.conflicted.lock().insert(key.clone()) {
-                queue.add(key.clone());
-            } else {
-                queue.add_rate_limited(key.clone());
-            }
-        };
-        match outcome {
-            Ok(Ok(action)) => {
-                self.counts.lock().0 += 1;
-                self.conflicted.lock().remove(key);
-                self.queue.forget(key);
-                if let Action::RequeueAfter(delay) = action {
-                    self.queue.add_after(key.clone(), delay);
-                }
-            }
-            Ok(Err(error)) => {
-                self.counts.lock().1 += 1;
-                if is_conflict(&error) {
-                    tracing::debug!(controller = %self.name, %key, "conflict: the cache was behind; reconciling again");
-                    conflicted(&self.queue);
-                } else {
-                    self.conflicted.lock().remove(key);
-                    tracing::warn!(
-                        controller = %self.name,
-                        %key,
-                        retries = self.queue.num_requeues(key),
-                        error = %ErrorChain(&error),
-                        "reconcile failed; retrying after backoff"
-                    );
-                    self.queue.add_rate_limited(key.clone());
-                }
-            }
-            Err(panic) => {
-                self.counts.lock().1 += 1;
-                self.conflicted.lock().remove(key);
-                let message = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
-                tracing::error!(controller = %self.name, %key, panic = %message, "reconcile panicked; retrying after backoff");
-                self.queue.add_rate_limited(key.clone());
-            }
-        }
-    }
-}
-
-/// Whether a `409 Conflict` from the client (reason `Conflict`: a stale version, not an
-/// `AlreadyExists`) is in `error`'s source chain: a [`WriteError`](crate::write::WriteError),
-/// or this project's `ClientError` (feature `client`). A wrapper with thiserror's
-/// `#[error(transparent)]` forwards `source()` past the client's error and hides it: wrap it
-/// with `#[from]` or `#[source]`.
-fn is_conflict(error: &(dyn StdError + 'static)) -> bool {
-    let conflict = |s: &informer_runtime::Status| s.code == 409 && s.reason == "Conflict";
-    let mut next = Some(error);
-    while let Some(e) = next {
-        if e.downcast_ref::<crate::write::WriteError>()
-            .and_then(|w| w.status())
-            .is_some_and(conflict)
-        {
-            return true;
-        }
-        #[cfg(feature = "client")]
-        if e.downcast_ref::<informer_client::ClientError>()
-            .and_then(|c| c.status())
-            .is_some_and(conflict)
-        {
-            return true;
-        }
-        next = e.source();
-    }
-    false
-}
-
-/// An error and its sources, `: `-separated, for one log line.
-struct ErrorChain<'a>(&'a (dyn StdError + 'static));
-
-impl fmt::Display for ErrorChain<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut next = self.0.source();
-        while let Some(e) = next {
-            write!(f, ": {e}")?;
-            next = e.source();
-        }
-        Ok(())
     }
 }
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use parking_lot::Mutex;
@@ -253,6 +254,20 @@ async fn a_conflict_is_retried_at_once_then_backs_off<E>(conflict: fn() -> E)
 where
     E: std::error::Error + Send + Sync + 'static,
 {
+    let attempts = conflicts_under(conflict, None).await;
+    assert_eq!(attempts, 2, "the first conflict was retried at once");
+}
+
+/// Runs a controller whose every reconcile fails with a write error wrapping `conflict()`,
+/// with `policy` if given, until a retry waits for its (hour-long) backoff; returns how many
+/// reconciles there were by then.
+async fn conflicts_under<E>(
+    conflict: fn() -> E,
+    policy: Option<fn(&Failure<'_, ConfigMap>) -> Retry>,
+) -> u32
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
     #[derive(Debug, thiserror::Error)]
     #[error("writing the status")]
     struct WriteFailed<E>(#[source] E);
@@ -273,15 +288,18 @@ where
             async move { Err::<Action, _>(WriteFailed(conflict())) }
         }
     };
-    let run = tokio::spawn(
-        Controller::<ConfigMap, _>::new(&factory).queue(queue.clone()).run(reconcile, stop.clone()),
-    );
-    until("the second conflict waits for its backoff", || queue.delayed() == 1).await;
-    assert_eq!(attempts.load(Ordering::SeqCst), 2, "the first conflict was retried at once");
+    let mut controller = Controller::<ConfigMap, _>::new(&factory).queue(queue.clone());
+    if let Some(policy) = policy {
+        controller = controller.error_policy(policy);
+    }
+    let run = tokio::spawn(controller.run(reconcile, stop.clone()));
+    until("a conflict waits for its backoff", || queue.delayed() == 1).await;
+    let attempts = attempts.load(Ordering::SeqCst);
     stop.cancel();
     let report =
         tokio::time::timeout(DEADLINE, run).await.expect("ends").expect("task").expect("runs");
-    assert_eq!(report.failed, 2);
+    assert_eq!(report.failed, u64::from(attempts));
+    attempts
 }
 
 #[cfg(feature = "client")]
@@ -399,4 +417,522 @@ async fn dropping_the_run_cancels_the_reconciles_in_flight() {
     let _ = run.await;
     until("the reconcile in flight is dropped", || cancelled.load(Ordering::SeqCst)).await;
     assert_eq!(factory.informer::<ConfigMap>().handler_count(), 0, "its handler is removed too");
+}
+
+// --- Filters -----------------------------------------------------------------------------
+
+/// A Deployment `default/name` at `generation`, with `replicas`.
+fn deployment(name: &str, generation: i64, replicas: i32) -> Deployment {
+    Deployment {
+        metadata: ObjectMeta {
+            namespace: Some("default".into()),
+            name: Some(name.into()),
+            generation: Some(generation),
+            ..ObjectMeta::default()
+        },
+        spec: DeploymentSpec { replicas: Some(replicas), ..DeploymentSpec::default() },
+        ..Deployment::default()
+    }
+}
+
+/// Whether the queue has nothing ready, delayed or being reconciled.
+fn idle(queue: &WorkQueue<ObjectKey>) -> bool {
+    queue.is_empty() && queue.delayed() == 0 && queue.processing() == 0
+}
+
+/// What a Deployment reconcile saw: the key and the object's generation (`None`: gone).
+type SeenGenerations = Arc<Mutex<Vec<(String, Option<i64>)>>>;
+
+fn recording_generations(
+    seen: &SeenGenerations,
+) -> impl Fn(Request<Deployment>) -> BoxFuture<'static, Result<Action, std::io::Error>>
++ Send
++ Sync
++ 'static {
+    let seen = Arc::clone(seen);
+    move |request: Request<Deployment>| {
+        let generation = request.object.as_ref().map(|d| d.metadata.generation.unwrap_or(0));
+        seen.lock().push((request.key.to_string(), generation));
+        Box::pin(async { Ok(Action::Done) })
+    }
+}
+
+/// controller-runtime's `GenerationChangedPredicate` on a controller's primary resource: status
+/// and label writes keep the generation and are not reconciled; a spec change and a deletion
+/// are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_generation_filter_reconciles_spec_changes_and_deletions_not_status_or_labels() {
+    let source = FakeSource::new();
+    source.add(deployment("web", 1, 1));
+    let factory = SharedInformerFactory::new(source.clone());
+    let queue = fast_queue();
+    let seen = SeenGenerations::default();
+    let stop = CancellationToken::new();
+    let controller = Controller::<Deployment, _>::new(&factory)
+        .queue(queue.clone())
+        .filter(crate::filter::GenerationChanged);
+    let run = tokio::spawn(controller.run(recording_generations(&seen), stop.clone()));
+    let count = |key: &str| seen.lock().iter().filter(|(k, _)| k == key).count();
+    until("web is reconciled once", || count("default/web") == 1).await;
+
+    let mut status_only = deployment("web", 1, 1);
+    status_only.status =
+        Some(DeploymentStatus { observed_generation: Some(1), ..Default::default() });
+    source.modify(status_only.clone());
+    let mut labels_only = status_only;
+    labels_only.metadata.labels = Some(BTreeMap::from([("tier".to_owned(), "web".to_owned())]));
+    source.modify(labels_only);
+    // The handler hears of a new object after the two updates: once it is reconciled, and the
+    // one worker has nothing left, anything the updates enqueued was reconciled too.
+    source.add(deployment("sentinel", 1, 1));
+    until("the sentinel is reconciled, and nothing else waits", || {
+        count("default/sentinel") == 1 && idle(&queue)
+    })
+    .await;
+    assert_eq!(count("default/web"), 1, "status and label writes are filtered out");
+
+    source.modify(deployment("web", 2, 3));
+    until("the spec change is reconciled", || {
+        seen.lock().contains(&("default/web".to_owned(), Some(2)))
+    })
+    .await;
+    source.delete(&deployment("web", 2, 3));
+    until("the deletion is reconciled", || seen.lock().contains(&("default/web".to_owned(), None)))
+        .await;
+    stop.cancel();
+    let report =
+        tokio::time::timeout(DEADLINE, run).await.expect("ends").expect("task").expect("runs");
+    assert!(report.is_clean());
+    assert_eq!(factory.informer::<Deployment>().handler_count(), 0, "its handler is removed");
+}
+
+/// The use the filter is for, over HTTP: a controller that writes the status of each
+/// Deployment through `/status` (which bumps no generation on the API server) is not handed
+/// the Deployment back after its own write; a spec change bumps the generation and is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_generation_changed_a_controller_does_not_hear_its_own_status_writes() {
+    use informer_client::{Client, Config, Patch, PatchParams};
+
+    let server = embedded_apiserver::ApiServer::start().await.expect("the server starts");
+    let client = Client::new(Config::new(server.url().parse().expect("a url"))).expect("a client");
+    let factory = SharedInformerFactory::new(client.clone());
+    let create = |name: &str| {
+        let labels = BTreeMap::from([("app".to_owned(), name.to_owned())]);
+        serde_json::from_value::<Deployment>(serde_json::json!({
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+                },
+            },
+        }))
+        .expect("a deployment")
+    };
+    client.create(Some("default"), &create("web")).await.expect("web is created");
+    let queue = fast_queue();
+    let seen = SeenGenerations::default();
+    let reconcile = {
+        let (seen, client) = (Arc::clone(&seen), client.clone());
+        move |request: Request<Deployment>| {
+            let (seen, client) = (Arc::clone(&seen), client.clone());
+            async move {
+                let Some(deployment) = request.object else { return Ok(Action::Done) };
+                let generation = deployment.metadata.generation;
+                seen.lock().push((request.key.to_string(), generation));
+                let status = serde_json::json!({"status": {"observedGeneration": generation}});
+                let name = deployment.metadata.name.as_deref().unwrap_or_default();
+                client
+                    .patch_status::<Deployment, _>(
+                        Some("default"),
+                        name,
+                        &Patch::Merge(&status),
+                        &PatchParams::default(),
+                    )
+                    .await?;
+                Ok::<_, informer_client::ClientError>(Action::Done)
+            }
+        }
+    };
+    let stop = CancellationToken::new();
+    let controller = Controller::<Deployment, _>::new(&factory)
+        .queue(queue.clone())
+        .filter(crate::filter::GenerationChanged);
+    let run = tokio::spawn(controller.run(reconcile, stop.clone()));
+    let cache = factory.informer::<Deployment>().cache();
+    let observed = |name: &str| {
+        let key = format!("default/{name}");
+        cache.get_by_key(&key).and_then(|d| d.status.as_ref()?.observed_generation)
+    };
+    let count = |key: &str| seen.lock().iter().filter(|(k, _)| k == key).count();
+    until("web's status is written and cached", || observed("web") == Some(1)).await;
+
+    let labels = serde_json::json!({"metadata": {"labels": {"tier": "frontend"}}});
+    let relabeled: Deployment =
+        client.patch_merge(Some("default"), "web", &labels).await.expect("web is relabeled");
+    assert_eq!(relabeled.metadata.generation, Some(1), "a label write keeps the generation");
+    client.create(Some("default"), &create("sentinel")).await.expect("the sentinel is created");
+    until("the sentinel's status is written, and nothing else waits", || {
+        observed("sentinel") == Some(1) && idle(&queue)
+    })
+    .await;
+    assert_eq!(count("default/web"), 1, "neither the status write nor the labels came back");
+
+    let scale = serde_json::json!({"spec": {"replicas": 3}});
+    let scaled: Deployment =
+        client.patch_merge(Some("default"), "web", &scale).await.expect("web is scaled");
+    assert_eq!(scaled.metadata.generation, Some(2), "a spec write bumps the generation");
+    until("the spec change is reconciled and its status written", || observed("web") == Some(2))
+        .await;
+    until("nothing else waits", || idle(&queue)).await;
+    assert_eq!(count("default/web"), 2);
+    stop.cancel();
+    let report =
+        tokio::time::timeout(DEADLINE, run).await.expect("ends").expect("task").expect("runs");
+    assert_eq!(report.failed, 0, "{report:?}");
+}
+
+/// controller-runtime's `Owns(obj, WithPredicates(...))`: only the owned object's changes
+/// the filter passes reconcile its owner; the owner's own events are not filtered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owns_filtered_reconciles_the_owner_for_the_changes_its_filter_passes_only() {
+    let source = FakeSource::new();
+    source.add(configmap("parent", "1"));
+    source.add(configmap("other", "1"));
+    let factory = SharedInformerFactory::new(source.clone());
+    let queue = fast_queue();
+    let seen = Seen::default();
+    let stop = CancellationToken::new();
+    let controller = Controller::<ConfigMap, _>::new(&factory)
+        .queue(queue.clone())
+        .owns_filtered::<Secret>(crate::filter::LabelsChanged);
+    let run = tokio::spawn(controller.run(recording(&seen), stop.clone()));
+    let count = |key: &str| seen.lock().iter().filter(|(k, _)| k == key).count();
+    until("both are reconciled", || count("default/parent") == 1 && count("default/other") == 1)
+        .await;
+
+    // A secret `name` owned by the configmap `owner`.
+    let child = |name: &str, owner: &str, label: &str, data: &str| Secret {
+        metadata: ObjectMeta {
+            namespace: Some("default".into()),
+            name: Some(name.into()),
+            owner_references: Some(vec![OwnerReference {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                name: owner.into(),
+                uid: format!("uid-{owner}"),
+                controller: Some(true),
+                ..OwnerReference::default()
+            }]),
+            labels: Some(BTreeMap::from([("a".to_owned(), label.to_owned())])),
+            ..ObjectMeta::default()
+        },
+        string_data: Some(BTreeMap::from([("data".to_owned(), data.to_owned())])),
+        ..Secret::default()
+    };
+    source.add(child("child", "parent", "1", "x"));
+    until("the child's add reconciles the parent", || count("default/parent") >= 2 && idle(&queue))
+        .await;
+    let before = count("default/parent");
+    source.modify(child("child", "parent", "1", "y"));
+    // A secret the same informer delivers after the change: once its owner is reconciled and
+    // nothing waits, the change was handled, and enqueued nothing.
+    source.add(child("sentinel", "other", "1", "x"));
+    until("the sentinel's owner is reconciled, and nothing else waits", || {
+        count("default/other") >= 2 && idle(&queue)
+    })
+    .await;
+    assert_eq!(count("default/parent"), before, "a data change of the child is filtered out");
+    source.modify(child("child", "parent", "2", "y"));
+    until("the child's label change reconciles the parent", || count("default/parent") > before)
+        .await;
+    let before = count("default/parent");
+    source.modify(configmap("parent", "2"));
+    until("the parent's own change is not filtered", || count("default/parent") > before).await;
+    stop.cancel();
+    let report =
+        tokio::time::timeout(DEADLINE, run).await.expect("ends").expect("task").expect("runs");
+    assert!(report.is_clean());
+}
+
+/// `filter` called twice: an event must pass both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_filters_on_the_primary_must_both_pass() {
+    use crate::filter::Matching;
+
+    let source = FakeSource::new();
+    for name in ["a-1", "a-2", "b-1"] {
+        source.add(configmap(name, "1"));
+    }
+    let factory = SharedInformerFactory::new(source.clone());
+    let seen = Seen::default();
+    let stop = CancellationToken::new();
+    let named = |prefix: &'static str| {
+        Matching(move |cm: &ConfigMap| {
+            cm.metadata.name.as_deref().is_some_and(|n| n.starts_with(prefix))
+        })
+    };
+    let ends_in_1 =
+        Matching(|cm: &ConfigMap| cm.metadata.name.as_deref().is_some_and(|n| n.ends_with('1')));
+    let controller =
+        Controller::<ConfigMap, _>::new(&factory).workers(1).filter(named("a")).filter(ends_in_1);
+    let run = tokio::spawn(controller.run(recording(&seen), stop.clone()));
+    until("a-1 is reconciled", || !seen.lock().is_empty()).await;
+    // A third object that passes both, added last: once it is reconciled, so is every other
+    // key the initial list enqueued.
+    source.add(configmap("a-21", "1"));
+    until("a-21 is reconciled", || seen.lock().iter().any(|(k, _)| k == "default/a-21")).await;
+    let keys: Vec<String> = seen.lock().iter().map(|(k, _)| k.clone()).collect();
+    assert_eq!(keys, ["default/a-1", "default/a-21"]);
+    stop.cancel();
+    let _ = tokio::time::timeout(DEADLINE, run).await.expect("ends");
+}
+
+// --- Error policy -------------------------------------------------------------------------
+
+/// A `409 Conflict` from a write, as an `ApiWriter` reports it.
+fn write_conflict() -> crate::write::WriteError {
+    let status = informer_runtime::listwatch::Status::new(409, "Conflict", "modified");
+    crate::write::WriteError::with_status(status, "PUT /x: 409")
+}
+
+/// The default behaviour, asked for by a policy, is the one without a policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_policy_answering_default_keeps_the_conflict_handling() {
+    let attempts = conflicts_under(write_conflict, Some(|_| Retry::Default)).await;
+    assert_eq!(attempts, 2, "the first conflict was retried at once, the second backs off");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_policy_answering_backoff_backs_off_a_conflict_too() {
+    let attempts = conflicts_under(write_conflict, Some(|_| Retry::Backoff)).await;
+    assert_eq!(attempts, 1, "the first conflict waits for its backoff");
+}
+
+/// The usual policy: a few retries after backoff, then give up until the object changes. The
+/// policy sees the key, the object, the error and the retries so far; giving up forgets them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_policy_that_gives_up_after_two_retries_stops_until_the_object_changes() {
+    let source = FakeSource::new();
+    source.add(configmap("broken", "1"));
+    let factory = SharedInformerFactory::new(source.clone());
+    let queue = fast_queue();
+    let attempts = Arc::new(AtomicU32::new(0));
+    // What the policy saw: the key, the object's value, the error, the retries.
+    let failures = Arc::new(Mutex::new(Vec::<(String, Option<String>, String, u32)>::new()));
+    let stop = CancellationToken::new();
+    let reconcile = {
+        let attempts = Arc::clone(&attempts);
+        move |_: Request<ConfigMap>| {
+            attempts.fetch_add(1, Ordering::SeqCst);
+            async { Err::<Action, _>(std::io::Error::other("invalid spec")) }
+        }
+    };
+    let policy = {
+        let failures = Arc::clone(&failures);
+        move |failure: &Failure<'_, ConfigMap>| {
+            failures.lock().push((
+                failure.key.to_string(),
+                failure.object.map(|o| value(o)),
+                failure.error.to_string(),
+                failure.retries,
+            ));
+            if failure.retries >= 2 { Retry::GiveUp } else { Retry::Backoff }
+        }
+    };
+    let controller =
+        Controller::<ConfigMap, _>::new(&factory).queue(queue.clone()).error_policy(policy);
+    let run = tokio::spawn(controller.run(reconcile, stop.clone()));
+    until("three attempts, then nothing waits", || {
+        attempts.load(Ordering::SeqCst) == 3 && idle(&queue)
+    })
+    .await;
+    let key = ObjectKey::new(Some("default"), "broken");
+    assert_eq!(queue.num_requeues(&key), 0, "giving up forgets the backoff");
+    let expected = |retries| {
+        ("default/broken".to_owned(), Some("1".to_owned()), "invalid spec".to_owned(), retries)
+    };
+    assert_eq!(*failures.lock(), [expected(0), expected(1), expected(2)]);
+
+    source.modify(configmap("broken", "2"));
+    until("a change is reconciled again", || attempts.load(Ordering::SeqCst) >= 4).await;
+    until("its failure reaches the policy", || failures.lock().len() >= 4).await;
+    assert_eq!(failures.lock()[3].3, 0, "from a forgotten backoff");
+    stop.cancel();
+    let report =
+        tokio::time::timeout(DEADLINE, run).await.expect("ends").expect("task").expect("runs");
+    assert!(report.failed >= 4, "{report:?}");
+}
+
+/// `Retry::After(d)`: the key comes back after `d` rather than after its backoff (1 ms here),
+/// and its backoff is forgotten: the next failure counts no retries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_policy_answering_after_retries_after_its_delay_and_forgets_the_backoff() {
+    const DELAY: Duration = Duration::from_millis(100);
+    let source = FakeSource::new();
+    source.add(configmap("flaky", "1"));
+    let factory = SharedInformerFactory::new(source.clone());
+    let attempts = Arc::new(Mutex::new(Vec::<std::time::Instant>::new()));
+    let retries = Arc::new(Mutex::new(Vec::<u32>::new()));
+    let stop = CancellationToken::new();
+    let reconcile = {
+        let attempts = Arc::clone(&attempts);
+        move |_: Request<ConfigMap>| {
+            let attempt = {
+                let mut attempts = attempts.lock();
+                attempts.push(std::time::Instant::now());
+                attempts.len()
+            };
+            async move {
+                if attempt < 4 {
+                    Err(std::io::Error::other(format!("attempt {attempt} fails")))
+                } else {
+                    Ok(Action::Done)
+                }
+            }
+        }
+    };
+    // Backoff, then After, then Backoff again.
+    let policy = {
+        let retries = Arc::clone(&retries);
+        move |failure: &Failure<'_, ConfigMap>| {
+            let mut retries = retries.lock();
+            retries.push(failure.retries);
+            if retries.len() == 2 { Retry::After(DELAY) } else { Retry::Backoff }
+        }
+    };
+    let controller =
+        Controller::<ConfigMap, _>::new(&factory).queue(fast_queue()).error_policy(policy);
+    let run = tokio::spawn(controller.run(reconcile, stop.clone()));
+    until("the fourth attempt", || attempts.lock().len() == 4).await;
+    let attempts = attempts.lock().clone();
+    let waited = attempts[2] - attempts[1];
+    assert!(waited >= DELAY, "the retry after `After` came after {waited:?}");
+    assert_eq!(*retries.lock(), [0, 1, 0], "`After` forgot the retry before it");
+    stop.cancel();
+    let report =
+        tokio::time::timeout(DEADLINE, run).await.expect("ends").expect("task").expect("runs");
+    assert_eq!((report.failed, report.succeeded), (3, 1), "{report:?}");
+}
+
+/// A panic is not an error the policy can judge: it backs off as always. A policy that panics
+/// itself counts as `Retry::Default`, and the worker lives on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn panics_back_off_without_the_policy_and_a_panicking_policy_is_the_default() {
+    let source = FakeSource::new();
+    source.add(configmap("panics", "1"));
+    source.add(configmap("fails", "1"));
+    let factory = SharedInformerFactory::new(source.clone());
+    let attempts = Arc::new(Mutex::new(BTreeMap::<String, u32>::new()));
+    let asked = Arc::new(AtomicU32::new(0));
+    let stop = CancellationToken::new();
+    let reconcile = {
+        let attempts = Arc::clone(&attempts);
+        move |request: Request<ConfigMap>| {
+            let key = request.key.as_str().to_owned();
+            let attempt = {
+                let mut attempts = attempts.lock();
+                let n = attempts.entry(key.clone()).or_default();
+                *n += 1;
+                *n
+            };
+            async move {
+                match (key.as_str(), attempt) {
+                    ("default/panics", 1) => panic!("the reconcile panics"),
+                    ("default/fails", 1) => Err(std::io::Error::other("fails once")),
+                    _ => Ok(Action::Done),
+                }
+            }
+        }
+    };
+    let policy = {
+        let asked = Arc::clone(&asked);
+        move |_: &Failure<'_, ConfigMap>| -> Retry {
+            asked.fetch_add(1, Ordering::SeqCst);
+            panic!("the policy panics")
+        }
+    };
+    let controller = Controller::<ConfigMap, _>::new(&factory)
+        .queue(fast_queue())
+        .workers(1)
+        .error_policy(policy);
+    let run = tokio::spawn(controller.run(reconcile, stop.clone()));
+    let count = |key: &str| attempts.lock().get(key).copied().unwrap_or(0);
+    until("both keys are retried", || count("default/panics") == 2 && count("default/fails") == 2)
+        .await;
+    assert_eq!(asked.load(Ordering::SeqCst), 1, "asked for the error, not for the panic");
+    stop.cancel();
+    let report =
+        tokio::time::timeout(DEADLINE, run).await.expect("ends").expect("task").expect("runs");
+    assert_eq!((report.failed, report.succeeded), (2, 2), "{report:?}");
+}
+
+// --- Reconciling every object ---------------------------------------------------------------
+
+/// kube-rs's `reconcile_all_on`: each item of the trigger reconciles every cached object; the
+/// trigger is dropped when `run` ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconcile_all_on_reconciles_every_object_on_each_item_and_ends_with_run() {
+    let source = FakeSource::new();
+    for name in ["a", "b", "c"] {
+        source.add(configmap(name, "1"));
+    }
+    let factory = SharedInformerFactory::new(source.clone());
+    let seen = Seen::default();
+    let stop = CancellationToken::new();
+    let (trigger, triggered) = futures::channel::mpsc::unbounded::<()>();
+    let controller = Controller::<ConfigMap, _>::new(&factory)
+        // A filter that drops every event: the trigger enqueues past it.
+        .filter(crate::filter::Matching(|_: &ConfigMap| false))
+        .reconcile_all_on(triggered);
+    let run = tokio::spawn(controller.run(recording(&seen), stop.clone()));
+    let each = |times: usize| {
+        let seen = seen.lock();
+        ["default/a", "default/b", "default/c"]
+            .iter()
+            .all(|key| seen.iter().filter(|(k, _)| k == key).count() == times)
+    };
+    // The caches sync (nothing is reconciled: the filter drops the initial list), then the
+    // trigger is read.
+    until("the caches sync", || factory.informer::<ConfigMap>().has_synced()).await;
+    trigger.unbounded_send(()).expect("the controller reads its trigger");
+    until("every object is reconciled", || each(1)).await;
+    trigger.unbounded_send(()).expect("the controller reads its trigger");
+    until("every object is reconciled again", || each(2)).await;
+    stop.cancel();
+    let report =
+        tokio::time::timeout(DEADLINE, run).await.expect("ends").expect("task").expect("runs");
+    assert!(report.is_clean());
+    assert!(trigger.is_closed(), "the trigger is dropped when run ends");
+}
+
+/// A controller's own resync (controller-runtime's `SyncPeriod`, per controller): every period,
+/// every key, each after a delay of at most a tenth of the period on the queue's clock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resync_reconciles_every_object_each_period_spread_over_a_tenth_of_it() {
+    const PERIOD: Duration = Duration::from_millis(200);
+    let source = FakeSource::new();
+    for name in ["a", "b", "c"] {
+        source.add(configmap(name, "1"));
+    }
+    let factory = SharedInformerFactory::new(source.clone());
+    let clock = informer_runtime::testing::FakeClock::new();
+    let queue = WorkQueue::builder().clock(Arc::new(clock.clone())).build();
+    let seen = Seen::default();
+    let stop = CancellationToken::new();
+    let controller =
+        Controller::<ConfigMap, _>::new(&factory).queue(queue.clone()).workers(3).resync(PERIOD);
+    let run = tokio::spawn(controller.run(recording(&seen), stop.clone()));
+    until("every object is reconciled once", || seen.lock().len() == 3).await;
+    // A period later (tokio's time), the keys wait on the queue's clock, which stands still.
+    until("every key waits for its delay", || queue.delayed() == 3).await;
+    assert_eq!(seen.lock().len(), 3);
+    clock.step(PERIOD / 10);
+    until("every object is reconciled again", || seen.lock().len() == 6).await;
+    stop.cancel();
+    let report =
+        tokio::time::timeout(DEADLINE, run).await.expect("ends").expect("task").expect("runs");
+    assert!(report.is_clean());
 }
