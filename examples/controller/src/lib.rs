@@ -6,7 +6,8 @@
 //! `ConfigMapSet`s, the config maps it owns (owner references with `controller: true`) and
 //! namespaces (a namespace created later gets its config map), and for each set:
 //!
-//! - puts a finalizer on it, and when it is deleted removes its config maps before letting it go;
+//! - keeps a finalizer on it (the `finalizer` helper), and when it is deleted removes its config
+//!   maps before letting it go;
 //! - creates or updates a config map named after the set in each listed namespace that exists,
 //!   and deletes the ones in namespaces no longer listed;
 //! - writes its status: a `Ready` condition (false, `NamespaceMissing`, while a listed namespace
@@ -39,6 +40,7 @@ use informer_controller::conditions::{self, ConditionExt, ConditionStatus};
 use informer_controller::controller::{Action, Controller, ControllerError, Request};
 use informer_controller::events::{EventRecorder, EventType};
 use informer_controller::filter::{Changed, GenerationChanged, Or};
+use informer_controller::finalizer::{Event, FinalizerError, finalizer};
 use informer_controller::leader_election::{LeaderElection, LeaderElectionError, Leadership};
 use informer_controller::owner_references::{self, OwnerError};
 use informer_derive::Informer;
@@ -251,37 +253,35 @@ async fn lead(
     Ok(())
 }
 
-/// Makes the world what one set asks for.
-async fn reconcile(cx: &Context, request: Request<ConfigMapSet>) -> Result<Action, Error> {
+/// Makes the world what one set asks for, behind its finalizer: the helper adds it before the
+/// first [`apply`], and runs [`cleanup`] once the set is being deleted.
+async fn reconcile(
+    cx: &Context,
+    request: Request<ConfigMapSet>,
+) -> Result<Action, FinalizerError<Error>> {
     // Gone: its finalizer ran, nothing is left to do.
     let Some(set) = request.object else { return Ok(Action::Done) };
-    let name = set.metadata.name.clone().unwrap_or_default();
-    let owned: Vec<Arc<ConfigMap>> = cx
-        .configmaps
+    finalizer(&cx.client, FINALIZER, set, |event| async move {
+        match event {
+            Event::Apply(set) => apply(cx, &set).await,
+            Event::Cleanup(set) => cleanup(cx, &set).await,
+        }
+    })
+    .await
+}
+
+/// The config maps `set` controls, as the cache holds them.
+fn owned(cx: &Context, set: &ConfigMapSet) -> Vec<Arc<ConfigMap>> {
+    cx.configmaps
         .list(&LabelSelector::everything())
         .into_iter()
-        .filter(|cm| owner_references::is_controlled_by(&**cm, &*set))
-        .collect();
-    let finalizers = set.metadata.finalizers.clone().unwrap_or_default();
+        .filter(|cm| owner_references::is_controlled_by(&**cm, set))
+        .collect()
+}
 
-    if set.metadata.deletion_timestamp.is_some() {
-        for cm in &owned {
-            delete(cx, &set, cm).await?;
-        }
-        if owned.is_empty() && finalizers.iter().any(|f| f == FINALIZER) {
-            let rest: Vec<_> = finalizers.into_iter().filter(|f| f != FINALIZER).collect();
-            set_finalizers(cx, &set, rest).await?;
-        }
-        // The config maps' deletions come back through the informer and reconcile again.
-        return Ok(Action::Done);
-    }
-    if !finalizers.iter().any(|f| f == FINALIZER) {
-        let mut with = finalizers;
-        with.push(FINALIZER.to_owned());
-        set_finalizers(cx, &set, with).await?;
-        return Ok(Action::Done);
-    }
-
+/// A config map in each listed namespace that exists, none elsewhere, and the status.
+async fn apply(cx: &Context, set: &ConfigMapSet) -> Result<Action, Error> {
+    let name = set.metadata.name.clone().unwrap_or_default();
     let mut missing = Vec::new();
     let mut ready = 0;
     for namespace in &set.spec.namespaces {
@@ -290,15 +290,24 @@ async fn reconcile(cx: &Context, request: Request<ConfigMapSet>) -> Result<Actio
             continue;
         }
         let current = cx.configmaps.namespace(namespace).get(&name).ok();
-        ensure(cx, &set, namespace, current.as_deref()).await?;
+        ensure(cx, set, namespace, current.as_deref()).await?;
         ready += 1;
     }
-    for cm in owned.iter().filter(|cm| {
+    for cm in owned(cx, set).iter().filter(|cm| {
         cm.metadata.namespace.as_ref().is_none_or(|ns| !set.spec.namespaces.contains(ns))
     }) {
-        delete(cx, &set, cm).await?;
+        delete(cx, set, cm).await?;
     }
-    write_status(cx, &set, &missing, ready).await?;
+    write_status(cx, set, &missing, ready).await?;
+    Ok(Action::Done)
+}
+
+/// The set is being deleted: its config maps go first. When this succeeds, the helper removes
+/// the finalizer and the API server deletes the set.
+async fn cleanup(cx: &Context, set: &ConfigMapSet) -> Result<Action, Error> {
+    for cm in &owned(cx, set) {
+        delete(cx, set, cm).await?;
+    }
     Ok(Action::Done)
 }
 
@@ -364,22 +373,6 @@ async fn delete(cx: &Context, set: &ConfigMapSet, cm: &ConfigMap) -> Result<(), 
         Err(e) if e.is_not_found() => Ok(()),
         Err(e) => Err(e.into()),
     }
-}
-
-/// Sets the set's finalizers, if it has not changed since it was read.
-async fn set_finalizers(
-    cx: &Context,
-    set: &ConfigMapSet,
-    finalizers: Vec<String>,
-) -> Result<(), Error> {
-    let name = set.metadata.name.as_deref().unwrap_or_default();
-    let patch = serde_json::json!({
-        "metadata": {"finalizers": finalizers, "resourceVersion": set.metadata.resource_version},
-    });
-    cx.client
-        .patch::<ConfigMapSet, _>(None, name, &Patch::Merge(&patch), &PatchParams::default())
-        .await?;
-    Ok(())
 }
 
 /// Writes the status, when it changes.
