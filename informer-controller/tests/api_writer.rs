@@ -9,36 +9,25 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+#[path = "support/clients.rs"]
+mod clients;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use clients::{kube_client, our_client};
 use embedded_apiserver::ApiServer;
-use informer_client::{Client, Config};
 use informer_controller::leader_election::{LeaderElection, Leadership};
 use informer_controller::{ApiWriter, WriteError};
 use informer_runtime::GroupVersionResource;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio_util::sync::CancellationToken;
 
 /// How long a test waits for an election (real time) before it fails.
 const DEADLINE: Duration = Duration::from_secs(20);
-
-fn our_client(server: &ApiServer) -> Client {
-    Client::new(Config::new(server.url().parse().unwrap())).unwrap()
-}
-
-/// The `kube::Client` a kube-rs program reading `server`'s kubeconfig gets.
-async fn kube_client(server: &ApiServer) -> kube::Client {
-    let kubeconfig = Kubeconfig::from_yaml(&server.kubeconfig_yaml()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
-}
 
 fn lease(name: &str, holder: &str) -> Lease {
     Lease {

@@ -14,19 +14,22 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+#[path = "support/clients.rs"]
+mod clients;
+
 use std::error::Error as StdError;
 use std::future::{Ready, ready};
 use std::sync::Arc;
 use std::time::Duration;
 
+use clients::{kube_client, our_client};
 use embedded_apiserver::ApiServer;
-use informer_client::{Client, Config};
+use embedded_apiserver::testing::eventually;
 use informer_controller::controller::{Action, Controller};
 use informer_controller::finalizer::{Event, FinalizerError, finalizer};
 use informer_controller::{ApiWriter, WriteError};
 use informer_runtime::{GroupVersionResource, Object, SharedInformerFactory};
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -36,19 +39,6 @@ const DEADLINE: Duration = Duration::from_secs(20);
 const OURS: &str = "example.com/cleanup";
 /// What the recording reconcile answers to `Apply`: passed through as it is.
 const APPLIED: Action = Action::RequeueAfter(Duration::from_secs(300));
-
-fn our_client(server: &ApiServer) -> Client {
-    Client::new(Config::new(server.url().parse().unwrap())).unwrap()
-}
-
-/// The `kube::Client` a kube-rs program reading `server`'s kubeconfig gets.
-async fn kube_client(server: &ApiServer) -> kube::Client {
-    let kubeconfig = Kubeconfig::from_yaml(&server.kubeconfig_yaml()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
-}
 
 /// Each scenario twice: writing through this project's client, and through kube-rs's.
 macro_rules! with_both_clients {
@@ -347,28 +337,17 @@ async fn a_controller_adds_applies_cleans_up_once_and_the_object_goes(
     };
     let run = tokio::spawn(Controller::<ConfigMap, _>::new(&factory).run(reconcile, stop.clone()));
     create(server, "web", &[]);
-    until("the finalizer is added and applied", || {
+    eventually("the finalizer is added and applied", DEADLINE, || {
         finalizers_of(server, "web").is_some_and(|f| f == [OURS])
             && seen.lock().iter().any(|s| s.starts_with("apply"))
     })
     .await;
     server.delete(&config_maps(), "default", "web").unwrap();
-    until("the object is gone", || read(server, "web").is_none()).await;
+    eventually("the object is gone", DEADLINE, || read(server, "web").is_none()).await;
     let cleanups = || seen.lock().iter().filter(|s| s.starts_with("cleanup")).count();
     assert_eq!(cleanups(), 1);
     stop.cancel();
     let report = tokio::time::timeout(DEADLINE, run).await.unwrap().unwrap().unwrap();
     assert_eq!(report.failed, 0, "no reconcile failed: {report:?}");
     assert_eq!(cleanups(), 1, "cleanup ran once");
-}
-
-/// Waits until `ready` holds, failing with `what` after the deadline.
-async fn until(what: &str, mut ready: impl FnMut() -> bool) {
-    tokio::time::timeout(DEADLINE, async {
-        while !ready() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("timed out waiting until {what}"));
 }
