@@ -62,6 +62,8 @@
 //! - `workqueue`: keys to workers, with delays and rate limits
 //! - `controller`, `leader_election`, `events`: reconcile loops, leases, Events
 //! - `finalizer`: cleanup before deletion, inside a reconcile
+//! - `manager`: several controllers and tasks of a program on one factory, behind one Lease,
+//!   with probes
 //! - `wait`: test support
 //!
 //! # Metrics
@@ -77,6 +79,7 @@ pub mod events;
 pub mod filter;
 pub mod finalizer;
 pub mod leader_election;
+pub mod manager;
 pub mod owner_references;
 pub mod workqueue;
 pub mod write;

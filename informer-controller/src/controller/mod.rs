@@ -238,7 +238,10 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
     /// A controller of `K` over `factory`'s informers, named after `K`'s resource, with one
     /// worker.
     pub fn new(factory: &SharedInformerFactory<S>) -> Self {
-        // The primary resource's handler is registered by `run`, once its filter is known.
+        // The primary resource's handler is registered by `run`, once its filter is known; its
+        // informer is made now, so that a factory started before `run` (a manager's warm
+        // standby) starts it too.
+        let _ = factory.informer::<K>();
         Self {
             factory: factory.clone(),
             name: informer_runtime::resource::resource_name::<K>(),
@@ -254,6 +257,23 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
             #[cfg(feature = "metrics")]
             metrics: None,
         }
+    }
+
+    /// The name it reports under (logs, metrics, a manager's failures).
+    pub(crate) fn controller_name(&self) -> &str {
+        &self.name
+    }
+
+    /// Records into `metrics` unless [`metrics`](Self::metrics) chose already: a manager's.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn metrics_unless_set(
+        mut self,
+        metrics: Option<&informer_runtime::metrics::Metrics>,
+    ) -> Self {
+        if self.metrics.is_none() {
+            self.metrics = metrics.cloned();
+        }
+        self
     }
 
     /// Reconciles a primary object only for the adds, updates and deletes `filter` passes

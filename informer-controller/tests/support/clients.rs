@@ -1,6 +1,8 @@
 //! The two clients the tests write through, both reading the embedded API server's address:
 //! this project's `Client`, and the `kube::Client` a kube-rs program gets from its kubeconfig.
 
+#![allow(dead_code, reason = "each test file uses the clients it needs")]
+
 use embedded_apiserver::ApiServer;
 use informer_client::{Client, Config};
 use kube::config::{KubeConfigOptions, Kubeconfig};

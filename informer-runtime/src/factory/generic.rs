@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::dynamic::DynamicObject;
 use crate::lister::NotFound;
+use crate::reflector::WatchHealth;
 use crate::resource::{GroupVersionResource, Object, Resource};
 use crate::selector::LabelSelector;
 use crate::shared_informer::{SharedIndexInformer, ShutdownReport};
@@ -23,6 +24,7 @@ pub(super) trait ErasedInformer: Send + Sync {
     fn gvr(&self) -> GroupVersionResource;
     fn partial(&self) -> bool;
     fn has_synced(&self) -> bool;
+    fn health(&self) -> WatchHealth;
     fn wait_for_sync(&self) -> BoxFuture<'static, bool>;
     fn run(&self, stop: CancellationToken) -> BoxFuture<'static, ShutdownReport>;
     fn list(&self, selector: &LabelSelector) -> Vec<Arc<dyn DynResource>>;
@@ -41,6 +43,10 @@ impl<K: Object + DynResource> ErasedInformer for SharedIndexInformer<K> {
 
     fn has_synced(&self) -> bool {
         SharedIndexInformer::has_synced(self)
+    }
+
+    fn health(&self) -> WatchHealth {
+        SharedIndexInformer::health(self)
     }
 
     fn wait_for_sync(&self) -> BoxFuture<'static, bool> {

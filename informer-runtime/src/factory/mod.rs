@@ -107,6 +107,7 @@ use tokio_util::task::TaskTracker;
 use crate::dynamic::DynamicObject;
 use crate::lister::Lister;
 use crate::listwatch::{DynamicScope, ListWatchSource};
+use crate::reflector::WatchHealth;
 use crate::resource::{GroupVersionResource, Object, Resource, is_namespaced};
 use crate::shared_informer::{Identity, SharedIndexInformer, ShutdownReport};
 use crate::store::StorageMode;
@@ -145,6 +146,19 @@ impl CacheSyncReport {
     pub fn not_synced(&self) -> Vec<&GroupVersionResource> {
         self.0.iter().filter(|(_, synced)| !**synced).map(|(gvr, _)| gvr).collect()
     }
+}
+
+/// How one of a factory's informers is doing: [`SharedInformerFactory::health`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct InformerHealth {
+    /// The resource it watches (a resource may have several informers: whole objects,
+    /// metadata only, views).
+    pub resource: GroupVersionResource,
+    /// Whether its cache holds the first complete list.
+    pub synced: bool,
+    /// Whether its lists and watches have been failing, and for how long.
+    pub watch: WatchHealth,
 }
 
 /// What the factory keeps one informer per: a Rust type, or a resource known at run time (and
@@ -500,6 +514,24 @@ impl<S: ListWatchSource> SharedInformerFactory<S> {
                 }
             });
         }
+    }
+
+    /// How each started informer is doing, in no particular order: whether its cache synced,
+    /// and whether its lists and watches have been failing (and for how long). What a
+    /// readiness probe reads; it waits for nothing.
+    #[must_use]
+    pub fn health(&self) -> Vec<InformerHealth> {
+        let state = self.inner.state.lock();
+        state
+            .informers
+            .values()
+            .filter(|e| e.started)
+            .map(|e| InformerHealth {
+                resource: e.erased.gvr(),
+                synced: e.erased.has_synced(),
+                watch: e.erased.health(),
+            })
+            .collect()
     }
 
     /// Waits until every started informer has synced, or `timeout` passed; says which synced.

@@ -43,7 +43,7 @@ mod reflector_store;
 mod state;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -272,6 +272,31 @@ struct SyncState {
     resource_version_unavailable: bool,
     /// The first list at `"0"` came back paginated: the server does not serve it from a cache.
     paginated_result: bool,
+    /// When lists or watches started failing, with no list completed and no watch opened
+    /// since (on the reflector's clock).
+    failing_since: Option<Instant>,
+    /// What the latest of those failures said.
+    last_error: Option<String>,
+}
+
+/// How a reflector's lists and watches are doing ([`Reflector::health`]): what a readiness
+/// check reads, since a reflector retries every failure and never gives up on its own.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WatchHealth {
+    /// How long lists or watches have been failing, with no list completed and no watch
+    /// opened since; `None` while they work.
+    pub failing_for: Option<Duration>,
+    /// What the latest of those failures said; `None` while they work.
+    pub last_error: Option<String>,
+}
+
+impl WatchHealth {
+    /// The worse of two: the one failing longer.
+    #[must_use]
+    pub(crate) fn worse(self, other: Self) -> Self {
+        if other.failing_for > self.failing_for { other } else { self }
+    }
 }
 
 /// Lists and watches one resource into a store; see the [module documentation](self).
@@ -339,6 +364,7 @@ impl<K: Object> Reflector<K> {
 
     /// A list (plain or streaming) completed.
     fn observe_listed(&self) {
+        self.note_working();
         let relist = self.listed.swap(true, std::sync::atomic::Ordering::Relaxed);
         if let Some(observer) = &self.observer {
             observer.listed(relist);
@@ -430,7 +456,36 @@ impl<K: Object> Reflector<K> {
         tracing::debug!(resource = %self.resource, "reflector stopped");
     }
 
+    /// How lists and watches are doing: whether, and for how long, they have been failing.
+    #[must_use]
+    pub fn health(&self) -> WatchHealth {
+        let state = self.state.lock();
+        WatchHealth {
+            failing_for: state
+                .failing_since
+                .map(|since| self.clock.now().saturating_duration_since(since)),
+            last_error: state.last_error.clone(),
+        }
+    }
+
+    /// A list or watch failed (or was refused): the reflector is failing from now, unless it
+    /// was already.
+    fn note_failure(&self, error: &dyn std::fmt::Display) {
+        let now = self.clock.now();
+        let mut state = self.state.lock();
+        state.failing_since.get_or_insert(now);
+        state.last_error = Some(error.to_string());
+    }
+
+    /// A list completed or a watch opened: whatever failed before works again.
+    fn note_working(&self) {
+        let mut state = self.state.lock();
+        state.failing_since = None;
+        state.last_error = None;
+    }
+
     fn report(&self, error: &ReflectorError) {
+        self.note_failure(error);
         match &self.watch_error_handler {
             Some(handler) => handler(error),
             None if error.error().is_expired() => {
@@ -569,8 +624,12 @@ impl<K: Object> Reflector<K> {
                 let open = self.lister_watcher.watch(&options).instrument(span);
                 match resync.race(open, cancel).await {
                     None => return Ok(()),
-                    Some(Ok(watch)) => (watch, timeout),
+                    Some(Ok(watch)) => {
+                        self.note_working();
+                        (watch, timeout)
+                    }
                     Some(Err(e)) if e.is_watch_retriable() => {
+                        self.note_failure(&e);
                         tracing::debug!(resource = %self.resource, error = %e, "watch refused; backing off");
                         if !self.backoff_wait(e.retry_after(), resync, cancel).await {
                             return Ok(());
@@ -599,7 +658,10 @@ impl<K: Object> Reflector<K> {
                 }
                 Next::BackoffThenRewatch => {
                     let retry_after = match &end {
-                        WatchEnd::Failed(e) => e.retry_after(),
+                        WatchEnd::Failed(e) => {
+                            self.note_failure(e);
+                            e.retry_after()
+                        }
                         _ => None,
                     };
                     if !self.backoff_wait(retry_after, resync, cancel).await {

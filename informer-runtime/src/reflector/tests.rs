@@ -944,6 +944,47 @@ async fn watch_error_handler_gets_list_errors_and_run_retries() {
     );
 }
 
+// What a readiness probe reads: a reflector that keeps failing says since when and why, and
+// says nothing once a list completes.
+#[tokio::test(start_paused = true)]
+async fn health_says_how_long_lists_have_failed_until_one_completes() {
+    let failing = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let lw = ScriptedLw::new(
+        {
+            let failing = Arc::clone(&failing);
+            move |_| {
+                if failing.load(std::sync::atomic::Ordering::SeqCst) {
+                    Err(Error::Api(Status::new(403, "Forbidden", "Access Denied")))
+                } else {
+                    list_of("1", &[p("a", 1)])
+                }
+            }
+        },
+        |_| Ok(open_stream_of(vec![])),
+    );
+    let store = Indexer::<Pod>::default();
+    let r = Arc::new(
+        reflector(Arc::clone(&lw), Arc::new(store.clone()), ReflectorConfig::default())
+            .with_watch_error_handler(Arc::new(|_: &ReflectorError| {})),
+    );
+    assert_eq!(r.health(), WatchHealth::default(), "nothing failed before it runs");
+    let cancel = CancellationToken::new();
+    let run = tokio::spawn({
+        let (r, cancel) = (Arc::clone(&r), cancel.clone());
+        async move { r.run(cancel).await }
+    });
+    eventually(|| r.health().failing_for.is_some_and(|d| d >= Duration::from_secs(5))).await;
+    let health = r.health();
+    let error = health.last_error.unwrap_or_default();
+    assert!(error.contains("failed to list pods") && error.contains("Access Denied"), "{error}");
+
+    failing.store(false, std::sync::atomic::Ordering::SeqCst);
+    eventually(|| !store.is_empty()).await;
+    assert_eq!(r.health(), WatchHealth::default(), "a completed list ends the failure");
+    cancel.cancel();
+    run.await.unwrap();
+}
+
 // Connection refused when opening a watch: back off and watch again, never relist.
 #[tokio::test(start_paused = true)]
 async fn connection_refused_rewatches_without_relist() {

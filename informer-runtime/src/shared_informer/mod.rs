@@ -95,7 +95,9 @@ use crate::dynamic::DynamicObject;
 use crate::instrument::InformerObserver;
 use crate::lister::Lister;
 use crate::listwatch::ListerWatcher;
-use crate::reflector::{Reflector, ReflectorConfig, ReflectorError, WatchErrorHandler};
+use crate::reflector::{
+    Reflector, ReflectorConfig, ReflectorError, WatchErrorHandler, WatchHealth,
+};
 use crate::resource::{GroupVersionResource, Object, Resource};
 use crate::store::{Cache, IndexError, Indexer, Indexers, StorageMode};
 
@@ -717,6 +719,18 @@ impl<K: Object> SharedIndexInformer<K> {
             }
             progress.await;
         }
+    }
+
+    /// How its lists and watches are doing: whether, and for how long, they have been failing
+    /// (for an informer over a [set of namespaces](Self::for_namespaces), the namespace
+    /// failing longest). `None` in [`failing_for`](WatchHealth::failing_for) before it starts.
+    ///
+    /// A reflector retries every failure; this is how a readiness probe learns that it has
+    /// been retrying for long (an RBAC rule missing, a CRD deleted, the server unreachable).
+    #[must_use]
+    pub fn health(&self) -> WatchHealth {
+        let reflectors = self.shared.reflectors.get().map(Vec::as_slice).unwrap_or_default();
+        reflectors.iter().map(|r| r.health()).fold(WatchHealth::default(), WatchHealth::worse)
     }
 
     /// The resourceVersion of the last list or event seen. For an informer over a
