@@ -5,9 +5,10 @@
 //! ```
 //!
 //! It reads `KUBECONFIG` (or `~/.kube/config`, or the pod's service account), creates the CRD
-//! when asked, serves metrics on `--metrics-addr` (`127.0.0.1:8080` by default) at `/metrics`,
-//! and runs one replica (named by `POD_NAME`, else `HOSTNAME`) until `SIGTERM` or Ctrl-C. Run it
-//! twice to see one lead and the other wait.
+//! when asked, serves `/healthz`, `/readyz` and `/metrics` on `--probe-addr` (`127.0.0.1:8080`
+//! by default), and runs one replica (named by `POD_NAME`, else `HOSTNAME`) until `SIGTERM` or
+//! Ctrl-C. Run it twice to see one lead and the other keep its caches synced, ready to take
+//! over.
 
 use std::net::SocketAddr;
 
@@ -24,17 +25,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .init();
     let mut install = false;
-    let mut metrics_addr: SocketAddr = "127.0.0.1:8080".parse()?;
+    let mut probe_addr: SocketAddr = "127.0.0.1:8080".parse()?;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--install-crd" => install = true,
-            "--metrics-addr" => {
-                metrics_addr = args.next().ok_or("--metrics-addr needs HOST:PORT")?.parse()?;
+            "--probe-addr" => {
+                probe_addr = args.next().ok_or("--probe-addr needs HOST:PORT")?.parse()?;
             }
             other => {
                 return Err(
-                    format!("unknown option {other:?}; use --install-crd, --metrics-addr").into()
+                    format!("unknown option {other:?}; use --install-crd, --probe-addr").into()
                 );
             }
         }
@@ -49,18 +50,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let identity = std::env::var("POD_NAME")
         .or_else(|_| std::env::var("HOSTNAME"))
         .unwrap_or_else(|_| format!("configmapset-{}", std::process::id()));
-    let metrics = Metrics::new();
-    let stop = stop_on_signal();
-    let listener = tokio::net::TcpListener::bind(metrics_addr).await?;
-    tracing::info!(%metrics_addr, %identity, "metrics at /metrics; campaigning");
-    let serving = tokio::spawn({
-        let (metrics, stop) = (metrics.clone(), stop.clone());
-        async move { metrics.serve(listener, stop).await }
-    });
-    let mut settings = Settings::new(identity);
-    settings.metrics = Some(metrics);
-    let outcome = example_controller::run(client, settings, stop).await?;
+    let mut settings = Settings::new(identity.clone());
+    settings.metrics = Some(Metrics::new());
+    settings.probes = Some(probe_addr);
+    tracing::info!(%probe_addr, %identity, "/healthz, /readyz and /metrics; campaigning");
+    let outcome = example_controller::run(client, settings, stop_on_signal()).await?;
     tracing::info!(?outcome, "stopped");
-    serving.await??;
     Ok(())
 }

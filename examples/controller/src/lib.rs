@@ -2,7 +2,9 @@
 //! resource asking for the same config map in several namespaces, and the controller that makes
 //! it so.
 //!
-//! The controller [`run`]s behind a Lease (one replica of several reconciles), watches
+//! The controller [`run`]s in a `Manager`: behind a Lease (one replica of several reconciles,
+//! the others keep their caches synced to take over at once), with `/healthz`, `/readyz` and
+//! `/metrics` on one port. It watches
 //! `ConfigMapSet`s, the config maps it owns (owner references with `controller: true`) and
 //! namespaces (a namespace created later gets its config map), and for each set:
 //!
@@ -32,6 +34,7 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,6 +45,7 @@ use informer_controller::events::{EventRecorder, EventType};
 use informer_controller::filter::{Changed, GenerationChanged, Or};
 use informer_controller::finalizer::{Event, FinalizerError, finalizer};
 use informer_controller::leader_election::{LeaderElection, LeaderElectionError, Leadership};
+use informer_controller::manager::{Manager, ManagerError};
 use informer_controller::owner_references::{self, OwnerError};
 use informer_derive::Informer;
 use informer_runtime::metrics::Metrics;
@@ -121,6 +125,30 @@ pub enum RunError {
     /// The controller's informers.
     #[error("{0}")]
     Controller(#[from] ControllerError),
+    /// The manager stopped on a failure.
+    #[error("{0}")]
+    Manager(#[from] ManagerError),
+    /// The probes' address could not be bound.
+    #[error("binding the probes' address {addr}: {source}")]
+    Probes {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// Why it failed.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// When a replica's informers start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Standby {
+    /// At once, on every replica (the manager's warm standby): a new leader reconciles from
+    /// caches already synced.
+    #[default]
+    Warm,
+    /// Once the replica leads, as a controller run inside `LeaderElection::run` does: a new
+    /// leader lists everything first. For comparison (`cargo xtask demo-controller` times both).
+    Cold,
 }
 
 /// How a replica runs.
@@ -136,6 +164,10 @@ pub struct Settings {
     pub workers: usize,
     /// Where metrics go, if anywhere.
     pub metrics: Option<Metrics>,
+    /// Where `/healthz`, `/readyz` and `/metrics` are served, if anywhere (warm standby only).
+    pub probes: Option<SocketAddr>,
+    /// When the informers start.
+    pub standby: Standby,
 }
 
 impl Settings {
@@ -148,17 +180,19 @@ impl Settings {
             lease: (Duration::from_secs(15), Duration::from_secs(10), Duration::from_secs(2)),
             workers: 2,
             metrics: None,
+            probes: None,
+            standby: Standby::Warm,
         }
     }
 }
 
-/// Runs one replica until `stop`: campaigns for the Lease, and while leading runs the
-/// controller. Returns how leadership ended.
+/// Runs one replica until `stop`: its informers from the start (see [`Standby`]), the
+/// controller while it holds the Lease. Returns how leadership ended.
 ///
 /// # Errors
 ///
-/// [`RunError`] for unusable leader-election settings; the controller's own failures are
-/// logged, and end its leadership.
+/// [`RunError`] for unusable leader-election settings, a probe address that cannot be bound,
+/// and a controller that failed (its informers shut down under it).
 pub async fn run(
     client: Client,
     settings: Settings,
@@ -175,15 +209,41 @@ pub async fn run(
     .renew_deadline(renew)
     .retry_period(retry)
     .build()?;
-    let outcome = election
-        .run(stop, |leading| async move {
-            tracing::info!(identity = %settings.identity, "leading: starting the controller");
-            if let Err(e) = lead(client, &settings, leading).await {
-                tracing::error!(error = %e, "the controller stopped");
-            }
-        })
-        .await;
-    Ok(outcome)
+    if settings.standby == Standby::Cold {
+        return Ok(election
+            .run(stop, |leading| async move {
+                tracing::info!(identity = %settings.identity, "leading: starting the informers and the controller");
+                if let Err(e) = cold(client, &settings, leading).await {
+                    tracing::error!(error = %e, "the controller stopped");
+                }
+            })
+            .await);
+    }
+    let factory = factory(&client, &settings);
+    let (controller, context) = controller(&client, &factory, &settings);
+    let mut manager = Manager::new(&factory).leader_election(election).add(controller, {
+        let context = Arc::clone(&context);
+        move |request| {
+            let context = Arc::clone(&context);
+            async move { reconcile(&context, request).await }
+        }
+    });
+    if let Some(metrics) = &settings.metrics {
+        manager = manager.metrics(metrics);
+    }
+    if let Some(addr) = settings.probes {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| RunError::Probes { addr, source })?;
+        manager = manager.probes(listener);
+    }
+    let outcome = manager.run(stop).await;
+    context.recorder.flush().await;
+    match outcome {
+        Ok(report) => Ok(report.leadership.unwrap_or(Leadership::NotAcquired)),
+        Err(ManagerError::LeadershipLost) => Ok(Leadership::Lost),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// What reconciles share.
@@ -194,19 +254,23 @@ struct Context {
     recorder: EventRecorder,
 }
 
-/// The controller, while this replica leads.
-async fn lead(
-    client: Client,
-    settings: &Settings,
-    stop: CancellationToken,
-) -> Result<(), RunError> {
+/// The informers' factory, with the replica's metrics.
+fn factory(client: &Client, settings: &Settings) -> SharedInformerFactory<Client> {
     let mut factory = SharedInformerFactory::builder(client.clone());
     if let Some(metrics) = &settings.metrics {
         factory = factory.metrics(metrics);
     }
-    let factory = factory.build();
+    factory.build()
+}
+
+/// The controller, and what its reconciles share; their informers are made (not started).
+fn controller(
+    client: &Client,
+    factory: &SharedInformerFactory<Client>,
+    settings: &Settings,
+) -> (Controller<ConfigMapSet, Client>, Arc<Context>) {
     let sets = factory.lister::<ConfigMapSet>();
-    let mut controller = Controller::<ConfigMapSet, _>::new(&factory)
+    let mut controller = Controller::<ConfigMapSet, _>::new(factory)
         .name("configmapsets")
         // The controller's own status writes change no generation: they do not come back as
         // work. Finalizer changes and the deletion itself do.
@@ -234,8 +298,19 @@ async fn lead(
         client: client.clone(),
         configmaps: factory.lister::<ConfigMap>(),
         namespaces: factory.lister::<Namespace>(),
-        recorder: EventRecorder::new(client, CONTROLLER, settings.identity.clone()),
+        recorder: EventRecorder::new(client.clone(), CONTROLLER, settings.identity.clone()),
     });
+    (controller, context)
+}
+
+/// The controller of a cold standby, while it leads: its informers start now.
+async fn cold(
+    client: Client,
+    settings: &Settings,
+    stop: CancellationToken,
+) -> Result<(), RunError> {
+    let factory = factory(&client, settings);
+    let (controller, context) = controller(&client, &factory, settings);
     let recorder = context.recorder.clone();
     let report = controller
         .run(

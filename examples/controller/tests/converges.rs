@@ -221,11 +221,14 @@ async fn status_written(server: &ApiServer, name: &str) {
 #[tokio::test(flavor = "current_thread")]
 async fn a_status_write_of_its_own_does_not_come_back_as_work() {
     let reconciles = Reconciles::default();
-    // One thread: the subscriber set here sees every span of the runtime's tasks.
-    let _guard = tracing::subscriber::set_default(tracing_subscriber::layer::SubscriberExt::with(
+    // The process's subscriber, not this thread's: a callsite first hit on a thread without
+    // one (the other test's) would otherwise stay disabled here. Only this test sets one, and
+    // it counts the key of this test's set alone.
+    tracing::subscriber::set_global_default(tracing_subscriber::layer::SubscriberExt::with(
         tracing_subscriber::registry(),
         reconciles.clone(),
-    ));
+    ))
+    .expect("the only global subscriber of this test binary");
     let server = ApiServer::start().await.unwrap();
     let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
     client.create(None, &ConfigMapSet::crd()).await.unwrap();
