@@ -1,12 +1,16 @@
 //! `cargo xtask demo-controller`: the `ConfigMapSet` controller of `examples/controller` on the
 //! embedded API server, with progress lines: two replicas behind a Lease, sets created, changed
 //! and deleted while the server fails and conflicts updates, drops watches and compacts its
-//! history, and the leader killed; the world is checked against what the sets ask for.
+//! history, and the leader killed; the world is checked against what the sets ask for. Then
+//! the failover is timed twice, from the leader's kill to the new leader's first reconcile:
+//! with warm standbys (the manager's: informers synced on every replica) and with cold ones
+//! (informers started on taking the Lease), over `--noise` config maps the controller's
+//! informers cache besides its own.
 
 use std::time::{Duration, Instant};
 
 use embedded_apiserver::{ApiServer, Failure};
-use example_controller::{ConfigMapSet, ConfigMapSetSpec, Settings, difference};
+use example_controller::{ConfigMapSet, ConfigMapSetSpec, Settings, Standby, difference};
 use informer_client::{Client, Config};
 use informer_controller::leader_election::Leadership;
 use informer_runtime::GroupVersionResource;
@@ -22,6 +26,7 @@ const DEADLINE: Duration = Duration::from_secs(60);
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut sets = 20;
+    let mut noise = 5000;
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -29,14 +34,22 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                 let n = args.next().ok_or("--sets needs a value")?;
                 sets = n.parse().map_err(|e| format!("--sets {n:?}: {e}"))?;
             }
-            other => return Err(format!("unknown demo-controller option {other:?}")),
+            "--noise" => {
+                let n = args.next().ok_or("--noise needs a value")?;
+                noise = n.parse().map_err(|e| format!("--noise {n:?}: {e}"))?;
+            }
+            other => {
+                return Err(format!(
+                    "unknown demo-controller option {other:?}; use --sets N, --noise N"
+                ));
+            }
         }
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("could not start the tokio runtime: {e}"))?;
-    runtime.block_on(demo(sets))
+    runtime.block_on(demo(sets, noise))
 }
 
 struct Replica {
@@ -46,9 +59,10 @@ struct Replica {
     metrics: Metrics,
 }
 
-fn replica(client: &Client, identity: &'static str) -> Replica {
+fn replica(client: &Client, identity: &'static str, standby: Standby) -> Replica {
     let metrics = Metrics::new();
     let mut settings = Settings::new(identity);
+    settings.standby = standby;
     settings.lease = (Duration::from_secs(3), Duration::from_secs(2), Duration::from_millis(250));
     settings.metrics = Some(metrics.clone());
     let stop = CancellationToken::new();
@@ -97,7 +111,126 @@ fn text(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
-async fn demo(count: usize) -> Result<(), String> {
+/// The holder of the controller's Lease, as the server has it.
+fn leader(server: &ApiServer) -> String {
+    server
+        .get(&GroupVersionResource::of::<Lease>(), "default", example_controller::CONTROLLER)
+        .and_then(|lease| lease["spec"]["holderIdentity"].as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// How a failover went: from the kill to the Lease changing hands, and from that to the new
+/// leader's first reconcile.
+struct Failover {
+    lease: Duration,
+    first_reconcile: Duration,
+}
+
+/// Kills `leader` without a word and times the failover to `standby`, which has reconciled
+/// nothing before. Polls every millisecond.
+async fn fail_over(
+    server: &ApiServer,
+    leader: Replica,
+    standby: &Replica,
+) -> Result<Failover, String> {
+    if counted(&standby.metrics, "controller_runtime_reconcile_total", "configmapsets") > 0.0 {
+        return Err(format!("the standby {} reconciled before leading", standby.identity));
+    }
+    leader.task.abort();
+    let _ = leader.task.await;
+    let killed = Instant::now();
+    let mut lease = None;
+    loop {
+        if lease.is_none() && self::leader(server) == standby.identity {
+            lease = Some(killed.elapsed());
+        }
+        if counted(&standby.metrics, "controller_runtime_reconcile_total", "configmapsets") > 0.0 {
+            let first_reconcile = killed.elapsed();
+            let lease = lease.unwrap_or(first_reconcile);
+            return Ok(Failover { lease, first_reconcile: first_reconcile.saturating_sub(lease) });
+        }
+        if killed.elapsed() > DEADLINE {
+            return Err(format!("{} did not take over within {DEADLINE:?}", standby.identity));
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Two replicas of `standby`: the first leads and converges, the second waits; the leader is
+/// killed and the failover timed.
+async fn timed_failover(
+    server: &ApiServer,
+    client: &Client,
+    standby: Standby,
+    names: [&'static str; 2],
+) -> Result<Failover, String> {
+    let first = replica(client, names[0], standby);
+    let start = Instant::now();
+    while leader(server) != names[0] {
+        if start.elapsed() > DEADLINE {
+            return Err(format!("{} did not lead within {DEADLINE:?}", names[0]));
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    converge(server, &format!("{} leads", names[0])).await?;
+    let second = replica(client, names[1], standby);
+    if standby == Standby::Warm {
+        // A warm standby is one whose caches synced: wait for its lists.
+        let start = Instant::now();
+        while counted(&second.metrics, "informer_lists_total", "configmaps") < 1.0 {
+            if start.elapsed() > DEADLINE {
+                return Err(format!("{} did not sync within {DEADLINE:?}", names[1]));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    let failover = fail_over(server, first, &second).await?;
+    converge(server, &format!("{} took over", names[1])).await?;
+    second.stop.cancel();
+    second.task.await.map_err(text)?.map_err(text)?;
+    Ok(failover)
+}
+
+/// `noise` config maps of other programs, which the controller's informers cache too.
+async fn add_noise(server: &ApiServer, client: &Client, noise: usize) -> Result<(), String> {
+    let noise_namespace = Namespace { metadata: named("noise"), ..Namespace::default() };
+    client.create(None, &noise_namespace).await.map_err(text)?;
+    let configmaps = GroupVersionResource::of::<ConfigMap>();
+    for i in 0..noise {
+        let cm = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": format!("noise-{i}"), "namespace": "noise"},
+            "data": {"payload": "x".repeat(512)},
+        });
+        server.create(&configmaps, cm).map_err(text)?;
+    }
+    println!("demo-controller: {noise} config maps of other programs in namespace noise");
+    Ok(())
+}
+
+/// Times a failover with warm standbys, then with cold ones.
+async fn compare_failovers(
+    server: &ApiServer,
+    client: &Client,
+    noise: usize,
+) -> Result<(), String> {
+    println!(
+        "demo-controller: failover timed, warm standby against cold, over {noise} config maps"
+    );
+    let warm = timed_failover(server, client, Standby::Warm, ["warm-a", "warm-b"]).await?;
+    let cold = timed_failover(server, client, Standby::Cold, ["cold-a", "cold-b"]).await?;
+    for (what, failover) in [("warm", &warm), ("cold", &cold)] {
+        println!(
+            "demo-controller: {what} standby: the Lease changed hands {} ms after the kill; the first reconcile came {} ms after that",
+            failover.lease.as_millis(),
+            failover.first_reconcile.as_millis()
+        );
+    }
+    Ok(())
+}
+
+async fn demo(count: usize, noise: usize) -> Result<(), String> {
     let server = ApiServer::start().await.map_err(text)?;
     let client = Client::new(Config::new(server.url().parse().map_err(text)?)).map_err(text)?;
     println!("demo-controller: embedded API server at {}", server.url());
@@ -107,7 +240,11 @@ async fn demo(count: usize) -> Result<(), String> {
         let namespace = Namespace { metadata: named(ns), ..Namespace::default() };
         client.create(None, &namespace).await.map_err(text)?;
     }
-    let mut replicas = vec![replica(&client, "replica-a"), replica(&client, "replica-b")];
+    add_noise(&server, &client, noise).await?;
+    let mut replicas = vec![
+        replica(&client, "replica-a", Standby::Warm),
+        replica(&client, "replica-b", Standby::Warm),
+    ];
     println!(
         "demo-controller: two replicas campaign for the Lease default/configmapset-controller"
     );
@@ -126,12 +263,7 @@ async fn demo(count: usize) -> Result<(), String> {
         client.create(None, &set).await.map_err(text)?;
     }
     converge(&server, &format!("{count} sets created")).await?;
-    let leader = || {
-        server
-            .get(&GroupVersionResource::of::<Lease>(), "default", example_controller::CONTROLLER)
-            .and_then(|lease| lease["spec"]["holderIdentity"].as_str().map(str::to_owned))
-            .unwrap_or_default()
-    };
+    let leader = || leader(&server);
     println!("demo-controller: the leader is {}", leader());
 
     println!(
@@ -187,6 +319,8 @@ async fn demo(count: usize) -> Result<(), String> {
         Leadership::Released => {}
         other => return Err(format!("the survivor ended with {other:?}")),
     }
+
+    compare_failovers(&server, &client, noise).await?;
     println!("demo-controller: OK: every set's config maps, status and finalizer are as it asks");
     Ok(())
 }
