@@ -191,6 +191,7 @@ mod query;
 mod registry;
 mod render;
 mod router;
+pub mod scenario;
 mod served;
 mod server;
 mod serving;

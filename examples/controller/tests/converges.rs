@@ -1,7 +1,8 @@
-//! The `ConfigMapSet` controller end to end against the embedded API server: two replicas behind
-//! a Lease, sets created, changed and deleted while the server drops watches, compacts its
-//! history (410 and a relist), fails updates with 500 and 409, and the leader is killed; the
-//! world converges to what the sets ask for, and the leader's metrics say what it did.
+//! The `ConfigMapSet` controller end to end against the embedded API server, written on its test
+//! kit (`embedded_apiserver::scenario`): two replicas behind a Lease, sets created, changed and
+//! deleted while the server fails and conflicts writes, drops watches, compacts its history,
+//! restarts, and the leader is killed; the world converges to what the sets ask for. And the
+//! controller's filter at work: its own status writes do not come back as reconciles.
 
 #![allow(
     clippy::unwrap_used,
@@ -12,8 +13,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use embedded_apiserver::ApiServer;
+use embedded_apiserver::scenario::Scenario;
 use embedded_apiserver::testing::eventually;
-use embedded_apiserver::{ApiServer, Failure};
 use example_controller::{ConfigMapSet, ConfigMapSetSpec, Settings, difference};
 use informer_client::{Client, Config};
 use informer_controller::leader_election::Leadership;
@@ -21,7 +23,6 @@ use informer_runtime::GroupVersionResource;
 use informer_runtime::metrics::Metrics;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -44,25 +45,6 @@ fn namespace(name: &str) -> Namespace {
     }
 }
 
-struct Replica {
-    stop: CancellationToken,
-    task: JoinHandle<Leadership>,
-    metrics: Metrics,
-}
-
-fn replica(client: &Client, identity: &str) -> Replica {
-    let metrics = Metrics::new();
-    let mut settings = Settings::new(identity);
-    settings.lease = (Duration::from_secs(3), Duration::from_secs(2), Duration::from_millis(250));
-    settings.metrics = Some(metrics.clone());
-    let stop = CancellationToken::new();
-    let task = tokio::spawn({
-        let (client, stop) = (client.clone(), stop.clone());
-        async move { example_controller::run(client, settings, stop).await.expect("valid settings") }
-    });
-    Replica { stop, task, metrics }
-}
-
 /// Every object of `K` the server holds.
 fn all<K: informer_runtime::Resource>(server: &ApiServer) -> Vec<K> {
     let objects = server.objects(&GroupVersionResource::of::<K>());
@@ -75,89 +57,105 @@ fn converged(server: &ApiServer) -> Result<(), String> {
     difference(&sets, &all::<ConfigMap>(server), &all::<Namespace>(server)).map_or(Ok(()), Err)
 }
 
+/// Writes `object` into the server directly: the test's changes meet none of the faults.
+fn put<K: informer_runtime::Resource + serde::Serialize>(server: &ApiServer, object: &K) {
+    let gvr = GroupVersionResource::of::<K>();
+    let value = serde_json::to_value(object).unwrap();
+    let name = object.meta().name.clone().unwrap_or_default();
+    let namespace = object.meta().namespace.clone().unwrap_or_default();
+    match server.get(&gvr, &namespace, &name) {
+        Some(current) => {
+            let mut value = value;
+            value["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
+            if let Some(status) = current.get("status") {
+                value["status"] = status.clone();
+            }
+            server.update(&gvr, value).unwrap();
+        }
+        None => {
+            server.create(&gvr, value).unwrap();
+        }
+    }
+}
+
+/// A change the test makes to the world, and what it is called.
+type Change = (&'static str, fn(&ApiServer));
+
+// The controller's contract, under the test kit's seeded faults: two replicas behind a Lease;
+// sets created, changed and deleted, a config map tampered with and a namespace created, each
+// followed by a round of faults (500s and 409s on the controller's writes, dropped watches,
+// compacted history, a server restart, the leader killed); after each, the world converges to
+// what the sets ask for. A failure prints the seed; `EMBEDDED_APISERVER_SEED` replays it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_controller_converges_through_faults_and_a_leader_change() {
+async fn the_controller_converges_through_a_seeded_schedule_of_faults() {
     let server = ApiServer::start().await.unwrap();
     let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
     client.create(None, &ConfigMapSet::crd()).await.unwrap();
     for ns in ["shop", "blog", "docs"] {
-        client.create(None, &namespace(ns)).await.unwrap();
+        put(&server, &namespace(ns));
     }
-    let replicas = [replica(&client, "replica-a"), replica(&client, "replica-b")];
+    let metrics = Metrics::new();
+    let mut scenario = Scenario::new(&server)
+        .leader_lease("default", example_controller::CONTROLLER)
+        .faults_on(["configmaps", "configmapsets.sets.example.com"])
+        .deadline(DEADLINE)
+        .replicas(2, {
+            let metrics = metrics.clone();
+            move |replica| {
+                let mut settings = Settings::new(replica.name());
+                settings.lease =
+                    (Duration::from_secs(3), Duration::from_secs(2), Duration::from_millis(250));
+                settings.metrics = Some(metrics.clone());
+                async move {
+                    let client = Client::new(Config::new(replica.url().parse().unwrap())).unwrap();
+                    example_controller::run(client, settings, replica.stop()).await.unwrap();
+                }
+            }
+        })
+        .start();
 
-    let web =
-        client.create(None, &set("web", &["shop", "blog"], &[("mode", "fast")])).await.unwrap();
-    client.create(None, &set("api", &["blog", "docs", "later"], &[("tier", "1")])).await.unwrap();
-    eventually("the sets to be in place", DEADLINE, || converged(&server)).await;
+    put(&server, &set("web", &["shop", "blog"], &[("mode", "fast")]));
+    put(&server, &set("api", &["blog", "docs", "later"], &[("tier", "1")]));
+    scenario.converge("the sets in place", || converged(&server)).await;
 
-    // A config map changed behind the controller's back is put back.
-    let mut tampered: ConfigMap = client.get(Some("blog"), "api").await.unwrap();
-    tampered.data = Some(BTreeMap::from([("tier".to_owned(), "9".to_owned())]));
-    client.replace(Some("blog"), "api", &tampered).await.unwrap();
-    // Faults: failed and conflicting updates, dropped watches, compacted history.
-    server.fail_next(
-        3,
-        Failure::internal_error("etcd timeout").verb("update").resource("configmaps"),
-    );
-    server.fail_next(
-        2,
-        Failure::new(409, "Conflict", "the object has been modified")
-            .verb("update")
-            .resource("configmaps"),
-    );
-    let mut changed = web.clone();
-    changed.spec.data.insert("mode".to_owned(), "slow".to_owned());
-    changed.spec.namespaces = vec!["shop".to_owned(), "docs".to_owned()];
-    changed.metadata.resource_version = None;
-    let current: ConfigMapSet = client.get(None, "web").await.unwrap();
-    changed.metadata = current.metadata.clone();
-    changed.status = current.status.clone();
-    client.replace(None, "web", &changed).await.unwrap();
-    server.drop_watches();
-    server.compact();
-    client.create(None, &namespace("later")).await.unwrap();
-    eventually("the changes to be in place", DEADLINE, || converged(&server)).await;
+    let changes: [Change; 5] = [
+        ("a config map tampered with", |server| {
+            let gvr = GroupVersionResource::of::<ConfigMap>();
+            let mut tampered = server.get(&gvr, "blog", "api").unwrap();
+            tampered["data"] = serde_json::json!({"tier": "9"});
+            server.update(&gvr, tampered).unwrap();
+        }),
+        ("web's data and namespaces changed", |server| {
+            put(server, &set("web", &["shop", "docs"], &[("mode", "slow")]));
+        }),
+        ("namespace later created", |server| put(server, &namespace("later"))),
+        ("api deleted (its finalizer)", |server| {
+            let gvr = GroupVersionResource::of::<ConfigMapSet>();
+            server.delete(&gvr, "", "api").unwrap();
+        }),
+        ("web down to docs", |server| put(server, &set("web", &["docs"], &[("mode", "slow")]))),
+    ];
+    for (what, change) in changes {
+        let faults = scenario.round().await;
+        change(&server);
+        scenario.converge(&format!("{what}, after {faults:?}"), || converged(&server)).await;
+    }
+    scenario
+        .converge("api gone once its finalizer ran", || all::<ConfigMapSet>(&server).len() == 1)
+        .await;
+    let report = scenario.finish().await;
+    println!("{report}");
+    assert!(report.faults.values().sum::<usize>() >= 5, "a fault a round: {report}");
 
-    // The leader dies without a word; the other replica takes over.
-    let leader = server
-        .get(
-            &GroupVersionResource::of::<k8s_openapi::api::coordination::v1::Lease>(),
-            "default",
-            example_controller::CONTROLLER,
-        )
-        .and_then(|lease| lease["spec"]["holderIdentity"].as_str().map(str::to_owned))
-        .expect("a leader");
-    let [a, b] = replicas;
-    let (killed, survivor) = if leader == "replica-a" { (a, b) } else { (b, a) };
-    killed.task.abort();
-    let _ = killed.task.await;
-    client.delete::<ConfigMapSet>(None, "api").await.unwrap();
-    let mut docs_only = set("web", &["docs"], &[("mode", "slow")]);
-    let current: ConfigMapSet = client.get(None, "web").await.unwrap();
-    docs_only.metadata = current.metadata;
-    docs_only.status = current.status;
-    client.replace(None, "web", &docs_only).await.unwrap();
-    eventually("the new leader to finish the work", DEADLINE, || {
-        let sets = server.objects(&GroupVersionResource::of::<ConfigMapSet>());
-        if sets.len() != 1 {
-            return Err(format!("{} sets; api still has its finalizer", sets.len()));
-        }
-        converged(&server)
-    })
-    .await;
-
-    let text = survivor.metrics.encode();
+    let text = metrics.encode();
     for metric in
         ["controller_runtime_reconcile_total", "workqueue_adds_total", "informer_lists_total"]
     {
-        assert!(text.contains(metric), "{metric} in the survivor's metrics");
+        assert!(text.contains(metric), "{metric} in the replicas' metrics");
     }
     let events = server.objects(&GroupVersionResource::of::<k8s_openapi::api::events::v1::Event>());
     assert!(events.iter().any(|e| e["reason"] == "Created"), "events of what was created");
     assert!(events.iter().any(|e| e["reason"] == "NamespaceMissing"), "and of what was missing");
-    survivor.stop.cancel();
-    let outcome = tokio::time::timeout(DEADLINE, survivor.task).await.unwrap().unwrap();
-    assert_eq!(outcome, Leadership::Released);
 }
 
 /// How many reconciles each key had: the controller's `reconcile` spans, counted by their `key`.
