@@ -189,7 +189,7 @@ pub(crate) enum ScaleSelector {
 }
 
 impl ScalePaths {
-    /// The paths of a built-in workload (Deployment, ReplicaSet, StatefulSet).
+    /// The paths of a built-in workload (`Deployment`, `ReplicaSet`, `StatefulSet`).
     fn workload() -> Self {
         Self {
             spec_replicas: "/spec/replicas".to_owned(),
@@ -206,7 +206,12 @@ impl ScalePaths {
         if fields.iter().any(|f| f.is_empty() || f.contains(['[', ']', '/', '~'])) {
             return None;
         }
-        Some(fields.iter().map(|f| format!("/{f}")).collect())
+        let mut pointer = String::with_capacity(json_path.len());
+        for field in fields {
+            pointer.push('/');
+            pointer.push_str(field);
+        }
+        Some(pointer)
     }
 }
 
@@ -317,7 +322,8 @@ impl Catalog {
                 }
                 let mut resource = ApiResource::custom(ty);
                 resource.builtin = true;
-                resource.generation = matches!(group, "apps" | "batch" | "apiextensions.k8s.io");
+                resource.generation =
+                    matches!(group, "apps" | "batch" | "policy" | "apiextensions.k8s.io");
                 resource.returns_deleted_object = ret;
                 resource.field_labels = FieldLabels::builtin(group, kind);
                 // The namespace registry has no DeleteCollection.

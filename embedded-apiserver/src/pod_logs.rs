@@ -240,10 +240,9 @@ fn options(query: &Query, pod: &Value, name: &str) -> Result<Options, ApiError> 
                         containers.join(" ")
                     );
                     if !init.is_empty() {
-                        message.push_str(&format!(
-                            " or one of the init containers: [{}]",
-                            init.join(" ")
-                        ));
+                        message.push_str(" or one of the init containers: [");
+                        message.push_str(&init.join(" "));
+                        message.push(']');
                     }
                     return Err(ApiError::bad_request(message));
                 }
@@ -384,5 +383,25 @@ fn timestamp(nanos: u128) -> String {
     match base.strip_suffix('Z') {
         Some(stem) => format!("{stem}.{digits}Z"),
         None => base,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_rfc3339_with_nanoseconds_as_the_kubelet_writes_them() {
+        assert_eq!(timestamp(1_500_000_000), "1970-01-01T00:00:01.5Z");
+        assert_eq!(timestamp(2_000_000_000), "1970-01-01T00:00:02Z");
+        assert_eq!(timestamp(1_000_000_001), "1970-01-01T00:00:01.000000001Z");
+    }
+
+    #[test]
+    fn a_line_renders_with_its_stamp_and_its_newline_once_complete() {
+        let line = Line { at: 1_500_000_000, text: "ready".into(), complete: false };
+        assert_eq!(render(&line, false), b"ready");
+        let line = Line { complete: true, ..line };
+        assert_eq!(render(&line, true), b"1970-01-01T00:00:01.5Z ready\n");
     }
 }

@@ -209,10 +209,10 @@ fn set_pointer(obj: &mut Value, pointer: &str, value: Value) {
     let fields: Vec<&str> = pointer.split('/').skip(1).collect();
     let Some((last, parents)) = fields.split_last() else { return };
     for field in parents {
-        if !at.get(*field).is_some_and(Value::is_object) {
-            if let Value::Object(map) = at {
-                map.insert((*field).to_owned(), json!({}));
-            }
+        if !at.get(*field).is_some_and(Value::is_object)
+            && let Value::Object(map) = at
+        {
+            map.insert((*field).to_owned(), json!({}));
         }
         let Some(next) = at.get_mut(*field) else { return };
         at = next;
@@ -398,3 +398,67 @@ fn check_and_decrement(
 
 /// kube-apiserver's `MaxDisruptedPodSize`.
 const MAX_DISRUPTED_PODS: usize = 2000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workload() -> ScalePaths {
+        ScalePaths {
+            spec_replicas: "/spec/replicas".into(),
+            status_replicas: "/status/replicas".into(),
+            selector: ScaleSelector::SpecSelector,
+        }
+    }
+
+    #[test]
+    fn a_workloads_scale_carries_its_selector_in_string_form() {
+        let deployment = json!({
+            "metadata": {"name": "web", "namespace": "apps", "uid": "u1", "resourceVersion": "7",
+                         "labels": {"not": "copied"}},
+            "spec": {"replicas": 3, "selector": {
+                "matchLabels": {"app": "web"},
+                "matchExpressions": [{"key": "tier", "operator": "In", "values": ["b", "a"]}]}},
+            "status": {"replicas": 2}
+        });
+        let scale = scale_of(&deployment, &workload(), true);
+        assert_eq!(
+            scale,
+            json!({"kind": "Scale", "apiVersion": "autoscaling/v1",
+                   "metadata": {"name": "web", "namespace": "apps", "uid": "u1", "resourceVersion": "7"},
+                   "spec": {"replicas": 3},
+                   "status": {"replicas": 2, "selector": "app=web,tier in (a,b)"}})
+        );
+        // Defaulting would have stored one replica; a custom resource reads a missing field as 0.
+        let bare = json!({"metadata": {"name": "web"}});
+        assert_eq!(scale_of(&bare, &workload(), true)["spec"]["replicas"], 1);
+        let custom = ScalePaths { selector: ScaleSelector::None, ..workload() };
+        assert_eq!(scale_of(&bare, &custom, false)["spec"], json!({}));
+    }
+
+    #[test]
+    fn crd_scale_paths_are_json_paths_of_fields() {
+        assert_eq!(ScalePaths::pointer(".spec.size").as_deref(), Some("/spec/size"));
+        assert_eq!(ScalePaths::pointer("spec.size"), None);
+        assert_eq!(ScalePaths::pointer(".spec.items[0]"), None);
+        assert_eq!(ScalePaths::pointer(".spec..size"), None);
+    }
+
+    #[test]
+    fn set_pointer_makes_the_objects_on_the_way() {
+        let mut obj = json!({"metadata": {}});
+        set_pointer(&mut obj, "/spec/scale/size", json!(2));
+        assert_eq!(obj, json!({"metadata": {}, "spec": {"scale": {"size": 2}}}));
+    }
+
+    #[test]
+    fn budgets_are_ignored_for_pods_not_running() {
+        for phase in ["Pending", "Succeeded", "Failed"] {
+            assert!(can_ignore_budget(&json!({"status": {"phase": phase}})), "{phase}");
+        }
+        assert!(!can_ignore_budget(&json!({"status": {"phase": "Running"}})));
+        let going = json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"},
+                           "status": {"phase": "Running"}});
+        assert!(can_ignore_budget(&going));
+    }
+}

@@ -21,6 +21,9 @@ use super::body::{BodyReader, ReadError};
 use super::error::{ClientError, Result, transport_error};
 use informer_runtime::listwatch::Error;
 
+/// What a log request accepts: a log is text (kubectl sends `*/*` too).
+const ACCEPT: &str = "text/plain, */*";
+
 /// What a log request asks for: client-go's `PodLogOptions`.
 ///
 /// ```
@@ -193,8 +196,6 @@ impl Client {
         let mut url = self.subresource_url::<Pod>(Some(namespace), pod, "log")?;
         params.set_query(&mut url);
         let path = url.path().to_owned();
-        // A log is text: `*/*`, as kubectl asks.
-        const ACCEPT: &str = "text/plain, */*";
         let response = if params.follow {
             self.send_watch(url, ACCEPT).await
         } else {

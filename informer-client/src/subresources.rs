@@ -23,7 +23,7 @@ impl Client {
     /// (`spec.replicas`), those it has (`status.replicas`) and the selector of its pods
     /// (`status.selector`), as an `autoscaling/v1` [`Scale`].
     ///
-    /// For Deployments, ReplicaSets and StatefulSets, and for custom resources whose CRD
+    /// For `Deployment`s, `ReplicaSet`s and `StatefulSet`s, and for custom resources whose CRD
     /// version declares `subresources.scale` (the paths it names are read).
     ///
     /// # Errors

@@ -42,12 +42,12 @@ async fn start() -> (ApiServer, Client) {
     (server, client)
 }
 
-fn labels(pairs: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
-    Some(pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect())
+fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
 }
 
 fn meta(name: &str, pairs: &[(&str, &str)]) -> ObjectMeta {
-    ObjectMeta { name: Some(name.to_owned()), labels: labels(pairs), ..ObjectMeta::default() }
+    ObjectMeta { name: Some(name.to_owned()), labels: Some(labels(pairs)), ..ObjectMeta::default() }
 }
 
 fn config_map(name: &str, tier: &str) -> ConfigMap {
@@ -190,7 +190,8 @@ async fn list_all_refuses_more_items_than_its_bound() {
 }
 
 fn deployment(name: &str, replicas: i32) -> Deployment {
-    let selector = LabelSelector { match_labels: labels(&[("app", name)]), ..Default::default() };
+    let selector =
+        LabelSelector { match_labels: Some(labels(&[("app", name)])), ..Default::default() };
     Deployment {
         metadata: meta(name, &[]),
         spec: DeploymentSpec {
@@ -342,7 +343,7 @@ async fn budget(client: &Client, allowed: i32) {
         metadata: meta("web-pdb", &[]),
         spec: Some(PodDisruptionBudgetSpec {
             selector: Some(LabelSelector {
-                match_labels: labels(&[("app", "web")]),
+                match_labels: Some(labels(&[("app", "web")])),
                 ..Default::default()
             }),
             ..PodDisruptionBudgetSpec::default()
@@ -525,4 +526,60 @@ async fn a_followed_log_ends_at_its_byte_limit() {
     server.append_pod_log(NS, "web-0", "app", "defgh\n").unwrap();
     let chunks: Vec<_> = within(log.try_collect::<Vec<_>>()).await.unwrap();
     assert_eq!(chunks.concat(), b"abc\nde");
+}
+
+// `TestEviction`'s budget whose controller has not caught up (`observedGeneration` behind
+// `generation`): 429 with a 10 second retry, which `kubectl drain` waits out.
+#[tokio::test]
+async fn a_budget_its_controller_has_not_seen_asks_to_retry_in_ten_seconds() {
+    let (_server, client) = start().await;
+    running_pod(&client, "web-0").await;
+    let pdb = PodDisruptionBudget {
+        metadata: meta("fresh-pdb", &[]),
+        spec: Some(PodDisruptionBudgetSpec {
+            selector: Some(LabelSelector {
+                match_labels: Some(labels(&[("app", "web")])),
+                ..Default::default()
+            }),
+            ..PodDisruptionBudgetSpec::default()
+        }),
+        ..PodDisruptionBudget::default()
+    };
+    client.create(Some(NS), &pdb).await.unwrap();
+    let error = within(client.evict(NS, "web-0", &DeleteOptions::default())).await.unwrap_err();
+    assert!(error.is_too_many_requests(), "{error}");
+    assert_eq!(error.retry_after(), Some(Duration::from_secs(10)));
+    assert_eq!(
+        error.status().unwrap().causes[0].1,
+        "The disruption budget fresh-pdb is still being processed by the server."
+    );
+    client.get::<Pod>(Some(NS), "web-0").await.unwrap();
+}
+
+// `TestEvictionPDBStatus`'s two matching budgets: the server cannot tell which to honour.
+#[tokio::test]
+async fn a_pod_two_budgets_select_cannot_be_evicted() {
+    let (_server, client) = start().await;
+    running_pod(&client, "web-0").await;
+    budget(&client, 1).await;
+    let mut second: PodDisruptionBudget = client.get(Some(NS), "web-pdb").await.unwrap();
+    second.metadata = meta("other-pdb", &[]);
+    second.status = None;
+    client.create(Some(NS), &second).await.unwrap();
+    let error = within(client.evict(NS, "web-0", &DeleteOptions::default())).await.unwrap_err();
+    let status = error.status().unwrap();
+    assert_eq!(status.code, 500, "{error}");
+    assert!(status.message.contains("more than one PodDisruptionBudget"), "{error}");
+}
+
+#[tokio::test]
+async fn a_scale_for_another_object_is_refused() {
+    let (_server, client) = start().await;
+    client.create(Some(NS), &deployment("web", 1)).await.unwrap();
+    client.create(Some(NS), &deployment("api", 1)).await.unwrap();
+    let scale = client.get_scale::<Deployment>(Some(NS), "api").await.unwrap();
+    let error =
+        within(client.replace_scale::<Deployment>(Some(NS), "web", &scale)).await.unwrap_err();
+    assert_eq!(error.status().map(|s| s.code), Some(400), "{error}");
+    assert!(error.to_string().contains("does not match the name on the URL"), "{error}");
 }
