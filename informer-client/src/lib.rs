@@ -144,8 +144,8 @@
 //! - `api_client`, `discovery`, `dynamic_api`, `subresources`, `pod_logs`: the `Client` and
 //!   its typed requests; resources by name; the requests for a resource known at run time;
 //!   scale and eviction; logs
-//! - `paging`: lists as requests of their own, over the read path
 //! - `list_watch`: the read path
+//! - `paging`: lists as requests of their own, over the read path
 //! - `kube`: the kube-rs bridge (feature `kube`)
 //! - `fuzz`, `test_objects`: fuzz targets and test objects
 
