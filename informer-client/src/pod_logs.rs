@@ -141,6 +141,7 @@ impl LogParams {
 /// followed one (a quiet container is no failure, so by default a follow waits as long as the
 /// server keeps the stream open). A stream that stopped for longer, or broke, ends with an
 /// error.
+#[must_use = "a log stream reads nothing unless polled"]
 pub struct LogStream {
     chunks: BoxStream<'static, Result<Bytes>>,
 }
