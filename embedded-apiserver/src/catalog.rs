@@ -161,6 +161,58 @@ pub(crate) struct ApiResource {
     /// That CRD's `metadata.uid`: a CRD deleted and created again under its name is another
     /// one, whose storage the old one's requests must not reach (see [`Catalog::serves`]).
     pub(crate) crd_uid: Option<String>,
+    /// Where the `/scale` subresource reads and writes, for the types that have one.
+    pub(crate) scale: Option<ScalePaths>,
+}
+
+/// Where a type's `/scale` subresource (`autoscaling/v1` `Scale`) finds its numbers: a CRD
+/// version's `subresources.scale`, or the fixed fields of the built-in workloads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ScalePaths {
+    /// `specReplicasPath`, as a JSON pointer (`/spec/replicas`).
+    pub(crate) spec_replicas: String,
+    /// `statusReplicasPath`, as a JSON pointer.
+    pub(crate) status_replicas: String,
+    /// Where `status.selector` comes from.
+    pub(crate) selector: ScaleSelector,
+}
+
+/// The source of a `Scale`'s `status.selector`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum ScaleSelector {
+    /// A built-in workload's `spec.selector` (a `LabelSelector`), in its string form.
+    SpecSelector,
+    /// A CRD's `labelSelectorPath` (JSON pointer): a string field, served as it is.
+    Path(String),
+    /// None declared: the selector is empty.
+    None,
+}
+
+impl ScalePaths {
+    /// The paths of a built-in workload (`Deployment`, `ReplicaSet`, `StatefulSet`).
+    fn workload() -> Self {
+        Self {
+            spec_replicas: "/spec/replicas".to_owned(),
+            status_replicas: "/status/replicas".to_owned(),
+            selector: ScaleSelector::SpecSelector,
+        }
+    }
+
+    /// A CRD's `.spec.replicas`-style path as a JSON pointer; `None` for a path that is not a
+    /// plain field path (the CRD validation of kube-apiserver refuses those).
+    pub(crate) fn pointer(json_path: &str) -> Option<String> {
+        let rest = json_path.strip_prefix('.')?;
+        let fields: Vec<&str> = rest.split('.').collect();
+        if fields.iter().any(|f| f.is_empty() || f.contains(['[', ']', '/', '~'])) {
+            return None;
+        }
+        let mut pointer = String::with_capacity(json_path.len());
+        for field in fields {
+            pointer.push('/');
+            pointer.push_str(field);
+        }
+        Some(pointer)
+    }
 }
 
 impl ApiResource {
@@ -179,6 +231,7 @@ impl ApiResource {
             columns: Vec::new(),
             crd: None,
             crd_uid: None,
+            scale: None,
             ty,
         }
     }
@@ -229,6 +282,7 @@ const BUILTINS: &[Builtin] = &[
     ("apps", "v1", "StatefulSet", "statefulsets", true, &["sts"], ALL, true, false),
     ("apps", "v1", "DaemonSet", "daemonsets", true, &["ds"], ALL, true, false),
     ("batch", "v1", "Job", "jobs", true, NONE, ALL, true, false),
+    ("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", true, &["pdb"], NONE, true, false),
     ("batch", "v1", "CronJob", "cronjobs", true, &["cj"], ALL, true, false),
     ("coordination.k8s.io", "v1", "Lease", "leases", true, NONE, NONE, false, false),
     ("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", true, NONE, NONE, false, false),
@@ -268,11 +322,15 @@ impl Catalog {
                 }
                 let mut resource = ApiResource::custom(ty);
                 resource.builtin = true;
-                resource.generation = matches!(group, "apps" | "batch" | "apiextensions.k8s.io");
+                resource.generation =
+                    matches!(group, "apps" | "batch" | "policy" | "apiextensions.k8s.io");
                 resource.returns_deleted_object = ret;
                 resource.field_labels = FieldLabels::builtin(group, kind);
                 // The namespace registry has no DeleteCollection.
                 resource.verbs = if plural == "namespaces" { NAMESPACE_VERBS } else { VERBS };
+                if group == "apps" && kind != "DaemonSet" {
+                    resource.scale = Some(ScalePaths::workload());
+                }
                 Arc::new(resource)
             })
             .collect();
@@ -402,6 +460,7 @@ fn group_priority(group: &str) -> u32 {
         "" => 18_000,
         "apps" => 17_800,
         "events.k8s.io" => 17_750,
+        "policy" => 17_600,
         "batch" => 17_400,
         "apiextensions.k8s.io" => 16_700,
         "coordination.k8s.io" => 16_500,

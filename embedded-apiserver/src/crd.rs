@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::catalog::{ApiResource, ResourceType};
+use crate::catalog::{ApiResource, ResourceType, ScalePaths, ScaleSelector};
 use crate::status::ApiError;
 use crate::storage::meta_str;
 use crate::table::printer_columns;
@@ -164,16 +164,33 @@ pub(crate) fn resources(crd: &Value) -> Vec<ApiResource> {
             ty.short_names = list("shortNames");
             ty.categories = list("categories");
             ty.status_subresource = version.pointer("/subresources/status").is_some();
+            let scale = version.pointer("/subresources/scale").and_then(scale_paths);
             let mut resource = ApiResource::custom(ty);
             resource.list_kind = text(&names, "listKind");
             resource.storage_version = format!("{group}/{storage_version}");
             resource.columns = printer_columns(version);
             resource.crd = Some(name.clone());
+            resource.scale = scale;
             resource.crd_uid =
                 crd.pointer("/metadata/uid").and_then(Value::as_str).map(str::to_owned);
             resource
         })
         .collect()
+}
+
+/// A version's `subresources.scale`: `specReplicasPath` and `statusReplicasPath` (required),
+/// `labelSelectorPath` (optional). `None` when a path is missing or not a field path.
+fn scale_paths(scale: &Value) -> Option<ScalePaths> {
+    let path = |key: &str| scale.get(key).and_then(Value::as_str).and_then(ScalePaths::pointer);
+    let selector = match scale.get("labelSelectorPath").and_then(Value::as_str) {
+        Some(p) => ScaleSelector::Path(ScalePaths::pointer(p)?),
+        None => ScaleSelector::None,
+    };
+    Some(ScalePaths {
+        spec_replicas: path("specReplicasPath")?,
+        status_replicas: path("statusReplicasPath")?,
+        selector,
+    })
 }
 
 #[cfg(test)]

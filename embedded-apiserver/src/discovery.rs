@@ -100,15 +100,7 @@ pub(crate) fn resource_list(catalog: &Catalog, group: &str, version: &str) -> Op
             entry.insert("categories".into(), json!(r.ty.categories));
         }
         entries.push(Value::Object(entry));
-        if r.ty.status_subresource {
-            entries.push(json!({
-                "name": format!("{}/status", r.ty.plural),
-                "singularName": "",
-                "namespaced": r.ty.namespaced,
-                "kind": r.ty.kind,
-                "verbs": ["get", "patch", "update"],
-            }));
-        }
+        entries.extend(subresource_entries(r));
     }
     if group.is_empty() {
         return Some(json!({"kind": "APIResourceList", "groupVersion": version,
@@ -116,6 +108,40 @@ pub(crate) fn resource_list(catalog: &Catalog, group: &str, version: &str) -> Op
     }
     Some(json!({"kind": "APIResourceList", "apiVersion": "v1",
                 "groupVersion": format!("{group}/{version}"), "resources": entries}))
+}
+
+/// The discovery entries of a resource's subresources, in kube-apiserver's order (by name):
+/// `pods/eviction` and `pods/log`, `{plural}/scale` and `{plural}/status`. A subresource
+/// served in another group version (an `Eviction` is `policy/v1`, a `Scale` is
+/// `autoscaling/v1`) names it, as kube-apiserver's entries do.
+fn subresource_entries(r: &ApiResource) -> Vec<Value> {
+    let entry = |sub: &str, kind: &str, verbs: &[&str], gv: Option<(&str, &str)>| {
+        let mut entry = json!({
+            "name": format!("{}/{sub}", r.ty.plural),
+            "singularName": "",
+            "namespaced": r.ty.namespaced,
+            "kind": kind,
+            "verbs": verbs,
+        });
+        if let Some((group, version)) = gv {
+            entry["group"] = json!(group);
+            entry["version"] = json!(version);
+        }
+        entry
+    };
+    let mut entries = Vec::new();
+    if r.builtin && r.ty.group.is_empty() && r.ty.plural == "pods" {
+        entries.push(entry("eviction", "Eviction", &["create"], Some(("policy", "v1"))));
+        entries.push(entry("log", "Pod", &["get"], None));
+    }
+    if r.scale.is_some() {
+        let verbs = ["get", "patch", "update"];
+        entries.push(entry("scale", "Scale", &verbs, Some(("autoscaling", "v1"))));
+    }
+    if r.ty.status_subresource {
+        entries.push(entry("status", &r.ty.kind, &["get", "patch", "update"], None));
+    }
+    entries
 }
 
 /// The `OpenAPI` v3 path of a group version (`api/v1`, `apis/apps/v1`).

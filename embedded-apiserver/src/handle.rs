@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 use crate::auth::ClientCertificate;
 use crate::catalog::{ApiResource, ResourceType};
 use crate::faults::{Disruption, Failure};
+use crate::pod_logs::PodLogs;
 use crate::registry::{self, Deleted, Part, Scope};
 use crate::served::served;
 use crate::state::{Restart, Settings, Shared, State};
@@ -371,6 +372,57 @@ impl ServerHandle {
                 Deleted::Status(_) => Ok(last.unwrap_or_default()),
             }
         })
+    }
+
+    /// Appends `text` to the log of `container` in the pod `namespace/pod`: the embedded
+    /// server's stand-in for the kubelet, which on a cluster holds what containers write and
+    /// which kube-apiserver asks for `pods/{name}/log`.
+    ///
+    /// The text is served to `GET .../pods/{pod}/log` as the kubelet would serve it: by lines
+    /// (`tailLines`, `sinceSeconds` and `timestamps` count each line from when its first byte
+    /// was appended), cut at `limitBytes`, and to a `follow=true` request as it is appended,
+    /// until the pod is deleted. A line is complete once a `\n` ends it; text without one
+    /// continues the line with the next append. The log belongs to this pod (by UID): one
+    /// created again under the same name starts empty.
+    ///
+    /// # Errors
+    ///
+    /// 404 when there is no such pod; 400 (`container c is not valid for pod p`) when the pod
+    /// has no container, init container or ephemeral container of that name.
+    ///
+    /// ```
+    /// use informer_runtime::GroupVersionResource;
+    /// use embedded_apiserver::ApiServer;
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = ApiServer::start().await?;
+    /// let pods = GroupVersionResource::new("", "v1", "pods");
+    /// let pod = json!({"metadata": {"name": "web-0", "namespace": "default"},
+    ///                  "spec": {"containers": [{"name": "app", "image": "nginx"}]}});
+    /// server.create(&pods, pod).map_err(|status| status.to_string())?;
+    /// server.append_pod_log("default", "web-0", "app", "started\nlistening on :8080\n")
+    ///     .map_err(|status| status.to_string())?;
+    /// let url = format!("{}/api/v1/namespaces/default/pods/web-0/log?tailLines=1", server.url());
+    /// // GET url answers "listening on :8080\n".
+    /// # drop(url);
+    /// server.shutdown().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn append_pod_log(
+        &self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+        text: &str,
+    ) -> Result<(), Status> {
+        let mut state = self.shared.state.lock();
+        let pods = state.catalog.find("", "v1", "pods");
+        let pods = pods.ok_or_else(|| ApiError::path_not_found().to_status())?;
+        let scope = Scope { resource: &pods, namespace: Some(namespace) };
+        PodLogs::append(&mut state, scope, pod, container, text).map_err(|e| e.to_status())
     }
 
     fn write(

@@ -60,7 +60,8 @@
 //!   [`ServerHandle::traffic`] counts requests by protocol and streams per connection.
 //! - **Storage.** Objects are JSON, in any number of resource types: built-ins (core/v1 pods,
 //!   namespaces, configmaps, secrets, services, serviceaccounts, nodes, events, endpoints,
-//!   persistentvolumes(claims); apps/v1; batch/v1; leases; endpointslices; events.k8s.io/v1
+//!   persistentvolumes(claims); apps/v1; batch/v1; policy/v1 poddisruptionbudgets; leases;
+//!   endpointslices; events.k8s.io/v1
 //!   events; CRDs), types
 //!   declared in the [`Config`], and the types of CRDs created through the API (every served
 //!   version, with its scope, names and printer columns; `Established` at once). One global
@@ -99,6 +100,12 @@
 //!   `/status` subresources, `dryRun=All`. Errors are `Status` bodies with apimachinery's
 //!   messages: `pods "x" not found`, `pods "x" already exists`, `Operation cannot be fulfilled
 //!   on pods "x": the object has been modified; ...`.
+//! - **Subresources** beyond `/status`: `scale` (`autoscaling/v1` `Scale`) of deployments,
+//!   replica sets, stateful sets and of custom resources whose CRD version declares
+//!   `subresources.scale` (get, update, patch); `pods/eviction`, which deletes the pod unless a
+//!   `PodDisruptionBudget` selecting it allows no disruption (`429` with kube-apiserver's
+//!   message and causes); and `pods/log` (tail, byte limit, timestamps, follow), whose text a
+//!   test supplies with [`ServerHandle::append_pod_log`], the stand-in for the kubelet.
 //! - **Authentication**, optional and off by default, as kube-apiserver's: bearer tokens from a
 //!   set a test replaces while the server runs ([`Config::bearer_tokens`],
 //!   [`ServerHandle::set_bearer_tokens`]) and, over TLS, client certificates of a client CA
@@ -164,7 +171,8 @@
 //!   metadata, lists), discovery documents, CRDs turned into resource types, and the fan-out of
 //!   each change to the open watches
 //! - `state`: the shared state behind one lock
-//! - `list`, `registry`, `watch`: the verbs: lists, gets and writes, watches
+//! - `list`, `registry`, `watch`, `subresources`, `pod_logs`: the verbs: lists, gets and
+//!   writes, watches; scale and eviction; pod logs
 //! - `connection`, `router`: one connection served with its bounds, and each request routed to
 //!   its verb
 //! - `serving`, `handle`: the accept loop with its restarts, and the [`ServerHandle`] tests drive
@@ -186,6 +194,7 @@ mod fuzz;
 mod handle;
 mod list;
 mod patch;
+mod pod_logs;
 mod printers;
 mod query;
 mod registry;
@@ -198,6 +207,7 @@ mod serving;
 mod state;
 mod status;
 mod storage;
+mod subresources;
 mod table;
 pub mod testing;
 mod tls;

@@ -634,6 +634,7 @@ mod tests {
             hub: WatchHub::default(),
             faults: Faults::default(),
             paginate_cached_lists: false,
+            logs: crate::pod_logs::PodLogs::default(),
         }
     }
 

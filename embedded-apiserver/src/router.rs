@@ -6,7 +6,7 @@
 //! /version  /healthz  /livez  /readyz  /openapi/v3[/api/v1 | /apis/{group}/{version}]
 //! /api  /api/v1  /apis  /apis/{group}  /apis/{group}/{version}
 //! /api/v1/{resource}[/{name}[/status]]                        cluster-scoped, or all namespaces
-//! /api/v1/namespaces/{namespace}/{resource}[/{name}[/status]]
+//! /api/v1/namespaces/{namespace}/{resource}[/{name}[/status | /scale | /eviction | /log]]
 //! /apis/{group}/{version}/...                                  the same, for named groups
 //! ```
 //!
@@ -34,12 +34,14 @@ use crate::discovery;
 use crate::disrupt::disrupt;
 use crate::list;
 use crate::patch::PatchKind;
+use crate::pod_logs;
 use crate::query::{FieldRequirement, ListParams, Query};
 use crate::registry::{self, Deleted, Part, Scope};
 use crate::render::{self, Output, json_response};
 use crate::served::ListMeta;
 use crate::state::{Shared, State};
 use crate::status::ApiError;
+use crate::subresources::{self, Subresource};
 use crate::watch;
 
 /// The largest request body the API server takes (kube-apiserver's `MaxRequestBodyBytes`,
@@ -254,6 +256,8 @@ struct Target<'a> {
     namespace: Option<&'a str>,
     name: Option<&'a str>,
     part: Part,
+    /// A subresource that is not the object (`scale`, `pods/eviction`, `pods/log`).
+    sub: Option<Subresource>,
     /// Came through a `/watch/` path.
     watch_path: bool,
 }
@@ -292,15 +296,19 @@ fn target<'a>(
         (true, Some(_), _) | (false, None, _) | (true, None, None) => true,
         (true, None, Some(_)) | (false, Some(_), _) => false,
     };
-    let part = match subresource {
-        None => Part::Main,
-        Some("status") if resource.ty.status_subresource => Part::Status,
+    let pods = resource.builtin && resource.ty.group.is_empty() && resource.ty.plural == "pods";
+    let (part, sub) = match subresource {
+        None => (Part::Main, None),
+        Some("status") if resource.ty.status_subresource => (Part::Status, None),
+        Some("scale") if resource.scale.is_some() => (Part::Main, Some(Subresource::Scale)),
+        Some("eviction") if pods => (Part::Main, Some(Subresource::Eviction)),
+        Some("log") if pods => (Part::Main, Some(Subresource::Log)),
         Some(_) => return Err(ApiError::path_not_found()),
     };
     if !scoped_right {
         return Err(ApiError::path_not_found());
     }
-    Ok(Target { resource, namespace, name, part, watch_path })
+    Ok(Target { resource, namespace, name, part, sub, watch_path })
 }
 
 fn resource_request(
@@ -313,6 +321,9 @@ fn resource_request(
     rest: &[&str],
 ) -> Result<Response, ApiError> {
     let target = target(shared, group, version, rest)?;
+    if let (Some(sub), Some(name)) = (target.sub, target.name) {
+        return subresource(shared, parts, query, body, &target, sub, name);
+    }
     let resource = &target.resource;
     let watch = target.watch_path || query.bool("watch")?.unwrap_or(false);
     let verb = match (&parts.method, target.name, watch) {
@@ -355,6 +366,39 @@ fn resource_request(
     // Whatever the answer, its body is what the disruption acts on.
     let response = served.unwrap_or_else(IntoResponse::into_response);
     Ok(disrupt(response, kind, release, shared.shutdown.clone()))
+}
+
+/// A request for `scale`, `pods/eviction` or `pods/log` (see [`crate::subresources`] and
+/// [`crate::pod_logs`]): JSON in and out (logs: text out), no faults, no tables.
+fn subresource(
+    shared: &Arc<Shared>,
+    parts: &Parts,
+    query: &Query,
+    body: &Bytes,
+    target: &Target<'_>,
+    sub: Subresource,
+    name: &str,
+) -> Result<Response, ApiError> {
+    let scope = Scope { resource: &target.resource, namespace: target.namespace };
+    if !shared.state.lock().catalog.serves(&target.resource) {
+        return Err(ApiError::path_not_found());
+    }
+    if sub == Subresource::Log {
+        if parts.method != Method::GET {
+            return Err(ApiError::method_not_allowed());
+        }
+        return pod_logs::serve(shared, scope, name, query);
+    }
+    let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|c| c.to_str().ok());
+    let request = subresources::Request {
+        method: &parts.method,
+        scope,
+        name,
+        body,
+        content_type,
+        dry_run: query.dry_run()?,
+    };
+    subresources::serve(&mut shared.state.lock(), sub, &request)
 }
 
 /// One resource request, its verb decided.

@@ -16,6 +16,7 @@ use crate::catalog::{ApiResource, Catalog, ResourceType};
 use crate::error::{Error, Result};
 use crate::faults::Faults;
 use crate::handle::ServerHandle;
+use crate::pod_logs::PodLogs;
 use crate::registry::{self, Scope};
 use crate::router::router;
 use crate::serving;
@@ -373,6 +374,7 @@ impl Config {
             hub: WatchHub::default(),
             faults: Faults::default(),
             paginate_cached_lists: self.paginate_cached_lists,
+            logs: PodLogs::default(),
         };
         if let Some(namespaces) = state.catalog.find("", "v1", "namespaces") {
             for name in &self.namespaces {

@@ -317,6 +317,7 @@ async fn discovery_edges_match_kube_apiserver() {
         [
             "apps",
             "events.k8s.io",
+            "policy",
             "batch",
             "apiextensions.k8s.io",
             "coordination.k8s.io",

@@ -538,7 +538,7 @@ impl Client {
         response.map(drop).map_err(|e| ClientError::request("DELETE", path, e))
     }
 
-    fn subresource_url<K: Resource>(
+    pub(crate) fn subresource_url<K: Resource>(
         &self,
         namespace: Option<&str>,
         name: &str,

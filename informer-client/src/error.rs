@@ -80,6 +80,33 @@ pub enum ClientError {
     /// such a value would make the request about another object, or the whole collection.
     #[error(transparent)]
     InvalidPathSegment(#[from] PathSegmentError),
+    /// A list read whole ([`Client::list_all`](crate::Client::list_all)) had more objects
+    /// than the caller allowed; what was read is dropped.
+    #[error(
+        "listing {resource}: more than {max_items} objects; raise max_items, narrow the list \
+         with selectors, or walk its pages with Client::list_pages"
+    )]
+    ListTooLarge {
+        /// The resource, as `plural` or `plural.group`.
+        resource: String,
+        /// The bound that was passed.
+        max_items: usize,
+    },
+    /// A log read as text ([`Client::log_text`](crate::Client::log_text)) was longer than
+    /// the caller allowed.
+    #[error(
+        "the log of pod {namespace}/{pod} is longer than {max_bytes} bytes; raise max_bytes, \
+         ask for less (LogParams::tail_lines, limit_bytes, since_seconds), or stream it with \
+         Client::logs"
+    )]
+    LogTooLarge {
+        /// The pod's namespace.
+        namespace: String,
+        /// The pod.
+        pod: String,
+        /// The bound that was passed.
+        max_bytes: usize,
+    },
 }
 
 impl ClientError {
@@ -102,6 +129,33 @@ impl ClientError {
     #[must_use]
     pub fn is_conflict(&self) -> bool {
         self.status().is_some_and(|s| s.code == 409)
+    }
+
+    /// The server answered `410 Expired` (or `410 Gone`): the resource version or continue
+    /// token asked for is older than what the server keeps (client-go's `IsResourceExpired`,
+    /// `IsGone`). A paged list cannot go on: start it again without a continue token.
+    #[doc(alias = "IsResourceExpired")]
+    #[must_use]
+    pub fn is_resource_expired(&self) -> bool {
+        self.status().is_some_and(|s| s.code == 410 || s.reason == "Expired" || s.reason == "Gone")
+    }
+
+    /// The server answered `429 TooManyRequests`: try again later, after
+    /// [`retry_after`](Self::retry_after) when the server said. An eviction a
+    /// `PodDisruptionBudget` forbids is answered so ([`Client::evict`](crate::Client::evict)),
+    /// as is a request the server's priority and fairness turned away (client-go's
+    /// `IsTooManyRequests`).
+    #[doc(alias = "IsTooManyRequests")]
+    #[must_use]
+    pub fn is_too_many_requests(&self) -> bool {
+        self.status().is_some_and(Status::is_too_many_requests)
+    }
+
+    /// How long the server asked the client to wait before trying again (its
+    /// `details.retryAfterSeconds` or `Retry-After` header), when it said.
+    #[must_use]
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.status().and_then(|s| s.retry_after)
     }
 
     /// The error of one request, keeping a server status typed.

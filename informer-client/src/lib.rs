@@ -6,8 +6,11 @@
 //! seam between the API server and the runtime's reflector. Give it to a
 //! `SharedInformerFactory` and every informer lists and watches over HTTP. It also has the few
 //! typed requests a controller needs ([`Client::get`], [`Client::create`], [`Client::replace`],
-//! [`Client::patch_merge`], [`Client::delete`]), and the same for a resource known only at run
-//! time ([`Client::dynamic`]).
+//! [`Client::patch_merge`], [`Client::delete`]), lists with selectors and pages
+//! ([`Client::list`], [`Client::list_pages`], [`Client::list_all`]), the `scale` and
+//! `eviction` subresources ([`Client::get_scale`], [`Client::evict`]), pod logs streamed
+//! ([`Client::logs`]), and the same requests for a resource known only at run time
+//! ([`Client::dynamic`]).
 //!
 //! Its folders, by concept (as kube-client lays out its own):
 //!
@@ -16,7 +19,8 @@
 //!   crate's credentials, or a kube-rs client), `body` bounds every response but watches (an
 //!   idle deadline, a cap on what is kept), `error` keeps the server's `Status` typed,
 //!   `discovery` finds resources by group, version and resource, `dynamic_api` makes the
-//!   typed requests for a resource discovery found, `limits` bounds reads; with
+//!   typed requests for a resource discovery found, `paging` lists page by page,
+//!   `subresources` scales and evicts, `pod_logs` streams logs, `limits` bounds reads; with
 //!   the `http` feature, `connections` spreads watches over HTTP/2 connections, and `rotation`
 //!   keeps the TLS credentials current (the client certificate and the CA bundle file, with a
 //!   new connection pool whenever they change).
@@ -137,9 +141,11 @@
 //! - `config`: where the server is and how to authenticate (the `http` feature)
 //! - `body`, `transport`, `connections`, `rotation`: bounded bodies, the carriers, connections
 //!   (`connections` and `rotation`: the `http` feature)
-//! - `api_client`, `discovery`, `dynamic_api`: the `Client` and its typed requests; resources
-//!   by name; the requests for a resource known at run time
+//! - `api_client`, `discovery`, `dynamic_api`, `subresources`, `pod_logs`: the `Client` and
+//!   its typed requests; resources by name; the requests for a resource known at run time;
+//!   scale and eviction; logs
 //! - `list_watch`: the read path
+//! - `paging`: lists as requests of their own, over the read path
 //! - `kube`: the kube-rs bridge (feature `kube`)
 //! - `fuzz`, `test_objects`: fuzz targets and test objects
 
@@ -153,9 +159,12 @@ mod discovery;
 mod dynamic_api;
 mod error;
 mod limits;
+mod paging;
+mod pod_logs;
 pub(crate) mod request;
 #[cfg(feature = "http")]
 mod rotation;
+mod subresources;
 mod transport;
 
 // Where the server is and how to authenticate: configuration, credentials, TLS.
@@ -180,6 +189,8 @@ pub use request::PathSegmentError;
 
 pub use api_client::{Client, Patch, PatchParams};
 pub use dynamic_api::DynamicApi;
+pub use paging::DEFAULT_PAGE_SIZE;
+pub use pod_logs::{LogParams, LogStream};
 
 #[cfg(test)]
 mod fuzz;

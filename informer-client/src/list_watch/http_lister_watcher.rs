@@ -101,6 +101,9 @@ pub(crate) struct HttpListerWatcher<K> {
     prefetch: Arc<Mutex<Option<Prefetch>>>,
     /// A page of the current list was too large to prefetch: prefetch no more of it.
     pages_too_large: Arc<AtomicBool>,
+    /// Whether a continue token starts the fetch of the next page (off for a caller that asks
+    /// for one page only: [`Client::list`]).
+    prefetch_pages: bool,
     _kind: PhantomData<fn() -> K>,
 }
 
@@ -171,6 +174,7 @@ impl<K: Object> HttpListerWatcher<K> {
             resource,
             prefetch: Arc::default(),
             pages_too_large: Arc::default(),
+            prefetch_pages: true,
             _kind: PhantomData,
         }
     }
@@ -317,7 +321,7 @@ impl<K: Object> HttpListerWatcher<K> {
         let slot = Arc::clone(&self.prefetch);
         let too_large = Arc::clone(&self.pages_too_large);
         // Polled outside tokio (reqwest would fail anyway): no prefetch rather than a panic.
-        let runtime = tokio::runtime::Handle::try_current().ok();
+        let runtime = tokio::runtime::Handle::try_current().ok().filter(|_| self.prefetch_pages);
         move |token: &str| {
             let Some(runtime) = runtime else { return };
             if too_large.load(Ordering::Relaxed) {
@@ -722,6 +726,19 @@ impl Client {
         metadata_only: bool,
     ) -> Arc<dyn ListerWatcher<DynamicObject>> {
         Arc::new(HttpListerWatcher::dynamic(self.clone(), scope, gvr.clone(), metadata_only))
+    }
+}
+
+impl Client {
+    /// A lister of `K` that fetches no page ahead, for a caller that asks for pages one by one
+    /// and may stop after any ([`Client::list`]).
+    pub(crate) fn page_lister<K: Resource>(
+        &self,
+        namespace: Option<&str>,
+    ) -> Arc<dyn ListerWatcher<K>> {
+        let mut lister = HttpListerWatcher::<K>::new(self.clone(), namespace);
+        lister.prefetch_pages = false;
+        Arc::new(lister)
     }
 }
 
