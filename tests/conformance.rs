@@ -1396,6 +1396,114 @@ async fn tables(t: &Target, ns: &str) -> Transcript {
     out
 }
 
+/// Protects what the operator toolkit leans on: the finalizer helper's `test`-guarded JSON
+/// patches and the deletion they hold up, a workload's `scale` subresource (`get_scale`,
+/// `replace_scale`, `patch_scale`), and eviction with and without a disruption budget in the
+/// way (`evict`, `is_too_many_requests`).
+async fn toolkit_subresources(t: &Target, ns: &str) -> Transcript {
+    let mut out = Transcript::default();
+    let cms = format!("/api/v1/namespaces/{ns}/configmaps");
+    let json_patch = "application/json-patch+json";
+    t.post(&cms, &configmap("held", &json!({}))).await;
+    // The finalizer helper's addition: tested absent (a missing member tests as null).
+    let add = json!([
+        {"op": "test", "path": "/metadata/finalizers", "value": null},
+        {"op": "add", "path": "/metadata/finalizers", "value": ["example.com/cleanup"]},
+    ]);
+    let added = t.patch(&format!("{cms}/held"), json_patch, &add).await;
+    out.step(
+        "finalizer added",
+        json!({"http": added.status, "finalizers": added.body["metadata"]["finalizers"]}),
+    );
+    out.step(
+        "the same addition again: its test fails",
+        status(&t.patch(&format!("{cms}/held"), json_patch, &add).await, false),
+    );
+    let deleted = t.delete(&format!("{cms}/held")).await;
+    out.step(
+        "delete held by a finalizer",
+        json!({"http": deleted.status,
+               "deleting": deleted.body["metadata"]["deletionTimestamp"].is_string(),
+               "finalizers": deleted.body["metadata"]["finalizers"]}),
+    );
+    let stale = json!([
+        {"op": "test", "path": "/metadata/finalizers/0", "value": "someone-else"},
+        {"op": "remove", "path": "/metadata/finalizers/0"},
+    ]);
+    out.step(
+        "removal whose test fails",
+        status(&t.patch(&format!("{cms}/held"), json_patch, &stale).await, false),
+    );
+    let remove = json!([
+        {"op": "test", "path": "/metadata/finalizers/0", "value": "example.com/cleanup"},
+        {"op": "remove", "path": "/metadata/finalizers/0"},
+    ]);
+    let removed = t.patch(&format!("{cms}/held"), json_patch, &remove).await;
+    out.step("the last finalizer removed", json!({"http": removed.status}));
+    out.step("then gone", status(&t.get(&format!("{cms}/held")).await, false));
+
+    let deployments = format!("/apis/apps/v1/namespaces/{ns}/deployments");
+    let labels = json!({"app": "web"});
+    let deployment = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels},
+                              "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}},
+    });
+    t.post(&deployments, &deployment).await;
+    let scale_of = |reply: &Reply| {
+        json!({"http": reply.status, "kind": reply.body["kind"], "apiVersion": reply.body["apiVersion"],
+               "name": reply.body["metadata"]["name"], "spec": reply.body["spec"],
+               "selector": reply.body["status"]["selector"]})
+    };
+    let scale = format!("{deployments}/web/scale");
+    let got = t.get(&scale).await;
+    out.step("get scale", scale_of(&got));
+    let mut replaced = got.body.clone();
+    replaced["spec"]["replicas"] = json!(3);
+    out.step("replace scale", scale_of(&t.put(&scale, &replaced).await));
+    let patched =
+        t.patch(&scale, "application/merge-patch+json", &json!({"spec": {"replicas": 5}})).await;
+    out.step("patch scale", scale_of(&patched));
+    let deployment = t.get(&format!("{deployments}/web")).await;
+    out.step("the deployment's replicas", deployment.body["spec"]["replicas"].clone());
+    out.step(
+        "scale of a missing deployment",
+        status(&t.get(&format!("{deployments}/nope/scale")).await, false),
+    );
+
+    let pods = format!("/api/v1/namespaces/{ns}/pods");
+    let eviction = |name: &str| {
+        json!({"apiVersion": "policy/v1", "kind": "Eviction",
+               "metadata": {"name": name, "namespace": ns}})
+    };
+    t.post(&pods, &pod("pending", &labels)).await;
+    let evicted = t.post(&format!("{pods}/pending/eviction"), &eviction("pending")).await;
+    out.step("evict a pending pod", status(&evicted, false));
+    out.step("the evicted pod", code_and_reason(&t.get(&format!("{pods}/pending")).await));
+    out.step(
+        "evict a missing pod",
+        status(&t.post(&format!("{pods}/nope/eviction"), &eviction("nope")).await, false),
+    );
+    // A running pod behind a budget no disruption controller has processed yet.
+    t.post(&pods, &pod("running", &labels)).await;
+    let mut running = t.get(&format!("{pods}/running")).await.body;
+    running["status"]["phase"] = json!("Running");
+    out.step("pod running", json!(t.put(&format!("{pods}/running/status"), &running).await.status));
+    let budgets = format!("/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets");
+    let budget = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                        "metadata": {"name": "web"},
+                        "spec": {"minAvailable": 1, "selector": {"matchLabels": labels}}});
+    out.step("budget created", json!(t.post(&budgets, &budget).await.status));
+    let blocked = t.post(&format!("{pods}/running/eviction"), &eviction("running")).await;
+    out.step(
+        "evict behind an unprocessed budget",
+        json!({"status": status(&blocked, false), "retry-after": blocked.retry_after}),
+    );
+    out.step("the pod stays", json!(t.get(&format!("{pods}/running")).await.status));
+    out
+}
+
 /// Protects clients that install CRDs and then use them (operators, `kubectl apply` of a CRD
 /// and its objects): creation, becoming served, the CRD's status, discovery, objects at every
 /// served version, the status subresource, deletion.
@@ -1602,6 +1710,7 @@ scenario_test!(bookmarks_before_a_watch_times_out_match, bookmarks);
 scenario_test!(discovery_documents_match, discovery);
 scenario_test!(tables_and_content_types_match, tables);
 scenario_test!(custom_resource_lifecycle_matches, custom_resources);
+scenario_test!(finalizers_scale_and_eviction_match, toolkit_subresources);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_history_answers_match() {

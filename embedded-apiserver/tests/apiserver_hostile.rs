@@ -366,8 +366,10 @@ async fn json_patches_cannot_grow_an_object_without_bound(over: Over) {
         .chain((0..40).map(|i| json!({"op": "copy", "from": "", "path": format!("/x{i}")})))
         .collect();
     let refused = send(patch(&Value::Array(doubling))).await;
+    // kube-apiserver's answer to any JSON patch that does not apply: 422 Invalid, whatever
+    // the reason (here the copy limit), word for word.
     assert_eq!(refused.status, 422, "{refused:?}");
-    assert!(refused.body["message"].as_str().unwrap().contains("copy"), "{refused:?}");
+    assert_eq!(refused.body["reason"], "Invalid", "{refused:?}");
     // More operations than kube-apiserver takes.
     let tests: Vec<Value> = (0..10_001).map(|_| json!({"op": "test", "path": ""})).collect();
     let refused = send(patch(&Value::Array(tests))).await;
