@@ -31,9 +31,10 @@ impl<S: ListWatchSource> Controller<DynamicObject, S> {
     /// or [`ApiWriter::json_patch`](crate::ApiWriter::json_patch).
     ///
     /// A factory whose source lists only Rust types makes [`run`](Self::run) fail with
-    /// [`ControllerError::Informer`](super::ControllerError::Informer). For a resource the program has a Rust type for, prefer
-    /// [`new`](Controller::new) and [`owns`](Self::owns): a dynamic informer of it is a second
-    /// watch and cache beside the typed one other controllers share.
+    /// [`ControllerError::Informer`](super::ControllerError::Informer). For a resource the
+    /// program has a Rust type for, prefer [`new`](Controller::new) and [`owns`](Self::owns):
+    /// a dynamic informer of it is a second watch and cache beside the typed one other
+    /// controllers share.
     ///
     /// ```no_run
     /// use informer_client::{Client, ClientError, Patch, PatchParams};
@@ -57,7 +58,8 @@ impl<S: ListWatchSource> Controller<DynamicObject, S> {
     ///             async move {
     ///                 let Some(widget) = request.object else { return Ok(Action::Done) };
     ///                 let size = widget.data["spec"]["size"].as_i64().unwrap_or(1);
-    ///                 if widget.data.get("status").and_then(|s| s.get("size")) == Some(&json!(size)) {
+    ///                 let written = widget.data.get("status").and_then(|s| s.get("size"));
+    ///                 if written == Some(&json!(size)) {
     ///                     return Ok(Action::Done);
     ///                 }
     ///                 // ... make the world match the spec, then say so in the status ...
