@@ -1146,8 +1146,7 @@ async fn json_patch_tests_and_custom_resource_patch_types_answer_as_kube_apiserv
     assert_eq!(refused.body["details"], json!({}), "{}", refused.body);
     // Word for word kube-apiserver's (tests/conformance.rs compares them).
     assert_eq!(
-        refused.body["message"],
-        "the server rejected our request due to an error in our request",
+        refused.body["message"], "the server rejected our request due to an error in our request",
         "{}",
         refused.body
     );

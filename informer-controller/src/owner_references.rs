@@ -244,7 +244,13 @@ fn uid_of<O: Object>(owner: &O) -> Option<&str> {
 /// compares `GroupKind`s.
 #[must_use]
 pub fn refers_to<O: Resource>(reference: &OwnerReference) -> bool {
-    reference.kind == O::KIND && group_of(&reference.api_version) == O::GROUP
+    refers_to_kind(reference, O::GROUP, O::KIND)
+}
+
+/// [`refers_to`], for an owner whose group and kind are known at run time (a
+/// `DynamicObject`'s `ApiResource`): the one place the rule is written.
+pub(crate) fn refers_to_kind(reference: &OwnerReference, group: &str, kind: &str) -> bool {
+    reference.kind == kind && group_of(&reference.api_version) == group
 }
 
 /// The group of an `apiVersion`: `apps` of `apps/v1`, `""` of the core group's `v1`.

@@ -69,11 +69,25 @@
 //! # }
 //! ```
 //!
+//! # Resources known at run time
+//!
+//! A controller of a resource the program learns at run time (from a flag, a configuration, the
+//! CRDs a cluster has) is a `Controller<DynamicObject, _>`: [`Controller::for_resource`] takes
+//! the resource's [`ApiResource`] and reads the factory's dynamic informer of it;
+//! [`owns_dynamic`](Controller::owns_dynamic) and
+//! [`watches_dynamic`](Controller::watches_dynamic) add children and watched resources known
+//! at run time, to a typed controller or a dynamic one. The run loop, queue, filters and error
+//! policy are the same; the reconcile gets a [`Request<DynamicObject>`](Request), and writes
+//! through `informer_client::Client::dynamic` or
+//! [`ApiWriter::json_patch`](crate::ApiWriter::json_patch) (examples at
+//! [`for_resource`](Controller::for_resource)).
+//!
 //! # kube-rs
 //!
 //! A kube-rs program needs no `kube::runtime::Controller` beside this crate's informers: this
 //! `Controller` is its counterpart (kube-rs's `owns` and `watches` are [`owns`](Controller::owns)
-//! and [`watches`](Controller::watches); its `Action::requeue` is [`Action::RequeueAfter`];
+//! and [`watches`](Controller::watches); its `new_with` for `DynamicObject` is
+//! [`for_resource`](Controller::for_resource); its `Action::requeue` is [`Action::RequeueAfter`];
 //! its `error_policy` is [`error_policy`](Controller::error_policy), given to the builder rather
 //! than to `run`, which sees the error as a `&dyn Error` and answers with a [`Retry`] (its
 //! `Action::requeue(d)` is [`Retry::After(d)`](Retry::After); without a policy, the queue's
@@ -123,7 +137,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use parking_lot::Mutex;
@@ -133,13 +146,17 @@ use crate::filter::{And, Filter, Filtered};
 use crate::workqueue::{EnqueueMapped, EnqueueObject, EnqueueOwner, WorkQueue};
 use error_policy::ErrorPolicy;
 use informer_runtime::SharedInformerFactory;
+use informer_runtime::factory::FactoryError;
 use informer_runtime::listwatch::ListWatchSource;
-use informer_runtime::resource::Resource;
+use informer_runtime::resource::{ApiResource, Object, Resource};
 use informer_runtime::shared_informer::{InformerError, ResourceEventHandler};
 use informer_runtime::store::{Cache, ObjectKey};
+use registration::{Cleanup, Registration, Resolved, SyncWait, register_all, watch};
 use workers::Workers;
 
+mod dynamic;
 mod error_policy;
+mod registration;
 mod workers;
 
 pub use error_policy::{Failure, Retry};
@@ -185,6 +202,19 @@ pub enum ControllerError {
         #[source]
         source: InformerError,
     },
+    /// The factory has no informer for a resource the controller watches: its source cannot
+    /// list resources known only at run time (a [`for_resource`](Controller::for_resource),
+    /// [`owns_dynamic`](Controller::owns_dynamic) or
+    /// [`watches_dynamic`](Controller::watches_dynamic) controller). Build the factory on an
+    /// HTTP client (`informer_client::Client`).
+    #[error("controller {controller}: {source}")]
+    Informer {
+        /// The controller's name.
+        controller: String,
+        /// The factory's error, which names the resource.
+        #[source]
+        source: FactoryError,
+    },
 }
 
 /// How a controller's run ended.
@@ -209,15 +239,19 @@ impl ControllerReport {
     }
 }
 
-type Registration = Box<
-    dyn FnOnce(&WorkQueue<ObjectKey>) -> Result<Box<dyn FnOnce() + Send>, InformerError> + Send,
->;
-type SyncWait = Box<dyn Fn() -> BoxFuture<'static, bool> + Send + Sync>;
-
 /// A reconcile loop for the primary resource `K`; see the [module docs](self).
+///
+/// `K` is a Rust type ([`new`](Self::new)), or
+/// [`DynamicObject`](informer_runtime::dynamic::DynamicObject) for a resource known only at
+/// run time ([`for_resource`](Controller::for_resource)).
 #[must_use]
-pub struct Controller<K: Resource, S: ListWatchSource> {
+pub struct Controller<K: Object, S: ListWatchSource> {
     factory: SharedInformerFactory<S>,
+    /// The primary resource's identity: what owner references to it name.
+    resource: ApiResource,
+    /// The primary resource's informer, asked for when the controller was made: the one place
+    /// the typed and the dynamic controller differ.
+    primary: Resolved<K>,
     name: String,
     workers: usize,
     queue: Option<WorkQueue<ObjectKey>>,
@@ -238,13 +272,26 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
     /// A controller of `K` over `factory`'s informers, named after `K`'s resource, with one
     /// worker.
     pub fn new(factory: &SharedInformerFactory<S>) -> Self {
-        // The primary resource's handler is registered by `run`, once its filter is known; its
-        // informer is made now, so that a factory started before `run` (a manager's warm
-        // standby) starts it too.
-        let _ = factory.informer::<K>();
+        Self::with_primary(factory, ApiResource::of::<K>(), Ok(factory.informer::<K>()))
+    }
+}
+
+impl<K: Object, S: ListWatchSource> Controller<K, S> {
+    /// The one constructor behind [`new`](Controller::new) and
+    /// [`for_resource`](Controller::for_resource).
+    fn with_primary(
+        factory: &SharedInformerFactory<S>,
+        resource: ApiResource,
+        primary: Resolved<K>,
+    ) -> Self {
+        // The primary resource's handler is registered by `run`, once its filter is known;
+        // its informer is made already (by the caller), so that a factory started before
+        // `run` (a manager's warm standby) starts it too.
         Self {
             factory: factory.clone(),
-            name: informer_runtime::resource::resource_name::<K>(),
+            name: resource.to_string(),
+            resource,
+            primary,
             workers: 1,
             queue: None,
             shutdown_timeout: Duration::from_secs(30),
@@ -322,8 +369,18 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
     /// Also reconciles the owner of each `C` whose owner reference to a `K` says
     /// `controller: true` (what this controller creates), on every change of that `C`.
     pub fn owns<C: Resource>(self) -> Self {
-        self.watch_with::<C>(|queue| {
-            Arc::new(EnqueueOwner::<K>::new(queue.clone()).only_controller())
+        let informer = self.factory.informer::<C>();
+        self.owns_from(Ok(informer), None::<Box<dyn Filter<C>>>)
+    }
+
+    fn owns_from<C: Object>(self, informer: Resolved<C>, filter: Option<impl Filter<C>>) -> Self {
+        let owner = self.resource.clone();
+        self.watch_with(informer, move |queue| {
+            let enqueue = EnqueueOwner::<K>::of_resource(queue.clone(), &owner).only_controller();
+            match filter {
+                Some(filter) => Arc::new(Filtered::new(filter, enqueue)),
+                None => Arc::new(enqueue),
+            }
         })
     }
 
@@ -344,10 +401,8 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
     /// # }
     /// ```
     pub fn owns_filtered<C: Resource>(self, filter: impl Filter<C>) -> Self {
-        self.watch_with::<C>(move |queue| {
-            let enqueue = EnqueueOwner::<K>::new(queue.clone()).only_controller();
-            Arc::new(Filtered::new(filter, enqueue))
-        })
+        let informer = self.factory.informer::<C>();
+        self.owns_from(Ok(informer), Some(filter))
     }
 
     /// Also reconciles the keys of `K` objects `map` gives for each changed `C` (a Secret the
@@ -358,18 +413,32 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
         C: Resource,
         I: IntoIterator<Item = ObjectKey> + 'static,
     {
+        let informer = self.factory.informer::<C>();
+        self.watches_from(Ok(informer), map)
+    }
+
+    fn watches_from<C, I>(
+        self,
+        informer: Resolved<C>,
+        map: impl Fn(&C) -> I + Send + Sync + 'static,
+    ) -> Self
+    where
+        C: Object,
+        I: IntoIterator<Item = ObjectKey> + 'static,
+    {
         let map = Arc::new(map);
-        self.watch_with::<C>(move |queue| {
+        self.watch_with(informer, move |queue| {
             let map = Arc::clone(&map);
             Arc::new(EnqueueMapped::new(queue.clone(), move |c: &C| map(c)))
         })
     }
 
-    fn watch_with<C: Resource>(
+    fn watch_with<C: Object>(
         mut self,
+        informer: Resolved<C>,
         handler: impl FnOnce(&WorkQueue<ObjectKey>) -> Arc<dyn ResourceEventHandler<C>> + Send + 'static,
     ) -> Self {
-        let (sync, registration) = watch(&self.factory, handler);
+        let (sync, registration) = watch(informer, handler);
         self.syncs.push(sync);
         self.registrations.push(registration);
         self
@@ -497,7 +566,9 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
     ///
     /// # Errors
     ///
-    /// [`ControllerError::Register`] when the factory's informers were already shut down.
+    /// [`ControllerError::Register`] when the factory's informers were already shut down;
+    /// [`ControllerError::Informer`] when a resource known only at run time has no informer
+    /// (the factory's source lists Rust types only).
     pub async fn run<F, Fut, E>(
         self,
         reconcile: F,
@@ -523,6 +594,7 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
         ) = (None, WorkQueue::builder().name(self.name.clone()));
         let Self {
             factory,
+            primary,
             name,
             workers,
             queue,
@@ -538,7 +610,11 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
         let queue = queue.unwrap_or_else(|| queue_builder.build());
         // The primary resource's handler, behind the filter if there is one; first, as it
         // always was.
-        let (sync, registration) = watch::<K, S>(&factory, move |queue| {
+        let primary = match primary {
+            Ok(primary) => primary,
+            Err(source) => return Err(ControllerError::Informer { controller: name, source }),
+        };
+        let (sync, registration) = watch(Ok(primary.clone()), move |queue| {
             let enqueue = EnqueueObject::new(queue.clone());
             match filter {
                 Some(filter) => Arc::new(Filtered::new(filter, enqueue)),
@@ -549,7 +625,7 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
         registrations.insert(0, registration);
         let removals = match register_all(registrations, &queue) {
             Ok(removals) => removals,
-            Err(source) => return Err(ControllerError::Register { controller: name, source }),
+            Err(error) => return Err(error.of(name)),
         };
         // However `run` ends, returned or dropped: the handlers go, and the queue shuts down.
         let _cleanup = Cleanup { removals, queue: queue.clone() };
@@ -562,7 +638,6 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
         }
         if report.synced {
             tracing::info!(controller = %name, workers, "caches synced; reconciling");
-            let primary = factory.informer::<K>();
             // Sets of tasks aborted when dropped: if this future is dropped (a leader that
             // lost its lease drops its work), no worker goes on writing, and no trigger adds.
             let mut enqueuers = tokio::task::JoinSet::new();
@@ -613,10 +688,11 @@ impl<K: Resource, S: ListWatchSource> Controller<K, S> {
     }
 }
 
-impl<K: Resource, S: ListWatchSource> fmt::Debug for Controller<K, S> {
+impl<K: Object, S: ListWatchSource> fmt::Debug for Controller<K, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Controller")
             .field("name", &self.name)
+            .field("resource", &self.resource)
             .field("workers", &self.workers)
             .field("watches", &(self.registrations.len() + 1))
             .field("filtered", &self.filter.is_some())
@@ -627,47 +703,8 @@ impl<K: Resource, S: ListWatchSource> fmt::Debug for Controller<K, S> {
     }
 }
 
-/// How a controller waits for `C`'s cache, and registers `handler` on its informer.
-fn watch<C: Resource, S: ListWatchSource>(
-    factory: &SharedInformerFactory<S>,
-    handler: impl FnOnce(&WorkQueue<ObjectKey>) -> Arc<dyn ResourceEventHandler<C>> + Send + 'static,
-) -> (SyncWait, Registration) {
-    let informer = factory.informer::<C>();
-    let synced = informer.clone();
-    let sync: SyncWait = Box::new(move || {
-        let informer = synced.clone();
-        Box::pin(async move { informer.wait_for_sync().await })
-    });
-    let registration: Registration = Box::new(move |queue| {
-        let registration = informer.add_event_handler(handler(queue))?;
-        Ok(Box::new(move || informer.remove_event_handler(&registration))
-            as Box<dyn FnOnce() + Send>)
-    });
-    (sync, registration)
-}
-
-/// Registers every handler; on an error, unregisters those registered before it.
-fn register_all(
-    registrations: Vec<Registration>,
-    queue: &WorkQueue<ObjectKey>,
-) -> Result<Vec<Box<dyn FnOnce() + Send>>, InformerError> {
-    let mut removals = Vec::with_capacity(registrations.len());
-    for register in registrations {
-        match register(queue) {
-            Ok(remove) => removals.push(remove),
-            Err(error) => {
-                for remove in removals {
-                    remove();
-                }
-                return Err(error);
-            }
-        }
-    }
-    Ok(removals)
-}
-
 /// Adds every key of `cache` to `queue` for each item of `trigger`, until it ends.
-async fn enqueue_all_on<K: Resource>(
+async fn enqueue_all_on<K: Object>(
     mut trigger: impl Stream<Item = ()> + Unpin,
     cache: Cache<K>,
     queue: WorkQueue<ObjectKey>,
@@ -681,7 +718,7 @@ async fn enqueue_all_on<K: Resource>(
 
 /// Every `period`, adds every key of `cache` to `queue`, each after a random delay of up to a
 /// tenth of `period`.
-async fn resync_every<K: Resource>(
+async fn resync_every<K: Object>(
     period: Duration,
     cache: Cache<K>,
     queue: WorkQueue<ObjectKey>,
@@ -700,21 +737,6 @@ async fn resync_every<K: Resource>(
             // Never zero: a delay of at most `spread`, or none when the period is tiny.
             let delay = if spread == 0 { 0 } else { fastrand::u64(1..=spread) };
             queue.add_after(key, Duration::from_nanos(delay));
-        }
-    }
-}
-
-/// Unregisters the controller's handlers and shuts its queue down when dropped.
-struct Cleanup {
-    removals: Vec<Box<dyn FnOnce() + Send>>,
-    queue: WorkQueue<ObjectKey>,
-}
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        self.queue.shut_down();
-        for remove in self.removals.drain(..) {
-            remove();
         }
     }
 }

@@ -16,7 +16,7 @@ use super::error_policy::{ErrorChain, ErrorPolicy, is_conflict};
 use super::{Action, Failure, Request, Retry};
 use crate::workqueue::WorkQueue;
 use informer_runtime::instrument::{ControllerObserver, ReconcileResult};
-use informer_runtime::resource::Resource;
+use informer_runtime::resource::Object;
 use informer_runtime::store::ObjectKey;
 
 /// A key being reconciled: in the shutdown report's list and the active-workers gauge until
@@ -67,7 +67,7 @@ pub(super) struct Workers<K, F> {
 
 impl<K, F, Fut, E> Workers<K, F>
 where
-    K: Resource,
+    K: Object,
     F: Fn(Request<K>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Action, E>> + Send + 'static,
     E: StdError + Send + Sync + 'static,

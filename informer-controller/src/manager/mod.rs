@@ -47,7 +47,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use informer_runtime::{ListWatchSource, Resource, SharedInformerFactory};
+use informer_runtime::{ListWatchSource, Object, SharedInformerFactory};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -259,7 +259,7 @@ impl<S: ListWatchSource> Manager<S> {
     /// replica, so that a new leader starts with synced caches.
     pub fn add<K, F, Fut, E>(mut self, controller: Controller<K, S>, reconcile: F) -> Self
     where
-        K: Resource,
+        K: Object,
         F: Fn(Request<K>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Action, E>> + Send + 'static,
         E: StdError + Send + Sync + 'static,

@@ -5,12 +5,13 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use informer_runtime::resource::{Resource, is_namespaced};
+use informer_runtime::dynamic::DynamicObject;
+use informer_runtime::resource::{ApiResource, Object, Resource};
 use informer_runtime::shared_informer::{DeletedObject, ResourceEventHandler};
 use informer_runtime::store::ObjectKey;
 
 use super::WorkQueue;
-use crate::owner_references::refers_to;
+use crate::owner_references::refers_to_kind;
 
 /// Adds the key of every added, updated or deleted object: for an informer of the resource a
 /// controller reconciles.
@@ -38,7 +39,7 @@ impl EnqueueObject {
     }
 }
 
-impl<K: Resource> ResourceEventHandler<K> for EnqueueObject {
+impl<K: Object> ResourceEventHandler<K> for EnqueueObject {
     fn on_add(&self, obj: Arc<K>, _is_in_initial_list: bool) {
         self.queue.add(ObjectKey::of(&*obj));
     }
@@ -53,7 +54,9 @@ impl<K: Resource> ResourceEventHandler<K> for EnqueueObject {
 }
 
 /// Adds the keys of the owners of kind `O` of every changed object: for an informer of what a
-/// controller creates, so that a change to a child reconciles its parent.
+/// controller creates, so that a change to a child reconciles its parent. For owners of a
+/// resource known only at run time, `O` is [`DynamicObject`] and
+/// [`for_resource`](EnqueueOwner::for_resource) names the resource.
 ///
 /// An owner matches by its reference's group and kind, in any version (the rule of
 /// [`refers_to`](crate::owner_references::refers_to)); with
@@ -76,6 +79,10 @@ impl<K: Resource> ResourceEventHandler<K> for EnqueueObject {
 pub struct EnqueueOwner<O> {
     queue: WorkQueue<ObjectKey>,
     only_controller: bool,
+    /// The owners' group, kind and scope: `O`'s, or the resource given for a dynamic `O`.
+    group: String,
+    kind: String,
+    namespaced: bool,
     owner: PhantomData<fn() -> O>,
 }
 
@@ -83,7 +90,52 @@ impl<O: Resource> EnqueueOwner<O> {
     /// Adds owners of kind `O` to `queue`, whatever their reference's `controller` field says.
     #[must_use]
     pub fn new(queue: WorkQueue<ObjectKey>) -> Self {
-        Self { queue, only_controller: false, owner: PhantomData }
+        Self::of_resource(queue, &ApiResource::of::<O>())
+    }
+}
+
+impl EnqueueOwner<DynamicObject> {
+    /// Adds owners of `owner`, a resource known only at run time, to `queue`: references are
+    /// matched with `owner`'s group and kind, and `owner.namespaced` says whether the owner is
+    /// in its child's namespace (controller-runtime's `EnqueueRequestForOwner` with an
+    /// unstructured owner type).
+    ///
+    /// ```
+    /// # use informer_runtime::{ApiResource, SharedInformerFactory, testing::FakeSource};
+    /// # use informer_runtime::dynamic::DynamicObject;
+    /// # use informer_controller::workqueue::{WorkQueue, EnqueueOwner};
+    /// # use k8s_openapi::api::core::v1::ConfigMap;
+    /// # let factory = SharedInformerFactory::new(FakeSource::new());
+    /// let widgets = ApiResource {
+    ///     group: "example.com".into(),
+    ///     version: "v1".into(),
+    ///     kind: "Widget".into(),
+    ///     plural: "widgets".into(),
+    ///     namespaced: true,
+    /// };
+    /// let queue = WorkQueue::new(); // of Widget keys
+    /// let handler = EnqueueOwner::<DynamicObject>::for_resource(queue.clone(), &widgets);
+    /// factory.informer::<ConfigMap>().add_event_handler(handler.only_controller())?;
+    /// # Ok::<(), informer_runtime::shared_informer::InformerError>(())
+    /// ```
+    #[must_use]
+    pub fn for_resource(queue: WorkQueue<ObjectKey>, owner: &ApiResource) -> Self {
+        Self::of_resource(queue, owner)
+    }
+}
+
+impl<O> EnqueueOwner<O> {
+    /// Owners of `owner`'s group and kind, for an `O` whose identity is `owner`: what the
+    /// controller uses, which knows its primary resource's as a value, typed or not.
+    pub(crate) fn of_resource(queue: WorkQueue<ObjectKey>, owner: &ApiResource) -> Self {
+        Self {
+            queue,
+            only_controller: false,
+            group: owner.group.clone(),
+            kind: owner.kind.clone(),
+            namespaced: owner.namespaced,
+            owner: PhantomData,
+        }
     }
 
     /// Only the owner whose reference says `controller: true` (controller-runtime's
@@ -94,11 +146,11 @@ impl<O: Resource> EnqueueOwner<O> {
         self
     }
 
-    fn add_owners<K: Resource>(&self, obj: &K) {
+    fn add_owners<K: Object>(&self, obj: &K) {
         let meta = obj.meta();
-        let namespace = if is_namespaced::<O>() { meta.namespace.as_deref() } else { None };
+        let namespace = if self.namespaced { meta.namespace.as_deref() } else { None };
         for owner in meta.owner_references.iter().flatten() {
-            if !refers_to::<O>(owner) {
+            if !refers_to_kind(owner, &self.group, &self.kind) {
                 continue;
             }
             if self.only_controller && owner.controller != Some(true) {
@@ -109,11 +161,14 @@ impl<O: Resource> EnqueueOwner<O> {
     }
 }
 
-impl<O: Resource> Clone for EnqueueOwner<O> {
+impl<O> Clone for EnqueueOwner<O> {
     fn clone(&self) -> Self {
         Self {
             queue: self.queue.clone(),
             only_controller: self.only_controller,
+            group: self.group.clone(),
+            kind: self.kind.clone(),
+            namespaced: self.namespaced,
             owner: PhantomData,
         }
     }
@@ -121,8 +176,8 @@ impl<O: Resource> Clone for EnqueueOwner<O> {
 
 impl<O, K> ResourceEventHandler<K> for EnqueueOwner<O>
 where
-    O: Resource,
-    K: Resource,
+    O: Object,
+    K: Object,
 {
     fn on_add(&self, obj: Arc<K>, _is_in_initial_list: bool) {
         self.add_owners(&*obj);
@@ -181,7 +236,7 @@ impl<F> EnqueueMapped<F> {
 
 impl<K, F, I> ResourceEventHandler<K> for EnqueueMapped<F>
 where
-    K: Resource,
+    K: Object,
     F: Fn(&K) -> I + Send + Sync + 'static,
     I: IntoIterator<Item = ObjectKey>,
 {

@@ -471,6 +471,53 @@ fn enqueue_owner_keys_a_cluster_scoped_owner_without_namespace() {
     assert_eq!(drain_keys(&queue), ["apps"]);
 }
 
+// controller-runtime `pkg/handler/eventhandler_test.go` "EnqueueRequestForOwner" ("should
+// enqueue a Request with the Owner of the object", "should not enqueue ... if the OwnerType
+// Group/Kind does not match"), for an owner type known only at run time, and a dynamic child.
+#[test]
+fn enqueue_owner_of_a_dynamic_resource_matches_its_group_kind_and_scope() {
+    use informer_runtime::ApiResource;
+    use informer_runtime::dynamic::DynamicObject;
+
+    let resource = |kind: &str, namespaced| ApiResource {
+        group: "example.com".into(),
+        version: "v1".into(),
+        kind: kind.into(),
+        plural: format!("{}s", kind.to_lowercase()),
+        namespaced,
+    };
+    let queue = WorkQueue::new();
+    let widgets =
+        EnqueueOwner::<DynamicObject>::for_resource(queue.clone(), &resource("Widget", true));
+    widgets.on_add(
+        pod(
+            "p",
+            vec![
+                owner("example.com/v1", "Widget", "w", true),
+                // Any version of the group.
+                owner("example.com/v2", "Widget", "w2", false),
+                owner("other.com/v1", "Widget", "other-group", true),
+                owner("example.com/v1", "Gadget", "other-kind", true),
+            ],
+        ),
+        false,
+    );
+    assert_eq!(drain_keys(&queue), ["apps/w", "apps/w2"]);
+
+    // A cluster-scoped owner is keyed without a namespace; the child is dynamic too.
+    let clusters =
+        EnqueueOwner::<DynamicObject>::for_resource(queue.clone(), &resource("Cluster", false))
+            .only_controller();
+    let mut child = DynamicObject::new("c", &ApiResource::of::<Pod>());
+    child.metadata.namespace = Some("apps".into());
+    child.metadata.owner_references = Some(vec![
+        owner("example.com/v1", "Cluster", "east", true),
+        owner("example.com/v1", "Cluster", "west", false),
+    ]);
+    clusters.on_add(Arc::new(child), false);
+    assert_eq!(drain_keys(&queue), ["east"]);
+}
+
 #[test]
 fn enqueue_mapped_adds_what_the_object_maps_to_before_and_after() {
     let queue = WorkQueue::new();
