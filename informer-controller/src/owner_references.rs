@@ -59,8 +59,116 @@
 //! # Ok::<(), OwnerError>(())
 //! ```
 
-use informer_runtime::resource::{Object, Resource, is_namespaced};
+use std::borrow::Cow;
+
+use informer_runtime::dynamic::DynamicObject;
+use informer_runtime::resource::{ApiResource, Object, Resource, is_namespaced};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+/// What an owner reference is made from: an object of a kind known at compile time (every
+/// [`Resource`]), or a [`DynamicObject`] with the resource it belongs to ([`DynamicOwner`]).
+/// Sealed: those two are all there is.
+pub trait Owner: sealed::Sealed {
+    /// The owner's `apiVersion`.
+    #[doc(hidden)]
+    fn owner_api_version(&self) -> Cow<'_, str>;
+    /// The owner's `kind`.
+    #[doc(hidden)]
+    fn owner_kind(&self) -> &str;
+    /// Whether the owner's kind is namespaced.
+    #[doc(hidden)]
+    fn owner_namespaced(&self) -> bool;
+    /// The owner's metadata.
+    #[doc(hidden)]
+    fn owner_meta(&self) -> &ObjectMeta;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl<O: informer_runtime::resource::Resource> Sealed for O {}
+    impl Sealed for super::DynamicOwner<'_> {}
+}
+
+impl<O: Resource> Owner for O {
+    fn owner_api_version(&self) -> Cow<'_, str> {
+        Cow::Borrowed(O::API_VERSION)
+    }
+
+    fn owner_kind(&self) -> &str {
+        O::KIND
+    }
+
+    fn owner_namespaced(&self) -> bool {
+        is_namespaced::<O>()
+    }
+
+    fn owner_meta(&self) -> &ObjectMeta {
+        self.meta()
+    }
+}
+
+/// A [`DynamicObject`] as an owner: its kind, version and scope come from its resource (a
+/// dynamic controller's [`ApiResource`]), not from the object, which may lack them.
+///
+/// ```
+/// use informer_controller::owner_references::{self, DynamicOwner};
+/// use informer_runtime::dynamic::DynamicObject;
+/// use informer_runtime::resource::ApiResource;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+///
+/// let widgets = ApiResource {
+///     group: "example.com".into(),
+///     version: "v1".into(),
+///     kind: "Widget".into(),
+///     plural: "widgets".into(),
+///     namespaced: true,
+/// };
+/// let mut widget = DynamicObject::new("blue", &widgets);
+/// widget.metadata.namespace = Some("apps".into());
+/// widget.metadata.uid = Some("0d9e4a6c".into());
+///
+/// let mut config = ConfigMap::default();
+/// config.metadata.namespace = Some("apps".into());
+/// owner_references::set_controller_reference(&DynamicOwner::new(&widget, &widgets), &mut config)?;
+/// let owner = owner_references::controller_of(&config).unwrap();
+/// assert_eq!((owner.api_version.as_str(), owner.kind.as_str()), ("example.com/v1", "Widget"));
+/// # Ok::<(), owner_references::OwnerError>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct DynamicOwner<'a> {
+    object: &'a DynamicObject,
+    resource: &'a ApiResource,
+}
+
+impl<'a> DynamicOwner<'a> {
+    /// `object`, an object of `resource`, as an owner.
+    #[must_use]
+    pub fn new(object: &'a DynamicObject, resource: &'a ApiResource) -> Self {
+        Self { object, resource }
+    }
+}
+
+impl Owner for DynamicOwner<'_> {
+    fn owner_api_version(&self) -> Cow<'_, str> {
+        if self.resource.group.is_empty() {
+            Cow::Borrowed(&self.resource.version)
+        } else {
+            Cow::Owned(format!("{}/{}", self.resource.group, self.resource.version))
+        }
+    }
+
+    fn owner_kind(&self) -> &str {
+        &self.resource.kind
+    }
+
+    fn owner_namespaced(&self) -> bool {
+        self.resource.namespaced
+    }
+
+    fn owner_meta(&self) -> &ObjectMeta {
+        &self.object.metadata
+    }
+}
 
 /// Why an owner reference was not set. Each names the objects as `Kind namespace/name`.
 ///
@@ -117,7 +225,7 @@ pub type Result<T, E = OwnerError> = std::result::Result<T, E>;
 /// [`OwnerError::OwnerNotStored`] if `owner` has no `uid` or `name`, or is of a namespaced kind
 /// and has no `namespace`.
 #[doc(alias = "NewControllerRef")]
-pub fn controller_reference<O: Resource>(owner: &O) -> Result<OwnerReference> {
+pub fn controller_reference<O: Owner + ?Sized>(owner: &O) -> Result<OwnerReference> {
     let mut reference = owner_reference(owner)?;
     reference.controller = Some(true);
     reference.block_owner_deletion = Some(true);
@@ -130,18 +238,18 @@ pub fn controller_reference<O: Resource>(owner: &O) -> Result<OwnerReference> {
 ///
 /// [`OwnerError::OwnerNotStored`] if `owner` has no `uid` or `name`, or is of a namespaced kind
 /// and has no `namespace`.
-pub fn owner_reference<O: Resource>(owner: &O) -> Result<OwnerReference> {
-    let meta = owner.meta();
+pub fn owner_reference<O: Owner + ?Sized>(owner: &O) -> Result<OwnerReference> {
+    let meta = owner.owner_meta();
     let stored = |field: &Option<String>| field.as_deref().is_some_and(|value| !value.is_empty());
     if !stored(&meta.uid)
         || !stored(&meta.name)
-        || (is_namespaced::<O>() && !stored(&meta.namespace))
+        || (owner.owner_namespaced() && !stored(&meta.namespace))
     {
-        return Err(OwnerError::OwnerNotStored { owner: describe(O::KIND, meta) });
+        return Err(OwnerError::OwnerNotStored { owner: describe(owner.owner_kind(), meta) });
     }
     Ok(OwnerReference {
-        api_version: O::API_VERSION.to_owned(),
-        kind: O::KIND.to_owned(),
+        api_version: owner.owner_api_version().into_owned(),
+        kind: owner.owner_kind().to_owned(),
         name: meta.name.clone().unwrap_or_default(),
         uid: meta.uid.clone().unwrap_or_default(),
         controller: None,
@@ -162,7 +270,10 @@ pub fn owner_reference<O: Resource>(owner: &O) -> Result<OwnerReference> {
 ///
 /// `object` is unchanged on error.
 #[doc(alias = "SetControllerReference")]
-pub fn set_controller_reference<O: Resource, K: Resource>(owner: &O, object: &mut K) -> Result<()> {
+pub fn set_controller_reference<O: Owner + ?Sized, K: Resource>(
+    owner: &O,
+    object: &mut K,
+) -> Result<()> {
     let reference = controller_reference(owner)?;
     check_namespace(owner, object)?;
     if let Some(existing) = controller_of(object)
@@ -171,7 +282,7 @@ pub fn set_controller_reference<O: Resource, K: Resource>(owner: &O, object: &mu
         return Err(OwnerError::AlreadyOwned {
             object: describe(K::KIND, object.meta()),
             controller: format!("{} {}", existing.kind, existing.name),
-            owner: describe(O::KIND, owner.meta()),
+            owner: describe(owner.owner_kind(), owner.owner_meta()),
         });
     }
     upsert(object.meta_mut(), reference);
@@ -190,7 +301,10 @@ pub fn set_controller_reference<O: Resource, K: Resource>(owner: &O, object: &mu
 ///
 /// `object` is unchanged on error.
 #[doc(alias = "SetOwnerReference")]
-pub fn set_owner_reference<O: Resource, K: Resource>(owner: &O, object: &mut K) -> Result<()> {
+pub fn set_owner_reference<O: Owner + ?Sized, K: Resource>(
+    owner: &O,
+    object: &mut K,
+) -> Result<()> {
     let reference = owner_reference(owner)?;
     check_namespace(owner, object)?;
     upsert(object.meta_mut(), reference);
@@ -200,11 +314,13 @@ pub fn set_owner_reference<O: Resource, K: Resource>(owner: &O, object: &mut K) 
 /// Removes `object`'s references to `owner` (same group, kind and name, whatever the version
 /// or uid), controller or not; true if there was one.
 #[doc(alias = "RemoveOwnerReference")]
-pub fn remove_owner_reference<O: Resource, K: Object>(owner: &O, object: &mut K) -> bool {
-    let name = owner.meta().name.as_deref().unwrap_or_default();
+pub fn remove_owner_reference<O: Owner + ?Sized, K: Object>(owner: &O, object: &mut K) -> bool {
+    let name = owner.owner_meta().name.as_deref().unwrap_or_default();
+    let api_version = owner.owner_api_version();
+    let (group, kind) = (group_of(&api_version), owner.owner_kind());
     let Some(references) = object.meta_mut().owner_references.as_mut() else { return false };
     let before = references.len();
-    references.retain(|r| !(refers_to::<O>(r) && r.name == name));
+    references.retain(|r| !(refers_to_kind(r, group, kind) && r.name == name));
     references.len() != before
 }
 
@@ -277,15 +393,15 @@ fn upsert(meta: &mut ObjectMeta, reference: OwnerReference) {
 
 /// A namespaced owner can own only objects of its namespace (controller-runtime's
 /// `validateOwner`); a cluster-scoped owner, any object.
-fn check_namespace<O: Resource, K: Resource>(owner: &O, object: &K) -> Result<()> {
-    if !is_namespaced::<O>() {
+fn check_namespace<O: Owner + ?Sized, K: Resource>(owner: &O, object: &K) -> Result<()> {
+    if !owner.owner_namespaced() {
         return Ok(());
     }
-    if is_namespaced::<K>() && object.meta().namespace == owner.meta().namespace {
+    if is_namespaced::<K>() && object.meta().namespace == owner.owner_meta().namespace {
         return Ok(());
     }
     Err(OwnerError::CrossNamespace {
-        owner: describe(O::KIND, owner.meta()),
+        owner: describe(owner.owner_kind(), owner.owner_meta()),
         object: describe(K::KIND, object.meta()),
     })
 }

@@ -16,44 +16,33 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+#[path = "support/clients.rs"]
+mod clients;
+
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use clients::{kube_client, our_client};
+
 use embedded_apiserver::ApiServer;
-use informer_client::{Client, ClientError, Config, Patch, PatchParams};
+use informer_client::{Client, ClientError, Patch, PatchParams};
 use informer_controller::ApiWriter;
 use informer_controller::controller::{
     Action, Controller, ControllerError, ControllerReport, Request,
 };
 use informer_controller::filter::GenerationChanged;
+use informer_controller::workqueue::WorkQueue;
 use informer_runtime::dynamic::DynamicObject;
 use informer_runtime::{ApiResource, GroupVersionResource, ObjectKey, SharedInformerFactory};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 /// How long a test waits for a controller (real time) before it fails.
 const DEADLINE: Duration = Duration::from_secs(20);
-/// How long a test watches for a reconcile that must not come.
-const QUIET: Duration = Duration::from_millis(500);
-
-fn our_client(server: &ApiServer) -> Client {
-    Client::new(Config::new(server.url().parse().unwrap())).unwrap()
-}
-
-/// The `kube::Client` a kube-rs program reading `server`'s kubeconfig gets.
-async fn kube_client(server: &ApiServer) -> kube::Client {
-    let kubeconfig = Kubeconfig::from_yaml(&server.kubeconfig_yaml()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
-}
-
 /// Waits until `ready` holds, failing with `what` after the deadline.
 async fn until(what: &str, mut ready: impl FnMut() -> bool) {
     tokio::time::timeout(DEADLINE, async {
@@ -144,6 +133,43 @@ fn touch_config_map(server: &ApiServer, name: &str, value: &str) {
     server.update(&gvr, stored).unwrap();
 }
 
+/// A queue of the controller's own, so that a test can tell when it has nothing left.
+fn own_queue() -> WorkQueue<ObjectKey> {
+    WorkQueue::builder().build()
+}
+
+/// Whether `queue` holds no key, delays none and works on none.
+fn idle(queue: &WorkQueue<ObjectKey>) -> bool {
+    queue.is_empty() && queue.delayed() == 0 && queue.processing() == 0
+}
+
+/// A controller reference to a widget `name` that need not exist: a sentinel's owner.
+fn reference_to_widget(name: &str) -> Value {
+    json!({"apiVersion": "example.com/v1", "kind": "Widget", "name": name,
+           "uid": format!("uid-of-{name}"), "controller": true, "blockOwnerDeletion": true})
+}
+
+/// How a test shows that an event did not reconcile anything: a later event of the same
+/// informer (a sentinel) that enqueues another key. The informer hands the handler its events
+/// in order, and the one worker takes keys in order: once the sentinel's key was reconciled and
+/// the queue is idle, whatever the earlier events enqueued was reconciled before it.
+async fn after_sentinel(
+    what: &str,
+    queue: &WorkQueue<ObjectKey>,
+    seen: &Seen,
+    sentinel: &str,
+    add: impl FnOnce(),
+) {
+    let before = count_key(seen, sentinel);
+    add();
+    until(what, || count_key(seen, sentinel) > before && idle(queue)).await;
+}
+
+/// How many lines of `seen` are about `key`.
+fn count_key(seen: &Seen, key: &str) -> usize {
+    seen.lock().iter().filter(|l| l.split(' ').next() == Some(key)).count()
+}
+
 /// What the recording reconciles saw, one line each.
 type Seen = Arc<Mutex<Vec<String>>>;
 
@@ -217,8 +243,12 @@ async fn a_dynamic_controller_of_a_crd_installed_at_run_time_reconciles_adds_upd
     let reconcile = recording_widgets(&seen);
     let running = Running::start(move |stop| Box::pin(controller.run(reconcile, stop)));
 
-    // Not served yet: the controller waits for its cache, and reconciles nothing.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Not served yet: the informer's list fails, and the controller, waiting for its cache,
+    // reconciles nothing.
+    until("the list of widgets to fail", || {
+        factory.health().iter().any(|i| i.resource == widget_gvr() && i.watch.last_error.is_some())
+    })
+    .await;
     assert!(seen.lock().is_empty(), "{:?}", seen.lock());
     client.create(None, &widget_crd(false)).await.unwrap();
     server.create(&widget_gvr(), widget("first", 1)).unwrap();
@@ -249,7 +279,8 @@ async fn owned_config_maps_reconcile_their_widget(
     let owner = server.create(&widget_gvr(), widget("owner", 1)).unwrap();
     let factory = SharedInformerFactory::new(client.clone());
     let seen = Seen::default();
-    let controller = own(Controller::for_resource(&factory, &widgets()));
+    let queue = own_queue();
+    let controller = own(Controller::for_resource(&factory, &widgets()).queue(queue.clone()));
     let recorded = Arc::clone(&seen);
     let reconcile = move |request: Request<DynamicObject>| {
         let (client, seen) = (client.clone(), Arc::clone(&recorded));
@@ -279,15 +310,24 @@ async fn owned_config_maps_reconcile_their_widget(
     until("the child's add reconciles its widget", || count(&seen, "default/owner") >= 2).await;
     let child = server.get(&config_maps().gvr(), "default", "owner-child").unwrap();
     assert_eq!(child["metadata"]["ownerReferences"][0]["uid"], owner["metadata"]["uid"]);
-    tokio::time::sleep(QUIET).await;
+    // Config maps of a widget `sentinel` (that does not exist) enqueue its key after whatever
+    // the earlier config map events enqueued.
+    let sentinel = |name: &str| {
+        let cm = config_map(name, &json!([reference_to_widget("sentinel")]));
+        let server = &server;
+        move || drop(server.create(&config_maps().gvr(), cm).unwrap())
+    };
+    after_sentinel("the child's add settles", &queue, &seen, "default/sentinel", sentinel("s1"))
+        .await;
     let before = count(&seen, "default/owner");
     touch_config_map(&server, "owner-child", "changed");
     // At least once: an update adds the owners of the old and the new state, and a worker
     // may take the key between the two adds.
     until("the child's update reconciles its widget", || count(&seen, "default/owner") > before)
         .await;
-    tokio::time::sleep(QUIET).await;
-    let settled = seen.lock().len();
+    after_sentinel("the child's update settles", &queue, &seen, "default/sentinel", sentinel("s2"))
+        .await;
+    let settled = count(&seen, "default/owner");
 
     // Not the controller reference, or one to another kind of the same name: not this
     // controller's children.
@@ -299,9 +339,17 @@ async fn owned_config_maps_reconcile_their_widget(
     for (name, reference) in unrelated {
         server.create(&config_maps().gvr(), config_map(name, &json!([reference]))).unwrap();
     }
-    tokio::time::sleep(QUIET).await;
-    assert_eq!(seen.lock().len(), settled, "{:?}", seen.lock());
-    assert!(seen.lock().iter().all(|key| key == "default/owner"), "{:?}", seen.lock());
+    after_sentinel(
+        "the other config maps settle",
+        &queue,
+        &seen,
+        "default/sentinel",
+        sentinel("s3"),
+    )
+    .await;
+    assert_eq!(count(&seen, "default/owner"), settled, "{:?}", seen.lock());
+    let keys = ["default/owner", "default/sentinel"];
+    assert!(seen.lock().iter().all(|key| keys.contains(&key.as_str())), "{:?}", seen.lock());
     running.stop().await;
     factory.shutdown().await;
 }
@@ -331,7 +379,9 @@ async fn a_typed_controller_owning_dynamic_children_reconciles_on_their_changes(
     let factory = SharedInformerFactory::new(client);
     let seen = Seen::default();
     let recorded = Arc::clone(&seen);
-    let controller = Controller::<ConfigMap, _>::new(&factory).owns_dynamic(&widgets());
+    let queue = own_queue();
+    let controller =
+        Controller::<ConfigMap, _>::new(&factory).queue(queue.clone()).owns_dynamic(&widgets());
     let reconcile = move |request: Request<ConfigMap>| {
         recorded.lock().push(request.key.to_string());
         std::future::ready(Ok::<_, ClientError>(Action::Done))
@@ -350,14 +400,25 @@ async fn a_typed_controller_owning_dynamic_children_reconciles_on_their_changes(
     server.update(&widget_gvr(), kid).unwrap();
     until("the widget's update reconciles its config map", || count(&seen, "default/parent") >= 3)
         .await;
-    tokio::time::sleep(QUIET).await;
+    // A widget controlled by a config map `sentinel` (that does not exist) enqueues its key
+    // after whatever the update enqueued.
+    let mut marker = widget("marker", 1);
+    marker["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": "v1", "kind": "ConfigMap", "name": "sentinel", "uid": "uid-of-sentinel",
+        "controller": true,
+    }]);
+    after_sentinel("the update settles", &queue, &seen, "default/sentinel", || {
+        drop(server.create(&widget_gvr(), marker).unwrap());
+    })
+    .await;
     let before = count(&seen, "default/parent");
     server.delete(&widget_gvr(), "default", "kid").unwrap();
     until("the widget's delete reconciles its config map", || {
         count(&seen, "default/parent") == before + 1
     })
     .await;
-    assert!(seen.lock().iter().all(|key| key == "default/parent"), "{:?}", seen.lock());
+    let keys = ["default/parent", "default/sentinel"];
+    assert!(seen.lock().iter().all(|key| keys.contains(&key.as_str())), "{:?}", seen.lock());
     running.stop().await;
     factory.shutdown().await;
 }
@@ -374,13 +435,13 @@ async fn a_typed_controller_watching_a_dynamic_resource_reconciles_the_keys_it_m
     let factory = SharedInformerFactory::new(client);
     let seen = Seen::default();
     let recorded = Arc::clone(&seen);
-    let controller = Controller::<ConfigMap, _>::new(&factory).watches_dynamic(
-        &widgets(),
-        |w: &DynamicObject| {
+    let queue = own_queue();
+    let controller = Controller::<ConfigMap, _>::new(&factory)
+        .queue(queue.clone())
+        .watches_dynamic(&widgets(), |w: &DynamicObject| {
             let name = w.data.get("spec")?.get("configMap")?.as_str()?;
             Some(ObjectKey::new(w.metadata.namespace.as_deref(), name))
-        },
-    );
+        });
     let reconcile = move |request: Request<ConfigMap>| {
         recorded.lock().push(request.key.to_string());
         std::future::ready(Ok::<_, ClientError>(Action::Done))
@@ -395,8 +456,13 @@ async fn a_typed_controller_watching_a_dynamic_resource_reconciles_the_keys_it_m
         .await;
     // A widget that names nothing maps to no key.
     server.create(&widget_gvr(), widget("silent", 1)).unwrap();
-    tokio::time::sleep(QUIET).await;
-    assert_eq!(seen.lock().len(), 2, "{:?}", seen.lock());
+    let mut marker = widget("marker", 1);
+    marker["spec"]["configMap"] = json!("sentinel");
+    after_sentinel("the silent widget settles", &queue, &seen, "default/sentinel", || {
+        drop(server.create(&widget_gvr(), marker).unwrap());
+    })
+    .await;
+    assert_eq!(count(&seen, "default/target"), 2, "{:?}", seen.lock());
     running.stop().await;
     factory.shutdown().await;
 }
@@ -420,7 +486,10 @@ async fn a_filtered_dynamic_controller_writes_status_through_client_dynamic_and_
     let factory = SharedInformerFactory::new(client.clone());
     let seen = Seen::default();
     let recorded = Arc::clone(&seen);
-    let controller = Controller::for_resource(&factory, &widgets()).filter(GenerationChanged);
+    let queue = own_queue();
+    let controller = Controller::for_resource(&factory, &widgets())
+        .queue(queue.clone())
+        .filter(GenerationChanged);
     let reconcile = move |request: Request<DynamicObject>| {
         let (client, seen) = (client.clone(), Arc::clone(&recorded));
         async move {
@@ -440,8 +509,14 @@ async fn a_filtered_dynamic_controller_writes_status_through_client_dynamic_and_
     let running = Running::start(move |stop| Box::pin(controller.run(reconcile, stop)));
 
     until("the status says size 1", || status_size(&server, "w") == Some(1)).await;
-    tokio::time::sleep(QUIET).await;
-    assert_eq!(*seen.lock(), ["default/w 1"], "the status write does not come back");
+    // A new widget passes the filter, and is reconciled after whatever w's writes enqueued.
+    let w_lines =
+        || seen.lock().iter().filter(|l| l.starts_with("default/w ")).cloned().collect::<Vec<_>>();
+    after_sentinel("w's status write settles", &queue, &seen, "default/mark-1", || {
+        drop(server.create(&widget_gvr(), widget("mark-1", 1)).unwrap());
+    })
+    .await;
+    assert_eq!(w_lines(), ["default/w 1"], "the status write does not come back");
 
     let mut labelled = server.get(&widget_gvr(), "default", "w").unwrap();
     labelled["metadata"]["labels"] = json!({"tier": "edge"});
@@ -450,8 +525,11 @@ async fn a_filtered_dynamic_controller_writes_status_through_client_dynamic_and_
     bigger["spec"]["size"] = json!(2);
     server.update(&widget_gvr(), bigger).unwrap();
     until("the status says size 2", || status_size(&server, "w") == Some(2)).await;
-    tokio::time::sleep(QUIET).await;
-    assert_eq!(*seen.lock(), ["default/w 1", "default/w 2"], "the label change is filtered out");
+    after_sentinel("w's changes settle", &queue, &seen, "default/mark-2", || {
+        drop(server.create(&widget_gvr(), widget("mark-2", 1)).unwrap());
+    })
+    .await;
+    assert_eq!(w_lines(), ["default/w 1", "default/w 2"], "the label change is filtered out");
     running.stop().await;
     factory.shutdown().await;
 }
@@ -469,7 +547,8 @@ async fn a_dynamic_controller_writes_through_json_patch_and_converges(
     let factory = SharedInformerFactory::new(client);
     let seen = Seen::default();
     let recorded = Arc::clone(&seen);
-    let controller = Controller::for_resource(&factory, &widgets());
+    let queue = own_queue();
+    let controller = Controller::for_resource(&factory, &widgets()).queue(queue.clone());
     let reconcile = move |request: Request<DynamicObject>| {
         let (writer, seen) = (Arc::clone(&writer), Arc::clone(&recorded));
         async move {
@@ -494,10 +573,17 @@ async fn a_dynamic_controller_writes_through_json_patch_and_converges(
 
     until("the status says size 3", || status_size(server, "w") == Some(3)).await;
     until("the controller's own write is reconciled", || seen.lock().len() == 2).await;
-    tokio::time::sleep(QUIET).await;
-    assert_eq!(*seen.lock(), ["default/w 3 null", "default/w 3 3"], "converged");
+    // The marker's own write comes back too: two reconciles, after whatever w's enqueued.
+    server.create(&widget_gvr(), widget("marker", 3)).unwrap();
+    until("the marker converges, and nothing else waits", || {
+        count_key(&seen, "default/marker") == 2 && idle(&queue)
+    })
+    .await;
+    let w_lines: Vec<String> =
+        seen.lock().iter().filter(|l| l.starts_with("default/w ")).cloned().collect();
+    assert_eq!(w_lines, ["default/w 3 null", "default/w 3 3"], "converged");
     let report = running.finish().await;
-    assert_eq!((report.succeeded, report.failed), (2, 0));
+    assert_eq!((report.succeeded, report.failed), (4, 0));
     factory.shutdown().await;
 }
 
