@@ -9,7 +9,7 @@
 //!
 //! # The faults
 //!
-//! Each [`round`](Scenario::round) draws, from the scenario's seed, one to three of:
+//! Each [`round`](Running::round) draws, from the scenario's seed, one to three of:
 //!
 //! | fault | what a controller meets |
 //! |---|---|
@@ -81,10 +81,10 @@ use crate::server::ApiServer;
 /// The environment variable that replays a scenario's seed.
 pub const SEED_ENV: &str = "EMBEDDED_APISERVER_SEED";
 
-/// How often [`Scenario::converge`] looks again.
+/// How often [`Running::converge`] looks again.
 const POLL: Duration = Duration::from_millis(20);
 
-/// A kind of fault a [`round`](Scenario::round) deals; see the [module docs](self#the-faults).
+/// A kind of fault a [`round`](Running::round) deals; see the [module docs](self#the-faults).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Fault {
@@ -143,7 +143,7 @@ impl Replica {
         &self.kubeconfig
     }
 
-    /// Cancelled when the replica must stop ([`Scenario::finish`]); a killed replica is
+    /// Cancelled when the replica must stop ([`Running::finish`]); a killed replica is
     /// aborted instead.
     #[must_use]
     pub fn stop(&self) -> CancellationToken {
