@@ -40,11 +40,12 @@ use std::time::Duration;
 
 use informer_client::{Client, ClientError, Patch, PatchParams};
 use informer_controller::conditions::{self, ConditionExt, ConditionStatus};
-use informer_controller::controller::{Action, Controller, ControllerError, Request};
+use informer_controller::controller::{Action, Controller, Request};
 use informer_controller::events::{EventRecorder, EventType};
 use informer_controller::filter::{Changed, GenerationChanged, Or};
 use informer_controller::finalizer::{Event, FinalizerError, finalizer};
 use informer_controller::leader_election::{LeaderElection, LeaderElectionError, Leadership};
+pub use informer_controller::manager::Standby;
 use informer_controller::manager::{Manager, ManagerError};
 use informer_controller::owner_references::{self, OwnerError};
 use informer_derive::Informer;
@@ -122,9 +123,6 @@ pub enum RunError {
     /// The leader election's settings.
     #[error("{0}")]
     Election(#[from] LeaderElectionError),
-    /// The controller's informers.
-    #[error("{0}")]
-    Controller(#[from] ControllerError),
     /// The manager stopped on a failure.
     #[error("{0}")]
     Manager(#[from] ManagerError),
@@ -137,18 +135,6 @@ pub enum RunError {
         #[source]
         source: std::io::Error,
     },
-}
-
-/// When a replica's informers start.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Standby {
-    /// At once, on every replica (the manager's warm standby): a new leader reconciles from
-    /// caches already synced.
-    #[default]
-    Warm,
-    /// Once the replica leads, as a controller run inside `LeaderElection::run` does: a new
-    /// leader lists everything first. For comparison (`cargo xtask demo-controller` times both).
-    Cold,
 }
 
 /// How a replica runs.
@@ -164,9 +150,9 @@ pub struct Settings {
     pub workers: usize,
     /// Where metrics go, if anywhere.
     pub metrics: Option<Metrics>,
-    /// Where `/healthz`, `/readyz` and `/metrics` are served, if anywhere (warm standby only).
+    /// Where `/healthz`, `/readyz` and `/metrics` are served, if anywhere.
     pub probes: Option<SocketAddr>,
-    /// When the informers start.
+    /// When the informers start: at once (warm, the default) or on taking the Lease.
     pub standby: Standby,
 }
 
@@ -186,8 +172,17 @@ impl Settings {
     }
 }
 
-/// Runs one replica until `stop`: its informers from the start (see [`Standby`]), the
-/// controller while it holds the Lease. Returns how leadership ended.
+/// What reconciles share.
+struct Context {
+    client: Client,
+    configmaps: Lister<ConfigMap>,
+    namespaces: Lister<Namespace>,
+    recorder: EventRecorder,
+}
+
+/// Runs one replica until `stop`, in a manager: the informers (at once, or on taking the
+/// Lease: see [`Standby`]), the controller while it holds the Lease, the probes. Returns how
+/// leadership ended.
 ///
 /// # Errors
 ///
@@ -209,68 +204,15 @@ pub async fn run(
     .renew_deadline(renew)
     .retry_period(retry)
     .build()?;
-    if settings.standby == Standby::Cold {
-        return Ok(election
-            .run(stop, |leading| async move {
-                tracing::info!(identity = %settings.identity, "leading: starting the informers and the controller");
-                if let Err(e) = cold(client, &settings, leading).await {
-                    tracing::error!(error = %e, "the controller stopped");
-                }
-            })
-            .await);
-    }
-    let factory = factory(&client, &settings);
-    let (controller, context) = controller(&client, &factory, &settings);
-    let mut manager = Manager::new(&factory).leader_election(election).add(controller, {
-        let context = Arc::clone(&context);
-        move |request| {
-            let context = Arc::clone(&context);
-            async move { reconcile(&context, request).await }
-        }
-    });
-    if let Some(metrics) = &settings.metrics {
-        manager = manager.metrics(metrics);
-    }
-    if let Some(addr) = settings.probes {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|source| RunError::Probes { addr, source })?;
-        manager = manager.probes(listener);
-    }
-    let outcome = manager.run(stop).await;
-    context.recorder.flush().await;
-    match outcome {
-        Ok(report) => Ok(report.leadership.unwrap_or(Leadership::NotAcquired)),
-        Err(ManagerError::LeadershipLost) => Ok(Leadership::Lost),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// What reconciles share.
-struct Context {
-    client: Client,
-    configmaps: Lister<ConfigMap>,
-    namespaces: Lister<Namespace>,
-    recorder: EventRecorder,
-}
-
-/// The informers' factory, with the replica's metrics.
-fn factory(client: &Client, settings: &Settings) -> SharedInformerFactory<Client> {
     let mut factory = SharedInformerFactory::builder(client.clone());
+    let mut manager_metrics = None;
     if let Some(metrics) = &settings.metrics {
         factory = factory.metrics(metrics);
+        manager_metrics = Some(metrics.clone());
     }
-    factory.build()
-}
-
-/// The controller, and what its reconciles share; their informers are made (not started).
-fn controller(
-    client: &Client,
-    factory: &SharedInformerFactory<Client>,
-    settings: &Settings,
-) -> (Controller<ConfigMapSet, Client>, Arc<Context>) {
+    let factory = factory.build();
     let sets = factory.lister::<ConfigMapSet>();
-    let mut controller = Controller::<ConfigMapSet, _>::new(factory)
+    let controller = Controller::<ConfigMapSet, _>::new(&factory)
         .name("configmapsets")
         // The controller's own status writes change no generation: they do not come back as
         // work. Finalizer changes and the deletion itself do.
@@ -291,41 +233,36 @@ fn controller(
                 .collect::<Vec<_>>()
         })
         .workers(settings.workers);
-    if let Some(metrics) = &settings.metrics {
-        controller = controller.metrics(metrics);
-    }
     let context = Arc::new(Context {
         client: client.clone(),
         configmaps: factory.lister::<ConfigMap>(),
         namespaces: factory.lister::<Namespace>(),
-        recorder: EventRecorder::new(client.clone(), CONTROLLER, settings.identity.clone()),
+        recorder: EventRecorder::new(client, CONTROLLER, settings.identity.clone()),
     });
-    (controller, context)
-}
-
-/// The controller of a cold standby, while it leads: its informers start now.
-async fn cold(
-    client: Client,
-    settings: &Settings,
-    stop: CancellationToken,
-) -> Result<(), RunError> {
-    let factory = factory(&client, settings);
-    let (controller, context) = controller(&client, &factory, settings);
-    let recorder = context.recorder.clone();
-    let report = controller
-        .run(
-            move |request| {
-                let context = Arc::clone(&context);
-                async move { reconcile(&context, request).await }
-            },
-            stop,
-        )
-        .await;
-    factory.shutdown().await;
-    recorder.flush().await;
-    let report = report?;
-    tracing::info!(succeeded = report.succeeded, failed = report.failed, "controller stopped");
-    Ok(())
+    let reconciles = Arc::clone(&context);
+    let mut manager = Manager::new(&factory)
+        .leader_election(election)
+        .standby(settings.standby)
+        .add(controller, move |request| {
+            let context = Arc::clone(&reconciles);
+            async move { reconcile(&context, request).await }
+        });
+    if let Some(metrics) = &manager_metrics {
+        manager = manager.metrics(metrics);
+    }
+    if let Some(addr) = settings.probes {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| RunError::Probes { addr, source })?;
+        manager = manager.probes(listener);
+    }
+    let outcome = manager.run(stop).await;
+    context.recorder.flush().await;
+    match outcome {
+        Ok(report) => Ok(report.leadership.unwrap_or(Leadership::NotAcquired)),
+        Err(ManagerError::LeadershipLost) => Ok(Leadership::Lost),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Makes the world what one set asks for, behind its finalizer: the helper adds it before the

@@ -11,7 +11,9 @@
 //! leading or not; only the work that needs the Lease ([`Placement::Leader`]: every controller)
 //! waits for it. A replica that takes over starts reconciling from caches already synced,
 //! instead of listing every resource first: failover costs the Lease's expiry, not a list of
-//! the cluster. The price is each standby's watches and memory.
+//! the cluster. The price is each standby's watches and memory; where that is too much,
+//! [`Standby::Cold`] starts the informers only on taking the Lease (`cargo xtask
+//! demo-controller` times a failover of each).
 //!
 //! # Probes
 //!
@@ -61,6 +63,19 @@ use probes::{Probes, State};
 
 /// A task's error, as [`Manager::add_task`] takes it.
 pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
+
+/// When a replica behind a Lease starts the factory's informers; see
+/// [warm standby](self#warm-standby).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Standby {
+    /// At once, on every replica: a new leader reconciles from caches already synced.
+    #[default]
+    Warm,
+    /// On taking the Lease: a standby holds no cache and makes no watch, and a new leader
+    /// lists everything before its first reconcile. `/readyz` then checks only the informers
+    /// started.
+    Cold,
+}
 
 /// Which replicas run a task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,6 +165,7 @@ pub struct ManagerReport {
 pub struct Manager<S: ListWatchSource> {
     factory: SharedInformerFactory<S>,
     election: Option<LeaderElection>,
+    standby: Standby,
     probes: Option<TcpListener>,
     #[cfg(feature = "metrics")]
     metrics: Option<informer_runtime::metrics::Metrics>,
@@ -199,6 +215,7 @@ impl<S: ListWatchSource> Manager<S> {
         Self {
             factory: factory.clone(),
             election: None,
+            standby: Standby::Warm,
             probes: None,
             #[cfg(feature = "metrics")]
             metrics: None,
@@ -213,6 +230,14 @@ impl<S: ListWatchSource> Manager<S> {
     /// run on every replica all the same (see [warm standby](self#warm-standby)).
     pub fn leader_election(mut self, election: LeaderElection) -> Self {
         self.election = Some(election);
+        self
+    }
+
+    /// When the informers start on a replica behind the Lease: at once ([`Standby::Warm`], the
+    /// default) or on taking it ([`Standby::Cold`]). Without leader election they start at
+    /// once.
+    pub fn standby(mut self, standby: Standby) -> Self {
+        self.standby = standby;
         self
     }
 
@@ -333,8 +358,12 @@ impl<S: ListWatchSource> Manager<S> {
                 probe_stop.clone(),
             )))
         });
-        // Every informer asked for so far, on every replica: the warm standby.
-        self.factory.start();
+        // Every informer asked for so far, on every replica: the warm standby. A cold one
+        // starts them on taking the Lease (`campaign`).
+        let cold = self.standby == Standby::Cold && self.election.is_some();
+        if !cold {
+            self.factory.start();
+        }
 
         // Each task says how it ended here, once: the channel never holds more than all.
         let (ended, endings) = mpsc::channel(self.tasks.len().max(1));
@@ -356,6 +385,7 @@ impl<S: ListWatchSource> Manager<S> {
             ended,
             Arc::clone(&state),
             extras,
+            cold.then(|| self.factory.clone()),
         )));
         let mut run =
             Running { endings, leading: Some(leading), replicas: running, names, done: Vec::new() };
@@ -479,6 +509,7 @@ async fn campaign(
     ended: mpsc::Sender<Ended>,
     state: Arc<State>,
     extras: Extras,
+    start_on_leading: Option<SharedInformerFactory<impl ListWatchSource>>,
 ) -> Option<Leadership> {
     let Some(election) = election else {
         lead(tasks, stop, ended, extras).await;
@@ -487,6 +518,10 @@ async fn campaign(
     let while_leading = Arc::clone(&state);
     let outcome = election
         .run(stop, |leading| async move {
+            if let Some(factory) = start_on_leading {
+                tracing::info!("leading: starting the informers (cold standby)");
+                factory.start();
+            }
             while_leading.set_leading(true);
             lead(tasks, leading, ended, extras).await;
             while_leading.set_leading(false);
