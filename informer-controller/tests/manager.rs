@@ -23,8 +23,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clients::our_client;
-use embedded_apiserver::ApiServer;
 use embedded_apiserver::testing::eventually;
+use embedded_apiserver::{ApiServer, Failure};
 use informer_client::{Client, ClientError};
 use informer_controller::controller::{Action, Controller, Request};
 use informer_controller::leader_election::{LeaderElection, Leadership};
@@ -178,6 +178,55 @@ async fn readyz_names_the_informer_that_cannot_sync() {
     assert!(body.contains("404") || body.contains("not found"), "the list's error: {body}");
     assert!(body.ends_with("readyz check failed\n"), "{body}");
     assert_eq!(get(addr, "/healthz").await.0, 200, "alive all the same");
+    stop.cancel();
+    let report = tokio::time::timeout(DEADLINE, run).await.unwrap().unwrap().unwrap();
+    assert!(report.unfinished.is_empty());
+}
+
+// The readiness probe's two informer checks, over HTTP: not ready before the first sync (the
+// lists fail), ready once it synced; not ready while lists and watches fail for longer than
+// the grace, ready again once they work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_waits_for_the_sync_and_for_failing_watches_to_mend() {
+    let server = ApiServer::start().await.unwrap();
+    let failing = |verb: &str| {
+        Failure::internal_error("etcdserver: request timed out").verb(verb).resource("configmaps")
+    };
+    server.fail_next(usize::MAX, failing("list"));
+    let factory = SharedInformerFactory::new(our_client(&server));
+    let (listener, addr) = probe_listener().await;
+    let stop = CancellationToken::new();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let manager = Manager::new(&factory)
+        .probes(listener)
+        .watch_failure_grace(Duration::from_millis(300))
+        .add(Controller::<ConfigMap, _>::new(&factory), recording(&seen, "cm"));
+    let run = tokio::spawn(manager.run(stop.clone()));
+    readyz_until(addr, "not ready before the first sync", |code, body| {
+        code == 503
+            && body.contains("[-]informer configmaps.v1 failed: not synced: ")
+            && body.contains("etcdserver: request timed out")
+    })
+    .await;
+
+    server.clear_failures();
+    readyz_until(addr, "ready once synced", |code, _| code == 200).await;
+
+    // Every list and watch fails from here: the informer retries, and after the grace the
+    // probe says so.
+    server.fail_next(usize::MAX, failing("list"));
+    server.fail_next(usize::MAX, failing("watch"));
+    server.drop_watches();
+    let body = readyz_until(addr, "not ready while the watches fail", |code, body| {
+        code == 503
+            && body.contains("[-]informer configmaps.v1 failed: lists and watches failing for")
+    })
+    .await;
+    assert!(body.contains("etcdserver: request timed out"), "the last error: {body}");
+    assert_eq!(get(addr, "/healthz").await.0, 200, "alive all the same: the informer retries");
+
+    server.clear_failures();
+    readyz_until(addr, "ready again once they work", |code, _| code == 200).await;
     stop.cancel();
     let report = tokio::time::timeout(DEADLINE, run).await.unwrap().unwrap().unwrap();
     assert!(report.unfinished.is_empty());
