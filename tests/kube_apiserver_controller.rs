@@ -14,14 +14,23 @@
     reason = "in a test, a failed expect is a failed assertion"
 )]
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use example_controller::{ConfigMapSet, ConfigMapSetSpec, Settings, difference};
-use informer_client::Client;
+use informer_client::{Client, ClientError, DynamicApi, Patch, PatchParams};
+use informer_controller::controller::{Action, Controller, Request};
+use informer_controller::filter::GenerationChanged;
 use informer_controller::leader_election::Leadership;
+use informer_controller::owner_references::{self, DynamicOwner};
+use informer_runtime::dynamic::DynamicObject;
 use informer_runtime::listwatch::ListOptions;
+use informer_runtime::resource::ApiResource;
+use informer_runtime::{GroupVersionResource, SharedInformerFactory};
 use informer_tests::kube_apiserver::KubeApiServer;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -178,4 +187,140 @@ async fn the_example_controller_converges_on_kube_apiserver() {
     survivor.stop.cancel();
     let outcome = tokio::time::timeout(DEADLINE, survivor.task).await.unwrap().unwrap();
     assert_eq!(outcome, Leadership::Released);
+}
+
+/// A namespaced CRD `gizmos.<group>` with a status subresource, its objects free-form.
+fn gizmo_crd(group: &str) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("gizmos.{group}")},
+        "spec": {
+            "group": group,
+            "names": {"kind": "Gizmo", "plural": "gizmos", "singular": "gizmo", "listKind": "GizmoList"},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+            }],
+        },
+    })
+}
+
+/// The gizmo controller's reconcile: a config map it controls, with the gizmo's size, applied;
+/// then the size in the gizmo's status.
+async fn reconcile_gizmo(
+    client: Client,
+    gizmos: ApiResource,
+    gizmo: Option<Arc<DynamicObject>>,
+) -> Result<Action, ClientError> {
+    let Some(gizmo) = gizmo else { return Ok(Action::Done) };
+    let (name, ns) =
+        (gizmo.metadata.name.clone().unwrap_or_default(), gizmo.metadata.namespace.clone());
+    let size = gizmo.data["spec"]["size"].clone();
+    let mut config = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            namespace: ns.clone(),
+            ..ObjectMeta::default()
+        },
+        data: Some([("size".to_owned(), size.to_string())].into()),
+        ..ConfigMap::default()
+    };
+    owner_references::set_controller_reference(&DynamicOwner::new(&gizmo, &gizmos), &mut config)
+        .expect("the gizmo is stored");
+    let params = PatchParams::apply("gizmo-controller").force();
+    client.patch::<ConfigMap, _>(ns.as_deref(), &name, &Patch::Apply(&config), &params).await?;
+    let status = serde_json::json!({"status": {"size": size}});
+    let api = client.dynamic(&gizmos).namespace(ns.unwrap_or_default());
+    api.patch_status(&name, &Patch::Merge(&status), &PatchParams::default()).await?;
+    Ok(Action::Done)
+}
+
+/// Waits until the gizmo `g1` has `want` in its status and its config map; returns it.
+async fn gizmo_converged(api: &DynamicApi, client: &Client, ns: &str, want: i64) -> DynamicObject {
+    let start = tokio::time::Instant::now();
+    loop {
+        let gizmo = api.get("g1").await.unwrap();
+        let config: Result<ConfigMap, _> = client.get(Some(ns), "g1").await;
+        let status = gizmo
+            .data
+            .get("status")
+            .and_then(|s| s.get("size"))
+            .and_then(serde_json::Value::as_i64);
+        let data = config.ok().and_then(|c| c.data).and_then(|d| d.get("size").cloned());
+        if status == Some(want) && data == Some(want.to_string()) {
+            return gizmo;
+        }
+        assert!(start.elapsed() < DEADLINE, "size {want}: status {status:?}, config map {data:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+// A controller of a resource the program learns at run time, on the real server: a CRD
+// installed while the test runs, found by discovery; its reconcile makes a config map it
+// controls (`DynamicOwner`) and writes the gizmo's status through `Client::dynamic`, behind
+// `GenerationChanged`; a spec change converges again, and a change to the config map brings
+// the gizmo back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dynamic_controller_converges_on_kube_apiserver() {
+    let Some(server) =
+        tokio::task::spawn_blocking(KubeApiServer::shared).await.expect("the harness thread")
+    else {
+        return;
+    };
+    let client = server.client("cert");
+    let run = format!("dy{:06x}", fastrand::u32(..0x100_0000));
+    let group = format!("{run}.example.com");
+    let crd: CustomResourceDefinition = serde_json::from_value(gizmo_crd(&group)).unwrap();
+    client.create(None, &crd).await.expect("the CRD is created");
+    let namespace = Namespace { metadata: named(&run), ..Namespace::default() };
+    client.create(None, &namespace).await.expect("the namespace is created");
+    let gvr = GroupVersionResource::new(&group, "v1", "gizmos");
+    let start = tokio::time::Instant::now();
+    let gizmos = loop {
+        match client.discover(&gvr).await {
+            Ok(resource) => break resource,
+            Err(e) => assert!(start.elapsed() < DEADLINE, "gizmos are not served: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+
+    let factory = SharedInformerFactory::new(client.clone());
+    let reconciles = Arc::new(AtomicUsize::new(0));
+    let controller =
+        Controller::for_resource(&factory, &gizmos).filter(GenerationChanged).owns::<ConfigMap>();
+    let reconcile = {
+        let (client, gizmos, reconciles) =
+            (client.clone(), gizmos.clone(), Arc::clone(&reconciles));
+        move |request: Request<DynamicObject>| {
+            reconciles.fetch_add(1, Ordering::SeqCst);
+            reconcile_gizmo(client.clone(), gizmos.clone(), request.object)
+        }
+    };
+    let stop = CancellationToken::new();
+    let running = tokio::spawn(controller.run(reconcile, stop.clone()));
+
+    let api = client.dynamic(&gizmos).namespace(&run);
+    let mut gizmo = DynamicObject::new("g1", &gizmos);
+    gizmo.metadata.namespace = Some(run.clone());
+    gizmo.data.insert("spec".into(), serde_json::json!({"size": 3}));
+    api.create(&gizmo).await.expect("the gizmo is created");
+    let mut stored = gizmo_converged(&api, &client, &run, 3).await;
+    stored.data.insert("spec".into(), serde_json::json!({"size": 5}));
+    api.replace("g1", &stored).await.expect("the gizmo is changed");
+    gizmo_converged(&api, &client, &run, 5).await;
+
+    // The config map changed behind the controller's back: its owner is reconciled, and the
+    // config map put back.
+    let mut config: ConfigMap = client.get(Some(&run), "g1").await.unwrap();
+    config.data = Some([("size".to_owned(), "0".to_owned())].into());
+    client.replace(Some(&run), "g1", &config).await.expect("the config map is changed");
+    gizmo_converged(&api, &client, &run, 5).await;
+    assert!(reconciles.load(Ordering::SeqCst) >= 3, "an add, an update, a child's change");
+    stop.cancel();
+    let report = tokio::time::timeout(DEADLINE, running).await.unwrap().unwrap().unwrap();
+    assert_eq!(report.failed, 0, "{report:?}");
+    factory.shutdown().await;
 }
