@@ -15,7 +15,6 @@ use tokio::sync::oneshot;
 use crate::auth::ClientCertificate;
 use crate::catalog::{ApiResource, ResourceType};
 use crate::faults::{Disruption, Failure};
-use crate::pod_logs::PodLogs;
 use crate::registry::{self, Deleted, Part, Scope};
 use crate::served::served;
 use crate::state::{Restart, Settings, Shared, State};
@@ -422,7 +421,7 @@ impl ServerHandle {
         let pods = state.catalog.find("", "v1", "pods");
         let pods = pods.ok_or_else(|| ApiError::path_not_found().to_status())?;
         let scope = Scope { resource: &pods, namespace: Some(namespace) };
-        PodLogs::append(&mut state, scope, pod, container, text).map_err(|e| e.to_status())
+        crate::pod_logs::append(&mut state, scope, pod, container, text).map_err(|e| e.to_status())
     }
 
     fn write(

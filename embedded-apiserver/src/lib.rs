@@ -162,9 +162,10 @@
 //!
 //! - `util`, `status`, `error`, `traffic`: helpers (times, base64, names), the `Status` errors
 //!   the API answers, the crate's [`Error`], and the [`Traffic`] counters
-//! - `field_labels`, `catalog`, `storage`, `query`, `patch`, `served`: the resource types and
-//!   their field labels, the versioned object store, list and watch parameters with their
-//!   selectors, patches, and an object as it is served
+//! - `field_labels`, `catalog`, `storage`, `kubelet_logs`, `query`, `patch`, `served`: the
+//!   resource types and their field labels, the versioned object store, the containers' log
+//!   text, list and watch parameters with their selectors, patches, and an object as it is
+//!   served
 //! - `auth`, `tls`, `faults`, `disrupt`: authentication, the server's certificates, and the
 //!   faults a test injects
 //! - `printers`, `table`, `render`, `discovery`, `crd`, `watch_hub`: responses (tables,
@@ -178,6 +179,7 @@
 //! - `serving`, `handle`: the accept loop with its restarts, and the [`ServerHandle`] tests drive
 //! - `server`: [`Config`], [`ApiServer`] and [`serve`]: starting and stopping
 //! - `testing`, `fuzz`: helpers for tests, and the fuzz target of field selectors (tests only)
+//! - `scenario`: the test kit: a controller's replicas under seeded faults
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 mod auth;
@@ -192,6 +194,7 @@ mod field_labels;
 #[cfg(test)]
 mod fuzz;
 mod handle;
+mod kubelet_logs;
 mod list;
 mod patch;
 mod pod_logs;

@@ -24,7 +24,6 @@
 //!
 //! Logs belong to the pod by its UID: a pod created again under the same name starts empty.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -32,8 +31,8 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use serde_json::Value;
-use tokio::sync::Notify;
 
+use crate::kubelet_logs::{Line, LogKey, PodLogs};
 use crate::query::Query;
 use crate::registry::{self, Scope};
 use crate::state::{Shared, State};
@@ -47,69 +46,42 @@ const CHUNK: usize = 32 * 1024;
 /// How often a follow that has nothing to send looks whether its pod is still there.
 const FOLLOW_CHECK: Duration = Duration::from_millis(100);
 
-/// Every container's log text, by pod (namespace, name, UID) and container.
-#[derive(Debug, Default)]
-pub(crate) struct PodLogs {
-    logs: HashMap<LogKey, Vec<Line>>,
-    /// Woken at every append, for the follows.
-    appended: Arc<Notify>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct LogKey {
-    namespace: String,
-    pod: String,
-    uid: String,
-    container: String,
-}
-
-/// One line of a log; only the last may be incomplete (no newline yet).
-#[derive(Clone, Debug)]
-struct Line {
-    /// When the line's first byte was appended, in nanoseconds since the Unix epoch.
-    at: u128,
-    text: String,
-    complete: bool,
-}
-
-impl PodLogs {
-    /// Appends `text` to the log of `container` in `pod`.
-    ///
-    /// # Errors
-    ///
-    /// 404 for a missing pod, 400 for a container the pod does not have.
-    pub(crate) fn append(
-        state: &mut State,
-        pods: Scope<'_>,
-        pod: &str,
-        container: &str,
-        text: &str,
-    ) -> Result<(), ApiError> {
-        let obj = registry::get(state, pods, pod, "")?;
-        if !container_names(&obj).iter().any(|c| c == container) {
-            return Err(ApiError::bad_request(format!(
-                "container {container} is not valid for pod {pod}"
-            )));
-        }
-        let key = key(&obj, container);
-        let lines = state.logs.logs.entry(key).or_default();
-        let at = now_nanos();
-        for piece in text.split_inclusive('\n') {
-            let (body, complete) = match piece.strip_suffix('\n') {
-                Some(body) => (body, true),
-                None => (piece, false),
-            };
-            match lines.last_mut() {
-                Some(last) if !last.complete => {
-                    last.text.push_str(body);
-                    last.complete = complete;
-                }
-                _ => lines.push(Line { at, text: body.to_owned(), complete }),
-            }
-        }
-        state.logs.appended.notify_waiters();
-        Ok(())
+/// Appends `text` to the log of `container` in `pod`.
+///
+/// # Errors
+///
+/// 404 for a missing pod, 400 for a container the pod does not have.
+pub(crate) fn append(
+    state: &mut State,
+    pods: Scope<'_>,
+    pod: &str,
+    container: &str,
+    text: &str,
+) -> Result<(), ApiError> {
+    let obj = registry::get(state, pods, pod, "")?;
+    if !container_names(&obj).iter().any(|c| c == container) {
+        return Err(ApiError::bad_request(format!(
+            "container {container} is not valid for pod {pod}"
+        )));
     }
+    let key = key(&obj, container);
+    let lines = state.logs.logs.entry(key).or_default();
+    let at = now_nanos();
+    for piece in text.split_inclusive('\n') {
+        let (body, complete) = match piece.strip_suffix('\n') {
+            Some(body) => (body, true),
+            None => (piece, false),
+        };
+        match lines.last_mut() {
+            Some(last) if !last.complete => {
+                last.text.push_str(body);
+                last.complete = complete;
+            }
+            _ => lines.push(Line { at, text: body.to_owned(), complete }),
+        }
+    }
+    state.logs.appended.notify_waiters();
+    Ok(())
 }
 
 fn key(pod: &Value, container: &str) -> LogKey {

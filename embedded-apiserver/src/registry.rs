@@ -634,7 +634,7 @@ mod tests {
             hub: WatchHub::default(),
             faults: Faults::default(),
             paginate_cached_lists: false,
-            logs: crate::pod_logs::PodLogs::default(),
+            logs: crate::kubelet_logs::PodLogs::default(),
         }
     }
 

@@ -16,7 +16,7 @@ use crate::catalog::{ApiResource, Catalog, ResourceType};
 use crate::error::{Error, Result};
 use crate::faults::Faults;
 use crate::handle::ServerHandle;
-use crate::pod_logs::PodLogs;
+use crate::kubelet_logs::PodLogs;
 use crate::registry::{self, Scope};
 use crate::router::router;
 use crate::serving;

@@ -16,7 +16,7 @@ use crate::auth::Authenticator;
 use crate::catalog::Catalog;
 use crate::error::Result;
 use crate::faults::Faults;
-use crate::pod_logs::PodLogs;
+use crate::kubelet_logs::PodLogs;
 use crate::status::GroupResource;
 use crate::storage::{Change, ChangeKind, Store};
 use crate::tls::ServingTls;
@@ -52,7 +52,7 @@ pub(crate) struct State {
     /// in [`Settings`] because [`ServerHandle`](crate::ServerHandle) switches it while the
     /// server runs.
     pub(crate) paginate_cached_lists: bool,
-    /// The containers' log text, which the kubelet would serve (see [`crate::pod_logs`]).
+    /// The containers' log text, which the kubelet would serve (see `pod_logs`).
     pub(crate) logs: PodLogs,
 }
 

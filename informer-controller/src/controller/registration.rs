@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use super::ControllerError;
+use super::request::ControllerError;
 use crate::workqueue::WorkQueue;
 use informer_runtime::factory::FactoryError;
 use informer_runtime::resource::Object;

@@ -12,8 +12,8 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::error_policy::{ErrorChain, ErrorPolicy, is_conflict};
-use super::{Action, Failure, Request, Retry};
+use super::error_policy::{ErrorChain, ErrorPolicy, Failure, Retry, is_conflict};
+use super::request::{Action, Request};
 use crate::workqueue::WorkQueue;
 use informer_runtime::instrument::{ControllerObserver, ReconcileResult};
 use informer_runtime::resource::Object;
