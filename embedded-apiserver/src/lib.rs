@@ -193,6 +193,7 @@ mod field_labels;
 mod fuzz;
 mod handle;
 mod list;
+mod managed_fields;
 mod patch;
 mod pod_logs;
 mod printers;
