@@ -351,18 +351,20 @@ impl Entry {
     }
 
     fn to_json(&self) -> Value {
-        let mut entry = json!({
-            "manager": self.manager,
-            "operation": self.operation,
-            "apiVersion": self.api_version,
-            "time": self.time,
-            "fieldsType": "FieldsV1",
-            "fieldsV1": to_fields_v1(&self.fields),
-        });
-        if !self.subresource.is_empty() {
-            entry["subresource"] = json!(self.subresource);
+        let mut entry = Map::new();
+        entry.insert("manager".into(), json!(self.manager));
+        entry.insert("operation".into(), json!(self.operation));
+        entry.insert("apiVersion".into(), json!(self.api_version));
+        // Go's `omitempty` on a nil `*metav1.Time`: an entry a client wrote without one.
+        if !self.time.is_empty() {
+            entry.insert("time".into(), json!(self.time));
         }
-        entry
+        entry.insert("fieldsType".into(), json!("FieldsV1"));
+        entry.insert("fieldsV1".into(), to_fields_v1(&self.fields));
+        if !self.subresource.is_empty() {
+            entry.insert("subresource".into(), json!(self.subresource));
+        }
+        Value::Object(entry)
     }
 
     fn from_json(value: &Value) -> Option<Self> {
