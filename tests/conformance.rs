@@ -1752,6 +1752,36 @@ async fn server_side_apply(t: &Target, ns: &str) -> Transcript {
         .await;
     out.step("an empty list keeps them", seen(&r));
 
+    let r = t.patch(&as_one, apply, &config(json!({"b": "5", "e": "5"}))).await;
+    out.step("conflicts with two managers", status(&r, false));
+
+    let cms = format!("/api/v1/namespaces/{ns}/configmaps");
+    let mut watch =
+        t.watch(&format!("{cms}?watch=true&fieldSelector=metadata.name%3Dposted")).await;
+    let posted = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": "posted", "labels": {"app": "x"}}, "data": {"k": "v"}});
+    let agent = Some("informer-tests/0.1 (linux)");
+    let body = Some(("application/json", &posted));
+    let r = t.request_as("POST", &cms, None, body, agent).await;
+    out.step("a create named by its User-Agent", seen(&r));
+    let event = watch.next_change().await.unwrap_or_default();
+    out.step(
+        "the watch event",
+        json!({"type": event["type"], "managed": managed(&event["object"])}),
+    );
+    let mut named = posted.clone();
+    named["metadata"]["name"] = json!("named");
+    let r = t
+        .request_as(
+            "POST",
+            &format!("{cms}?fieldManager=creator"),
+            None,
+            Some(("application/json", &named)),
+            agent,
+        )
+        .await;
+    out.step("a create with a field manager", seen(&r));
+
     let deployments = format!("/apis/apps/v1/namespaces/{ns}/deployments");
     let web = format!("{deployments}/web");
     let labels = json!({"app": "web"});
@@ -1795,6 +1825,16 @@ async fn server_side_apply(t: &Target, ns: &str) -> Transcript {
         )
         .await;
     out.step("a container's image conflicts", status(&r, false));
+    let r = t
+        .patch(
+            &format!("{web}?fieldManager=one&force=true"),
+            apply,
+            &deployment(json!([{"name": "app", "image": "registry.k8s.io/pause:3.9"}])),
+        )
+        .await;
+    out.step("a container's image forced", shown(&r));
+    let r = t.patch(&format!("{web}?fieldManager=two"), apply, &deployment(json!([]))).await;
+    out.step("an element dropped by its only applier goes", shown(&r));
     let r = t
         .patch(
             &format!("{web}/status?fieldManager=statuser"),

@@ -28,6 +28,18 @@ pub(crate) type Path = Vec<Element>;
 /// A set of paths.
 pub(crate) type FieldSet = BTreeSet<Path>;
 
+/// Built-in list fields keyed by `name`: what an empty one of them is.
+const NAMED_LISTS: [&str; 8] = [
+    "f:containers",
+    "f:initContainers",
+    "f:ephemeralContainers",
+    "f:volumes",
+    "f:env",
+    "f:volumeMounts",
+    "f:volumeDevices",
+    "f:resourceClaims",
+];
+
 /// How a list's elements are told apart.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum ListKind {
@@ -48,8 +60,12 @@ impl ListKind {
         if path == ["f:metadata", "f:finalizers"] {
             return Self::Set;
         }
-        let named =
-            !items.is_empty() && items.iter().all(|i| i.get("name").is_some_and(Value::is_string));
+        let named = if items.is_empty() {
+            // Nothing to tell by: the well-known lists keyed by name.
+            path.last().is_some_and(|field| NAMED_LISTS.contains(&field.as_str()))
+        } else {
+            items.iter().all(|i| i.get("name").is_some_and(Value::is_string))
+        };
         if named { Self::Map(vec!["name".to_owned()]) } else { Self::Atomic }
     }
 }
@@ -498,6 +514,21 @@ pub(crate) fn base(live: Option<&Value>, body: &Value, subresource: bool) -> Vec
     }
 }
 
+/// The live object of a create: the type's empty object. A built-in type's `spec` and
+/// `status` are structs, there (empty) in any object of the type; a custom resource has
+/// nothing.
+pub(crate) fn zero_object(obj: &Value, builtin: bool) -> Value {
+    let mut zero = json!({"metadata": {}});
+    if builtin {
+        for field in ["spec", "status"] {
+            if obj.get(field).is_some_and(Value::is_object) {
+                zero[field] = json!({});
+            }
+        }
+    }
+    zero
+}
+
 /// An Update's ownership: the writer gets what it added or changed, and loses what it
 /// removed; the others lose what changed. Sets `new`'s managedFields.
 ///
@@ -571,6 +602,16 @@ pub(crate) fn apply(
         return Err(ApiError::bad_request("metadata.managedFields must be nil"));
     }
     let mut entries = decode(live).unwrap_or_default();
+    let exists = live.pointer("/metadata/uid").is_some();
+    if entries.is_empty() && exists {
+        // An object nobody owns (created untracked, or reset) is first owned as a whole by
+        // `before-first-apply` (kube-apiserver's `skipNonAppliedManager.Apply`), so that an
+        // apply conflicts with what was there.
+        let mut owned = live.clone();
+        let before = Writer { manager: "before-first-apply".into(), ..writer.clone() };
+        update(&zero_object(live, writer.builtin), &mut owned, Vec::new(), &before);
+        entries = decode(&owned).unwrap_or_default();
+    }
     let live = for_ownership(live);
     let applied = strip(field_set(config, writer.builtin), &writer.ignored);
     let mut merged = live.clone();
@@ -799,6 +840,12 @@ mod tests {
         // `one` leaves `a` out: `two` does not own it (it applied `b` last), so it goes.
         let pruned = apply(&forced, &json!({"data": {}}), &writer("one"), false).unwrap();
         assert_eq!(pruned["data"], json!({"b": "2"}));
+    }
+
+    #[test]
+    fn an_empty_named_list_owns_nothing() {
+        let set = field_set(&json!({"spec": {"containers": [], "args": []}}), true);
+        assert_eq!(set, [p(&["f:spec", "f:args"])].into_iter().collect());
     }
 
     #[test]

@@ -179,16 +179,7 @@ pub(crate) fn create_by(
         set_field(&mut obj, "status", None);
     }
     if !owned {
-        // The live object of a create is the type's empty object: a built-in type's structs
-        // are there (empty), a custom resource has nothing.
-        let mut zero = json!({"metadata": {}});
-        if resource.builtin {
-            for field in ["spec", "status"] {
-                if obj.get(field).is_some_and(Value::is_object) {
-                    zero[field] = json!({});
-                }
-            }
-        }
+        let zero = managed_fields::zero_object(&obj, resource.builtin);
         let base = managed_fields::base(None, &obj, false);
         managed_fields::update(&zero, &mut obj, base, writer);
     }
