@@ -1755,6 +1755,17 @@ async fn server_side_apply(t: &Target, ns: &str) -> Transcript {
     let r = t.patch(&as_one, apply, &config(json!({"b": "5", "e": "5"}))).await;
     out.step("conflicts with two managers", status(&r, false));
 
+    applied_creates(&mut out, t, ns).await;
+    applied_deployment(&mut out, t, ns).await;
+    out
+}
+
+/// Creates named by their User-Agent and by `fieldManager`, and a watch event's managedFields.
+async fn applied_creates(out: &mut Transcript, t: &Target, ns: &str) {
+    let seen = |reply: &Reply| {
+        json!({"http": reply.status, "data": reply.body["data"],
+               "labels": reply.body["metadata"]["labels"], "managed": managed(&reply.body)})
+    };
     let cms = format!("/api/v1/namespaces/{ns}/configmaps");
     let mut watch =
         t.watch(&format!("{cms}?watch=true&fieldSelector=metadata.name%3Dposted")).await;
@@ -1781,7 +1792,13 @@ async fn server_side_apply(t: &Target, ns: &str) -> Transcript {
         )
         .await;
     out.step("a create with a field manager", seen(&r));
+}
 
+/// A Deployment's containers applied by two managers: merged by name, a conflict in one,
+/// forced, one dropped, and a status write.
+async fn applied_deployment(out: &mut Transcript, t: &Target, ns: &str) {
+    let apply = "application/apply-patch+yaml";
+    let merge = "application/merge-patch+json";
     let deployments = format!("/apis/apps/v1/namespaces/{ns}/deployments");
     let web = format!("{deployments}/web");
     let labels = json!({"app": "web"});
@@ -1843,7 +1860,6 @@ async fn server_side_apply(t: &Target, ns: &str) -> Transcript {
         )
         .await;
     out.step("status write", shown(&r));
-    out
 }
 
 /// Protects reflectors' recovery: once history is gone, a continue token, an exact list and a

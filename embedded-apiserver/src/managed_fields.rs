@@ -14,6 +14,7 @@
 //! and removes the fields it applied before and no longer applies when nobody else owns them.
 
 use std::collections::BTreeSet;
+use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
@@ -71,7 +72,7 @@ impl ListKind {
 }
 
 /// Whether the object at `path` is atomic: a built-in type's `selector` (`LabelSelector` and a
-/// Service's selector are both `atomic` in their OpenAPI).
+/// Service's selector are both `atomic` in their `OpenAPI` schema).
 fn atomic_object(path: &[Element], builtin: bool) -> bool {
     builtin && path.last().is_some_and(|e| e == "f:selector")
 }
@@ -255,26 +256,27 @@ pub(crate) fn to_fields_v1(set: &FieldSet) -> Value {
             node = next;
         }
     }
-    // A member with children is marked with `.`; one without is an empty object, which is
-    // read back as a member too.
-    fn mark(node: &mut Map<String, Value>, set: &FieldSet, path: &mut Path) {
-        let keys: Vec<String> = node.keys().filter(|k| *k != ".").cloned().collect();
-        for k in keys {
-            path.push(k.clone());
-            if let Some(Value::Object(child)) = node.get_mut(&k) {
-                mark(child, set, path);
-                let has_children = child.keys().any(|c| c != ".");
-                if has_children && set.contains(path.as_slice()) {
-                    child.insert(".".into(), json!({}));
-                } else if has_children {
-                    child.remove(".");
-                }
-            }
-            path.pop();
-        }
-    }
     mark(&mut root, set, &mut Vec::new());
     Value::Object(root)
+}
+
+/// Marks the members that have children with `.`; a member without children is an empty
+/// object, which is read back as a member too.
+fn mark(node: &mut Map<String, Value>, set: &FieldSet, path: &mut Path) {
+    let keys: Vec<String> = node.keys().filter(|k| *k != ".").cloned().collect();
+    for k in keys {
+        path.push(k.clone());
+        if let Some(Value::Object(child)) = node.get_mut(&k) {
+            mark(child, set, path);
+            let has_children = child.keys().any(|c| c != ".");
+            if has_children && set.contains(path.as_slice()) {
+                child.insert(".".into(), json!({}));
+            } else if has_children {
+                child.remove(".");
+            }
+        }
+        path.pop();
+    }
 }
 
 /// The set a `FieldsV1` JSON describes; `None` when it is not one.
@@ -323,10 +325,14 @@ pub(crate) fn path_string(path: &[Element]) -> String {
             "k:" => {
                 let fields = serde_json::from_str::<Map<String, Value>>(rest).unwrap_or_default();
                 let parts: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                out.push_str(&format!("[{}]", parts.join(",")));
+                let _ = write!(out, "[{}]", parts.join(","));
             }
-            "v:" => out.push_str(&format!("[={rest}]")),
-            _ => out.push_str(&format!("[{rest}]")),
+            "v:" => {
+                let _ = write!(out, "[={rest}]");
+            }
+            _ => {
+                let _ = write!(out, "[{rest}]");
+            }
         }
     }
     out
@@ -358,10 +364,10 @@ impl Entry {
     fn printed(&self) -> String {
         let mut out = format!("{:?}", self.manager);
         if !self.subresource.is_empty() {
-            out.push_str(&format!(" with subresource {:?}", self.subresource));
+            let _ = write!(out, " with subresource {:?}", self.subresource);
         }
         if self.operation == "Update" {
-            out.push_str(&format!(" using {}", self.api_version));
+            let _ = write!(out, " using {}", self.api_version);
         }
         out
     }
@@ -454,15 +460,15 @@ fn for_ownership(obj: &Value) -> Value {
 
 /// Drops what nobody owns: `apiVersion`, `kind`, `metadata` itself and the server's metadata,
 /// and the fields the endpoint resets (`ignored`, recursively).
-fn strip(set: FieldSet, ignored: &[Path]) -> FieldSet {
-    let set = recursive_difference(&set, ignored);
+fn strip(set: &FieldSet, ignored: &[Path]) -> FieldSet {
+    let set = recursive_difference(set, ignored);
     set.into_iter()
         .filter(|p| {
             let s: Vec<&str> = p.iter().map(String::as_str).collect();
-            !matches!(s.as_slice(), ["f:apiVersion"] | ["f:kind"] | ["f:metadata"])
-                && !(s.len() == 2
-                    && s[0] == "f:metadata"
-                    && STRIPPED.iter().any(|f| s[1] == format!("f:{f}")))
+            let server_metadata = s.len() == 2
+                && s[0] == "f:metadata"
+                && STRIPPED.iter().any(|f| s[1] == format!("f:{f}"));
+            !matches!(s.as_slice(), ["f:apiVersion" | "f:kind" | "f:metadata"]) && !server_metadata
         })
         .collect()
 }
@@ -570,7 +576,7 @@ pub(crate) fn update(old: &Value, new: &mut Value, mut entries: Vec<Entry>, writ
         });
         let fields = |mine: &FieldSet| {
             let kept = mine - &comparison.removed;
-            strip(&kept | &changed, &writer.ignored)
+            strip(&(&kept | &changed), &writer.ignored)
         };
         match own {
             Some(entry) => {
@@ -613,7 +619,7 @@ pub(crate) fn apply(
         entries = decode(&owned).unwrap_or_default();
     }
     let live = for_ownership(live);
-    let applied = strip(field_set(config, writer.builtin), &writer.ignored);
+    let applied = strip(&field_set(config, writer.builtin), &writer.ignored);
     let mut merged = live.clone();
     merge(&mut merged, config, &[], writer.builtin);
     let is_mine = |e: &Entry| e.same_manager(&writer.manager, "Apply", "", &writer.subresource);

@@ -424,14 +424,14 @@ impl Call<'_> {
     /// Who writes: the `fieldManager` parameter, else (kube-apiserver's
     /// `prefixFromUserAgent`) the User-Agent up to its first `/`.
     fn writer(&self) -> crate::managed_fields::Writer {
-        let manager = match self.query.get("fieldManager").filter(|m| !m.is_empty()) {
-            Some(manager) => manager.to_owned(),
-            None => {
+        let manager =
+            if let Some(manager) = self.query.get("fieldManager").filter(|m| !m.is_empty()) {
+                manager.to_owned()
+            } else {
                 let agent = self.parts.headers.get(header::USER_AGENT);
                 let agent = agent.and_then(|a| a.to_str().ok()).unwrap_or_default();
                 agent.split('/').next().unwrap_or_default().to_owned()
-            }
-        };
+            };
         registry::writer(self.scope(), self.target.part, &manager)
     }
 
