@@ -6,7 +6,8 @@
 //! messages clients match on, event types in order, names, whether resourceVersions move
 //! forward, continue tokens, bookmark annotations, discovery entries). The transcripts must be
 //! equal; on failure the test prints the steps that differ. What legitimately differs is left
-//! out: uids, timestamps, exact resourceVersion numbers, managedFields, and defaults the real
+//! out: uids, timestamps, exact resourceVersion numbers, managedFields (but in the
+//! server-side apply scenario, which compares them without their times), and defaults the real
 //! server adds to built-in objects that the embedded server does not claim to add.
 //!
 //! The real server is shared by the test process ([`KubeApiServer::shared`]), so each scenario

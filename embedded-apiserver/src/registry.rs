@@ -11,7 +11,9 @@
 //! Every write records field ownership in `metadata.managedFields` (see
 //! [`managed_fields`](crate::managed_fields)): creates, updates and non-apply patches as the
 //! `Update` of their field manager, apply patches as server-side apply with conflicts, `force`
-//! and pruning; `/status` writes as the `status` subresource.
+//! and pruning; `/status` writes as the `status` subresource. The manager is the request's
+//! `fieldManager`, else its User-Agent up to the first `/`; the server's own writes (the test
+//! handle's, the scale subresource's and an eviction's budget update) are `embedded-apiserver`'s.
 //!
 //! Not done: schema validation and defaulting, admission, owner-reference garbage collection
 //! (`propagationPolicy` is accepted and ignored), graceful pod termination (pods go at once),
