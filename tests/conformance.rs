@@ -6,7 +6,8 @@
 //! messages clients match on, event types in order, names, whether resourceVersions move
 //! forward, continue tokens, bookmark annotations, discovery entries). The transcripts must be
 //! equal; on failure the test prints the steps that differ. What legitimately differs is left
-//! out: uids, timestamps, exact resourceVersion numbers, managedFields, and defaults the real
+//! out: uids, timestamps, exact resourceVersion numbers, managedFields (but in the
+//! server-side apply scenario, which compares them without their times), and defaults the real
 //! server adds to built-in objects that the embedded server does not claim to add.
 //!
 //! The real server is shared by the test process ([`KubeApiServer::shared`]), so each scenario
@@ -152,10 +153,25 @@ impl Target {
         accept: Option<&str>,
         body: Option<(&str, &Value)>,
     ) -> Reply {
+        self.request_as(method, path, accept, body, None).await
+    }
+
+    /// A request with a `User-Agent` (the field manager of a write without `fieldManager`).
+    async fn request_as(
+        &self,
+        method: &str,
+        path: &str,
+        accept: Option<&str>,
+        body: Option<(&str, &Value)>,
+        agent: Option<&str>,
+    ) -> Reply {
         let method = reqwest::Method::from_bytes(method.as_bytes()).expect("a method");
         let mut request = self.http.request(method, format!("{}{path}", self.base));
         if let Some(accept) = accept {
             request = request.header("accept", accept);
+        }
+        if let Some(agent) = agent {
+            request = request.header("user-agent", agent);
         }
         if let Some((content_type, body)) = body {
             request = request.header("content-type", content_type).body(body.to_string());
@@ -1642,6 +1658,211 @@ async fn custom_objects(out: &mut Transcript, t: &Target, group: &str, ns: &str)
     );
 }
 
+/// managedFields as controllers read them: each entry's manager, operation, apiVersion,
+/// subresource and fields (not its time), in a stable order.
+fn managed(obj: &Value) -> Value {
+    let mut entries: Vec<Value> = obj["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            json!({"manager": e["manager"], "operation": e["operation"],
+                   "apiVersion": e["apiVersion"], "subresource": e["subresource"],
+                   "fieldsType": e["fieldsType"], "fieldsV1": e["fieldsV1"]})
+        })
+        .collect();
+    entries.sort_by_key(|e| {
+        (e["manager"].to_string(), e["operation"].to_string(), e["subresource"].to_string())
+    });
+    json!(entries)
+}
+
+/// Protects controllers that write with server-side apply (controller-runtime's and kube-rs's
+/// `Patch::Apply`, `kubectl apply --server-side`): ownership recorded per manager, shared
+/// ownership of equal values, conflicts and `force`, fields removed when their applier drops
+/// them, list elements merged by name, Updates named by `fieldManager` or the User-Agent,
+/// status writes, and a reset of managedFields.
+async fn server_side_apply(t: &Target, ns: &str) -> Transcript {
+    let mut out = Transcript::default();
+    let apply = "application/apply-patch+yaml";
+    let merge = "application/merge-patch+json";
+    let cm = format!("/api/v1/namespaces/{ns}/configmaps/cfg");
+    let config = |data: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": data});
+    let seen = |reply: &Reply| {
+        json!({"http": reply.status, "data": reply.body["data"],
+               "labels": reply.body["metadata"]["labels"], "managed": managed(&reply.body)})
+    };
+    let as_one = format!("{cm}?fieldManager=one");
+    let as_two = format!("{cm}?fieldManager=two");
+    let r = t.patch(&as_one, apply, &config(json!({"a": "1", "b": "1"}))).await;
+    out.step("apply creates", seen(&r));
+    let r = t.patch(&as_two, apply, &config(json!({"a": "1", "c": "1"}))).await;
+    out.step("an equal value is shared", seen(&r));
+    let r = t.patch(&as_two, apply, &config(json!({"a": "1", "b": "2", "c": "1"}))).await;
+    out.step("a conflict", status(&r, false));
+    let r = t
+        .patch(
+            &format!("{as_two}&force=true"),
+            apply,
+            &config(json!({"a": "1", "b": "2", "c": "1"})),
+        )
+        .await;
+    out.step("forced", seen(&r));
+    let r = t.patch(&as_one, apply, &config(json!({"d": "1"}))).await;
+    out.step("a shared field dropped by one applier stays", seen(&r));
+    let r = t.patch(&as_two, apply, &config(json!({"b": "2"}))).await;
+    out.step("fields dropped by their only applier go", seen(&r));
+    let r = t.patch(&cm, apply, &config(json!({"b": "2"}))).await;
+    out.step("apply without a field manager", status(&r, false));
+
+    let mut current = t.get(&cm).await.body;
+    current["data"]["b"] = json!("3");
+    let r = t
+        .request_as(
+            "PUT",
+            &cm,
+            None,
+            Some(("application/json", &current)),
+            Some("kubectl-edit/v1.31.0 (linux/amd64) kubernetes/abcdef"),
+        )
+        .await;
+    out.step("an update named by its User-Agent", seen(&r));
+    let r = t.patch(&as_two, apply, &config(json!({"b": "4"}))).await;
+    out.step("a conflict with an updater", status(&r, false));
+    let label = |v: &str| json!({"metadata": {"labels": {"x": v}}});
+    t.patch(&format!("{cm}?fieldManager=editor"), merge, &label("1")).await;
+    let r =
+        t.patch(&format!("{cm}?fieldManager=editor"), merge, &json!({"data": {"e": "1"}})).await;
+    out.step("updates by one manager are one entry", seen(&r));
+    let list = t.get(&format!("/api/v1/namespaces/{ns}/configmaps")).await;
+    out.step("listed", managed(&list.body["items"][0]));
+    let r = t
+        .patch(
+            &format!("{cm}?fieldManager=resetter"),
+            merge,
+            &json!({"metadata": {"managedFields": [{}]}}),
+        )
+        .await;
+    out.step("reset", seen(&r));
+    let r = t
+        .patch(
+            &format!("{cm}?fieldManager=resetter"),
+            merge,
+            &json!({"metadata": {"managedFields": []}, "data": {"f": "1"}}),
+        )
+        .await;
+    out.step("an empty list keeps them", seen(&r));
+
+    let r = t.patch(&as_one, apply, &config(json!({"b": "5", "e": "5"}))).await;
+    out.step("conflicts with two managers", status(&r, false));
+
+    applied_creates(&mut out, t, ns).await;
+    applied_deployment(&mut out, t, ns).await;
+    out
+}
+
+/// Creates named by their User-Agent and by `fieldManager`, and a watch event's managedFields.
+async fn applied_creates(out: &mut Transcript, t: &Target, ns: &str) {
+    let seen = |reply: &Reply| {
+        json!({"http": reply.status, "data": reply.body["data"],
+               "labels": reply.body["metadata"]["labels"], "managed": managed(&reply.body)})
+    };
+    let cms = format!("/api/v1/namespaces/{ns}/configmaps");
+    let mut watch =
+        t.watch(&format!("{cms}?watch=true&fieldSelector=metadata.name%3Dposted")).await;
+    let posted = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": "posted", "labels": {"app": "x"}}, "data": {"k": "v"}});
+    let agent = Some("informer-tests/0.1 (linux)");
+    let body = Some(("application/json", &posted));
+    let r = t.request_as("POST", &cms, None, body, agent).await;
+    out.step("a create named by its User-Agent", seen(&r));
+    let event = watch.next_change().await.unwrap_or_default();
+    out.step(
+        "the watch event",
+        json!({"type": event["type"], "managed": managed(&event["object"])}),
+    );
+    let mut named = posted.clone();
+    named["metadata"]["name"] = json!("named");
+    let r = t
+        .request_as(
+            "POST",
+            &format!("{cms}?fieldManager=creator"),
+            None,
+            Some(("application/json", &named)),
+            agent,
+        )
+        .await;
+    out.step("a create with a field manager", seen(&r));
+}
+
+/// A Deployment's containers applied by two managers: merged by name, a conflict in one,
+/// forced, one dropped, and a status write.
+async fn applied_deployment(out: &mut Transcript, t: &Target, ns: &str) {
+    let apply = "application/apply-patch+yaml";
+    let merge = "application/merge-patch+json";
+    let deployments = format!("/apis/apps/v1/namespaces/{ns}/deployments");
+    let web = format!("{deployments}/web");
+    let labels = json!({"app": "web"});
+    let deployment = |containers: Value| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+               "spec": {"selector": {"matchLabels": labels},
+                        "template": {"metadata": {"labels": labels},
+                                     "spec": {"containers": containers}}}})
+    };
+    let shown = |reply: &Reply| {
+        let names: Vec<Value> = reply.body["spec"]["template"]["spec"]["containers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| json!([c["name"], c["image"]]))
+            .collect();
+        json!({"http": reply.status, "containers": names, "managed": managed(&reply.body)})
+    };
+    let pause = "registry.k8s.io/pause:3.10";
+    let r = t
+        .patch(
+            &format!("{web}?fieldManager=one"),
+            apply,
+            &deployment(json!([{"name": "app", "image": pause}])),
+        )
+        .await;
+    out.step("deployment applied", shown(&r));
+    let r = t
+        .patch(
+            &format!("{web}?fieldManager=two"),
+            apply,
+            &deployment(json!([{"name": "sidecar", "image": pause}])),
+        )
+        .await;
+    out.step("containers merged by name", shown(&r));
+    let r = t
+        .patch(
+            &format!("{web}?fieldManager=two"),
+            apply,
+            &deployment(json!([{"name": "app", "image": "registry.k8s.io/pause:3.9"}])),
+        )
+        .await;
+    out.step("a container's image conflicts", status(&r, false));
+    let r = t
+        .patch(
+            &format!("{web}?fieldManager=one&force=true"),
+            apply,
+            &deployment(json!([{"name": "app", "image": "registry.k8s.io/pause:3.9"}])),
+        )
+        .await;
+    out.step("a container's image forced", shown(&r));
+    let r = t.patch(&format!("{web}?fieldManager=two"), apply, &deployment(json!([]))).await;
+    out.step("an element dropped by its only applier goes", shown(&r));
+    let r = t
+        .patch(
+            &format!("{web}/status?fieldManager=statuser"),
+            merge,
+            &json!({"status": {"observedGeneration": 5, "replicas": 3}}),
+        )
+        .await;
+    out.step("status write", shown(&r));
+}
+
 /// Protects reflectors' recovery: once history is gone, a continue token, an exact list and a
 /// watch from before it get `410 Expired` (the signal to relist), each as the real server
 /// sends it, and the token in the 410 resumes the list.
@@ -1711,6 +1932,7 @@ scenario_test!(discovery_documents_match, discovery);
 scenario_test!(tables_and_content_types_match, tables);
 scenario_test!(custom_resource_lifecycle_matches, custom_resources);
 scenario_test!(finalizers_scale_and_eviction_match, toolkit_subresources);
+scenario_test!(server_side_apply_and_managed_fields_match, server_side_apply);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_history_answers_match() {

@@ -196,6 +196,7 @@ mod fuzz;
 mod handle;
 mod kubelet_logs;
 mod list;
+mod managed_fields;
 mod patch;
 mod pod_logs;
 mod printers;

@@ -8,9 +8,17 @@
 //! strategy's defaults: namespaces (phase, name label, the `kubernetes` finalizer), pods
 //! (`Pending`, `QoS` class), secrets (`stringData`), CRDs (status, and the types they serve).
 //!
+//! Every write records field ownership in `metadata.managedFields` (see
+//! [`managed_fields`](crate::managed_fields)): creates, updates and non-apply patches as the
+//! `Update` of their field manager, apply patches as server-side apply with conflicts, `force`
+//! and pruning; `/status` writes as the `status` subresource. The manager is the request's
+//! `fieldManager`, else its User-Agent up to the first `/`; the server's own writes (the test
+//! handle's, the scale subresource's and an eviction's budget update) are `embedded-apiserver`'s.
+//!
 //! Not done: schema validation and defaulting, admission, owner-reference garbage collection
 //! (`propagationPolicy` is accepted and ignored), graceful pod termination (pods go at once),
-//! managedFields.
+//! CRD list types from `x-kubernetes-list-type` (a custom resource's lists are atomic to
+//! server-side apply), the cap of ten `Update` managers.
 
 use std::sync::Arc;
 
@@ -19,6 +27,7 @@ use serde_json::{Map, Value, json};
 use crate::catalog::ApiResource;
 use crate::crd;
 use crate::list;
+use crate::managed_fields::{self, Writer};
 use crate::patch::{
     MAX_JSON_PATCH_OPERATIONS, PatchKind, json_patch, merge_patch, strategic_merge_patch,
 };
@@ -71,13 +80,51 @@ pub(crate) fn get(
     found.cloned().ok_or_else(|| scope.not_found(name))
 }
 
+/// The field manager of the server's own writes (and of the test handle's).
+const SERVER_MANAGER: &str = "embedded-apiserver";
+
+/// Who writes through `scope` when the request does not say: the server itself.
+fn server_writer(scope: Scope<'_>, part: Part) -> Writer {
+    writer(scope, part, SERVER_MANAGER)
+}
+
+/// The [`Writer`] of a write by `manager` to `scope`'s `part`.
+pub(crate) fn writer(scope: Scope<'_>, part: Part, manager: &str) -> Writer {
+    let resource = scope.resource;
+    let (subresource, ignored) = match part {
+        Part::Status => ("status", vec![vec!["f:spec".to_owned()], vec!["f:metadata".to_owned()]]),
+        Part::Main if resource.ty.status_subresource => ("", vec![vec!["f:status".to_owned()]]),
+        Part::Main => ("", Vec::new()),
+    };
+    Writer {
+        manager: manager.to_owned(),
+        api_version: resource.api_version(),
+        subresource: subresource.to_owned(),
+        builtin: resource.builtin,
+        ignored,
+    }
+}
+
 /// `POST`: creates an object; returns it as stored.
 pub(crate) fn create(
     state: &mut State,
     settings: &Settings,
     scope: Scope<'_>,
+    obj: Value,
+    dry_run: bool,
+) -> Result<Value, ApiError> {
+    create_by(state, settings, scope, obj, dry_run, &server_writer(scope, Part::Main), false)
+}
+
+/// `POST` by `writer`; with `owned`, `obj` carries its managedFields already (an apply).
+pub(crate) fn create_by(
+    state: &mut State,
+    settings: &Settings,
+    scope: Scope<'_>,
     mut obj: Value,
     dry_run: bool,
+    writer: &Writer,
+    owned: bool,
 ) -> Result<Value, ApiError> {
     let resource = scope.resource;
     check_type(&obj, resource)?;
@@ -133,6 +180,11 @@ pub(crate) fn create(
         // write it through `/status` only.
         set_field(&mut obj, "status", None);
     }
+    if !owned {
+        let zero = managed_fields::zero_object(&obj, resource.builtin);
+        let base = managed_fields::base(None, &obj, false);
+        managed_fields::update(&zero, &mut obj, base, writer);
+    }
     prepare(&mut obj, resource, None)?;
     let key = scope.key(&name);
     if state.store.get(&resource.storage, &key).is_some() {
@@ -151,9 +203,24 @@ pub(crate) fn update(
     state: &mut State,
     scope: Scope<'_>,
     name: &str,
+    obj: Value,
+    part: Part,
+    dry_run: bool,
+) -> Result<Value, ApiError> {
+    update_by(state, scope, name, obj, part, dry_run, &server_writer(scope, part), false)
+}
+
+/// `PUT` by `writer`; with `owned`, `obj` carries its managedFields already (an apply).
+#[allow(clippy::too_many_arguments)] // One parameter per part of a PUT request.
+pub(crate) fn update_by(
+    state: &mut State,
+    scope: Scope<'_>,
+    name: &str,
     mut obj: Value,
     part: Part,
     dry_run: bool,
+    writer: &Writer,
+    owned: bool,
 ) -> Result<Value, ApiError> {
     let resource = scope.resource;
     check_type(&obj, resource)?;
@@ -182,10 +249,19 @@ pub(crate) fn update(
     if !precondition.is_empty() && precondition != meta_str(&existing, "resourceVersion") {
         return Err(ApiError::stale(resource.group_resource(), name));
     }
+    let base = managed_fields::base(Some(&existing), &obj, part == Part::Status);
+    let applied = obj.pointer("/metadata/managedFields").cloned();
     let mut new = match part {
         Part::Status => {
             let mut new = Value::clone(&existing);
             set_field(&mut new, "status", obj.get("status").cloned());
+            if owned {
+                let meta = metadata_mut(&mut new);
+                match applied {
+                    Some(entries) => meta.insert("managedFields".into(), entries),
+                    None => meta.remove("managedFields"),
+                };
+            }
             new
         }
         Part::Main if resource.ty.status_subresource => {
@@ -195,6 +271,9 @@ pub(crate) fn update(
         Part::Main => obj,
     };
     keep_server_metadata(&mut new, &existing);
+    if !owned {
+        managed_fields::update(&existing, &mut new, base, writer);
+    }
     prepare(&mut new, resource, Some(&existing))?;
     if unchanged(&new, &existing) {
         return Ok(Value::clone(&existing));
@@ -216,6 +295,7 @@ pub(crate) fn update(
 
 /// `PATCH`: applies a patch to an object (or its status) and stores the result. An apply
 /// patch of a missing object creates it. Returns the object and whether it was created.
+#[cfg(test)]
 #[allow(clippy::too_many_arguments)] // One parameter per part of a PATCH request.
 pub(crate) fn patch(
     state: &mut State,
@@ -227,6 +307,24 @@ pub(crate) fn patch(
     part: Part,
     dry_run: bool,
 ) -> Result<(Value, bool), ApiError> {
+    let writer = server_writer(scope, part);
+    patch_by(state, settings, scope, name, kind, body, part, dry_run, &writer, false)
+}
+
+/// `PATCH` by `writer`; `force` takes the fields of conflicting managers in an apply.
+#[allow(clippy::too_many_arguments)] // One parameter per part of a PATCH request.
+pub(crate) fn patch_by(
+    state: &mut State,
+    settings: &Settings,
+    scope: Scope<'_>,
+    name: &str,
+    kind: PatchKind,
+    body: &[u8],
+    part: Part,
+    dry_run: bool,
+    writer: &Writer,
+    force: bool,
+) -> Result<(Value, bool), ApiError> {
     let patch: Value = serde_json::from_slice(body).map_err(|e| match kind {
         PatchKind::Apply => ApiError::bad_request(format!(
             "this server takes apply patches in JSON (YAML's JSON subset) only: {e}"
@@ -236,7 +334,9 @@ pub(crate) fn patch(
     let existing = state.store.get(&scope.resource.storage, &scope.key(name)).cloned();
     let Some(existing) = existing else {
         if kind == PatchKind::Apply && part == Part::Main {
-            let created = create(state, settings, scope, patch, dry_run)?;
+            check_type(&patch, scope.resource)?;
+            let merged = managed_fields::apply(&json!({}), &patch, writer, force)?;
+            let created = create_by(state, settings, scope, merged, dry_run, writer, true)?;
             return Ok((created, true));
         }
         return Err(scope.not_found(name));
@@ -244,7 +344,11 @@ pub(crate) fn patch(
     let mut patched = Value::clone(&existing);
     match kind {
         PatchKind::Merge => merge_patch(&mut patched, &patch),
-        PatchKind::StrategicMerge | PatchKind::Apply => strategic_merge_patch(&mut patched, &patch),
+        PatchKind::StrategicMerge => strategic_merge_patch(&mut patched, &patch),
+        PatchKind::Apply => {
+            check_type(&patch, scope.resource)?;
+            patched = managed_fields::apply(&existing, &patch, writer, force)?;
+        }
         PatchKind::Json => {
             let operations = crate::patch::operations(&patch);
             if operations > MAX_JSON_PATCH_OPERATIONS {
@@ -262,7 +366,8 @@ pub(crate) fn patch(
         // A patch that removed the version is unconditional.
         metadata_mut(&mut patched).insert("resourceVersion".into(), json!(""));
     }
-    let updated = update(state, scope, name, patched, part, dry_run)?;
+    let owned = kind == PatchKind::Apply;
+    let updated = update_by(state, scope, name, patched, part, dry_run, writer, owned)?;
     Ok((updated, false))
 }
 
@@ -458,13 +563,18 @@ fn spec_changed(old: &Value, new: &Value) -> bool {
     old.keys().chain(new.keys()).filter(|k| !ignored(k)).any(|k| old.get(k) != new.get(k))
 }
 
-/// Whether an update changes nothing (resourceVersion and managedFields aside).
+/// Whether an update changes nothing (resourceVersion and the times of managedFields aside:
+/// kube-apiserver's `IgnoreManagedFieldsTimestampsTransformer`).
 fn unchanged(new: &Value, old: &Value) -> bool {
     let strip = |v: &Value| {
         let mut v = v.clone();
         let meta = metadata_mut(&mut v);
         meta.remove("resourceVersion");
-        meta.remove("managedFields");
+        if let Some(Value::Array(entries)) = meta.get_mut("managedFields") {
+            for entry in entries.iter_mut().filter_map(Value::as_object_mut) {
+                entry.remove("time");
+            }
+        }
         v
     };
     strip(new) == strip(old)

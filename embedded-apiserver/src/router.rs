@@ -421,6 +421,20 @@ impl Call<'_> {
         self.target.name.unwrap_or_default()
     }
 
+    /// Who writes: the `fieldManager` parameter, else (kube-apiserver's
+    /// `prefixFromUserAgent`) the User-Agent up to its first `/`.
+    fn writer(&self) -> crate::managed_fields::Writer {
+        let manager =
+            if let Some(manager) = self.query.get("fieldManager").filter(|m| !m.is_empty()) {
+                manager.to_owned()
+            } else {
+                let agent = self.parts.headers.get(header::USER_AGENT);
+                let agent = agent.and_then(|a| a.to_str().ok()).unwrap_or_default();
+                agent.split('/').next().unwrap_or_default().to_owned()
+            };
+        registry::writer(self.scope(), self.target.part, &manager)
+    }
+
     /// The server's state, locked, once it is known that the resource the request was routed
     /// to is still served (see [`Catalog::serves`](crate::catalog::Catalog::serves)): a CRD
     /// deleted and created again with another scope between the two must not take a
@@ -481,22 +495,31 @@ impl Call<'_> {
                 self.check_body_type()?;
                 let obj = parse_body(self.body, resource)?;
                 let mut state = self.state()?;
-                let created = registry::create(&mut state, &shared.settings, scope, obj, dry_run)?;
+                let writer = self.writer();
+                let settings = &shared.settings;
+                let created =
+                    registry::create_by(&mut state, settings, scope, obj, dry_run, &writer, false)?;
                 self.respond(StatusCode::CREATED, &created)
             }
             "update" => {
                 self.check_body_type()?;
                 let obj = parse_body(self.body, resource)?;
                 let mut state = self.state()?;
-                let updated = registry::update(&mut state, scope, name, obj, part, dry_run)?;
+                let writer = self.writer();
+                let updated = registry::update_by(
+                    &mut state, scope, name, obj, part, dry_run, &writer, false,
+                )?;
                 self.respond(StatusCode::OK, &updated)
             }
             "patch" => {
                 let kind = self.patch_kind()?;
                 let mut state = self.state()?;
                 let settings = &shared.settings;
-                let (obj, created) = registry::patch(
-                    &mut state, settings, scope, name, kind, self.body, part, dry_run,
+                let writer = self.writer();
+                let force = self.query.get("force") == Some("true");
+                let (obj, created) = registry::patch_by(
+                    &mut state, settings, scope, name, kind, self.body, part, dry_run, &writer,
+                    force,
                 )?;
                 let code = if created { StatusCode::CREATED } else { StatusCode::OK };
                 self.respond(code, &obj)
