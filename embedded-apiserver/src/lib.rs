@@ -162,10 +162,10 @@
 //!
 //! - `util`, `status`, `error`, `traffic`: helpers (times, base64, names), the `Status` errors
 //!   the API answers, the crate's [`Error`], and the [`Traffic`] counters
-//! - `field_labels`, `catalog`, `storage`, `kubelet_logs`, `query`, `patch`, `managed_fields`,
-//!   `served`: the resource types and their field labels, the versioned object store, the
-//!   containers' log text, list and watch parameters with their selectors, patches, field
-//!   ownership (server-side apply), and an object as it is served
+//! - `field_labels`, `catalog`, `storage`, `kubelet_logs`, `query`, `patch`, `managed_fields`, `served`:
+//!   the resource types and their field labels, the versioned object store, the containers'
+//!   log text, list and watch parameters with their selectors, patches, field ownership
+//!   (server-side apply), and an object as it is served
 //! - `auth`, `tls`, `faults`, `disrupt`: authentication, the server's certificates, and the
 //!   faults a test injects
 //! - `printers`, `table`, `render`, `discovery`, `crd`, `watch_hub`: responses (tables,
