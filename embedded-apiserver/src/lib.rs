@@ -191,6 +191,7 @@ mod faults;
 mod field_labels;
 #[cfg(test)]
 mod fuzz;
+mod garbage_collector;
 mod handle;
 mod list;
 mod patch;

@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 
 use crate::catalog::ApiResource;
 use crate::crd;
+use crate::garbage_collector;
 use crate::list;
 use crate::patch::{
     MAX_JSON_PATCH_OPERATIONS, PatchKind, json_patch, merge_patch, strategic_merge_patch,
@@ -282,6 +283,7 @@ pub(crate) fn delete(
     options: &Value,
     dry_run: bool,
 ) -> Result<Deleted, ApiError> {
+    garbage_collector::validate_delete_options(options)?;
     let resource = scope.resource;
     let key = scope.key(name);
     let existing =
@@ -305,17 +307,38 @@ pub(crate) fn delete(
             }
         }
     }
-    let finalizers = existing.pointer("/metadata/finalizers").and_then(Value::as_array);
-    if finalizers.is_some_and(|f| !f.is_empty()) {
-        if existing.pointer("/metadata/deletionTimestamp").is_some() || dry_run {
+    // The registry's half of garbage collection: the policy may add the `orphan` or
+    // `foregroundDeletion` finalizer, which the collector (`garbage_collector.rs`) removes.
+    let gc_finalizers = garbage_collector::deletion_finalizers(resource, &existing, options);
+    let pending = existing
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| !f.is_empty());
+    if pending || gc_finalizers.is_some() {
+        let already = existing.pointer("/metadata/deletionTimestamp").is_some();
+        if dry_run || (already && gc_finalizers.is_none()) {
             return Ok(Deleted::Object(Value::clone(&existing)));
         }
         let mut terminating = Value::clone(&existing);
         let meta = metadata_mut(&mut terminating);
-        meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
-        meta.insert("deletionGracePeriodSeconds".into(), json!(0));
-        let change = state.commit(&resource.storage, &key, ChangeKind::Modified, terminating);
-        return Ok(Deleted::Object(Value::clone(&change.obj)));
+        if let Some(finalizers) = gc_finalizers {
+            if finalizers.is_empty() {
+                meta.remove("finalizers");
+            } else {
+                meta.insert("finalizers".into(), Value::Array(finalizers));
+            }
+        }
+        let remaining =
+            meta.get("finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+        if remaining {
+            if !already {
+                meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
+                meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+            }
+            let change = state.commit(&resource.storage, &key, ChangeKind::Modified, terminating);
+            return Ok(Deleted::Object(Value::clone(&change.obj)));
+        }
+        // The policy took away the only finalizers: the object goes now.
     }
     let last = if dry_run {
         Arc::clone(&existing)
@@ -346,6 +369,7 @@ pub(crate) fn delete_collection(
     options: &Value,
     dry_run: bool,
 ) -> Result<Vec<Object>, ApiError> {
+    garbage_collector::validate_delete_options(options)?;
     let page = list::list(state, scope.resource, scope.namespace, params)?;
     let mut deleted = Vec::new();
     for obj in page.items {
@@ -576,7 +600,7 @@ fn after_write(state: &mut State, resource: &ApiResource, obj: &Value) {
 }
 
 /// What deleting an object takes with it: a namespace's objects, a CRD's types and objects.
-fn after_delete(state: &mut State, resource: &ApiResource, obj: &Value) {
+pub(crate) fn after_delete(state: &mut State, resource: &ApiResource, obj: &Value) {
     if !resource.builtin {
         return;
     }
@@ -635,6 +659,7 @@ mod tests {
             faults: Faults::default(),
             paginate_cached_lists: false,
             logs: crate::pod_logs::PodLogs::default(),
+            gc_wake: Arc::default(),
         }
     }
 
