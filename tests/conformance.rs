@@ -10,8 +10,8 @@
 //! server adds to built-in objects that the embedded server does not claim to add.
 //!
 //! The real server is shared by the test process ([`KubeApiServer::shared`]), so each scenario
-//! works in a namespace of its own (namespaces cannot be deleted there: no controller manager
-//! runs) and never assumes the cluster is empty. Scenarios that forget history (compaction) take
+//! works in a namespace of its own (namespaces cannot be deleted there: its controller manager
+//! runs the garbage collector alone) and never assumes the cluster is empty. Scenarios that forget history (compaction) take
 //! a private server. Without Go these tests print one line and pass.
 //!
 //! Every difference found is a bug in the embedded server, fixed there and pinned by the

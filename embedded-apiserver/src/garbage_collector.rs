@@ -487,3 +487,244 @@ fn write(state: &mut State, resource: &ApiResource, key: &str, obj: Value) {
         registry::after_delete(state, resource, &change.obj);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+    use crate::faults::Faults;
+    use crate::state::Settings;
+    use crate::storage::Store;
+    use crate::watch_hub::WatchHub;
+
+    fn state() -> State {
+        State {
+            store: Store::new(0, 1000),
+            catalog: Catalog::builtin(),
+            hub: WatchHub::default(),
+            faults: Faults::default(),
+            paginate_cached_lists: false,
+            logs: crate::pod_logs::PodLogs::default(),
+            gc_wake: Arc::default(),
+        }
+    }
+
+    fn settings() -> Settings {
+        Settings {
+            require_namespaces: false,
+            bookmark_interval: None,
+            watch_buffer: 10,
+            max_watches: 10,
+            tls: None,
+            max_concurrent_streams: 10,
+        }
+    }
+
+    fn configmaps(state: &State) -> Arc<ApiResource> {
+        state.catalog.find("", "v1", "configmaps").expect("configmaps are built in")
+    }
+
+    /// Creates a ConfigMap in `ns` owned by `owners` (uid, whether it blocks); returns its uid.
+    fn create(
+        state: &mut State,
+        name: &str,
+        owners: &[(&str, &str, bool)],
+        finalizers: &[&str],
+    ) -> String {
+        let resource = configmaps(state);
+        let scope = Scope { resource: &resource, namespace: Some("ns") };
+        let refs: Vec<Value> = owners
+            .iter()
+            .map(|(owner, uid, block)| {
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "name": owner, "uid": uid,
+                       "blockOwnerDeletion": block})
+            })
+            .collect();
+        let mut obj = json!({"metadata": {"name": name}});
+        if !refs.is_empty() {
+            obj["metadata"]["ownerReferences"] = json!(refs);
+        }
+        if !finalizers.is_empty() {
+            obj["metadata"]["finalizers"] = json!(finalizers);
+        }
+        let created =
+            registry::create(state, &settings(), scope, obj, false).expect("the object is created");
+        meta_str(&created, "uid").to_owned()
+    }
+
+    fn delete(state: &mut State, name: &str, options: &Value) -> Result<Deleted, ApiError> {
+        let resource = configmaps(state);
+        let scope = Scope { resource: &resource, namespace: Some("ns") };
+        registry::delete(state, scope, name, options, false)
+    }
+
+    fn get(state: &State, name: &str) -> Option<Object> {
+        state.store.get(&configmaps(state).storage, &object_key("ns", name)).cloned()
+    }
+
+    fn owner_names(state: &State, name: &str) -> Vec<String> {
+        let obj = get(state, name).expect("the object exists");
+        references(&obj).map(|r| r["name"].as_str().unwrap_or_default().to_owned()).collect()
+    }
+
+    fn remove_finalizers(state: &mut State, name: &str) {
+        let resource = configmaps(state);
+        let scope = Scope { resource: &resource, namespace: Some("ns") };
+        let mut obj = Value::clone(&get(state, name).expect("the object exists"));
+        metadata_mut(&mut obj).remove("finalizers");
+        registry::update(state, scope, name, obj, registry::Part::Main, false)
+            .expect("the update is accepted");
+    }
+
+    // Anchor: test/integration/garbagecollector TestCascadingDeletion (background part).
+    #[test]
+    fn background_deletion_collects_dependents_recursively() {
+        let mut state = state();
+        let owner = create(&mut state, "owner", &[], &[]);
+        let child = create(&mut state, "child", &[("owner", &owner, false)], &[]);
+        create(&mut state, "grandchild", &[("child", &child, false)], &[]);
+        create(&mut state, "held", &[("owner", &owner, false)], &["example.com/hold"]);
+        assert!(collect(&mut state), "nothing to collect while the owner is there");
+        assert!(get(&state, "child").is_some());
+        let Ok(Deleted::Status(_)) = delete(&mut state, "owner", &json!({})) else {
+            panic!("a background delete removes the owner at once");
+        };
+        assert!(get(&state, "child").is_some(), "dependents go after the delete, not in it");
+        assert!(collect(&mut state));
+        assert!(get(&state, "child").is_none() && get(&state, "grandchild").is_none());
+        let held = get(&state, "held").expect("a dependent with a finalizer is only marked");
+        assert!(terminating(&held));
+        remove_finalizers(&mut state, "held");
+        assert!(get(&state, "held").is_none());
+    }
+
+    // Anchor: TestBlockingOwnerRefDoesBlock and TestNonBlockingOwnerRefDoesNotBlock.
+    #[test]
+    fn foreground_deletion_waits_for_blocking_dependents() {
+        let mut state = state();
+        let owner = create(&mut state, "owner", &[], &[]);
+        create(&mut state, "blocking", &[("owner", &owner, true)], &["example.com/hold"]);
+        create(&mut state, "free", &[("owner", &owner, false)], &[]);
+        let options = json!({"propagationPolicy": "Foreground"});
+        let Ok(Deleted::Object(marked)) = delete(&mut state, "owner", &options) else {
+            panic!("a foreground delete keeps the owner");
+        };
+        assert_eq!(marked["metadata"]["finalizers"], json!([FOREGROUND]));
+        assert!(terminating(&marked));
+        assert!(collect(&mut state));
+        assert!(get(&state, "free").is_none(), "a non-blocking dependent is deleted too");
+        assert!(terminating(&get(&state, "blocking").expect("held by its finalizer")));
+        assert!(get(&state, "owner").is_some(), "the blocking dependent holds the owner");
+        remove_finalizers(&mut state, "blocking");
+        assert!(collect(&mut state));
+        assert!(get(&state, "owner").is_none());
+    }
+
+    // Anchor: TestOrphaning.
+    #[test]
+    fn orphan_deletion_removes_the_references_then_the_owner() {
+        for options in [json!({"propagationPolicy": "Orphan"}), json!({"orphanDependents": true})] {
+            let mut state = state();
+            let owner = create(&mut state, "owner", &[], &[]);
+            let other = create(&mut state, "other", &[], &[]);
+            create(&mut state, "only", &[("owner", &owner, true)], &[]);
+            create(&mut state, "two", &[("owner", &owner, false), ("other", &other, false)], &[]);
+            let Ok(Deleted::Object(marked)) = delete(&mut state, "owner", &options) else {
+                panic!("an orphaning delete keeps the owner");
+            };
+            assert_eq!(marked["metadata"]["finalizers"], json!([ORPHAN]));
+            let before = state.store.resource_version();
+            assert!(collect(&mut state));
+            assert!(get(&state, "owner").is_none());
+            assert!(owner_names(&state, "only").is_empty());
+            assert_eq!(owner_names(&state, "two"), ["other"]);
+            // Each change is a write a watch sees: the dependents modified, then the owner gone.
+            let kinds: Vec<(ChangeKind, String)> = state
+                .store
+                .changes_after(before)
+                .map(|c| (c.kind, meta_str(&c.obj, "name").to_owned()))
+                .collect();
+            assert_eq!(
+                kinds,
+                [
+                    (ChangeKind::Modified, "only".to_owned()),
+                    (ChangeKind::Modified, "two".to_owned()),
+                    (ChangeKind::Deleted, "owner".to_owned()),
+                ]
+            );
+        }
+    }
+
+    // Anchor: TestCreateWithNonExistentOwner and TestMixedRelationships.
+    #[test]
+    fn dangling_owners_are_collected_unless_another_owner_remains() {
+        let mut state = state();
+        let solid = create(&mut state, "solid", &[], &[]);
+        let ghost = "00000000-0000-0000-0000-000000000001";
+        create(&mut state, "dangling", &[("ghost", ghost, false)], &[]);
+        create(&mut state, "half", &[("ghost", ghost, false), ("solid", &solid, false)], &[]);
+        // The name exists, but with another uid: still absent.
+        create(&mut state, "renamed", &[("solid", ghost, false)], &[]);
+        // A kind the server does not serve is never resolved: the object waits.
+        let resource = configmaps(&state);
+        let scope = Scope { resource: &resource, namespace: Some("ns") };
+        let unknown = json!({"metadata": {"name": "unknown", "ownerReferences": [
+            {"apiVersion": "example.com/v1", "kind": "Nothing", "name": "x", "uid": ghost}]}});
+        registry::create(&mut state, &settings(), scope, unknown, false).expect("created");
+        assert!(collect(&mut state));
+        assert!(get(&state, "dangling").is_none() && get(&state, "renamed").is_none());
+        assert_eq!(owner_names(&state, "half"), ["solid"]);
+        assert!(get(&state, "unknown").is_some());
+    }
+
+    // Anchor: `ValidateDeleteOptions` (apimachinery's validation_test.go).
+    #[test]
+    fn propagation_policies_are_validated() {
+        let mut state = state();
+        create(&mut state, "a", &[], &[]);
+        let Err(unknown) = delete(&mut state, "a", &json!({"propagationPolicy": "Sideways"}))
+        else {
+            panic!("an unknown policy is refused");
+        };
+        assert_eq!(
+            unknown.message,
+            "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \
+             \"Sideways\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+        );
+        let both = json!({"propagationPolicy": "Orphan", "orphanDependents": false});
+        let Err(both) = delete(&mut state, "missing", &both) else {
+            panic!("both options are refused, before the object is looked up");
+        };
+        assert!(
+            both.message.ends_with("orphanDependents and deletionPropagation cannot be both set")
+        );
+        assert!(get(&state, "a").is_some());
+    }
+
+    // Anchor: the strategies' `DefaultGarbageCollectionPolicy` (job, replicationcontroller,
+    // event) and the store's `deletionFinalizersForGarbageCollection`.
+    #[test]
+    fn defaults_and_finalizers_follow_the_strategies() {
+        let state = state();
+        let jobs = state.catalog.find("batch", "v1", "jobs").expect("jobs are built in");
+        let cms = configmaps(&state);
+        let obj = json!({"metadata": {"name": "x"}});
+        assert_eq!(deletion_finalizers(&jobs, &obj, &json!({})), Some(vec![json!(ORPHAN)]));
+        assert_eq!(
+            deletion_finalizers(&jobs, &obj, &json!({"propagationPolicy": "Background"})),
+            None
+        );
+        assert_eq!(deletion_finalizers(&cms, &obj, &json!({})), None);
+        if let Some(events) = state.catalog.find("", "v1", "events") {
+            let orphan = json!({"propagationPolicy": "Orphan"});
+            assert_eq!(deletion_finalizers(&events, &obj, &orphan), None);
+        }
+        // A finalizer already there is the default; an explicit policy replaces it.
+        let marked = json!({"metadata": {"name": "x", "finalizers": ["a", ORPHAN]}});
+        assert_eq!(deletion_finalizers(&cms, &marked, &json!({})), None);
+        assert_eq!(
+            deletion_finalizers(&cms, &marked, &json!({"propagationPolicy": "Foreground"})),
+            Some(vec![json!("a"), json!(FOREGROUND)])
+        );
+    }
+}

@@ -8,9 +8,14 @@
 //! strategy's defaults: namespaces (phase, name label, the `kubernetes` finalizer), pods
 //! (`Pending`, `QoS` class), secrets (`stringData`), CRDs (status, and the types they serve).
 //!
-//! Not done: schema validation and defaulting, admission, owner-reference garbage collection
-//! (`propagationPolicy` is accepted and ignored), graceful pod termination (pods go at once),
-//! managedFields.
+//! A DELETE honours `propagationPolicy` (and the deprecated `orphanDependents`), validated as
+//! kube-apiserver validates them: background deletes at once, foreground and orphan leave the
+//! object with the `foregroundDeletion` or `orphan` finalizer for the owner-reference garbage
+//! collector (`garbage_collector.rs`, kube-controller-manager's part), which also deletes the
+//! dependents of deleted owners and objects whose owners are all absent.
+//!
+//! Not done: schema validation and defaulting, admission, graceful pod termination (pods go at
+//! once), managedFields.
 
 use std::sync::Arc;
 
