@@ -1683,8 +1683,8 @@ async fn expired_history(t: &Target, ns: &str) -> Transcript {
     out
 }
 
-/// An owned object: a ConfigMap or Secret (`kind`) named `name` whose owners are the given
-/// ConfigMaps, each with whether it blocks its owner's foreground deletion.
+/// An owned object: a `ConfigMap` or `Secret` (`kind`) named `name` whose owners are the given
+/// `ConfigMap`s, each with whether it blocks its owner's foreground deletion.
 fn owned(kind: &str, name: &str, owners: &[(&Value, bool)]) -> Value {
     let references: Vec<Value> = owners
         .iter()
@@ -1748,20 +1748,16 @@ fn deleted(reply: &Reply) -> Value {
            "deleting": reply.body["metadata"]["deletionTimestamp"].is_string()})
 }
 
-/// Protects controllers that rely on owner references (a Deployment's ReplicaSets, an
-/// operator's children): background, foreground and orphan deletion, dangling owners, and
-/// the validation of `propagationPolicy`, as kube-controller-manager's garbage collector and
-/// kube-apiserver's registry do them. (The embedded server's collector, against the real one.)
-async fn garbage_collection(t: &Target, ns: &str) -> Transcript {
-    let mut out = Transcript::default();
-    let cms = format!("/api/v1/namespaces/{ns}/configmaps");
-    let secrets = format!("/api/v1/namespaces/{ns}/secrets");
-    let create = async |kind: &str, body: Value| {
-        let path = if kind == "Secret" { &secrets } else { &cms };
-        t.post(path, &body).await.body
-    };
-    let keep = create("ConfigMap", configmap("keep", &json!({}))).await;
+/// Creates a `ConfigMap` or `Secret` in `ns`; returns what the server stored.
+async fn create_in(t: &Target, ns: &str, kind: &str, body: Value) -> Value {
+    let plural = if kind == "Secret" { "secrets" } else { "configmaps" };
+    t.post(&format!("/api/v1/namespaces/{ns}/{plural}"), &body).await.body
+}
 
+/// [`garbage_collection`]'s background and foreground steps.
+async fn gc_background_and_foreground(out: &mut Transcript, t: &Target, ns: &str, keep: &Value) {
+    let cms = format!("/api/v1/namespaces/{ns}/configmaps");
+    let create = async |kind: &str, body: Value| create_in(t, ns, kind, body).await;
     // Background (the default): the owner goes at once, its dependents after, recursively;
     // one with a finalizer is only marked; one with another owner stays, without the
     // reference to the gone owner.
@@ -1772,7 +1768,7 @@ async fn garbage_collection(t: &Target, ns: &str) -> Transcript {
     let mut held = owned("ConfigMap", "bg-held", &[(&bg, false)]);
     held["metadata"]["finalizers"] = json!(["example.com/hold"]);
     create("ConfigMap", held).await;
-    create("ConfigMap", owned("ConfigMap", "bg-two", &[(&bg, false), (&keep, false)])).await;
+    create("ConfigMap", owned("ConfigMap", "bg-two", &[(&bg, false), (keep, false)])).await;
     out.step("background: delete the owner", deleted(&t.delete(&format!("{cms}/bg")).await));
     let which = [
         "configmaps/bg",
@@ -1803,7 +1799,7 @@ async fn garbage_collection(t: &Target, ns: &str) -> Transcript {
     blocking["metadata"]["finalizers"] = json!(["example.com/hold"]);
     create("ConfigMap", blocking).await;
     create("Secret", owned("Secret", "fg-free", &[(&fg, false)])).await;
-    create("ConfigMap", owned("ConfigMap", "fg-two", &[(&fg, false), (&keep, false)])).await;
+    create("ConfigMap", owned("ConfigMap", "fg-two", &[(&fg, false), (keep, false)])).await;
     let foreground = json!({"propagationPolicy": "Foreground"});
     let reply = t
         .request("DELETE", &format!("{cms}/fg"), None, Some(("application/json", &foreground)))
@@ -1820,7 +1816,12 @@ async fn garbage_collection(t: &Target, ns: &str) -> Transcript {
     t.patch(&format!("{cms}/fg-block"), merge, &release).await;
     let seen = settle(t, ns, &which, |s| absent(s, "configmaps/fg")).await;
     out.step("foreground: the owner goes after it", seen);
+}
 
+/// [`garbage_collection`]'s orphan, dangling-owner and deletecollection steps.
+async fn gc_orphans_and_dangling_owners(out: &mut Transcript, t: &Target, ns: &str, keep: &Value) {
+    let cms = format!("/api/v1/namespaces/{ns}/configmaps");
+    let create = async |kind: &str, body: Value| create_in(t, ns, kind, body).await;
     // Orphan, by policy and by the deprecated `orphanDependents`: the dependents lose their
     // reference to the owner and stay.
     for (label, options) in [
@@ -1832,7 +1833,7 @@ async fn garbage_collection(t: &Target, ns: &str) -> Transcript {
         let cm = format!("{owner_name}-cm");
         let two = format!("{owner_name}-two");
         create("ConfigMap", owned("ConfigMap", &cm, &[(&owner, true)])).await;
-        create("Secret", owned("Secret", &two, &[(&owner, false), (&keep, false)])).await;
+        create("Secret", owned("Secret", &two, &[(&owner, false), (keep, false)])).await;
         let reply = t
             .request(
                 "DELETE",
@@ -1853,7 +1854,7 @@ async fn garbage_collection(t: &Target, ns: &str) -> Transcript {
     let ghost =
         json!({"metadata": {"name": "ghost", "uid": "6a3f1c2e-0000-4000-8000-000000000001"}});
     create("ConfigMap", owned("ConfigMap", "dangling", &[(&ghost, false)])).await;
-    create("ConfigMap", owned("ConfigMap", "half", &[(&ghost, false), (&keep, false)])).await;
+    create("ConfigMap", owned("ConfigMap", "half", &[(&ghost, false), (keep, false)])).await;
     let which = ["configmaps/dangling", "configmaps/half"];
     let seen = settle(t, ns, &which, |s| {
         absent(s, "configmaps/dangling")
@@ -1882,6 +1883,18 @@ async fn garbage_collection(t: &Target, ns: &str) -> Transcript {
     let which = ["configmaps/dc", "configmaps/dc-child"];
     let seen = settle(t, ns, &which, |s| absent(s, "configmaps/dc")).await;
     out.step("deletecollection: dependents orphaned", seen);
+}
+
+/// Protects controllers that rely on owner references (a `Deployment`'s `ReplicaSet`s, an
+/// operator's children): background, foreground and orphan deletion, dangling owners, and
+/// the validation of `propagationPolicy`, as kube-controller-manager's garbage collector and
+/// kube-apiserver's registry do them. (The embedded server's collector, against the real one.)
+async fn garbage_collection(t: &Target, ns: &str) -> Transcript {
+    let mut out = Transcript::default();
+    let cms = format!("/api/v1/namespaces/{ns}/configmaps");
+    let keep = t.post(&cms, &configmap("keep", &json!({}))).await.body;
+    gc_background_and_foreground(&mut out, t, ns, &keep).await;
+    gc_orphans_and_dangling_owners(&mut out, t, ns, &keep).await;
 
     // Validation.
     for (label, options) in [

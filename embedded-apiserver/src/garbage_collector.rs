@@ -524,7 +524,7 @@ mod tests {
         state.catalog.find("", "v1", "configmaps").expect("configmaps are built in")
     }
 
-    /// Creates a ConfigMap in `ns` owned by `owners` (uid, whether it blocks); returns its uid.
+    /// Creates a `ConfigMap` in `ns` owned by `owners` (uid, whether it blocks); returns its uid.
     fn create(
         state: &mut State,
         name: &str,
