@@ -275,6 +275,12 @@ fn snapshot(state: &State) -> Snapshot {
     for storage in state.store.storages() {
         let Some(resource) = state.catalog.find_storage(&storage) else { continue };
         for (key, obj) in state.store.range(&storage, "") {
+            // Only dependents and owners the collector is finishing can need an action.
+            let finishing =
+                terminating(obj) && (has_finalizer(obj, ORPHAN) || has_finalizer(obj, FOREGROUND));
+            if !finishing && references(obj).next().is_none() {
+                continue;
+            }
             entries.push(Entry {
                 resource: Arc::clone(&resource),
                 key: key.clone(),
@@ -431,11 +437,14 @@ fn apply(state: &mut State, snap: &Snapshot, action: Action) -> bool {
         Action::RemoveReferences(_, uids) => {
             let mut obj = Value::clone(&obj);
             let meta = metadata_mut(&mut obj);
-            if let Some(Value::Array(refs)) = meta.get_mut("ownerReferences") {
-                refs.retain(|r| !uids.iter().any(|u| u == reference_uid(r)));
-                if refs.is_empty() {
-                    meta.remove("ownerReferences");
-                }
+            let Some(Value::Array(refs)) = meta.get_mut("ownerReferences") else { return false };
+            let before = refs.len();
+            refs.retain(|r| !uids.iter().any(|u| u == reference_uid(r)));
+            if refs.len() == before {
+                return false;
+            }
+            if refs.is_empty() {
+                meta.remove("ownerReferences");
             }
             write(state, &resource, &planned.key, obj);
             true
@@ -443,11 +452,14 @@ fn apply(state: &mut State, snap: &Snapshot, action: Action) -> bool {
         Action::RemoveFinalizer(_, finalizer) => {
             let mut obj = Value::clone(&obj);
             let meta = metadata_mut(&mut obj);
-            if let Some(Value::Array(list)) = meta.get_mut("finalizers") {
-                list.retain(|f| f != finalizer);
-                if list.is_empty() {
-                    meta.remove("finalizers");
-                }
+            let Some(Value::Array(list)) = meta.get_mut("finalizers") else { return false };
+            let before = list.len();
+            list.retain(|f| f != finalizer);
+            if list.len() == before {
+                return false;
+            }
+            if list.is_empty() {
+                meta.remove("finalizers");
             }
             write(state, &resource, &planned.key, obj);
             true
