@@ -26,8 +26,12 @@
 //! `DELETED`.
 //!
 //! Unlike the real collector, which reacts to events through its dependency graph, this one
-//! looks at the whole store each time; the outcomes are the same, and a test waits for them
-//! with [`crate::testing::eventually`].
+//! looks at the whole store each time (at most [`MAX_PASSES`] passes a run, each skipping the
+//! objects that have no owners and are not being finished); the outcomes are the same, and a
+//! test waits for them with [`crate::testing::eventually`].
+//!
+//! Not done: the real collector's cycle breaker (a foreground dependent whose own dependent is
+//! deleting in the foreground has its references made non-blocking first), and its warnings.
 
 use std::collections::HashMap;
 use std::sync::Arc;
