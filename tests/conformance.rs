@@ -11,8 +11,8 @@
 //! server adds to built-in objects that the embedded server does not claim to add.
 //!
 //! The real server is shared by the test process ([`KubeApiServer::shared`]), so each scenario
-//! works in a namespace of its own (namespaces cannot be deleted there: no controller manager
-//! runs) and never assumes the cluster is empty. Scenarios that forget history (compaction) take
+//! works in a namespace of its own (namespaces cannot be deleted there: its controller manager
+//! runs the garbage collector alone) and never assumes the cluster is empty. Scenarios that forget history (compaction) take
 //! a private server. Without Go these tests print one line and pass.
 //!
 //! Every difference found is a bug in the embedded server, fixed there and pinned by the
@@ -1904,6 +1904,234 @@ async fn expired_history(t: &Target, ns: &str) -> Transcript {
     out
 }
 
+/// An owned object: a `ConfigMap` or `Secret` (`kind`) named `name` whose owners are the given
+/// `ConfigMap`s, each with whether it blocks its owner's foreground deletion.
+fn owned(kind: &str, name: &str, owners: &[(&Value, bool)]) -> Value {
+    let references: Vec<Value> = owners
+        .iter()
+        .map(|(owner, block)| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "name": owner["metadata"]["name"],
+                   "uid": owner["metadata"]["uid"], "blockOwnerDeletion": block})
+        })
+        .collect();
+    json!({"apiVersion": "v1", "kind": kind,
+           "metadata": {"name": name, "ownerReferences": references}})
+}
+
+/// What a client sees of the named objects (`configmaps/x` or `secrets/x`): whether each
+/// exists, its finalizers, its owners by name (uids differ between servers) and whether it
+/// is being deleted.
+async fn objects(t: &Target, ns: &str, which: &[&str]) -> Value {
+    let mut seen = serde_json::Map::new();
+    for path in which {
+        let reply = t.get(&format!("/api/v1/namespaces/{ns}/{path}")).await;
+        let view = if reply.status == 404 {
+            json!("absent")
+        } else {
+            let meta = &reply.body["metadata"];
+            let owners: Vec<Value> = meta["ownerReferences"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|r| json!({"name": r["name"], "block": r["blockOwnerDeletion"]}))
+                .collect();
+            json!({"finalizers": meta["finalizers"], "owners": owners,
+                   "deleting": meta["deletionTimestamp"].is_string()})
+        };
+        seen.insert((*path).to_owned(), view);
+    }
+    Value::Object(seen)
+}
+
+/// Polls [`objects`] until `settled` holds for what it shows (the garbage collector works
+/// after the request that set it off), or [`DEADLINE`] passes; returns the last view, which
+/// the transcript compares.
+async fn settle(t: &Target, ns: &str, which: &[&str], settled: impl Fn(&Value) -> bool) -> Value {
+    let start = tokio::time::Instant::now();
+    loop {
+        let seen = objects(t, ns, which).await;
+        if settled(&seen) || start.elapsed() > DEADLINE {
+            return seen;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn absent(seen: &Value, path: &str) -> bool {
+    seen[path] == "absent"
+}
+
+/// What a DELETE answered: code, kind, and for an object kept for the collector its
+/// finalizers and whether it is being deleted.
+fn deleted(reply: &Reply) -> Value {
+    json!({"http": reply.status, "kind": reply.body["kind"], "status": reply.body["status"],
+           "finalizers": reply.body["metadata"]["finalizers"],
+           "deleting": reply.body["metadata"]["deletionTimestamp"].is_string()})
+}
+
+/// Creates a `ConfigMap` or `Secret` in `ns`; returns what the server stored.
+async fn create_in(t: &Target, ns: &str, kind: &str, body: Value) -> Value {
+    let plural = if kind == "Secret" { "secrets" } else { "configmaps" };
+    t.post(&format!("/api/v1/namespaces/{ns}/{plural}"), &body).await.body
+}
+
+/// [`garbage_collection`]'s background and foreground steps.
+async fn gc_background_and_foreground(out: &mut Transcript, t: &Target, ns: &str, keep: &Value) {
+    let cms = format!("/api/v1/namespaces/{ns}/configmaps");
+    let create = async |kind: &str, body: Value| create_in(t, ns, kind, body).await;
+    // Background (the default): the owner goes at once, its dependents after, recursively;
+    // one with a finalizer is only marked; one with another owner stays, without the
+    // reference to the gone owner.
+    let bg = create("ConfigMap", configmap("bg", &json!({}))).await;
+    let bg_cm = create("ConfigMap", owned("ConfigMap", "bg-cm", &[(&bg, false)])).await;
+    create("Secret", owned("Secret", "bg-secret", &[(&bg, false)])).await;
+    create("ConfigMap", owned("ConfigMap", "bg-grand", &[(&bg_cm, false)])).await;
+    let mut held = owned("ConfigMap", "bg-held", &[(&bg, false)]);
+    held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    create("ConfigMap", held).await;
+    create("ConfigMap", owned("ConfigMap", "bg-two", &[(&bg, false), (keep, false)])).await;
+    out.step("background: delete the owner", deleted(&t.delete(&format!("{cms}/bg")).await));
+    let which = [
+        "configmaps/bg",
+        "configmaps/bg-cm",
+        "secrets/bg-secret",
+        "configmaps/bg-grand",
+        "configmaps/bg-held",
+        "configmaps/bg-two",
+    ];
+    let seen = settle(t, ns, &which, |s| {
+        absent(s, "configmaps/bg-cm")
+            && absent(s, "secrets/bg-secret")
+            && absent(s, "configmaps/bg-grand")
+            && s["configmaps/bg-held"]["deleting"] == true
+            && s["configmaps/bg-two"]["owners"].as_array().is_some_and(|o| o.len() == 1)
+    })
+    .await;
+    out.step("background: dependents collected", seen);
+    let release = json!({"metadata": {"finalizers": null}});
+    let merge = "application/merge-patch+json";
+    t.patch(&format!("{cms}/bg-held"), merge, &release).await;
+    let seen = settle(t, ns, &["configmaps/bg-held"], |s| absent(s, "configmaps/bg-held")).await;
+    out.step("background: the held dependent goes once released", seen);
+
+    // Foreground: the owner waits, with `foregroundDeletion`, until no dependent blocks it.
+    let fg = create("ConfigMap", configmap("fg", &json!({}))).await;
+    let mut blocking = owned("ConfigMap", "fg-block", &[(&fg, true)]);
+    blocking["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    create("ConfigMap", blocking).await;
+    create("Secret", owned("Secret", "fg-free", &[(&fg, false)])).await;
+    create("ConfigMap", owned("ConfigMap", "fg-two", &[(&fg, false), (keep, false)])).await;
+    let foreground = json!({"propagationPolicy": "Foreground"});
+    let reply = t
+        .request("DELETE", &format!("{cms}/fg"), None, Some(("application/json", &foreground)))
+        .await;
+    out.step("foreground: delete the owner", deleted(&reply));
+    let which = ["configmaps/fg", "configmaps/fg-block", "secrets/fg-free", "configmaps/fg-two"];
+    let seen = settle(t, ns, &which, |s| {
+        absent(s, "secrets/fg-free")
+            && s["configmaps/fg-block"]["deleting"] == true
+            && s["configmaps/fg-two"]["owners"].as_array().is_some_and(|o| o.len() == 1)
+    })
+    .await;
+    out.step("foreground: the owner waits for its blocking dependent", seen);
+    t.patch(&format!("{cms}/fg-block"), merge, &release).await;
+    let seen = settle(t, ns, &which, |s| absent(s, "configmaps/fg")).await;
+    out.step("foreground: the owner goes after it", seen);
+}
+
+/// [`garbage_collection`]'s orphan, dangling-owner and deletecollection steps.
+async fn gc_orphans_and_dangling_owners(out: &mut Transcript, t: &Target, ns: &str, keep: &Value) {
+    let cms = format!("/api/v1/namespaces/{ns}/configmaps");
+    let create = async |kind: &str, body: Value| create_in(t, ns, kind, body).await;
+    // Orphan, by policy and by the deprecated `orphanDependents`: the dependents lose their
+    // reference to the owner and stay.
+    for (label, options) in [
+        ("orphan", json!({"propagationPolicy": "Orphan"})),
+        ("orphanDependents", json!({"orphanDependents": true})),
+    ] {
+        let owner_name = format!("or-{}", label.to_lowercase());
+        let owner = create("ConfigMap", configmap(&owner_name, &json!({}))).await;
+        let cm = format!("{owner_name}-cm");
+        let two = format!("{owner_name}-two");
+        create("ConfigMap", owned("ConfigMap", &cm, &[(&owner, true)])).await;
+        create("Secret", owned("Secret", &two, &[(&owner, false), (keep, false)])).await;
+        let reply = t
+            .request(
+                "DELETE",
+                &format!("{cms}/{owner_name}"),
+                None,
+                Some(("application/json", &options)),
+            )
+            .await;
+        out.step(&format!("{label}: delete the owner"), deleted(&reply));
+        let owner_path = format!("configmaps/{owner_name}");
+        let which = [owner_path.as_str(), &format!("configmaps/{cm}"), &format!("secrets/{two}")];
+        let seen = settle(t, ns, &which, |s| absent(s, &owner_path)).await;
+        out.step(&format!("{label}: dependents orphaned"), seen);
+    }
+
+    // Dangling owners: a dependent whose only owner never existed is collected; one with
+    // another owner keeps that one.
+    let ghost =
+        json!({"metadata": {"name": "ghost", "uid": "6a3f1c2e-0000-4000-8000-000000000001"}});
+    create("ConfigMap", owned("ConfigMap", "dangling", &[(&ghost, false)])).await;
+    create("ConfigMap", owned("ConfigMap", "half", &[(&ghost, false), (keep, false)])).await;
+    let which = ["configmaps/dangling", "configmaps/half"];
+    let seen = settle(t, ns, &which, |s| {
+        absent(s, "configmaps/dangling")
+            && s["configmaps/half"]["owners"].as_array().is_some_and(|o| o.len() == 1)
+    })
+    .await;
+    out.step("dangling: collected", seen);
+
+    // deletecollection takes the same options.
+    let mut dc = configmap("dc", &json!({"role": "dc"}));
+    let dc = create("ConfigMap", std::mem::take(&mut dc)).await;
+    create("ConfigMap", owned("ConfigMap", "dc-child", &[(&dc, false)])).await;
+    let orphan = json!({"propagationPolicy": "Orphan"});
+    let reply = t
+        .request(
+            "DELETE",
+            &format!("{cms}?labelSelector=role%3Ddc"),
+            None,
+            Some(("application/json", &orphan)),
+        )
+        .await;
+    out.step(
+        "deletecollection with a policy",
+        json!({"http": reply.status, "kind": reply.body["kind"], "names": names(&reply.body)}),
+    );
+    let which = ["configmaps/dc", "configmaps/dc-child"];
+    let seen = settle(t, ns, &which, |s| absent(s, "configmaps/dc")).await;
+    out.step("deletecollection: dependents orphaned", seen);
+}
+
+/// Protects controllers that rely on owner references (a `Deployment`'s `ReplicaSet`s, an
+/// operator's children): background, foreground and orphan deletion, dangling owners, and
+/// the validation of `propagationPolicy`, as kube-controller-manager's garbage collector and
+/// kube-apiserver's registry do them. (The embedded server's collector, against the real one.)
+async fn garbage_collection(t: &Target, ns: &str) -> Transcript {
+    let mut out = Transcript::default();
+    let cms = format!("/api/v1/namespaces/{ns}/configmaps");
+    let keep = t.post(&cms, &configmap("keep", &json!({}))).await.body;
+    gc_background_and_foreground(&mut out, t, ns, &keep).await;
+    gc_orphans_and_dangling_owners(&mut out, t, ns, &keep).await;
+
+    // Validation.
+    for (label, options) in [
+        ("unknown policy", json!({"propagationPolicy": "Sideways"})),
+        ("both set", json!({"propagationPolicy": "Orphan", "orphanDependents": true})),
+    ] {
+        let one = t
+            .request("DELETE", &format!("{cms}/keep"), None, Some(("application/json", &options)))
+            .await;
+        out.step(&format!("{label}: delete"), status(&one, false));
+        let all = t.request("DELETE", &cms, None, Some(("application/json", &options))).await;
+        out.step(&format!("{label}: deletecollection"), status(&all, false));
+    }
+    out
+}
+
 // ---------------------------------------------------------------------------------------------
 // Tests
 // ---------------------------------------------------------------------------------------------
@@ -1933,6 +2161,7 @@ scenario_test!(tables_and_content_types_match, tables);
 scenario_test!(custom_resource_lifecycle_matches, custom_resources);
 scenario_test!(finalizers_scale_and_eviction_match, toolkit_subresources);
 scenario_test!(server_side_apply_and_managed_fields_match, server_side_apply);
+scenario_test!(owner_reference_garbage_collection_matches, garbage_collection);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_history_answers_match() {

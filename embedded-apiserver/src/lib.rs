@@ -113,9 +113,15 @@
 //!   connection gets `401` ([`Config::client_certificates`],
 //!   [`ServerHandle::issue_client_certificate`]). Refusals are kube-apiserver's `401`
 //!   `Unauthorized` `Status`, counted in [`Traffic::unauthorized`].
+//! - **Owner-reference garbage collection**, kube-controller-manager's, inside the server: a
+//!   DELETE's `propagationPolicy` (background by default; foreground, orphan, or the deprecated
+//!   `orphanDependents`) is validated and honoured, with the `foregroundDeletion` and `orphan`
+//!   finalizers; the dependents of a deleted owner, and objects whose owners are all absent,
+//!   are deleted shortly after (wait for it with [`testing::eventually`]), each change a write
+//!   that watches see.
 //!
 //! Not simulated: authorization (whoever authenticates may do anything), admission, schema validation and
-//! defaulting (`fieldValidation` is accepted and ignored), garbage collection, controllers
+//! defaulting (`fieldValidation` is accepted and ignored), controllers
 //! (a deleted namespace goes at once, as if its controller had run), managedFields, protobuf
 //! and YAML bodies, aggregated discovery, the printers of the other built-ins, websockets.
 //!
@@ -193,6 +199,7 @@ mod faults;
 mod field_labels;
 #[cfg(test)]
 mod fuzz;
+mod garbage_collector;
 mod handle;
 mod kubelet_logs;
 mod list;

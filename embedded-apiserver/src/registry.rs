@@ -15,9 +15,14 @@
 //! `fieldManager`, else its User-Agent up to the first `/`; the server's own writes (the test
 //! handle's, the scale subresource's and an eviction's budget update) are `embedded-apiserver`'s.
 //!
-//! Not done: schema validation and defaulting, admission, owner-reference garbage collection
-//! (`propagationPolicy` is accepted and ignored), graceful pod termination (pods go at once),
-//! CRD list types from `x-kubernetes-list-type` (a custom resource's lists are atomic to
+//! A DELETE honours `propagationPolicy` (and the deprecated `orphanDependents`), validated as
+//! kube-apiserver validates them: background deletes at once, foreground and orphan leave the
+//! object with the `foregroundDeletion` or `orphan` finalizer for the owner-reference garbage
+//! collector (`garbage_collector.rs`, kube-controller-manager's part), which also deletes the
+//! dependents of deleted owners and objects whose owners are all absent.
+//!
+//! Not done: schema validation and defaulting, admission, graceful pod termination (pods go at
+//! once), CRD list types from `x-kubernetes-list-type` (a custom resource's lists are atomic to
 //! server-side apply), the cap of ten `Update` managers.
 
 use std::sync::Arc;
@@ -26,6 +31,7 @@ use serde_json::{Map, Value, json};
 
 use crate::catalog::ApiResource;
 use crate::crd;
+use crate::garbage_collector;
 use crate::list;
 use crate::managed_fields::{self, Writer};
 use crate::patch::{
@@ -387,6 +393,7 @@ pub(crate) fn delete(
     options: &Value,
     dry_run: bool,
 ) -> Result<Deleted, ApiError> {
+    garbage_collector::validate_delete_options(options)?;
     let resource = scope.resource;
     let key = scope.key(name);
     let existing =
@@ -410,17 +417,38 @@ pub(crate) fn delete(
             }
         }
     }
-    let finalizers = existing.pointer("/metadata/finalizers").and_then(Value::as_array);
-    if finalizers.is_some_and(|f| !f.is_empty()) {
-        if existing.pointer("/metadata/deletionTimestamp").is_some() || dry_run {
+    // The registry's half of garbage collection: the policy may add the `orphan` or
+    // `foregroundDeletion` finalizer, which the collector (`garbage_collector.rs`) removes.
+    let gc_finalizers = garbage_collector::deletion_finalizers(resource, &existing, options);
+    let pending = existing
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| !f.is_empty());
+    if pending || gc_finalizers.is_some() {
+        let already = existing.pointer("/metadata/deletionTimestamp").is_some();
+        if dry_run || (already && gc_finalizers.is_none()) {
             return Ok(Deleted::Object(Value::clone(&existing)));
         }
         let mut terminating = Value::clone(&existing);
         let meta = metadata_mut(&mut terminating);
-        meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
-        meta.insert("deletionGracePeriodSeconds".into(), json!(0));
-        let change = state.commit(&resource.storage, &key, ChangeKind::Modified, terminating);
-        return Ok(Deleted::Object(Value::clone(&change.obj)));
+        if let Some(finalizers) = gc_finalizers {
+            if finalizers.is_empty() {
+                meta.remove("finalizers");
+            } else {
+                meta.insert("finalizers".into(), Value::Array(finalizers));
+            }
+        }
+        let remaining =
+            meta.get("finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+        if remaining {
+            if !already {
+                meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
+                meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+            }
+            let change = state.commit(&resource.storage, &key, ChangeKind::Modified, terminating);
+            return Ok(Deleted::Object(Value::clone(&change.obj)));
+        }
+        // The policy took away the only finalizers: the object goes now.
     }
     let last = if dry_run {
         Arc::clone(&existing)
@@ -451,6 +479,7 @@ pub(crate) fn delete_collection(
     options: &Value,
     dry_run: bool,
 ) -> Result<Vec<Object>, ApiError> {
+    garbage_collector::validate_delete_options(options)?;
     let page = list::list(state, scope.resource, scope.namespace, params)?;
     let mut deleted = Vec::new();
     for obj in page.items {
@@ -686,7 +715,7 @@ fn after_write(state: &mut State, resource: &ApiResource, obj: &Value) {
 }
 
 /// What deleting an object takes with it: a namespace's objects, a CRD's types and objects.
-fn after_delete(state: &mut State, resource: &ApiResource, obj: &Value) {
+pub(crate) fn after_delete(state: &mut State, resource: &ApiResource, obj: &Value) {
     if !resource.builtin {
         return;
     }
@@ -745,6 +774,7 @@ mod tests {
             faults: Faults::default(),
             paginate_cached_lists: false,
             logs: crate::kubelet_logs::PodLogs::default(),
+            gc_wake: Arc::default(),
         }
     }
 

@@ -375,6 +375,7 @@ impl Config {
             faults: Faults::default(),
             paginate_cached_lists: self.paginate_cached_lists,
             logs: PodLogs::default(),
+            gc_wake: Arc::default(),
         };
         if let Some(namespaces) = state.catalog.find("", "v1", "namespaces") {
             for name in &self.namespaces {
@@ -398,6 +399,8 @@ impl Config {
             auth,
         });
         let app = router(Arc::clone(&shared));
+        // Ends when the server shuts down.
+        tokio::spawn(crate::garbage_collector::run(Arc::clone(&shared)));
         let task =
             tokio::spawn(serving::run(listener, addr, app, Arc::clone(&shared), restart_requests));
         // A zero interval would make tokio's interval panic: it means "no periodic bookmarks".

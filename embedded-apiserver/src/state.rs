@@ -54,6 +54,8 @@ pub(crate) struct State {
     pub(crate) paginate_cached_lists: bool,
     /// The containers' log text, which the kubelet would serve (see `pod_logs`).
     pub(crate) logs: PodLogs,
+    /// Wakes the garbage collector's task (`garbage_collector.rs`) after each write.
+    pub(crate) gc_wake: Arc<Notify>,
 }
 
 impl State {
@@ -67,6 +69,7 @@ impl State {
     ) -> Arc<Change> {
         let change = self.store.write(storage, key, kind, obj);
         self.hub.broadcast(&change);
+        self.gc_wake.notify_one();
         change
     }
 }

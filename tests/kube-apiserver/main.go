@@ -20,7 +20,10 @@
 // Pass --stdin=false to keep it running with stdin closed.
 //
 // `kube-apiserver apiserver FLAGS…` is the API server itself (the child process this program
-// starts), as Kubernetes' own cmd/kube-apiserver runs it.
+// starts), as Kubernetes' own cmd/kube-apiserver runs it. `kube-apiserver controller-manager
+// FLAGS…` is kube-controller-manager, which the program starts with the garbage collector alone
+// (`--controllers=garbagecollector`), so that owner references are collected as in a cluster;
+// it logs to kube-controller-manager.log in the data directory.
 package main
 
 import (
@@ -52,6 +55,9 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "apiserver" {
 		os.Exit(runAPIServer(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "controller-manager" {
+		os.Exit(runControllerManager(os.Args[2:]))
 	}
 	if err := run(); err != nil {
 		fmt.Fprintf(os.Stderr, "kube-apiserver harness: %v\n", err)
@@ -150,6 +156,15 @@ func run() error {
 	if err := os.WriteFile(kubeconfig, pki.kubeconfig(server), 0o600); err != nil {
 		return err
 	}
+	// The garbage collector, as a cluster's kube-controller-manager runs it.
+	cm, err := startControllerManager(kubeconfig, filepath.Join(dir, "kube-controller-manager.log"))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cm.Process.Signal(syscall.SIGTERM)
+		cm.Wait()
+	}()
 
 	control, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

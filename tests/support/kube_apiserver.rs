@@ -53,6 +53,8 @@ pub struct KubeApiServer {
 
 /// The environment variable through which `cargo xtask ci` hands its running server to tests.
 pub const ENDPOINTS_ENV: &str = "INFORMER_KUBE_APISERVER";
+/// Where [`build`] puts the harness binary instead of `<target>/kube-apiserver/kube-apiserver`.
+pub const BINARY_ENV: &str = "INFORMER_KUBE_APISERVER_BINARY";
 /// Set to `1` to run the real-server tests in a plain `cargo test` (they need Go), failing them
 /// when the server cannot be built or started.
 pub const REQUIRE_ENV: &str = "INFORMER_REQUIRE_KUBE_APISERVER";
@@ -282,7 +284,9 @@ fn workspace() -> PathBuf {
     manifest.parent().map_or_else(|| manifest.to_path_buf(), Path::to_path_buf)
 }
 
-/// Builds the harness into `<target>/kube-apiserver/kube-apiserver` and returns its path.
+/// Builds the harness into `<target>/kube-apiserver/kube-apiserver` (or the path in
+/// [`BINARY_ENV`], for a build that must not replace one another checkout's tests are using)
+/// and returns its path.
 ///
 /// The first build compiles kube-apiserver and etcd (minutes); later ones reuse Go's build
 /// cache and relink only when a source changed.
@@ -295,7 +299,8 @@ pub fn build() -> Result<PathBuf, String> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(|| workspace().join("target"), PathBuf::from);
     let target = if target.is_absolute() { target } else { workspace().join(target) };
-    let binary = target.join("kube-apiserver").join("kube-apiserver");
+    let binary = std::env::var_os(BINARY_ENV)
+        .map_or_else(|| target.join("kube-apiserver").join("kube-apiserver"), PathBuf::from);
     let output = Command::new(go)
         .args(["build", "-o"])
         .arg(&binary)
