@@ -168,18 +168,19 @@
 //!
 //! - `util`, `status`, `error`, `traffic`: helpers (times, base64, names), the `Status` errors
 //!   the API answers, the crate's [`Error`], and the [`Traffic`] counters
-//! - `field_labels`, `catalog`, `storage`, `kubelet_logs`, `query`, `patch`, `managed_fields`, `served`:
+//! - `field_labels`, `catalog`, `storage`, `kubelet_logs`, `query`, `patch`, `propagation`, `managed_fields`, `served`:
 //!   the resource types and their field labels, the versioned object store, the containers'
 //!   log text, list and watch parameters with their selectors, patches, field ownership
-//!   (server-side apply), and an object as it is served
+//!   (server-side apply), deletion's propagation policies, and an object as it is served
 //! - `auth`, `tls`, `faults`, `disrupt`: authentication, the server's certificates, and the
 //!   faults a test injects
 //! - `printers`, `table`, `render`, `discovery`, `crd`, `watch_hub`: responses (tables,
 //!   metadata, lists), discovery documents, CRDs turned into resource types, and the fan-out of
 //!   each change to the open watches
 //! - `state`: the shared state behind one lock
-//! - `list`, `registry`, `watch`, `subresources`, `pod_logs`: the verbs: lists, gets and
-//!   writes, watches; scale and eviction; pod logs
+//! - `list`, `registry`, `watch`, `subresources`, `pod_logs`, `garbage_collector`: the verbs:
+//!   lists, gets and writes, watches; scale and eviction; pod logs; and the collection of
+//!   dependents whose owners are gone
 //! - `connection`, `router`: one connection served with its bounds, and each request routed to
 //!   its verb
 //! - `serving`, `handle`: the accept loop with its restarts, and the [`ServerHandle`] tests drive
@@ -207,6 +208,7 @@ mod managed_fields;
 mod patch;
 mod pod_logs;
 mod printers;
+mod propagation;
 mod query;
 mod registry;
 mod render;

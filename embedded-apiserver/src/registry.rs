@@ -31,12 +31,12 @@ use serde_json::{Map, Value, json};
 
 use crate::catalog::ApiResource;
 use crate::crd;
-use crate::garbage_collector;
 use crate::list;
 use crate::managed_fields::{self, Writer};
 use crate::patch::{
     MAX_JSON_PATCH_OPERATIONS, PatchKind, json_patch, merge_patch, strategic_merge_patch,
 };
+use crate::propagation;
 use crate::query::ListParams;
 use crate::state::{Settings, State};
 use crate::status::{ApiError, GroupResource};
@@ -393,7 +393,7 @@ pub(crate) fn delete(
     options: &Value,
     dry_run: bool,
 ) -> Result<Deleted, ApiError> {
-    garbage_collector::validate_delete_options(options)?;
+    propagation::validate_delete_options(options)?;
     let resource = scope.resource;
     let key = scope.key(name);
     let existing =
@@ -419,7 +419,7 @@ pub(crate) fn delete(
     }
     // The registry's half of garbage collection: the policy may add the `orphan` or
     // `foregroundDeletion` finalizer, which the collector (`garbage_collector.rs`) removes.
-    let gc_finalizers = garbage_collector::deletion_finalizers(resource, &existing, options);
+    let gc_finalizers = propagation::deletion_finalizers(resource, &existing, options);
     let pending = existing
         .pointer("/metadata/finalizers")
         .and_then(Value::as_array)
@@ -479,7 +479,7 @@ pub(crate) fn delete_collection(
     options: &Value,
     dry_run: bool,
 ) -> Result<Vec<Object>, ApiError> {
-    garbage_collector::validate_delete_options(options)?;
+    propagation::validate_delete_options(options)?;
     let page = list::list(state, scope.resource, scope.namespace, params)?;
     let mut deleted = Vec::new();
     for obj in page.items {
