@@ -43,7 +43,11 @@ fn coredns_pod(name: &str) -> serde_json::Value {
     pod["apiVersion"] = "v1".into();
     pod["kind"] = "Pod".into();
     let metadata = pod["metadata"].as_object_mut().unwrap();
-    for server_owned in ["resourceVersion", "uid", "creationTimestamp", "generateName"] {
+    // Its ReplicaSet is not on this server: the garbage collector would take the pod for a
+    // dependent of a deleted owner and delete it, as a cluster's would.
+    for server_owned in
+        ["resourceVersion", "uid", "creationTimestamp", "generateName", "ownerReferences"]
+    {
         metadata.remove(server_owned);
     }
     metadata.insert("name".to_owned(), name.into());
