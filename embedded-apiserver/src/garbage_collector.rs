@@ -355,24 +355,12 @@ fn write(state: &mut State, resource: &ApiResource, key: &str, obj: Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::Catalog;
-    use crate::faults::Faults;
     use crate::propagation::deletion_finalizers;
     use crate::state::Settings;
     use crate::status::ApiError;
-    use crate::storage::Store;
-    use crate::watch_hub::WatchHub;
 
     fn state() -> State {
-        State {
-            store: Store::new(0, 1000),
-            catalog: Catalog::builtin(),
-            hub: WatchHub::default(),
-            faults: Faults::default(),
-            paginate_cached_lists: false,
-            logs: crate::kubelet_logs::PodLogs::default(),
-            gc_wake: Arc::default(),
-        }
+        State::for_tests(1000)
     }
 
     fn settings() -> Settings {

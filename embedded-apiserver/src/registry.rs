@@ -761,21 +761,9 @@ pub(crate) fn after_delete(state: &mut State, resource: &ApiResource, obj: &Valu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::Catalog;
-    use crate::faults::Faults;
-    use crate::storage::Store;
-    use crate::watch_hub::WatchHub;
 
     fn state() -> State {
-        State {
-            store: Store::new(0, 100),
-            catalog: Catalog::builtin(),
-            hub: WatchHub::default(),
-            faults: Faults::default(),
-            paginate_cached_lists: false,
-            logs: crate::kubelet_logs::PodLogs::default(),
-            gc_wake: Arc::default(),
-        }
+        State::for_tests(100)
     }
 
     fn settings() -> Settings {

@@ -59,6 +59,21 @@ pub(crate) struct State {
 }
 
 impl State {
+    /// A state with the built-in types and nothing stored, keeping `history` changes, for the
+    /// unit tests of the verbs and the collector.
+    #[cfg(test)]
+    pub(crate) fn for_tests(history: usize) -> Self {
+        Self {
+            store: Store::new(0, history),
+            catalog: Catalog::builtin(),
+            hub: WatchHub::default(),
+            faults: Faults::default(),
+            paginate_cached_lists: false,
+            logs: PodLogs::default(),
+            gc_wake: Arc::default(),
+        }
+    }
+
     /// Commits a write and sends it to the matching watches.
     pub(crate) fn commit(
         &mut self,
