@@ -26,6 +26,7 @@ use std::time::Duration;
 use clients::{kube_client, our_client};
 
 use embedded_apiserver::ApiServer;
+use embedded_apiserver::testing::eventually;
 use informer_client::{Client, ClientError, Patch, PatchParams};
 use informer_controller::ApiWriter;
 use informer_controller::controller::{
@@ -43,17 +44,6 @@ use tokio_util::sync::CancellationToken;
 
 /// How long a test waits for a controller (real time) before it fails.
 const DEADLINE: Duration = Duration::from_secs(20);
-/// Waits until `ready` holds, failing with `what` after the deadline.
-async fn until(what: &str, mut ready: impl FnMut() -> bool) {
-    tokio::time::timeout(DEADLINE, async {
-        while !ready() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("timed out waiting until {what}"));
-}
-
 /// `widgets.example.com` as the program knows it without asking discovery: written out, as a
 /// controller that installs its own CRD knows it.
 fn widgets() -> ApiResource {
@@ -162,7 +152,7 @@ async fn after_sentinel(
 ) {
     let before = count_key(seen, sentinel);
     add();
-    until(what, || count_key(seen, sentinel) > before && idle(queue)).await;
+    eventually(what, DEADLINE, || count_key(seen, sentinel) > before && idle(queue)).await;
 }
 
 /// How many lines of `seen` are about `key`.
@@ -245,22 +235,23 @@ async fn a_dynamic_controller_of_a_crd_installed_at_run_time_reconciles_adds_upd
 
     // Not served yet: the informer's list fails, and the controller, waiting for its cache,
     // reconciles nothing.
-    until("the list of widgets to fail", || {
+    eventually("the list of widgets to fail", DEADLINE, || {
         factory.health().iter().any(|i| i.resource == widget_gvr() && i.watch.last_error.is_some())
     })
     .await;
     assert!(seen.lock().is_empty(), "{:?}", seen.lock());
     client.create(None, &widget_crd(false)).await.unwrap();
     server.create(&widget_gvr(), widget("first", 1)).unwrap();
-    until("the add is reconciled", || count(&seen, "default/first 1") == 1).await;
+    eventually("the add is reconciled", DEADLINE, || count(&seen, "default/first 1") == 1).await;
 
     let mut first = server.get(&widget_gvr(), "default", "first").unwrap();
     first["spec"]["size"] = json!(2);
     server.update(&widget_gvr(), first).unwrap();
-    until("the update is reconciled", || count(&seen, "default/first 2") == 1).await;
+    eventually("the update is reconciled", DEADLINE, || count(&seen, "default/first 2") == 1).await;
 
     server.delete(&widget_gvr(), "default", "first").unwrap();
-    until("the delete is reconciled", || count(&seen, "default/first gone") == 1).await;
+    eventually("the delete is reconciled", DEADLINE, || count(&seen, "default/first gone") == 1)
+        .await;
     let report = running.finish().await;
     assert_eq!((report.succeeded, report.failed), (3, 0));
     factory.shutdown().await;
@@ -307,7 +298,10 @@ async fn owned_config_maps_reconcile_their_widget(
     let running = Running::start(move |stop| Box::pin(controller.run(reconcile, stop)));
 
     // The first reconcile creates the child; its add reconciles the widget again.
-    until("the child's add reconciles its widget", || count(&seen, "default/owner") >= 2).await;
+    eventually("the child's add reconciles its widget", DEADLINE, || {
+        count(&seen, "default/owner") >= 2
+    })
+    .await;
     let child = server.get(&config_maps().gvr(), "default", "owner-child").unwrap();
     assert_eq!(child["metadata"]["ownerReferences"][0]["uid"], owner["metadata"]["uid"]);
     // Config maps of a widget `sentinel` (that does not exist) enqueue its key after whatever
@@ -323,8 +317,10 @@ async fn owned_config_maps_reconcile_their_widget(
     touch_config_map(&server, "owner-child", "changed");
     // At least once: an update adds the owners of the old and the new state, and a worker
     // may take the key between the two adds.
-    until("the child's update reconciles its widget", || count(&seen, "default/owner") > before)
-        .await;
+    eventually("the child's update reconciles its widget", DEADLINE, || {
+        count(&seen, "default/owner") > before
+    })
+    .await;
     after_sentinel("the child's update settles", &queue, &seen, "default/sentinel", sentinel("s2"))
         .await;
     let settled = count(&seen, "default/owner");
@@ -387,19 +383,24 @@ async fn a_typed_controller_owning_dynamic_children_reconciles_on_their_changes(
         std::future::ready(Ok::<_, ClientError>(Action::Done))
     };
     let running = Running::start(move |stop| Box::pin(controller.run(reconcile, stop)));
-    until("the parent's add is reconciled", || count(&seen, "default/parent") == 1).await;
+    eventually("the parent's add is reconciled", DEADLINE, || count(&seen, "default/parent") == 1)
+        .await;
 
     let mut kid = widget("kid", 1);
     kid["metadata"]["ownerReferences"] = json!([controller_reference_to(&parent)]);
     server.create(&widget_gvr(), kid).unwrap();
-    until("the widget's add reconciles its config map", || count(&seen, "default/parent") == 2)
-        .await;
+    eventually("the widget's add reconciles its config map", DEADLINE, || {
+        count(&seen, "default/parent") == 2
+    })
+    .await;
     // An update adds the owners of the old and the new state: reconciled once or twice.
     let mut kid = server.get(&widget_gvr(), "default", "kid").unwrap();
     kid["spec"]["size"] = json!(2);
     server.update(&widget_gvr(), kid).unwrap();
-    until("the widget's update reconciles its config map", || count(&seen, "default/parent") >= 3)
-        .await;
+    eventually("the widget's update reconciles its config map", DEADLINE, || {
+        count(&seen, "default/parent") >= 3
+    })
+    .await;
     // A widget controlled by a config map `sentinel` (that does not exist) enqueues its key
     // after whatever the update enqueued.
     let mut marker = widget("marker", 1);
@@ -413,7 +414,7 @@ async fn a_typed_controller_owning_dynamic_children_reconciles_on_their_changes(
     .await;
     let before = count(&seen, "default/parent");
     server.delete(&widget_gvr(), "default", "kid").unwrap();
-    until("the widget's delete reconciles its config map", || {
+    eventually("the widget's delete reconciles its config map", DEADLINE, || {
         count(&seen, "default/parent") == before + 1
     })
     .await;
@@ -447,13 +448,18 @@ async fn a_typed_controller_watching_a_dynamic_resource_reconciles_the_keys_it_m
         std::future::ready(Ok::<_, ClientError>(Action::Done))
     };
     let running = Running::start(move |stop| Box::pin(controller.run(reconcile, stop)));
-    until("the config map's add is reconciled", || count(&seen, "default/target") == 1).await;
+    eventually("the config map's add is reconciled", DEADLINE, || {
+        count(&seen, "default/target") == 1
+    })
+    .await;
 
     let mut pointing = widget("pointing", 1);
     pointing["spec"]["configMap"] = json!("target");
     server.create(&widget_gvr(), pointing).unwrap();
-    until("the widget's add reconciles what it names", || count(&seen, "default/target") == 2)
-        .await;
+    eventually("the widget's add reconciles what it names", DEADLINE, || {
+        count(&seen, "default/target") == 2
+    })
+    .await;
     // A widget that names nothing maps to no key.
     server.create(&widget_gvr(), widget("silent", 1)).unwrap();
     let mut marker = widget("marker", 1);
@@ -508,7 +514,7 @@ async fn a_filtered_dynamic_controller_writes_status_through_client_dynamic_and_
     };
     let running = Running::start(move |stop| Box::pin(controller.run(reconcile, stop)));
 
-    until("the status says size 1", || status_size(&server, "w") == Some(1)).await;
+    eventually("the status says size 1", DEADLINE, || status_size(&server, "w") == Some(1)).await;
     // A new widget passes the filter, and is reconciled after whatever w's writes enqueued.
     let w_lines =
         || seen.lock().iter().filter(|l| l.starts_with("default/w ")).cloned().collect::<Vec<_>>();
@@ -524,7 +530,7 @@ async fn a_filtered_dynamic_controller_writes_status_through_client_dynamic_and_
     let mut bigger = server.get(&widget_gvr(), "default", "w").unwrap();
     bigger["spec"]["size"] = json!(2);
     server.update(&widget_gvr(), bigger).unwrap();
-    until("the status says size 2", || status_size(&server, "w") == Some(2)).await;
+    eventually("the status says size 2", DEADLINE, || status_size(&server, "w") == Some(2)).await;
     after_sentinel("w's changes settle", &queue, &seen, "default/mark-2", || {
         drop(server.create(&widget_gvr(), widget("mark-2", 1)).unwrap());
     })
@@ -571,11 +577,12 @@ async fn a_dynamic_controller_writes_through_json_patch_and_converges(
     };
     let running = Running::start(move |stop| Box::pin(controller.run(reconcile, stop)));
 
-    until("the status says size 3", || status_size(server, "w") == Some(3)).await;
-    until("the controller's own write is reconciled", || seen.lock().len() == 2).await;
+    eventually("the status says size 3", DEADLINE, || status_size(server, "w") == Some(3)).await;
+    eventually("the controller's own write is reconciled", DEADLINE, || seen.lock().len() == 2)
+        .await;
     // The marker's own write comes back too: two reconciles, after whatever w's enqueued.
     server.create(&widget_gvr(), widget("marker", 3)).unwrap();
-    until("the marker converges, and nothing else waits", || {
+    eventually("the marker converges, and nothing else waits", DEADLINE, || {
         count_key(&seen, "default/marker") == 2 && idle(&queue)
     })
     .await;
