@@ -161,6 +161,7 @@ mod workers;
 
 pub use error_policy::{Failure, Retry};
 pub use request::{Action, ControllerError, Request};
+pub(crate) use workers::panic_message;
 
 /// How a controller's run ended.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -153,11 +153,7 @@ where
             Err(panic) => {
                 self.counts.lock().1 += 1;
                 self.conflicted.lock().remove(key);
-                let message = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
+                let message = panic_message(panic.as_ref()).unwrap_or_default();
                 tracing::error!(controller = %self.name, %key, panic = %message, "reconcile panicked; retrying after backoff");
                 self.queue.add_rate_limited(key.clone());
             }
@@ -190,4 +186,12 @@ where
         }
         self.queue.add_rate_limited(key.clone());
     }
+}
+
+/// What a panic said, when it said it with a string (as `panic!` with a message does).
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> Option<String> {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
 }

@@ -57,7 +57,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
-use crate::controller::{Action, Controller, Request};
+use crate::controller::{Action, Controller, Request, panic_message};
 use crate::leader_election::{LeaderElection, Leadership};
 use probes::{Probes, State};
 
@@ -555,20 +555,12 @@ async fn supervised(task: Task, start: Start, ended: mpsc::Sender<Ended>) {
     let outcome = match outcome {
         Ok(Ok(())) => Ok(()),
         Ok(Err(error)) => Err(Failure::Error(error)),
-        Err(panic) => Err(Failure::Panic(panic_message(panic.as_ref()))),
+        Err(panic) => Err(Failure::Panic(
+            panic_message(panic.as_ref()).unwrap_or_else(|| "a panic without a message".to_owned()),
+        )),
     };
     // The manager may have stopped listening (it is shutting down): nothing to tell then.
     let _ = ended.send(Ended { task: name, outcome }).await;
-}
-
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic without a message".to_owned()
-    }
 }
 
 impl<S: ListWatchSource> std::fmt::Debug for Manager<S> {
