@@ -6,7 +6,7 @@ use std::time::Duration;
 
 /// The usage line of every peer.
 pub const USAGE: &str = "usage: PEER --server URL --scenario sync|churn|relist|lister|scale --objects N \
-[--events N] [--handlers N] [--transform strip-managed-fields] [--metadata-only] [--view] [--compact-storage RECENT] [--marker NAME] \
+[--events N] [--handlers N] [--transform strip-managed-fields] [--metadata-only] [--view] [--compact-storage RECENT] [--streaming-list] [--marker NAME] \
 [--namespace NS] [--selector KEY=VALUE] [--queries N] [--settle-ms N] [--timeout-s N] \
 [--ca-file PEM] [--watch namespaced|cluster|none] [--namespaces N] [--get NS/NAME]";
 
@@ -100,6 +100,7 @@ impl FromStr for ScaleWatch {
 
 /// A peer's parsed command line.
 #[derive(Clone, Debug)]
+#[allow(clippy::struct_excessive_bools, reason = "independent flags of the command line")]
 pub struct PeerArgs {
     /// The API server's base URL (`http://127.0.0.1:PORT`).
     pub server: String,
@@ -121,6 +122,9 @@ pub struct PeerArgs {
     /// Hold the cache in compact storage (each object as JSON) with this many recently read
     /// objects kept decoded, where the library can.
     pub compact_storage: Option<usize>,
+    /// List with a streaming list (a watch with `sendInitialEvents=true`), where the library
+    /// can.
+    pub streaming_list: bool,
     /// `relist`: the name of the pod the server creates before it compacts.
     pub marker: String,
     /// `lister`: the namespace to list.
@@ -164,6 +168,7 @@ impl PeerArgs {
             metadata_only: false,
             view: false,
             compact_storage: None,
+            streaming_list: false,
             marker: "bench-marker".to_owned(),
             namespace: "ns-000".to_owned(),
             selector: "app=app-00".to_owned(),
@@ -183,6 +188,10 @@ impl PeerArgs {
             }
             if flag == "--view" {
                 parsed.view = true;
+                continue;
+            }
+            if flag == "--streaming-list" {
+                parsed.streaming_list = true;
                 continue;
             }
             let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;

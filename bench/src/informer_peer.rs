@@ -16,6 +16,9 @@
 //! With `--compact-storage RECENT` the cache holds each pod as compressed JSON, `RECENT`
 //! recently read ones decoded (`FactoryBuilder::compact_storage`).
 //!
+//! With `--streaming-list` it lists with a watch that sends the initial events
+//! (`ReflectorConfig::streaming_list`).
+//!
 //! With `--view` it runs the informer of [`PodView`], a `#[derive(Informer)]` view of pods with
 //! the fields a typical controller reads ([`crate::view`]), decoded straight from each
 //! pod's JSON.
@@ -34,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use informer_derive::Informer;
 use informer_runtime::metadata::PartialObjectMetadata;
+use informer_runtime::reflector::ReflectorConfig;
 use informer_runtime::{
     HandlerFuncs, LabelSelector, ListWatchSource, Resource, ResourceEventHandlerRegistration,
     SharedIndexInformer, SharedInformerFactory,
@@ -189,6 +193,9 @@ fn factory<S: ListWatchSource>(
     }
     if let Some(recent) = args.compact_storage {
         builder = builder.compact_storage(recent);
+    }
+    if args.streaming_list {
+        builder = builder.reflector_config(ReflectorConfig::default().streaming_list(true));
     }
     if std::env::var_os("INFORMER_BENCH_LABEL_INDEX").is_some_and(|v| v == "off") {
         builder = builder.without_label_index();

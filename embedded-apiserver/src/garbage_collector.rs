@@ -430,6 +430,27 @@ mod tests {
             .expect("the update is accepted");
     }
 
+    /// Whether the collector has been woken since the last look.
+    fn woken(state: &State) -> bool {
+        use futures::FutureExt as _;
+        state.gc_wake.notified().now_or_never().is_some()
+    }
+
+    // Only writes that can give the collector work wake it (issue 33): a server loading many
+    // objects that name no owner must not walk its whole store once per write.
+    #[test]
+    fn only_writes_the_collector_may_act_on_wake_it() {
+        let mut state = state();
+        let owner = create(&mut state, "plain", &[], &[]);
+        assert!(!woken(&state), "an object without owners or finalizers");
+        create(&mut state, "child", &[("plain", &owner, false)], &[]);
+        assert!(woken(&state), "an object naming an owner");
+        remove_finalizers(&mut state, "plain");
+        assert!(!woken(&state), "an update of an object without owners");
+        delete(&mut state, "plain", &json!({})).expect("deleted");
+        assert!(woken(&state), "a deletion: its dependents may be left without an owner");
+    }
+
     // Anchor: test/integration/garbagecollector TestCascadingDeletion (background part).
     #[test]
     fn background_deletion_collects_dependents_recursively() {

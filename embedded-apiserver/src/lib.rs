@@ -118,7 +118,8 @@
 //!   `orphanDependents`) is validated and honoured, with the `foregroundDeletion` and `orphan`
 //!   finalizers; the dependents of a deleted owner, and objects whose owners are all absent,
 //!   are deleted shortly after (wait for it with [`testing::eventually`]), each change a write
-//!   that watches see.
+//!   that watches see. [`Config::garbage_collector`] turns it off, for objects recorded from a
+//!   cluster whose owners a test does not create.
 //!
 //! Not simulated: authorization (whoever authenticates may do anything), admission, schema validation and
 //! defaulting (`fieldValidation` is accepted and ignored), controllers

@@ -45,6 +45,10 @@ use crate::watch_hub::WatchHub;
 /// # }
 /// ```
 #[derive(Clone, Debug)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "independent switches of a builder, each with its own method"
+)]
 pub struct Config {
     /// Where to listen.
     pub addr: SocketAddr,
@@ -86,6 +90,10 @@ pub struct Config {
     /// [`bearer_tokens`](Self::bearer_tokens) and
     /// [`client_certificates`](Self::client_certificates)).
     pub authentication: Authentication,
+    /// Whether the server collects the dependents of deleted owners and objects whose owners
+    /// are all absent, as kube-controller-manager's garbage collector does (see
+    /// [`garbage_collector`](Self::garbage_collector)). On by default.
+    pub garbage_collector: bool,
 }
 
 impl Default for Config {
@@ -122,6 +130,8 @@ impl Default for Config {
             max_concurrent_streams: 100,
             // Tests that do not test credentials should not need any.
             authentication: Authentication::default(),
+            // A cluster runs kube-controller-manager's collector.
+            garbage_collector: true,
         }
     }
 }
@@ -221,6 +231,23 @@ impl Config {
     #[must_use]
     pub fn paginate_cached_lists(mut self, yes: bool) -> Self {
         self.paginate_cached_lists = yes;
+        self
+    }
+
+    /// Whether owner-reference garbage collection runs (on by default): off, as in a cluster
+    /// whose kube-controller-manager runs with `--controllers=*,-garbagecollector`, objects
+    /// whose owners are absent stay, and deletion's `foregroundDeletion` and `orphan`
+    /// finalizers are never removed. For objects recorded from a cluster whose owners the
+    /// test does not create (a pod naming its `ReplicaSet`), which the collector would delete.
+    ///
+    /// ```
+    /// # async fn demo() -> Result<(), embedded_apiserver::Error> {
+    /// let server = embedded_apiserver::ApiServer::builder().garbage_collector(false).start().await?;
+    /// # server.shutdown().await }
+    /// ```
+    #[must_use]
+    pub fn garbage_collector(mut self, yes: bool) -> Self {
+        self.garbage_collector = yes;
         self
     }
 
@@ -399,8 +426,10 @@ impl Config {
             auth,
         });
         let app = router(Arc::clone(&shared));
-        // Ends when the server shuts down.
-        tokio::spawn(crate::garbage_collector::run(Arc::clone(&shared)));
+        if self.garbage_collector {
+            // Ends when the server shuts down.
+            tokio::spawn(crate::garbage_collector::run(Arc::clone(&shared)));
+        }
         let task =
             tokio::spawn(serving::run(listener, addr, app, Arc::clone(&shared), restart_requests));
         // A zero interval would make tokio's interval panic: it means "no periodic bookmarks".

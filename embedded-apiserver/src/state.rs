@@ -17,6 +17,7 @@ use crate::catalog::Catalog;
 use crate::error::Result;
 use crate::faults::Faults;
 use crate::kubelet_logs::PodLogs;
+use crate::propagation::{FOREGROUND, ORPHAN, has_finalizer, terminating};
 use crate::status::GroupResource;
 use crate::storage::{Change, ChangeKind, Store};
 use crate::tls::ServingTls;
@@ -54,7 +55,8 @@ pub(crate) struct State {
     pub(crate) paginate_cached_lists: bool,
     /// The containers' log text, which the kubelet would serve (see `pod_logs`).
     pub(crate) logs: PodLogs,
-    /// Wakes the garbage collector's task (`garbage_collector.rs`) after each write.
+    /// Wakes the garbage collector's task (`garbage_collector.rs`) after each write it may
+    /// have work from.
     pub(crate) gc_wake: Arc<Notify>,
 }
 
@@ -82,9 +84,21 @@ impl State {
         kind: ChangeKind,
         obj: Value,
     ) -> Arc<Change> {
+        // The collector has work only after a deletion (dependents may now have no owner) or
+        // a write of an object that names owners or waits for the collector: woken by every
+        // write, it would walk the whole store once per write.
+        let collectable = kind == ChangeKind::Deleted
+            || obj
+                .pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .is_some_and(|r| !r.is_empty())
+            || (terminating(&obj)
+                && (has_finalizer(&obj, ORPHAN) || has_finalizer(&obj, FOREGROUND)));
         let change = self.store.write(storage, key, kind, obj);
         self.hub.broadcast(&change);
-        self.gc_wake.notify_one();
+        if collectable {
+            self.gc_wake.notify_one();
+        }
         change
     }
 }

@@ -97,6 +97,9 @@ async fn run(args: Vec<String>) -> Result<(), String> {
         .addr(addr)
         .history_limit(history)
         .bookmark_interval(None)
+        // The recorded pods name owners (ReplicaSets, DaemonSets, nodes) the bench does not
+        // create, which the collector would delete.
+        .garbage_collector(false)
         .tls(tls)
         .max_concurrent_streams(max_streams)
         .start()

@@ -4,26 +4,27 @@
 //! Every item goes through the reflector's [`ListIntake`] as soon as it is decoded: an item the
 //! store holds unchanged is swapped for the held object (a relist then holds no second copy),
 //! and for a store that [holds lists compactly](ReflectorStore::compact_lists) the item waits in
-//! its [compact form](crate::store::compact) until the list is complete. Only a complete list
-//! reaches the store: as one [`replace`](ReflectorStore::replace), or, compactly held, item by
-//! item ([`Reflector::hand_over`]), each decoded again only when the store has room for it.
+//! its [compact form](crate::store::compact) until the list is complete (`staged_list`). Only
+//! a complete list reaches the store: as one [`replace`](ReflectorStore::replace), or,
+//! compactly held, item by item ([`Reflector::hand_over`]), each decoded again only when the
+//! store has room for it.
 
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use super::staged_list::StagedList;
 use super::{Reflector, ReflectorStore};
 use crate::listwatch::{Error, ListIntake, ListOptions};
 use crate::resource::Object;
-use crate::store::compact::Decoders;
+use crate::store::compact::Codec;
 
 impl<K: Object> Reflector<K> {
     /// Lists and replaces the store. `Ok(false)` when cancelled first.
     pub(super) async fn list(&self, cancel: &CancellationToken) -> Result<bool, Error> {
         let rv = self.relist_resource_version();
-        let intake = Arc::new(StoreIntake::new(Arc::clone(&self.store)));
+        let intake = Arc::new(StoreIntake::new(Arc::clone(&self.store), self.codec.clone()));
         let listing = async {
             match self.list_pages(&rv, &intake).await {
                 Err(e) if e.is_expired() || e.is_resource_version_too_large() => {
@@ -47,32 +48,46 @@ impl<K: Object> Reflector<K> {
             }
             state.resource_version_unavailable = false;
         }
-        let compact = intake.staged();
-        tracing::debug!(resource = %self.resource, items = items.len() + compact.len(), rv = list_rv, "listed");
-        if compact.is_empty() {
-            self.store.replace(items, &list_rv);
-        } else {
-            let decoders = Decoders::<K>::default();
-            let decoded = compact.into_iter().map(|json| match decoders.decode(&json, None) {
-                Ok(obj) => Some(Arc::new(obj)),
-                // Bytes encoded from an object of this very type: only a type whose serde does
-                // not round-trip gets here. Logged, never a panic; the object is left out of
-                // this list, so a relist or its next change brings it back.
-                Err(error) => {
-                    tracing::error!(
-                        resource = %self.resource,
-                        %error,
-                        "a listed object held in compact form could not be decoded again; it is left out of this list"
-                    );
-                    None
+        match &intake.staged {
+            Some(staged) if !staged.is_empty() => {
+                tracing::debug!(resource = %self.resource, items = items.len() + staged.len(), rv = list_rv, "listed");
+                if !self.hand_over_staged(staged, items, &list_rv, cancel).await {
+                    return Ok(false);
                 }
-            });
-            if !self.hand_over(decoded, items, &list_rv, cancel).await {
-                return Ok(false);
+            }
+            _ => {
+                tracing::debug!(resource = %self.resource, items = items.len(), rv = list_rv, "listed");
+                self.store.replace(items, &list_rv);
             }
         }
         self.set_last_sync_resource_version(&list_rv);
         Ok(true)
+    }
+
+    /// Replaces the store with the complete list `staged` and `rest` (items held decoded), item
+    /// by item, each decoded as the store has room for it. `false` when cancelled first.
+    pub(super) async fn hand_over_staged(
+        &self,
+        staged: &StagedList<K>,
+        rest: Vec<Arc<K>>,
+        resource_version: &str,
+        cancel: &CancellationToken,
+    ) -> bool {
+        let lazy = staged.take().into_iter().map(|form| match staged.unstage(form) {
+            Ok(obj) => Some(obj),
+            // Bytes encoded from an object of this very type: only a type whose serde does not
+            // round-trip gets here. Logged, never a panic; the object is left out of this
+            // list, so a relist or its next change brings it back.
+            Err(error) => {
+                tracing::error!(
+                    resource = %self.resource,
+                    %error,
+                    "a listed object held in compact form could not be decoded again; it is left out of this list"
+                );
+                None
+            }
+        });
+        self.hand_over(lazy, rest, resource_version, cancel).await
     }
 
     /// Replaces the store with a complete list, item by item: `lazy` makes each object (its
@@ -143,17 +158,19 @@ impl<K: Object> Reflector<K> {
                     };
                     intake.clear();
                     let page = self.lister_watcher.list_into(&full, into).await?;
-                    return Ok((page.items, page.resource_version, paginated));
+                    let items = page.items.into_iter().filter_map(|item| intake.take(item));
+                    return Ok((items.collect(), page.resource_version, paginated));
                 }
                 Err(e) => return Err(e),
                 Ok(page) => {
                     let page_rv = page.resource_version;
                     list_rv.get_or_insert(page_rv);
-                    if items.is_empty() {
-                        items = page.items;
-                    } else {
-                        items.extend(page.items);
-                    }
+                    // Items a page held back until it had been checked whole (a server or
+                    // proxy that sorts its keys writes `items` before `kind` and `metadata`) go
+                    // to the intake now: a compact cache's keeps them in compact form, so that
+                    // the list waits decoded one page at most, not whole. The intake gives
+                    // back again what it gave back once.
+                    items.extend(page.items.into_iter().filter_map(|item| intake.take(item)));
                     match page.continue_token {
                         Some(token) if !token.is_empty() => {
                             if !seen.insert(tokens.hash_one(&token)) {
@@ -180,31 +197,26 @@ impl<K: Object> Reflector<K> {
 }
 
 /// The reflector's [`ListIntake`]: the store's unchanged objects stand in for listed ones, and
-/// for a store that [holds lists compactly](ReflectorStore::compact_lists), each item is kept
-/// in its [compact form](crate::store::compact) as soon as it is decoded, until the list is
-/// complete and [`Reflector::deliver`] hands it over.
+/// for a store that [holds lists compactly](ReflectorStore::compact_lists), each item is
+/// [staged](StagedList) in compact form as soon as it is decoded, until the list is complete
+/// and [`Reflector::hand_over_staged`] hands it over.
 struct StoreIntake<K> {
     store: Arc<dyn ReflectorStore<K>>,
-    /// The compact forms of the list's items so far, when the store asks for them.
-    compact: Option<Mutex<Vec<Box<[u8]>>>>,
+    /// The list's items so far in compact form, when the store asks for that.
+    staged: Option<StagedList<K>>,
 }
 
 impl<K: Object> StoreIntake<K> {
-    fn new(store: Arc<dyn ReflectorStore<K>>) -> Self {
-        let compact = store.compact_lists().then(Mutex::default);
-        Self { store, compact }
+    fn new(store: Arc<dyn ReflectorStore<K>>, codec: Option<Arc<Codec<K>>>) -> Self {
+        let staged = store.compact_lists().then(|| StagedList::new(codec));
+        Self { store, staged }
     }
 
     /// Forgets the items taken so far: the list starts again.
     fn clear(&self) {
-        if let Some(compact) = &self.compact {
-            *compact.lock() = Vec::new();
+        if let Some(staged) = &self.staged {
+            staged.clear();
         }
-    }
-
-    /// The items taken, in their compact forms.
-    fn staged(&self) -> Vec<Box<[u8]>> {
-        self.compact.as_ref().map(|c| std::mem::take(&mut *c.lock())).unwrap_or_default()
     }
 }
 
@@ -214,17 +226,10 @@ impl<K: Object> ListIntake<K> for StoreIntake<K> {
     }
 
     fn take(&self, item: Arc<K>) -> Option<Arc<K>> {
-        let Some(compact) = &self.compact else { return Some(item) };
-        // No dictionary: what waits here is gone once the list is handed over.
-        match crate::store::compact::encode(&*item, None) {
-            Ok(json) => {
-                compact.lock().push(json);
-                None
-            }
-            // Kept decoded rather than lost (a `Serialize` impl that can refuse); the store
-            // logs it when it finds it cannot hold the object compactly either.
-            Err(_) => Some(item),
-        }
+        let Some(staged) = &self.staged else { return Some(item) };
+        // Kept decoded rather than lost if it cannot be encoded (a `Serialize` impl that can
+        // refuse); the store logs it when it finds it cannot hold the object compactly either.
+        (!staged.stage(&item)).then_some(item)
     }
 }
 

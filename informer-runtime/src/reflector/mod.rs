@@ -40,6 +40,7 @@
 mod backoff;
 mod list;
 mod reflector_store;
+mod staged_list;
 mod state;
 
 use std::sync::Arc;
@@ -64,6 +65,9 @@ use crate::listwatch::{
 };
 use crate::resource::{Object, Resource, resource_version};
 use crate::store::Indexer;
+use crate::store::compact::Codec;
+
+use self::staged_list::StagedList;
 
 /// A list or watch failure, as handed to the [watch-error handler](Reflector::with_watch_error_handler).
 #[derive(Debug, Clone, thiserror::Error)]
@@ -315,6 +319,9 @@ pub struct Reflector<K> {
     observer: Option<Arc<dyn InformerObserver>>,
     /// Whether a list completed already: the next ones are relists.
     listed: std::sync::atomic::AtomicBool,
+    /// The codec of the compact cache the store feeds, for its lists' items (see
+    /// `staged_list`); `None` for any other store.
+    codec: Option<Arc<Codec<K>>>,
 }
 
 impl<K: Resource> Reflector<K> {
@@ -352,7 +359,16 @@ impl<K: Object> Reflector<K> {
             backoff: Mutex::new(backoff),
             observer: None,
             listed: std::sync::atomic::AtomicBool::new(false),
+            codec: None,
         }
+    }
+
+    /// Encodes the items of a compact list with the codec of the compact cache the store
+    /// feeds, which then takes their forms as they are (see `staged_list`).
+    #[must_use]
+    pub(crate) fn with_compact_codec(mut self, codec: Option<Arc<Codec<K>>>) -> Self {
+        self.codec = codec;
+        self
     }
 
     /// Records events, lists and watch restarts for metrics.
@@ -825,16 +841,17 @@ impl<K: Object> Reflector<K> {
             };
             // For a compact cache, the initial events wait compactly too (see `list`).
             let compact = self.store.compact_lists();
-            let temporary = if compact {
-                Indexer::<K>::default().with_compact_storage(0)
-            } else {
-                Indexer::<K>::default()
+            let staged = compact.then(|| StagedList::new(self.codec.clone()));
+            let decoded = Indexer::<K>::default();
+            let temporary: &dyn ReflectorStore<K> = match &staged {
+                Some(staged) => staged,
+                None => &decoded,
             };
             let mut rv = String::new();
             let end = self
                 .handle_watch(
                     &mut watch,
-                    &temporary,
+                    temporary,
                     Some(&mut rv),
                     remaining,
                     &mut no_resync,
@@ -843,14 +860,12 @@ impl<K: Object> Reflector<K> {
                 .await;
             match end {
                 WatchEnd::InitialEventsEnd => {
-                    if compact {
-                        let keys = temporary.list_keys().into_iter();
-                        let lazy = keys.map(|key| temporary.get_by_key(key.as_str()));
-                        if !self.hand_over(lazy, Vec::new(), &rv, cancel).await {
+                    if let Some(staged) = &staged {
+                        if !self.hand_over_staged(staged, Vec::new(), &rv, cancel).await {
                             return Ok(None);
                         }
                     } else {
-                        self.store.replace(temporary.list(), &rv);
+                        self.store.replace(decoded.list(), &rv);
                     }
                     self.state.lock().resource_version_unavailable = false;
                     self.set_last_sync_resource_version(&rv);

@@ -879,7 +879,9 @@ impl<K: Object> SharedIndexInformer<K> {
         if let Some(handler) = &settings.watch_error_handler {
             reflector = reflector.with_watch_error_handler(Arc::clone(handler));
         }
-        reflector.with_observer(settings.observer.clone())
+        reflector
+            .with_observer(settings.observer.clone())
+            .with_compact_codec(self.shared.indexer.compact_codec())
     }
 }
 

@@ -134,27 +134,38 @@ impl<K: Object> Sinks<'_, K> {
                     self.indexer.delete_key(deleted.key().as_str());
                     self.processor.distribute(&Notification::Delete(deleted), false);
                 }
-                Delta::Added(obj)
-                | Delta::Updated(obj)
-                | Delta::Replaced(obj)
-                | Delta::Sync(obj) => {
-                    let key = ObjectKey::of(&*obj);
-                    // The replaced object comes back for the handlers' `old`: in a compact
-                    // cache it is decoded for that (the store needs it anyway, to move the key
-                    // out of the index values it had), unless it is among the recent objects.
-                    match self.indexer.insert(key, Arc::clone(&obj)) {
-                        Some(old) => {
-                            // Same version: a resync or a relist that found nothing new. Only
-                            // handlers due for a resync want it.
-                            let sync = resource_version(&*old) == resource_version(&*obj);
-                            self.processor
-                                .distribute(&Notification::Update { old, new: obj }, sync);
-                        }
-                        None => self
-                            .processor
-                            .distribute(&Notification::Add { obj, is_in_initial_list }, false),
-                    }
+                Delta::Added(obj) | Delta::Updated(obj) => {
+                    self.store(obj, true, is_in_initial_list);
                 }
+                // A list's items and a resync's replays do not join a compact cache's recent
+                // objects (see `Indexer::insert_listed`); a watched change does.
+                Delta::Replaced(obj) | Delta::Sync(obj) => {
+                    self.store(obj, false, is_in_initial_list);
+                }
+            }
+        }
+    }
+
+    /// Stores `obj` and tells the handlers: an add, or an update of the object it replaced.
+    fn store(&self, obj: Arc<K>, changed: bool, is_in_initial_list: bool) {
+        let key = ObjectKey::of(&*obj);
+        // The replaced object comes back for the handlers' `old`: in a compact cache it is
+        // decoded for that (the store needs it anyway, to move the key out of the index values
+        // it had), unless it is among the recent objects.
+        let old = if changed {
+            self.indexer.insert(key, Arc::clone(&obj))
+        } else {
+            self.indexer.insert_listed(key, Arc::clone(&obj))
+        };
+        match old {
+            Some(old) => {
+                // Same version: a resync or a relist that found nothing new. Only handlers due
+                // for a resync want it.
+                let sync = resource_version(&*old) == resource_version(&*obj);
+                self.processor.distribute(&Notification::Update { old, new: obj }, sync);
+            }
+            None => {
+                self.processor.distribute(&Notification::Add { obj, is_in_initial_list }, false);
             }
         }
     }

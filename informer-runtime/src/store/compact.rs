@@ -42,7 +42,7 @@
 //! --lib store::compact::tests::dictionary_figures -- --ignored --nocapture`, which also times
 //! encoding and decoding).
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock, Weak};
 
 use serde::Serialize;
 
@@ -361,6 +361,77 @@ pub(crate) fn encode<K: Serialize>(
     })?;
     form.truncate(5 + compressed);
     Ok(form.into_boxed_slice())
+}
+
+/// The compact forms of one cache: its [`Dictionary`] and [`Decoders`], shared by the cache's
+/// storage and by its reflector, which encodes a list's items as they arrive so that the cache
+/// can take each form as it is instead of encoding the object a second time.
+///
+/// A form made for an object that is about to be stored is [prepared](Self::prepare) with that
+/// object: the storage takes it back when that very allocation (`Arc`) is stored, and encodes
+/// any other object itself (one a transform replaced, say). Prepared forms wait in a bounded
+/// queue: a form nobody takes is dropped once [`PREPARED`] newer ones wait.
+pub(crate) struct Codec<K> {
+    dictionary: Dictionary,
+    decoders: Decoders<K>,
+    prepared: parking_lot::Mutex<std::collections::VecDeque<Prepared<K>>>,
+}
+
+/// A form made ahead, and the object it is the form of.
+type Prepared<K> = (Weak<K>, Box<[u8]>);
+
+/// How many [prepared](Codec::prepare) forms wait at most: more than the informer's queue takes
+/// at once while a list is handed over, so that none it will take is dropped first.
+const PREPARED: usize = 1024;
+
+impl<K> Default for Codec<K> {
+    fn default() -> Self {
+        Self {
+            dictionary: Dictionary::default(),
+            decoders: Decoders::default(),
+            prepared: parking_lot::Mutex::default(),
+        }
+    }
+}
+
+impl<K: Object> Codec<K> {
+    /// `obj`'s compact form, with this cache's dictionary (see [`encode`]).
+    pub(crate) fn encode(&self, obj: &K) -> Result<Box<[u8]>, serde_json::Error> {
+        encode(obj, Some(&self.dictionary))
+    }
+
+    /// The object of a form this codec made (see [`Decoders::decode`]).
+    pub(crate) fn decode(&self, form: &[u8]) -> Result<K, Undecodable> {
+        self.decoders.decode(form, Some(&self.dictionary))
+    }
+
+    /// `form` is `obj`'s compact form: the storage takes it when it stores `obj`.
+    pub(crate) fn prepare(&self, obj: &Arc<K>, form: Box<[u8]>) {
+        let mut prepared = self.prepared.lock();
+        if prepared.len() >= PREPARED {
+            prepared.pop_front();
+        }
+        prepared.push_back((Arc::downgrade(obj), form));
+    }
+
+    /// The form [prepared](Self::prepare) for `obj`, this very allocation, if one waits.
+    ///
+    /// The `Weak` a prepared form keeps holds its object's allocation, so no other object can
+    /// have its address while it waits.
+    pub(crate) fn take_prepared(&self, obj: &Arc<K>) -> Option<Box<[u8]>> {
+        let mut prepared = self.prepared.lock();
+        let at =
+            prepared.iter().position(|(weak, _)| std::ptr::eq(weak.as_ptr(), Arc::as_ptr(obj)))?;
+        prepared.remove(at).map(|(_, form)| form)
+    }
+
+    /// Every byte the dictionary and the pooled decoders hold.
+    #[cfg(test)]
+    pub(crate) fn held_bytes(&self) -> Vec<u8> {
+        let mut held = self.dictionary.held_bytes();
+        held.extend(self.decoders.held_bytes());
+        held
+    }
 }
 
 /// What turns JSON into a `K`: the [`codec`](crate::codec)'s decoder with the `simd-json` feature.

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use quick_cache::sync::Cache as RecentCache;
 
 use super::ObjectKey;
-use super::compact::{self, Decoders, Dictionary};
+use super::compact::Codec;
 use crate::resource::Object;
 
 /// Label maps, as objects carry them.
@@ -120,8 +120,9 @@ pub(super) trait Storage<K>: Send + Sync {
     /// The object of `key` if it can be had without decoding.
     fn peek(&self, key: &ObjectKey, entry: &Self::Entry) -> Option<Arc<K>>;
 
-    /// `obj` was just stored under `key`: the newest version, which handlers are about to read
-    /// too, seeds the cache of recent objects.
+    /// `obj` was just stored under `key` by a watched change: the newest version, which
+    /// handlers are about to read too, seeds the cache of recent objects. (A list's items do
+    /// not: see `Indexer::insert_listed`.)
     fn stored(&self, key: &ObjectKey, obj: Arc<K>);
 
     /// The table was emptied.
@@ -197,7 +198,7 @@ impl Decoded {
 
 /// An object held in its compact form, with what selectors need beside it.
 pub(super) struct Encoded {
-    /// The object's [compact form](compact::encode).
+    /// The object's [compact form](super::compact::encode).
     json: Box<[u8]>,
     /// The object's labels, decoded: the label index and selector matching read them without
     /// decoding the object.
@@ -232,9 +233,9 @@ impl<K> Clone for Slot<K> {
 pub(super) struct Compact<K> {
     recent: Option<RecentCache<ObjectKey, Arc<K>>>,
     capacity: usize,
-    decoders: Decoders<K>,
-    /// What every entry's compact form may refer to: the shape of this cache's objects.
-    dictionary: Dictionary,
+    /// The dictionary every entry's compact form may refer to (the shape of this cache's
+    /// objects), the decoders, and the forms the reflector made ahead.
+    codec: Arc<Codec<K>>,
     /// How many decodes of an entry failed.
     failures: AtomicU64,
 }
@@ -244,16 +245,20 @@ impl<K: Object> Compact<K> {
         Self {
             recent: (recent > 0).then(|| recent_cache(recent)),
             capacity: recent,
-            decoders: Decoders::default(),
-            dictionary: Dictionary::default(),
+            codec: Arc::default(),
             failures: AtomicU64::new(0),
         }
+    }
+
+    /// The codec of this store's forms.
+    pub(super) fn codec(&self) -> &Arc<Codec<K>> {
+        &self.codec
     }
 
     /// The object of `encoded`, decoded; a failure is logged (the key and why, never the
     /// object's data) and counted.
     fn decode(&self, key: &ObjectKey, encoded: &Encoded) -> Result<Arc<K>, DecodeError> {
-        match self.decoders.decode(&encoded.json, Some(&self.dictionary)) {
+        match self.codec.decode(&encoded.json) {
             Ok(obj) => Ok(Arc::new(obj)),
             Err(undecodable) => {
                 // Bytes this store encoded from a valid object: only a type whose serde does not
@@ -310,7 +315,9 @@ impl<K: Object> Storage<K> for Compact<K> {
     type Entry = Slot<K>;
 
     fn entry(&self, key: &ObjectKey, obj: &Arc<K>) -> Slot<K> {
-        match compact::encode(&**obj, Some(&self.dictionary)) {
+        // The form the reflector made of this very object as its list arrived, if it did.
+        let form = self.codec.take_prepared(obj).map_or_else(|| self.codec.encode(obj), Ok);
+        match form {
             Ok(json) => {
                 Slot::Encoded(Arc::new(Encoded { json, labels: obj.meta().labels.clone() }))
             }
@@ -431,9 +438,7 @@ impl<K: Object> Compact<K> {
     /// Every byte this storage holds besides its entries: the dictionary and the decoders'
     /// buffers.
     pub(super) fn held_bytes(&self) -> Vec<u8> {
-        let mut held = self.dictionary.held_bytes();
-        held.extend(self.decoders.held_bytes());
-        held
+        self.codec.held_bytes()
     }
 }
 

@@ -50,7 +50,7 @@ impl<K: Object, S: Storage<K>> Table<K, S, S::Entry> {
         }
         for (key, entry) in &self.items {
             if let Some(obj) = self.storage.load_quietly(key, entry) {
-                table.insert(key.clone(), obj);
+                table.insert(key.clone(), obj, false);
             }
         }
         table.storage.clear();
@@ -263,8 +263,9 @@ impl<K: Object, S: Storage<K>> Table<K, S, S::Entry> {
         }
     }
 
-    /// Inserts or replaces `obj` under `key`; returns the object it replaced.
-    pub(super) fn insert(&mut self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
+    /// Inserts or replaces `obj` under `key`; returns the object it replaced. With `seed`, `obj`
+    /// joins a compact store's recent objects (see [`Storage::stored`]).
+    pub(super) fn insert(&mut self, key: ObjectKey, obj: Arc<K>, seed: bool) -> Option<Arc<K>> {
         // The map keeps the key it has: index it under that one too, so that one allocation per
         // object serves the map and every index.
         let (key, old) = match self.items.get_key_value(&key) {
@@ -284,12 +285,16 @@ impl<K: Object, S: Storage<K>> Table<K, S, S::Entry> {
         {
             // The stored object again (a resync): entry and indices are already right, and a
             // compact store need not encode it again.
-            self.storage.stored(&key, obj);
+            if seed {
+                self.storage.stored(&key, obj);
+            }
             return Some(Arc::clone(old));
         }
         let entry = self.storage.entry(&key, &obj);
         self.reindex(&key, old.as_deref(), Some((&*obj, &entry)));
-        self.storage.stored(&key, obj);
+        if seed {
+            self.storage.stored(&key, obj);
+        }
         self.items.insert(key, entry);
         old
     }

@@ -286,10 +286,10 @@ fn plan(options: &Options) -> Vec<(usize, Vec<Case>)> {
     if VARIANTS.iter().any(|v| wants(v)) {
         counts.extend(&options.variant_counts);
     }
-    if wants("churn") || wants("churn-defaults") {
+    if CHURNS.iter().any(|c| wants(c)) {
         counts.push(options.churn_objects);
     }
-    if wants("relist") {
+    if wants("relist") || wants("compact-relist") {
         counts.push(options.relist_objects);
     }
     if wants("lister") || wants("lister-compact") {
@@ -310,8 +310,10 @@ fn plan(options: &Options) -> Vec<(usize, Vec<Case>)> {
                     cases.push(case(variant, 1));
                 }
             }
-            if wants("relist") && options.relist_objects == objects {
-                cases.push(case("relist", 1));
+            for relist in RELISTS {
+                if wants(relist) && options.relist_objects == objects {
+                    cases.push(case(relist, 1));
+                }
             }
             for lister in ["lister", "lister-compact"] {
                 if wants(lister) && options.lister_objects == objects {
@@ -338,7 +340,12 @@ fn plan(options: &Options) -> Vec<(usize, Vec<Case>)> {
 /// The churn scenarios: every peer with full objects (`churn`; this project keeping
 /// managedFields), and this project's informer as configured by default, skipping them while
 /// decoding (`churn-defaults`; the others' defaults keep them, which `churn` measures).
-pub(crate) const CHURNS: [&str; 2] = ["churn", "churn-defaults"];
+/// `compact-churn`: this project's informer in compact storage, skipping managedFields.
+pub(crate) const CHURNS: [&str; 3] = ["churn", "churn-defaults", "compact-churn"];
+
+/// The relist scenarios: every peer (`relist`), and this project's informer in compact storage
+/// (`compact-relist`).
+pub(crate) const RELISTS: [&str; 2] = ["relist", "compact-relist"];
 
 /// Peers that register handlers, and so run churn once per handler count.
 fn has_handlers(peer: &str) -> bool {
@@ -362,7 +369,7 @@ fn measure(
         eprintln!("xtask bench: {objects} pods loaded in {} ms", loaded["ms"]);
         for case in &cases {
             // Pages of `resourceVersion=0` lists too, for this case only.
-            let paged = case.scenario == "paged";
+            let paged = options::paged(case.scenario);
             if paged {
                 server.command("paginate on", long)?;
             }
@@ -375,7 +382,7 @@ fn measure(
                     let marker_name = format!("bench-marker-{marker}");
                     // Only this project's informer has a compact cache to list from, or differs
                     // by default from what `churn` runs.
-                    let ours_only = matches!(case.scenario, "lister-compact" | "churn-defaults");
+                    let ours_only = options::OURS_ONLY.contains(&case.scenario);
                     if ours_only && peer != report::OURS {
                         continue;
                     }
@@ -384,18 +391,18 @@ fn measure(
                     let wrap = options.wrap_for(peer, case, run);
                     let command = PeerCommand { name: peer, exe, args: &args, wrap: &wrap };
                     let outcome = run_peer(&command, timeout, || match case.scenario {
-                        "churn" | "churn-defaults" => {
+                        "churn" | "churn-defaults" | "compact-churn" => {
                             server.command("wait-watches 1", long)?;
                             server.command(&format!("churn {}", options.churn_events), long)
                         }
-                        "relist" => {
+                        "relist" | "compact-relist" => {
                             server.command("wait-watches 1", long)?;
                             server.command(&format!("relist {marker_name}"), long)
                         }
                         _ => Ok(serde_json::Value::Null),
                     });
                     let outcome = outcome.map(|o| churn_rate(o, options.churn_events));
-                    if case.scenario == "relist" {
+                    if RELISTS.contains(&case.scenario) {
                         server.command(&format!("unmark {marker_name}"), long)?;
                     }
                     let handlers = if CHURNS.contains(&case.scenario) {
@@ -470,7 +477,8 @@ fn peer_args(
         (match case.scenario {
             s if VARIANTS.contains(&s) => "sync",
             "lister-compact" => "lister",
-            "churn-defaults" => "churn",
+            "churn-defaults" | "compact-churn" => "churn",
+            "compact-relist" => "relist",
             s => s,
         })
         .into(),
@@ -483,16 +491,22 @@ fn peer_args(
     ];
     let strip = || ["--transform".to_owned(), "strip-managed-fields".to_owned()];
     let extra: Vec<String> = match case.scenario {
-        "strip" | "compact-strip" => strip().into(),
+        "strip" | "compact-strip" | "compact-paged" | "paged-strip" => strip().into(),
+        "compact-stream" => ["--streaming-list".to_owned()].into_iter().chain(strip()).collect(),
         "metadata" => vec!["--metadata-only".into()],
         "metadata-strip" => ["--metadata-only".to_owned()].into_iter().chain(strip()).collect(),
         "view" => ["--view".to_owned()].into_iter().chain(strip()).collect(),
         "churn" => vec!["--events".into(), options.churn_events.to_string()],
-        "churn-defaults" => ["--events".to_owned(), options.churn_events.to_string()]
-            .into_iter()
-            .chain(strip())
-            .collect(),
+        "churn-defaults" | "compact-churn" => {
+            ["--events".to_owned(), options.churn_events.to_string()]
+                .into_iter()
+                .chain(strip())
+                .collect()
+        }
         "relist" => vec!["--marker".into(), marker.to_owned()],
+        "compact-relist" => {
+            ["--marker".to_owned(), marker.to_owned()].into_iter().chain(strip()).collect()
+        }
         "lister" | "lister-compact" => vec![
             "--namespace".into(),
             "ns-000".into(),
@@ -504,8 +518,7 @@ fn peer_args(
         _ => Vec::new(),
     };
     args.extend(extra);
-    let compact = case.scenario.starts_with("compact") || case.scenario == "lister-compact";
-    if compact && peer == report::OURS {
+    if options::compact(case.scenario) && peer == report::OURS {
         args.extend(["--compact-storage".to_owned(), COMPACT_RECENT.to_string()]);
     }
     args

@@ -8,7 +8,7 @@ use super::results::Case;
 pub(crate) const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--counts N,N,...] \
 [--variant-counts N,...] [--churn-objects N] [--churn-events N] [--handlers N,N,...] \
 [--relist-objects N] [--lister-objects N] [--queries N] [--peers informer,informer-kube,kube-rs,floor,client-go] \
-[--scenarios sync,paged,strip,metadata,metadata-strip,view,compact,compact-strip,churn,churn-defaults,relist,lister,lister-compact,scale] [--out FILE] [--timeout-s N] \
+[--scenarios sync,paged,strip,metadata,metadata-strip,view,compact,compact-strip,compact-paged,paged-strip,compact-stream,relist,compact-relist,lister,lister-compact,churn,churn-defaults,compact-churn,scale] [--out FILE] [--timeout-s N] \
 [--rerender RESULTS.json] [--wrap 'PROFILER ARGS'] [--system-allocator] \
 [--scale-namespaces N] [--scale-per-namespace N] [--scale-streams N] [--scale-gets N] \
 (scale is not in the default scenarios: --scenarios scale runs it alone and rewrites only its section of the report)";
@@ -18,7 +18,7 @@ pub(crate) const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [-
 pub(crate) const SCALE: &str = "scale";
 
 /// Every scenario of the default set, in the order they run at one object count.
-pub(crate) const SCENARIOS: [&str; 13] = [
+pub(crate) const SCENARIOS: [&str; 18] = [
     "sync",
     "paged",
     "strip",
@@ -27,20 +27,60 @@ pub(crate) const SCENARIOS: [&str; 13] = [
     "view",
     "compact",
     "compact-strip",
+    "compact-paged",
+    "paged-strip",
+    "compact-stream",
     "relist",
+    "compact-relist",
     "lister",
     "lister-compact",
     "churn",
     "churn-defaults",
+    "compact-churn",
 ];
 
 /// The scenarios that are an initial sync of another kind of object (at `--variant-counts`).
 /// `paged`: full pods, from a server that pages even `resourceVersion=0` lists (kube-apiserver
 /// answers those from its watch cache in one body). `view`: a few fields of each pod, without
 /// managedFields. `compact`, `compact-strip`: this project's informer in compact storage (with
-/// and without managedFields), the others as in `sync` and `strip`.
-pub(crate) const VARIANTS: [&str; 7] =
-    ["paged", "strip", "metadata", "metadata-strip", "view", "compact", "compact-strip"];
+/// and without managedFields), the others as in `sync` and `strip`. `compact-paged`: compact
+/// storage without managedFields from the paging server, the others as in `strip` from it;
+/// `paged-strip`: this project's decoded cache in the same setting, the reference of
+/// `compact-paged`. `compact-stream`: compact storage without managedFields, listed by a
+/// streaming list (this project only; its reference is `strip`).
+pub(crate) const VARIANTS: [&str; 10] = [
+    "paged",
+    "strip",
+    "metadata",
+    "metadata-strip",
+    "view",
+    "compact",
+    "compact-strip",
+    "compact-paged",
+    "paged-strip",
+    "compact-stream",
+];
+
+/// The scenarios only this project's informer runs: the others have no compact cache, no
+/// streaming list, or would repeat a scenario they run already.
+pub(crate) const OURS_ONLY: [&str; 6] = [
+    "lister-compact",
+    "churn-defaults",
+    "paged-strip",
+    "compact-stream",
+    "compact-relist",
+    "compact-churn",
+];
+
+/// Whether `scenario` lists from a server that pages `resourceVersion=0` lists too.
+pub(crate) fn paged(scenario: &str) -> bool {
+    matches!(scenario, "paged" | "compact-paged" | "paged-strip")
+}
+
+/// Whether this project's informer runs `scenario` with a compact cache.
+pub(crate) fn compact(scenario: &str) -> bool {
+    scenario.starts_with("compact") || scenario == "lister-compact"
+}
 
 /// Recently read objects a compact cache keeps decoded, in the compact scenarios.
 pub(crate) const COMPACT_RECENT: usize = 1024;

@@ -115,6 +115,14 @@ pub(crate) fn render(cx: &Context<'_>) -> String {
         "Initial sync without managedFields, this project's cache in compact storage; the others \
          with a stripping transform",
     );
+    sync_table(
+        &mut out,
+        cx,
+        "compact-paged",
+        "Initial sync without managedFields from a server that pages every list, this project's \
+         cache in compact storage; the others with a stripping transform",
+    );
+    compact_paths(&mut out, cx);
     churn(&mut out, cx);
     relist(&mut out, cx);
     lister(&mut out, cx);
@@ -389,6 +397,74 @@ fn churn(out: &mut String, cx: &Context<'_>) {
              server's clock) until every handler has seen every event (the peer's clock)."
         );
     }
+    out.push('\n');
+}
+
+/// Compact storage on every path objects arrive by, against this project's decoded cache on the
+/// same path in the same run: the memory promise (peak ÷ settled) and the time.
+fn compact_paths(out: &mut String, cx: &Context<'_>) {
+    // (path, compact scenario, decoded reference scenario, its metrics: time, peak, settled)
+    let sync = ("sync_ms", "peak_rss_kib", "rss_kib");
+    let paths = [
+        ("one body at resourceVersion 0", "compact-strip", "strip", sync),
+        ("pages of 500", "compact-paged", "paged-strip", sync),
+        ("streaming list (reference: one body)", "compact-stream", "strip", sync),
+        (
+            "relist after 410 Expired",
+            "compact-relist",
+            "",
+            ("relist_ms", "relist_peak_rss_kib", "rss_kib"),
+        ),
+        (
+            "20,000 watch events at once",
+            "compact-churn",
+            "churn-defaults",
+            ("churn_ms", "churn_peak_rss_kib", "rss_kib"),
+        ),
+    ];
+    let mut rows = String::new();
+    for (path, scenario, reference, (time, peak, settled)) in paths {
+        for case in cx.results.cases(scenario).iter().filter(|c| c.handlers <= 1) {
+            let cell = cx.results.cell(case, OURS);
+            if let Some(text) = absent(&cell) {
+                let _ = writeln!(rows, "| {path} | {} | {text} | | | | | | |", count(case.objects));
+                continue;
+            }
+            let m = |metric| cx.results.median(case, OURS, metric);
+            let decoded = Case { scenario: reference, ..case.clone() };
+            let decoded_time = cx.results.median(&decoded, OURS, time);
+            let (compact_time, compact_peak, compact_settled) = (m(time), m(peak), m(settled));
+            let kube = cx.results.median(case, KUBE, time);
+            let _ = writeln!(
+                rows,
+                "| {path}{} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                failures(&cell),
+                count(case.objects),
+                seconds(compact_time),
+                mib(compact_peak),
+                mib(compact_settled),
+                times(ratio(compact_peak, compact_settled)),
+                seconds(decoded_time),
+                times(ratio(compact_time, decoded_time)),
+                times(ratio(kube, compact_time)),
+            );
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "## Compact storage on every path objects arrive by\n\n\
+         This project's informer in compact storage (`compact_storage(1024)`, managedFields \
+         skipped while decoding, one handler) against its decoded cache on the same path in the \
+         same run. Settled: the RSS 1 s after the sync (for the relist and the burst: the steady \
+         RSS before them). Time: the sync, the relist, or the events from the end of the \
+         stalled watch until the handler has seen them all.\n\n\
+         | path | pods | compact: time | peak RSS | settled RSS | peak ÷ settled | decoded: time | compact ÷ decoded | kube-rs ÷ compact |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    out.push_str(&rows);
     out.push('\n');
 }
 

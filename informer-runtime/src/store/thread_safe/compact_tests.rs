@@ -588,3 +588,64 @@ fn compact_queries_answer_as_decoded_ones_through_random_changes() {
         compact.list().iter().filter_map(|p| p.metadata.name.clone()).collect();
     assert!(names.len() <= 40);
 }
+
+/// Where the cache's entry for `key` keeps its compact form.
+fn form_address<K: Object>(store: &Indexer<K>, key: &str) -> *const u8 {
+    match &*store.cache.inner.read() {
+        Inner::Compact(table) => match table.items.get(key) {
+            Some(Slot::Encoded(encoded)) => encoded.bytes().as_ptr(),
+            _ => panic!("{key} is held encoded"),
+        },
+        Inner::Decoded(_) => unreachable!("a compact store"),
+    }
+}
+
+// A listed object is encoded once (issue 33): the reflector stages each item of a list with the
+// cache's codec and hands the form over with the object it decodes from it; the cache stores
+// that very form. Any other object, such as the one a transform made in its place, is encoded
+// by the cache itself, and reads back as what was stored.
+#[test]
+fn a_prepared_form_is_stored_as_it_is_and_only_for_its_own_object() {
+    let store = compact(0);
+    let codec = store.compact_codec().expect("a compact store has a codec");
+    let listed = labeled_pod("default", "web-0", &[("app", "web")]);
+    let form = codec.encode(&listed).unwrap();
+    let staged_at = form.as_ptr();
+    let obj = Arc::new(codec.decode(&form).unwrap());
+    codec.prepare(&obj, form);
+    store.add(Arc::clone(&obj));
+    assert_eq!(form_address(&store, "default/web-0"), staged_at, "the staged form, not a new one");
+    assert_eq!(*store.get_by_key("default/web-0").unwrap(), listed);
+
+    // A transform's object in place of the prepared one: the cache encodes it.
+    let other = labeled_pod("default", "web-1", &[("app", "web")]);
+    let form = codec.encode(&other).unwrap();
+    let staged_at = form.as_ptr();
+    let decoded = Arc::new(codec.decode(&form).unwrap());
+    codec.prepare(&decoded, form);
+    let mut transformed = (*decoded).clone();
+    transformed.metadata.annotations = Some([("t".to_owned(), "x".to_owned())].into());
+    store.add(Arc::new(transformed.clone()));
+    assert_ne!(form_address(&store, "default/web-1"), staged_at);
+    assert_eq!(*store.get_by_key("default/web-1").unwrap(), transformed);
+    // A compact store without a codec of another's: the decoded mode has none.
+    assert!(in_mode(Indexer::<Pod>::default(), StorageMode::Decoded).compact_codec().is_none());
+}
+
+// A list's items do not join the recent objects (issue 33): 20,000 of them would flush the
+// recent set to keep the list's last few, and pin memory among the list's freed objects. A
+// watched change does, and so does a read.
+#[test]
+fn listed_objects_do_not_join_the_recent_ones_until_read() {
+    let store = compact(64);
+    for i in 0..100 {
+        let pod = labeled_pod("default", &format!("web-{i}"), &[("app", "web")]);
+        store.insert_listed(ObjectKey::of(&pod), Arc::new(pod));
+    }
+    assert_eq!(recent_len(&store), 0, "no listed object is kept decoded");
+    assert!(store.get_by_key("default/web-7").is_some());
+    assert_eq!(recent_len(&store), 1, "a read keeps it");
+    let changed = labeled_pod("default", "web-8", &[("app", "db")]);
+    store.add(Arc::new(changed));
+    assert_eq!(recent_len(&store), 2, "a watched change joins them");
+}

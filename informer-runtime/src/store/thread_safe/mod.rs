@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
+use super::compact::Codec;
 use super::index::{IndexError, IndexFn, Indexers};
 use super::storage::{Compact, DecodeError, Decoded, Slot, StorageMode};
 use super::table::Table;
@@ -334,8 +335,10 @@ impl<K: Object> Indexer<K> {
     }
 
     /// Holds the objects in a compact form: each as its JSON, LZ4-compressed, with its labels
-    /// decoded beside it, and the `recent` objects read or written last kept decoded too (zero
-    /// keeps none). Objects already stored are converted at once.
+    /// decoded beside it, and the `recent` objects read or changed (by a watched event) last
+    /// kept decoded too (zero keeps none; an informer's listed objects do not join them until
+    /// read: a list would flush them all to keep its last few). Objects already stored are
+    /// converted at once.
     ///
     /// Reads hand out `Arc<K>` as before, decoded from the compact form on each read of an
     /// object that is not among the recent ones. Indices and the label index are computed on the decoded
@@ -356,7 +359,8 @@ impl<K: Object> Indexer<K> {
     /// reconcile); each one kept costs a decoded object; a recent object reads as fast as in the
     /// default mode.
     ///
-    /// Writes cost more too: each stored object is encoded, and an update or delete decodes the
+    /// Writes cost more too: each stored object is encoded (an informer's listed objects once,
+    /// as their list arrives, the form then stored as it is), and an update or delete decodes the
     /// object it replaces (for the handlers' `old` and to take it out of the indices) unless it
     /// is among the recent ones. A resync decodes every object. Handlers still get
     /// `Arc<K>`s, and hold them as long as they like.
@@ -423,6 +427,15 @@ impl<K: Object> Indexer<K> {
         *inner = converted;
     }
 
+    /// The codec of this cache's compact forms, when it is in compact storage: what its
+    /// reflector encodes a list's items with, so that the cache takes their forms as they are.
+    pub(crate) fn compact_codec(&self) -> Option<Arc<Codec<K>>> {
+        match &*self.cache.inner.read() {
+            Inner::Decoded(_) => None,
+            Inner::Compact(table) => Some(Arc::clone(table.storage.codec())),
+        }
+    }
+
     /// A read-only handle on this store.
     #[must_use]
     pub fn cache(&self) -> Cache<K> {
@@ -442,7 +455,16 @@ impl<K: Object> Indexer<K> {
 
     /// Inserts or replaces `obj` under `key`; returns the object it replaced.
     pub(crate) fn insert(&self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
-        with_table!(&mut *self.cache.inner.write(), |table| table.insert(key, obj))
+        with_table!(&mut *self.cache.inner.write(), |table| table.insert(key, obj, true))
+    }
+
+    /// [`insert`](Self::insert) for an item of a list: in compact storage it does not join the
+    /// recent objects. A list's items would flush them all, object after object, to leave the
+    /// last few of the list, whose reads are no likelier than the others'; and each one kept
+    /// for a while holds on to memory among the list's freed objects. Its handlers get the
+    /// object in their notification; a read of it later decodes it once, and keeps it.
+    pub(crate) fn insert_listed(&self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
+        with_table!(&mut *self.cache.inner.write(), |table| table.insert(key, obj, false))
     }
 
     /// Removes the object stored under `key`; returns it, or `None` if there was none (or, in
