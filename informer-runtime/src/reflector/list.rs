@@ -18,13 +18,14 @@ use super::staged_list::StagedList;
 use super::{Reflector, ReflectorStore};
 use crate::listwatch::{Error, ListIntake, ListOptions};
 use crate::resource::Object;
-use crate::store::compact::Codec;
+use crate::store::Indexer;
 
 impl<K: Object> Reflector<K> {
     /// Lists and replaces the store. `Ok(false)` when cancelled first.
     pub(super) async fn list(&self, cancel: &CancellationToken) -> Result<bool, Error> {
         let rv = self.relist_resource_version();
-        let intake = Arc::new(StoreIntake::new(Arc::clone(&self.store), self.codec.clone()));
+        let intake =
+            Arc::new(StoreIntake::new(Arc::clone(&self.store), self.compact_cache.clone()));
         let listing = async {
             match self.list_pages(&rv, &intake).await {
                 Err(e) if e.is_expired() || e.is_resource_version_too_large() => {
@@ -73,7 +74,7 @@ impl<K: Object> Reflector<K> {
         resource_version: &str,
         cancel: &CancellationToken,
     ) -> bool {
-        let lazy = staged.take().into_iter().map(|form| match staged.unstage(form) {
+        let lazy = staged.take().into_iter().map(|item| match staged.unstage(item) {
             Ok(obj) => Some(obj),
             // Bytes encoded from an object of this very type: only a type whose serde does not
             // round-trip gets here. Logged, never a panic; the object is left out of this
@@ -207,8 +208,8 @@ struct StoreIntake<K> {
 }
 
 impl<K: Object> StoreIntake<K> {
-    fn new(store: Arc<dyn ReflectorStore<K>>, codec: Option<Arc<Codec<K>>>) -> Self {
-        let staged = store.compact_lists().then(|| StagedList::new(codec));
+    fn new(store: Arc<dyn ReflectorStore<K>>, cache: Option<Indexer<K>>) -> Self {
+        let staged = store.compact_lists().then(|| StagedList::new(cache));
         Self { store, staged }
     }
 

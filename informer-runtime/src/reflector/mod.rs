@@ -10,7 +10,9 @@
 //!    The store is replaced with the result, and only with a complete list: a list that fails
 //!    part-way changes nothing. For a store that holds its objects compactly, each item waits
 //!    for the end of the list in compact form (its JSON) instead of decoded, and is decoded
-//!    again as the store has room for it, so that the list is never held decoded whole.
+//!    again as the store has room for it, so that the list is never held decoded whole; for
+//!    an informer's compact cache, in the cache's own form, which it then stores as it is
+//!    (`staged_list`).
 //! 2. **Watch** from the listed version, bookmarks allowed, with a random server timeout in
 //!    `[min_watch_timeout, 2 × min_watch_timeout)` so that informers restarted together do not
 //!    relist together. Every event, bookmarks included, advances the last seen version.
@@ -65,7 +67,6 @@ use crate::listwatch::{
 };
 use crate::resource::{Object, Resource, resource_version};
 use crate::store::Indexer;
-use crate::store::compact::Codec;
 
 use self::staged_list::StagedList;
 
@@ -319,9 +320,9 @@ pub struct Reflector<K> {
     observer: Option<Arc<dyn InformerObserver>>,
     /// Whether a list completed already: the next ones are relists.
     listed: std::sync::atomic::AtomicBool,
-    /// The codec of the compact cache the store feeds, for its lists' items (see
+    /// The compact cache the store feeds, whose codec encodes its lists' items (see
     /// `staged_list`); `None` for any other store.
-    codec: Option<Arc<Codec<K>>>,
+    compact_cache: Option<Indexer<K>>,
 }
 
 impl<K: Resource> Reflector<K> {
@@ -359,15 +360,15 @@ impl<K: Object> Reflector<K> {
             backoff: Mutex::new(backoff),
             observer: None,
             listed: std::sync::atomic::AtomicBool::new(false),
-            codec: None,
+            compact_cache: None,
         }
     }
 
-    /// Encodes the items of a compact list with the codec of the compact cache the store
-    /// feeds, which then takes their forms as they are (see `staged_list`).
+    /// Encodes the items of a compact list with the codec of `cache`, the compact cache the
+    /// store feeds, which then takes their forms as they are (see `staged_list`).
     #[must_use]
-    pub(crate) fn with_compact_codec(mut self, codec: Option<Arc<Codec<K>>>) -> Self {
-        self.codec = codec;
+    pub(crate) fn with_compact_cache(mut self, cache: Option<Indexer<K>>) -> Self {
+        self.compact_cache = cache;
         self
     }
 
@@ -841,7 +842,7 @@ impl<K: Object> Reflector<K> {
             };
             // For a compact cache, the initial events wait compactly too (see `list`).
             let compact = self.store.compact_lists();
-            let staged = compact.then(|| StagedList::new(self.codec.clone()));
+            let staged = compact.then(|| StagedList::new(self.compact_cache.clone()));
             let decoded = Indexer::<K>::default();
             let temporary: &dyn ReflectorStore<K> = match &staged {
                 Some(staged) => staged,

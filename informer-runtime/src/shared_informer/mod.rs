@@ -879,9 +879,10 @@ impl<K: Object> SharedIndexInformer<K> {
         if let Some(handler) = &settings.watch_error_handler {
             reflector = reflector.with_watch_error_handler(Arc::clone(handler));
         }
-        reflector
-            .with_observer(settings.observer.clone())
-            .with_compact_codec(self.shared.indexer.compact_codec())
+        reflector.with_observer(settings.observer.clone()).with_compact_cache(
+            matches!(self.shared.indexer.storage_mode(), StorageMode::Compact { .. })
+                .then(|| self.shared.indexer.clone()),
+        )
     }
 }
 

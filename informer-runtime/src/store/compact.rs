@@ -363,6 +363,61 @@ pub(crate) fn encode<K: Serialize>(
     Ok(form.into_boxed_slice())
 }
 
+/// An object held in its compact form, with what the cache reads without decoding it.
+pub(crate) struct Encoded {
+    /// The object's [compact form](encode).
+    json: Box<[u8]>,
+    /// The object's labels, decoded: the label index and selector matching read them without
+    /// decoding the object.
+    labels: Option<Labels>,
+    /// The object's `resourceVersion` (empty when it has none): a relist finds an unchanged
+    /// object by it without decoding it.
+    resource_version: Box<str>,
+}
+
+/// Label maps, as objects carry them.
+pub(crate) type Labels = std::collections::BTreeMap<String, String>;
+
+impl Encoded {
+    /// `obj`, held as `json`, its compact form.
+    pub(crate) fn new<K: Object>(obj: &K, json: Box<[u8]>) -> Self {
+        let meta = obj.meta();
+        Self {
+            json,
+            labels: meta.labels.clone(),
+            resource_version: meta.resource_version.as_deref().unwrap_or_default().into(),
+        }
+    }
+
+    /// The compact form.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.json
+    }
+
+    /// The object's labels.
+    pub(crate) fn labels(&self) -> Option<&Labels> {
+        self.labels.as_ref()
+    }
+
+    /// Whether this is the form of the object at `resource_version` (never for an empty one).
+    pub(crate) fn is_at(&self, resource_version: &str) -> bool {
+        !resource_version.is_empty() && *self.resource_version == *resource_version
+    }
+
+    /// This entry with `json` for its compact form, whatever `json` is: a corrupt one, for a
+    /// test.
+    #[cfg(test)]
+    pub(crate) fn with_bytes(&self, json: Box<[u8]>) -> Self {
+        Self { json, labels: self.labels.clone(), resource_version: self.resource_version.clone() }
+    }
+}
+
+impl std::fmt::Debug for Encoded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Encoded").field("bytes", &self.json.len()).finish_non_exhaustive()
+    }
+}
+
 /// The compact forms of one cache: its [`Dictionary`] and [`Decoders`], shared by the cache's
 /// storage and by its reflector, which encodes a list's items as they arrive so that the cache
 /// can take each form as it is instead of encoding the object a second time.
@@ -378,7 +433,7 @@ pub(crate) struct Codec<K> {
 }
 
 /// A form made ahead, and the object it is the form of.
-type Prepared<K> = (Weak<K>, Box<[u8]>);
+type Prepared<K> = (Weak<K>, Arc<Encoded>);
 
 /// How many [prepared](Codec::prepare) forms wait at most: more than the informer's queue takes
 /// at once while a list is handed over, so that none it will take is dropped first.
@@ -406,7 +461,7 @@ impl<K: Object> Codec<K> {
     }
 
     /// `form` is `obj`'s compact form: the storage takes it when it stores `obj`.
-    pub(crate) fn prepare(&self, obj: &Arc<K>, form: Box<[u8]>) {
+    pub(crate) fn prepare(&self, obj: &Arc<K>, form: Arc<Encoded>) {
         let mut prepared = self.prepared.lock();
         if prepared.len() >= PREPARED {
             prepared.pop_front();
@@ -418,11 +473,21 @@ impl<K: Object> Codec<K> {
     ///
     /// The `Weak` a prepared form keeps holds its object's allocation, so no other object can
     /// have its address while it waits.
-    pub(crate) fn take_prepared(&self, obj: &Arc<K>) -> Option<Box<[u8]>> {
+    pub(crate) fn take_prepared(&self, obj: &Arc<K>) -> Option<Arc<Encoded>> {
         let mut prepared = self.prepared.lock();
         let at =
             prepared.iter().position(|(weak, _)| std::ptr::eq(weak.as_ptr(), Arc::as_ptr(obj)))?;
         prepared.remove(at).map(|(_, form)| form)
+    }
+
+    /// Whether the form prepared for `obj` is `held`, the very entry a cache holds (a relist
+    /// found the object unchanged); if so, it is taken.
+    pub(crate) fn take_prepared_if(&self, obj: &Arc<K>, held: &Arc<Encoded>) -> bool {
+        let mut prepared = self.prepared.lock();
+        let found = prepared.iter().position(|(weak, form)| {
+            std::ptr::eq(weak.as_ptr(), Arc::as_ptr(obj)) && Arc::ptr_eq(form, held)
+        });
+        found.is_some_and(|at| prepared.remove(at).is_some())
     }
 
     /// Every byte the dictionary and the pooled decoders hold.

@@ -14,19 +14,16 @@
 //! objects without a `Result`; each failed decode is logged, with the key, and counted
 //! ([`Cache::decode_failures`](super::Cache::decode_failures)).
 
-use std::collections::BTreeMap;
-use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use quick_cache::sync::Cache as RecentCache;
 
 use super::ObjectKey;
-use super::compact::Codec;
+use super::compact::{Codec, Encoded};
 use crate::resource::Object;
 
-/// Label maps, as objects carry them.
-pub(super) type Labels = BTreeMap<String, String>;
+pub(super) use super::compact::Labels;
 
 /// How a cache holds its objects; see [`Indexer::with_compact_storage`](super::Indexer::with_compact_storage).
 ///
@@ -120,6 +117,11 @@ pub(super) trait Storage<K>: Send + Sync {
     /// The object of `key` if it can be had without decoding.
     fn peek(&self, key: &ObjectKey, entry: &Self::Entry) -> Option<Arc<K>>;
 
+    /// Whether `obj` comes with `entry` itself as its form: a relist found the object
+    /// unchanged and handed the cache's own form back with it (see `staged_list`), so the
+    /// entry and its index values stand as they are. The form is taken if so.
+    fn is_prepared_entry(&self, entry: &Self::Entry, obj: &Arc<K>) -> bool;
+
     /// `obj` was just stored under `key` by a watched change: the newest version, which
     /// handlers are about to read too, seeds the cache of recent objects. (A list's items do
     /// not: see `Indexer::insert_listed`.)
@@ -179,6 +181,11 @@ impl<K: Object> Storage<K> for Decoded {
     }
 
     #[inline]
+    fn is_prepared_entry(&self, _entry: &Arc<K>, _obj: &Arc<K>) -> bool {
+        false
+    }
+
+    #[inline]
     fn stored(&self, _key: &ObjectKey, _obj: Arc<K>) {}
 
     fn clear(&self) {}
@@ -194,15 +201,6 @@ impl Decoded {
     pub(super) fn mode(&self) -> StorageMode {
         StorageMode::Decoded
     }
-}
-
-/// An object held in its compact form, with what selectors need beside it.
-pub(super) struct Encoded {
-    /// The object's [compact form](super::compact::encode).
-    json: Box<[u8]>,
-    /// The object's labels, decoded: the label index and selector matching read them without
-    /// decoding the object.
-    labels: Option<Labels>,
 }
 
 /// An entry of a [`Compact`] store.
@@ -255,10 +253,18 @@ impl<K: Object> Compact<K> {
         &self.codec
     }
 
+    /// The form of `entry` if it holds the object at `resource_version`.
+    pub(super) fn form_at(entry: &Slot<K>, resource_version: &str) -> Option<Arc<Encoded>> {
+        match entry {
+            Slot::Encoded(form) if form.is_at(resource_version) => Some(Arc::clone(form)),
+            _ => None,
+        }
+    }
+
     /// The object of `encoded`, decoded; a failure is logged (the key and why, never the
     /// object's data) and counted.
     fn decode(&self, key: &ObjectKey, encoded: &Encoded) -> Result<Arc<K>, DecodeError> {
-        match self.codec.decode(&encoded.json) {
+        match self.codec.decode(encoded.bytes()) {
             Ok(obj) => Ok(Arc::new(obj)),
             Err(undecodable) => {
                 // Bytes this store encoded from a valid object: only a type whose serde does not
@@ -316,11 +322,11 @@ impl<K: Object> Storage<K> for Compact<K> {
 
     fn entry(&self, key: &ObjectKey, obj: &Arc<K>) -> Slot<K> {
         // The form the reflector made of this very object as its list arrived, if it did.
-        let form = self.codec.take_prepared(obj).map_or_else(|| self.codec.encode(obj), Ok);
-        match form {
-            Ok(json) => {
-                Slot::Encoded(Arc::new(Encoded { json, labels: obj.meta().labels.clone() }))
-            }
+        if let Some(prepared) = self.codec.take_prepared(obj) {
+            return Slot::Encoded(prepared);
+        }
+        match self.codec.encode(obj) {
+            Ok(json) => Slot::Encoded(Arc::new(Encoded::new(&**obj, json))),
             Err(error) => {
                 tracing::warn!(
                     kind = std::any::type_name::<K>(),
@@ -335,7 +341,7 @@ impl<K: Object> Storage<K> for Compact<K> {
 
     fn labels(entry: &Slot<K>) -> Option<&Labels> {
         match entry {
-            Slot::Encoded(encoded) => encoded.labels.as_ref(),
+            Slot::Encoded(encoded) => encoded.labels(),
             Slot::Decoded(obj) => obj.meta().labels.as_ref(),
         }
     }
@@ -395,6 +401,13 @@ impl<K: Object> Storage<K> for Compact<K> {
         }
     }
 
+    fn is_prepared_entry(&self, entry: &Slot<K>, obj: &Arc<K>) -> bool {
+        match entry {
+            Slot::Encoded(held) => self.codec.take_prepared_if(obj, held),
+            Slot::Decoded(_) => false,
+        }
+    }
+
     fn stored(&self, key: &ObjectKey, obj: Arc<K>) {
         if let Some(recent) = &self.recent {
             recent.insert(key.clone(), obj);
@@ -420,30 +433,10 @@ impl<K> Compact<K> {
 }
 
 #[cfg(test)]
-impl Encoded {
-    /// This entry with `json` for its compact form, whatever `json` is: a corrupt one, for a
-    /// test.
-    pub(super) fn with_bytes(&self, json: Box<[u8]>) -> Self {
-        Self { json, labels: self.labels.clone() }
-    }
-
-    /// The compact form.
-    pub(super) fn bytes(&self) -> &[u8] {
-        &self.json
-    }
-}
-
-#[cfg(test)]
 impl<K: Object> Compact<K> {
     /// Every byte this storage holds besides its entries: the dictionary and the decoders'
     /// buffers.
     pub(super) fn held_bytes(&self) -> Vec<u8> {
         self.codec.held_bytes()
-    }
-}
-
-impl fmt::Debug for Encoded {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Encoded").field("bytes", &self.json.len()).finish_non_exhaustive()
     }
 }

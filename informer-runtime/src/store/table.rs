@@ -266,6 +266,16 @@ impl<K: Object, S: Storage<K>> Table<K, S, S::Entry> {
     /// Inserts or replaces `obj` under `key`; returns the object it replaced. With `seed`, `obj`
     /// joins a compact store's recent objects (see [`Storage::stored`]).
     pub(super) fn insert(&mut self, key: ObjectKey, obj: Arc<K>, seed: bool) -> Option<Arc<K>> {
+        if let Some(entry) = self.items.get(&key)
+            && self.storage.is_prepared_entry(entry, &obj)
+        {
+            // A relist's unchanged object with the cache's own form: entry and indices stand,
+            // and nothing is decoded or encoded. `obj` is what was stored, decoded again.
+            if seed {
+                self.storage.stored(&key, Arc::clone(&obj));
+            }
+            return Some(obj);
+        }
         // The map keeps the key it has: index it under that one too, so that one allocation per
         // object serves the map and every index.
         let (key, old) = match self.items.get_key_value(&key) {

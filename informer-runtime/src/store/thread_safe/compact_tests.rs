@@ -612,7 +612,7 @@ fn a_prepared_form_is_stored_as_it_is_and_only_for_its_own_object() {
     let form = codec.encode(&listed).unwrap();
     let staged_at = form.as_ptr();
     let obj = Arc::new(codec.decode(&form).unwrap());
-    codec.prepare(&obj, form);
+    codec.prepare(&obj, Arc::new(Encoded::new(&*obj, form)));
     store.add(Arc::clone(&obj));
     assert_eq!(form_address(&store, "default/web-0"), staged_at, "the staged form, not a new one");
     assert_eq!(*store.get_by_key("default/web-0").unwrap(), listed);
@@ -622,7 +622,7 @@ fn a_prepared_form_is_stored_as_it_is_and_only_for_its_own_object() {
     let form = codec.encode(&other).unwrap();
     let staged_at = form.as_ptr();
     let decoded = Arc::new(codec.decode(&form).unwrap());
-    codec.prepare(&decoded, form);
+    codec.prepare(&decoded, Arc::new(Encoded::new(&*decoded, form)));
     let mut transformed = (*decoded).clone();
     transformed.metadata.annotations = Some([("t".to_owned(), "x".to_owned())].into());
     store.add(Arc::new(transformed.clone()));

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use super::compact::Codec;
+use super::compact::{Codec, Encoded};
 use super::index::{IndexError, IndexFn, Indexers};
 use super::storage::{Compact, DecodeError, Decoded, Slot, StorageMode};
 use super::table::Table;
@@ -433,6 +433,22 @@ impl<K: Object> Indexer<K> {
         match &*self.cache.inner.read() {
             Inner::Decoded(_) => None,
             Inner::Compact(table) => Some(Arc::clone(table.storage.codec())),
+        }
+    }
+
+    /// The compact form of the object cached under `key`, if it is at `resource_version`
+    /// (never for an empty one): what a relist stages for an unchanged object instead of a
+    /// new form. `None` in the decoded mode.
+    pub(crate) fn held_form(
+        &self,
+        key: &ObjectKey,
+        resource_version: &str,
+    ) -> Option<Arc<Encoded>> {
+        match &*self.cache.inner.read() {
+            Inner::Decoded(_) => None,
+            Inner::Compact(table) => {
+                table.items.get(key).and_then(|entry| Compact::form_at(entry, resource_version))
+            }
         }
     }
 
