@@ -39,7 +39,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::catalog::ApiResource;
-use crate::propagation::{FOREGROUND, ORPHAN, Propagation, finalizers, has_finalizer, terminating};
+use crate::propagation::{
+    FOREGROUND, ORPHAN, Propagation, concerns_the_collector, finalizers, has_finalizer, references,
+    terminating,
+};
 use crate::registry::{self, Deleted, Scope};
 use crate::state::{Shared, State};
 use crate::storage::{ChangeKind, Object, meta_str, metadata_mut, object_key};
@@ -128,9 +131,7 @@ fn snapshot(state: &State) -> Snapshot {
         let Some(resource) = state.catalog.find_storage(&storage) else { continue };
         for (key, obj) in state.store.range(&storage, "") {
             // Only dependents and owners the collector is finishing can need an action.
-            let finishing =
-                terminating(obj) && (has_finalizer(obj, ORPHAN) || has_finalizer(obj, FOREGROUND));
-            if !finishing && references(obj).next().is_none() {
+            if !concerns_the_collector(obj) {
                 continue;
             }
             entries.push(Entry {
@@ -148,10 +149,6 @@ fn snapshot(state: &State) -> Snapshot {
         }
     }
     Snapshot { entries, dependents }
-}
-
-fn references(obj: &Value) -> impl Iterator<Item = &Value> {
-    obj.pointer("/metadata/ownerReferences").and_then(Value::as_array).into_iter().flatten()
 }
 
 fn reference_uid(reference: &Value) -> &str {

@@ -111,6 +111,19 @@ pub(crate) fn terminating(obj: &Value) -> bool {
     obj.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null())
 }
 
+/// An object's owner references.
+pub(crate) fn references(obj: &Value) -> impl Iterator<Item = &Value> {
+    obj.pointer("/metadata/ownerReferences").and_then(Value::as_array).into_iter().flatten()
+}
+
+/// Whether the garbage collector may have to act on `obj`: it names owners, or it is being
+/// deleted with a finalizer only the collector removes (`orphan`, `foregroundDeletion`).
+pub(crate) fn concerns_the_collector(obj: &Value) -> bool {
+    let finishing =
+        terminating(obj) && (has_finalizer(obj, ORPHAN) || has_finalizer(obj, FOREGROUND));
+    finishing || references(obj).next().is_some()
+}
+
 /// `shouldOrphanDependents` and `shouldDeleteDependents` of the generic store.
 fn policy_for_delete(resource: &ApiResource, obj: &Value, options: &Value) -> Option<Propagation> {
     let default = default_policy(resource);

@@ -17,7 +17,7 @@ use crate::catalog::Catalog;
 use crate::error::Result;
 use crate::faults::Faults;
 use crate::kubelet_logs::PodLogs;
-use crate::propagation::{FOREGROUND, ORPHAN, has_finalizer, terminating};
+use crate::propagation::concerns_the_collector;
 use crate::status::GroupResource;
 use crate::storage::{Change, ChangeKind, Store};
 use crate::tls::ServingTls;
@@ -87,13 +87,7 @@ impl State {
         // The collector has work only after a deletion (dependents may now have no owner) or
         // a write of an object that names owners or waits for the collector: woken by every
         // write, it would walk the whole store once per write.
-        let collectable = kind == ChangeKind::Deleted
-            || obj
-                .pointer("/metadata/ownerReferences")
-                .and_then(Value::as_array)
-                .is_some_and(|r| !r.is_empty())
-            || (terminating(&obj)
-                && (has_finalizer(&obj, ORPHAN) || has_finalizer(&obj, FOREGROUND)));
+        let collectable = kind == ChangeKind::Deleted || concerns_the_collector(&obj);
         let change = self.store.write(storage, key, kind, obj);
         self.hub.broadcast(&change);
         if collectable {

@@ -470,24 +470,30 @@ impl<K: Object> Codec<K> {
     }
 
     /// The form [prepared](Self::prepare) for `obj`, this very allocation, if one waits.
-    ///
-    /// The `Weak` a prepared form keeps holds its object's allocation, so no other object can
-    /// have its address while it waits.
     pub(crate) fn take_prepared(&self, obj: &Arc<K>) -> Option<Arc<Encoded>> {
-        let mut prepared = self.prepared.lock();
-        let at =
-            prepared.iter().position(|(weak, _)| std::ptr::eq(weak.as_ptr(), Arc::as_ptr(obj)))?;
-        prepared.remove(at).map(|(_, form)| form)
+        self.take_prepared_where(obj, |_| true)
     }
 
     /// Whether the form prepared for `obj` is `held`, the very entry a cache holds (a relist
     /// found the object unchanged); if so, it is taken.
     pub(crate) fn take_prepared_if(&self, obj: &Arc<K>, held: &Arc<Encoded>) -> bool {
+        self.take_prepared_where(obj, |form| Arc::ptr_eq(form, held)).is_some()
+    }
+
+    /// The form prepared for `obj` if `accept` takes it.
+    ///
+    /// The `Weak` a prepared form keeps holds its object's allocation, so no other object can
+    /// have its address while it waits.
+    fn take_prepared_where(
+        &self,
+        obj: &Arc<K>,
+        accept: impl Fn(&Arc<Encoded>) -> bool,
+    ) -> Option<Arc<Encoded>> {
         let mut prepared = self.prepared.lock();
-        let found = prepared.iter().position(|(weak, form)| {
-            std::ptr::eq(weak.as_ptr(), Arc::as_ptr(obj)) && Arc::ptr_eq(form, held)
-        });
-        found.is_some_and(|at| prepared.remove(at).is_some())
+        let at = prepared.iter().position(|(weak, form)| {
+            std::ptr::eq(weak.as_ptr(), Arc::as_ptr(obj)) && accept(form)
+        })?;
+        prepared.remove(at).map(|(_, form)| form)
     }
 
     /// Every byte the dictionary and the pooled decoders hold.
