@@ -149,6 +149,7 @@ fn ci() -> Result<(), String> {
     feature_sets::run(&["--check".to_owned()])?;
     // Packages, the README's crate from them, docs as docs.rs builds them, the MSRV.
     release::check()?;
+    release::forget_builds()?;
     cargo(&["xtask", "codegen", "--check"], &[])?;
     // Before the tests: `cargo test --workspace` may relink this very binary.
     serve_smoke()?;

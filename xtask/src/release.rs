@@ -54,6 +54,25 @@ pub(crate) fn check() -> Result<(), String> {
     msrv(&crates)
 }
 
+/// Removes what [`check`] built beside the workspace's own target directory (the packages'
+/// verification, the README's crate, the installed informer-gen: 4 GB or so). They make a
+/// rerun on the same machine cheaper; `cargo xtask ci` removes them before the tests, which
+/// need the room on a CI machine's disk.
+pub(crate) fn forget_builds() -> Result<(), String> {
+    let (_, target_dir) = published_crates()?;
+    for built in [
+        "package-check",
+        "readme-crate",
+        "readme-crate-build",
+        "install-check",
+        "install-check-build",
+        "install-check-out",
+    ] {
+        remove(&target_dir.join(built))?;
+    }
+    remove(&unpacked_dir())
+}
+
 /// `cargo package` with verification, crate by crate in one invocation (cargo orders them by
 /// their dependencies and resolves each against the tarballs packaged before it).
 ///
