@@ -41,9 +41,10 @@
 //! # }
 //! ```
 //!
-//! With the `metrics` feature, the server records Prometheus metrics ([`metrics`]) into the
-//! registry of the runtime's `informer_runtime::metrics::Metrics`. With `testing`, a throwaway
-//! CA issues serving certificates for tests ([`testing`]).
+// Plain names, not links: the links would break in documentation built without the features.
+//! With the `metrics` feature, the server records Prometheus metrics (the `metrics` module)
+//! into the registry of the runtime's `informer_runtime::metrics::Metrics`. With `testing`, a
+//! throwaway CA issues serving certificates for tests (`testing::TestCa`).
 //!
 //! # Layers
 //!

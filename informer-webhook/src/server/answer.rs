@@ -12,7 +12,7 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use tokio::time::Instant;
 
-use super::Inner;
+use super::shared::Inner;
 use crate::handler::{Answer, Envelope, Outcome, Webhook, uid_in_prefix};
 use crate::status::panic_message;
 
@@ -43,7 +43,9 @@ impl Inner {
         let started = Instant::now();
         let _in_flight = self.observer.started(&path);
         let answer = self.review(&path, webhook.as_ref(), request, started).await;
-        self.observer.answered(&path, answer.outcome, started.elapsed());
+        let took = started.elapsed();
+        tracing::debug!(webhook = %path, outcome = answer.outcome.as_str(), ?took, "answered");
+        self.observer.answered(&path, answer.outcome, took);
         let mut response = Response::new(Full::new(answer.body));
         response
             .headers_mut()

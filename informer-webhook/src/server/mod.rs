@@ -3,7 +3,8 @@
 //! `webhook.Server`).
 //!
 //! Where it sits: the top of the crate. It runs the [handlers](crate::handler) of its paths,
-//! serves the [certificate](crate::tls) its files hold, and records [metrics](crate::metrics).
+//! serves the [certificate](crate::tls) its files hold, and records metrics (feature
+//! `metrics`).
 //!
 //! # Paths
 //!
@@ -59,6 +60,7 @@
 
 mod answer;
 mod serve;
+mod shared;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -74,6 +76,7 @@ use crate::handler::{Admission, BoxError, Conversion, ConversionHandler, Webhook
 #[cfg(feature = "metrics")]
 use crate::metrics::WebhookMetrics;
 use crate::tls::{CertificateError, Certificates, Source};
+use shared::{Inner, Limits, Observer};
 
 /// The body limit by default: controller-runtime's `maxRequestSize`.
 const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
@@ -102,15 +105,6 @@ pub enum BuildError {
     /// A limit is zero.
     #[error("{0} must be above zero")]
     Limit(&'static str),
-}
-
-/// The bounds of the server; see [limits](self#limits-and-failures).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Limits {
-    pub(crate) max_body_bytes: usize,
-    pub(crate) request_timeout: Duration,
-    pub(crate) header_timeout: Duration,
-    pub(crate) max_connections: usize,
 }
 
 /// Configures a [`WebhookServer`]: its webhooks and their paths, its certificate, its limits.
@@ -401,16 +395,6 @@ impl std::fmt::Debug for WebhookServer {
     }
 }
 
-/// What every connection shares.
-struct Inner {
-    webhooks: HashMap<Arc<str>, Arc<dyn Webhook>>,
-    certificates: Arc<Certificates>,
-    tls: Arc<rustls::ServerConfig>,
-    reload_interval: Duration,
-    limits: Limits,
-    observer: Observer,
-}
-
 impl WebhookServer {
     /// A builder with no webhook, no certificate, and the default limits.
     pub fn builder() -> WebhookServerBuilder {
@@ -436,48 +420,5 @@ impl WebhookServer {
         stop: tokio_util::sync::CancellationToken,
     ) {
         serve::serve(Arc::clone(&self.inner), listener, stop).await;
-    }
-}
-
-/// A request in flight, as the metrics count it: its end when dropped.
-struct InFlight {
-    #[cfg(feature = "metrics")]
-    _gauge: Option<crate::metrics::InFlight>,
-}
-
-/// Where the server records what it does: the metrics when there are some.
-#[derive(Clone, Default)]
-struct Observer {
-    #[cfg(feature = "metrics")]
-    metrics: Option<WebhookMetrics>,
-}
-
-impl Observer {
-    /// A request to `webhook` started; the returned guard marks its end when dropped.
-    fn started(&self, webhook: &str) -> InFlight {
-        #[cfg(not(feature = "metrics"))]
-        let _ = webhook;
-        InFlight {
-            #[cfg(feature = "metrics")]
-            _gauge: self.metrics.as_ref().map(|m| m.started(webhook)),
-        }
-    }
-
-    fn answered(&self, webhook: &str, outcome: crate::handler::Outcome, took: Duration) {
-        #[cfg(feature = "metrics")]
-        if let Some(metrics) = &self.metrics {
-            metrics.answered(webhook, 200, outcome.as_str(), took);
-        }
-        #[cfg(not(feature = "metrics"))]
-        let _ = (webhook, outcome, took);
-    }
-
-    fn certificate_read(&self, loaded: bool) {
-        #[cfg(feature = "metrics")]
-        if let Some(metrics) = &self.metrics {
-            metrics.certificate_read(loaded);
-        }
-        #[cfg(not(feature = "metrics"))]
-        let _ = loaded;
     }
 }

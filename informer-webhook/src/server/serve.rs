@@ -14,7 +14,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::Inner;
+use super::shared::Inner;
 use crate::tls::Reload;
 
 /// HTTP/2 streams one connection may have open: Go's `http2.Server` default.
@@ -101,7 +101,8 @@ fn observe(inner: &Inner, reload: &Reload) {
     match reload {
         Reload::Unchanged => {}
         Reload::Loaded => {
-            tracing::info!(certificates = ?inner.certificates, "webhook server: serving certificate loaded")
+            let certificates = &inner.certificates;
+            tracing::info!(?certificates, "webhook server: serving certificate loaded");
         }
         Reload::Failed(error) if inner.certificates.is_loaded() => tracing::warn!(
             "webhook server: the serving certificate did not reload, the previous one serves on: {error}"
