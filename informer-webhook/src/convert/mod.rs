@@ -116,9 +116,35 @@
 //!
 //! # For a derive
 //!
-//! Everything a version needs is [`Version`], which `#[derive(Informer)]` types have; a derive
-//! that knows a kind's versions and its hub can emit the `Converter::<Hub>::new().spoke::<..>()`
-//! chain as a function of the hub.
+//! Everything a version needs is [`Version`], which `#[derive(Informer)]` types have. A kind's
+//! hub may implement [`Hub`], naming its spokes once: then
+//! [`Conversions::hub`] registers the kind. That impl is what a derive (or a generator) that
+//! knows a kind's versions emits:
+//!
+//! ```
+//! # use informer_webhook::convert::{Conversions, Converter, Hub};
+//! # mod v1 {
+//! #     #[derive(Clone, Debug, serde::Deserialize, informer_derive::Informer)]
+//! #     #[informer(group = "example.com", version = "v1", storage = false)]
+//! #     pub struct Widget { pub metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta }
+//! # }
+//! # mod v2 {
+//! #     #[derive(Clone, Debug, serde::Deserialize, informer_derive::Informer)]
+//! #     #[informer(group = "example.com", version = "v2")]
+//! #     pub struct Widget { pub metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta }
+//! # }
+//! # impl From<v1::Widget> for v2::Widget { fn from(w: v1::Widget) -> Self { Self { metadata: w.metadata } } }
+//! # impl From<v2::Widget> for v1::Widget { fn from(w: v2::Widget) -> Self { Self { metadata: w.metadata } } }
+//! #[automatically_derived]
+//! impl informer_webhook::convert::Hub for v2::Widget {
+//!     fn converter() -> informer_webhook::convert::Converter<Self> {
+//!         informer_webhook::convert::Converter::new().spoke::<v1::Widget>()
+//!     }
+//! }
+//!
+//! let conversions = Conversions::new().hub::<v2::Widget>();
+//! # let _ = conversions;
+//! ```
 
 mod lost;
 
@@ -145,6 +171,13 @@ pub trait Version:
 impl<T: k8s_openapi::Resource + Serialize + DeserializeOwned + Send + Sync + 'static> Version
     for T
 {
+}
+
+/// The hub version of a kind that names its spokes: what a derive emits for a kind's hub, so
+/// that [`Conversions::hub`] registers the kind; see [for a derive](self#for-a-derive).
+pub trait Hub: Version + Sized {
+    /// The kind's converter: this hub and every spoke.
+    fn converter() -> Converter<Self>;
 }
 
 /// Why an object did not convert. Each message names the object's version and what to fix.
@@ -532,6 +565,11 @@ impl Conversions {
     pub fn kind<H: Version>(mut self, converter: Converter<H>) -> Self {
         self.kinds.insert((H::GROUP.to_owned(), H::KIND.to_owned()), Arc::new(converter));
         self
+    }
+
+    /// Adds the converter of the kind whose hub is `H` ([`Hub::converter`]).
+    pub fn hub<H: Hub>(self) -> Self {
+        self.kind(H::converter())
     }
 
     /// Converts every object of `request`, or fails whole at the first that does not convert,

@@ -131,8 +131,15 @@ fn converter() -> Converter<v2::Widget> {
     Converter::<v2::Widget>::new().spoke::<v1::Widget>().spoke::<v1alpha1::Widget>()
 }
 
+/// As a derive would emit it for the hub.
+impl Hub for v2::Widget {
+    fn converter() -> Converter<Self> {
+        converter()
+    }
+}
+
 fn conversions() -> Conversions {
-    Conversions::new().kind(converter())
+    Conversions::new().hub::<v2::Widget>()
 }
 
 fn hub_object() -> Value {
