@@ -273,7 +273,7 @@ impl WebhookServerBuilder {
         let mut webhooks = HashMap::new();
         for (path, webhook) in self.webhooks {
             let reason = if !path.starts_with('/') {
-                Some("a path starts with /")
+                Some("it does not start with /")
             } else if answer::OWN_PATHS.contains(&path.as_str()) {
                 Some("the server answers it itself (health and readiness)")
             } else if webhooks.contains_key(path.as_str()) {
@@ -298,7 +298,7 @@ impl WebhookServerBuilder {
                 return Err(BuildError::Limit(name));
             }
         }
-        let certificates = Arc::new(Certificates::new(source.clone()));
+        let certificates = Arc::new(Certificates::new(source));
         certificates.load_pem()?;
         let tls = Arc::new(certificates.server_config()?);
         Ok(WebhookServer {
@@ -420,5 +420,53 @@ impl WebhookServer {
         stop: tokio_util::sync::CancellationToken,
     ) {
         serve::serve(Arc::clone(&self.inner), listener, stop).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use serde_json::Value;
+
+    use super::*;
+
+    fn validating(builder: WebhookServerBuilder, path: &str) -> WebhookServerBuilder {
+        builder.validating(path, |request: AdmissionRequest<Value>| async move {
+            Ok::<_, Infallible>(request.allow())
+        })
+    }
+
+    fn error(builder: WebhookServerBuilder) -> String {
+        builder.build().map(|_| ()).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_server_without_a_certificate_or_with_a_bad_path_or_limit_is_refused_naming_it() {
+        let no_certificate = validating(WebhookServer::builder(), "/v");
+        assert!(error(no_certificate).contains("call certificate_files(cert, key)"));
+        let files = || WebhookServer::builder().certificate_files("/no/tls.crt", "/no/tls.key");
+        assert_eq!(
+            error(validating(files(), "validate")),
+            r#"webhook path "validate": it does not start with /"#
+        );
+        assert_eq!(
+            error(validating(validating(files(), "/v"), "/v")),
+            r#"webhook path "/v": it is given twice"#
+        );
+        assert!(error(validating(files(), "/healthz")).contains("the server answers it itself"));
+        assert_eq!(error(files().max_body_bytes(0)), "max_body_bytes must be above zero");
+        assert_eq!(
+            error(files().request_timeout(Duration::ZERO)),
+            "request_timeout must be above zero"
+        );
+        // Files are read when the server serves: missing ones do not fail the build.
+        assert!(validating(files(), "/v").build().is_ok());
+    }
+
+    #[test]
+    fn pem_that_does_not_load_is_refused_at_build_naming_what_is_wrong() {
+        let message = error(WebhookServer::builder().certificate_pem("not pem", "not pem"));
+        assert!(message.contains("the certificate PEM holds no PEM certificate"), "{message}");
     }
 }
