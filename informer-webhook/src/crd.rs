@@ -1,6 +1,8 @@
 //! The CRD's `spec.conversion` stanza that sends its conversions to a webhook: what a kind
 //! with [`Conversions`](crate::convert::Conversions) installs with its
-//! `CustomResourceDefinition`.
+//! `CustomResourceDefinition`. The same [`WebhookTarget`] writes the `clientConfig` of a
+//! `ValidatingWebhookConfiguration`'s or `MutatingWebhookConfiguration`'s webhooks
+//! ([`WebhookTarget::admission_client_config`]).
 //!
 //! ```
 //! use informer_webhook::crd::{WebhookTarget, with_conversion_webhook};
@@ -23,6 +25,7 @@
 //! ```
 
 use k8s_openapi::ByteString;
+use k8s_openapi::api::admissionregistration::v1 as admission;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceConversion, CustomResourceDefinition, ServiceReference, WebhookClientConfig,
     WebhookConversion,
@@ -76,7 +79,30 @@ impl WebhookTarget {
         self
     }
 
-    /// The `WebhookClientConfig` with `ca_bundle` (PEM) as the CA the API server trusts for it.
+    /// The `clientConfig` of an admission webhook (`admissionregistration.k8s.io/v1`
+    /// `WebhookClientConfig`), with `ca_bundle` (PEM) as the CA the API server trusts for it.
+    #[must_use]
+    pub fn admission_client_config(&self, ca_bundle: &[u8]) -> admission::WebhookClientConfig {
+        let ca_bundle = Some(ByteString(ca_bundle.to_vec()));
+        match self {
+            Self::Service { namespace, name, path, port } => admission::WebhookClientConfig {
+                ca_bundle,
+                service: Some(admission::ServiceReference {
+                    name: name.clone(),
+                    namespace: namespace.clone(),
+                    path: path.clone(),
+                    port: *port,
+                }),
+                url: None,
+            },
+            Self::Url(url) => {
+                admission::WebhookClientConfig { ca_bundle, service: None, url: Some(url.clone()) }
+            }
+        }
+    }
+
+    /// The `clientConfig` of a CRD's conversion webhook (`apiextensions.k8s.io/v1`
+    /// `WebhookClientConfig`), with `ca_bundle` (PEM) as the CA the API server trusts for it.
     #[must_use]
     pub fn client_config(&self, ca_bundle: &[u8]) -> WebhookClientConfig {
         let ca_bundle = Some(ByteString(ca_bundle.to_vec()));
@@ -146,5 +172,9 @@ mod tests {
         assert_eq!(service.port, Some(8443));
         assert_eq!(service.path.as_deref(), Some("/convert"));
         assert!(config.url.is_none());
+        let admission =
+            WebhookTarget::url("https://127.0.0.1:9443/validate").admission_client_config(b"CA");
+        assert_eq!(admission.url.as_deref(), Some("https://127.0.0.1:9443/validate"));
+        assert_eq!(admission.ca_bundle.map(|b| b.0), Some(b"CA".to_vec()));
     }
 }
