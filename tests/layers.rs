@@ -35,8 +35,13 @@ mod layers;
 use std::path::Path;
 
 /// The crates whose layers are checked, each a folder of the workspace.
-const CRATES: &[&str] =
-    &["informer-runtime", "informer-client", "informer-controller", "embedded-apiserver"];
+const CRATES: &[&str] = &[
+    "informer-runtime",
+    "informer-client",
+    "informer-controller",
+    "embedded-apiserver",
+    "informer-webhook",
+];
 
 #[test]
 fn imports_point_down_the_layers_and_close_no_circle() {

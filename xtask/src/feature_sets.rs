@@ -20,7 +20,7 @@ struct FeatureSet {
     args: &'static [&'static str],
 }
 
-const SETS: [FeatureSet; 5] = [
+const SETS: [FeatureSet; 6] = [
     FeatureSet {
         what: "informers over this project's HTTP client",
         dependencies: "`informer-runtime`, `informer-client`",
@@ -30,6 +30,20 @@ const SETS: [FeatureSet; 5] = [
         what: "the same, with controllers",
         dependencies: "and `informer-controller`",
         args: &["-p", "informer-runtime", "-p", "informer-client", "-p", "informer-controller"],
+    },
+    FeatureSet {
+        what: "the same, with admission and conversion webhooks",
+        dependencies: "and `informer-webhook`",
+        args: &[
+            "-p",
+            "informer-runtime",
+            "-p",
+            "informer-client",
+            "-p",
+            "informer-controller",
+            "-p",
+            "informer-webhook",
+        ],
     },
     FeatureSet {
         what: "informers over a kube-rs `kube::Client`",

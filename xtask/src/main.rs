@@ -140,6 +140,8 @@ fn ci() -> Result<(), String> {
             "informer-controller",
             "--package",
             "embedded-apiserver",
+            "--package",
+            "informer-webhook",
         ];
         cargo(&[&["check"][..], &packages, &["--features", &feature]].concat(), &[])?;
     }
