@@ -168,19 +168,21 @@
 //!
 //! - `util`, `status`, `error`, `traffic`: helpers (times, base64, names), the `Status` errors
 //!   the API answers, the crate's [`Error`], and the [`Traffic`] counters
-//! - `field_labels`, `catalog`, `storage`, `kubelet_logs`, `query`, `patch`, `propagation`, `managed_fields`, `served`:
+//! - `field_labels`, `catalog`, `storage`, `kubelet_logs`, `query`, `patch`, `propagation`, `managed_fields`, `served`, `webhook_config`:
 //!   the resource types and their field labels, the versioned object store, the containers'
 //!   log text, list and watch parameters with their selectors, patches, field ownership
-//!   (server-side apply), deletion's propagation policies, and an object as it is served
-//! - `auth`, `tls`, `faults`, `disrupt`: authentication, the server's certificates, and the
-//!   faults a test injects
-//! - `printers`, `table`, `render`, `discovery`, `crd`, `watch_hub`: responses (tables,
-//!   metadata, lists), discovery documents, CRDs turned into resource types, and the fan-out of
-//!   each change to the open watches
+//!   (server-side apply), deletion's propagation policies, an object as it is served, and
+//!   webhook configurations (admission and CRD conversion) with their match rules
+//! - `auth`, `tls`, `faults`, `disrupt`, `webhook_client`: authentication, the server's
+//!   certificates, the faults a test injects, and the HTTPS client that calls webhooks
+//! - `printers`, `table`, `render`, `discovery`, `crd`, `watch_hub`, `admission`, `conversion`:
+//!   responses (tables, metadata, lists), discovery documents, CRDs turned into resource types,
+//!   the fan-out of each change to the open watches, admission webhook calls, and CRD
+//!   conversion webhook calls
 //! - `state`: the shared state behind one lock
-//! - `list`, `registry`, `watch`, `subresources`, `pod_logs`, `garbage_collector`: the verbs:
-//!   lists, gets and writes, watches; scale and eviction; pod logs; and the collection of
-//!   dependents whose owners are gone
+//! - `list`, `registry`, `watch`, `subresources`, `pod_logs`, `garbage_collector`, `admitted`:
+//!   the verbs: lists, gets and writes, watches; scale and eviction; pod logs; the collection
+//!   of dependents whose owners are gone; and writes that webhooks take part in
 //! - `connection`, `router`: one connection served with its bounds, and each request routed to
 //!   its verb
 //! - `serving`, `handle`: the accept loop with its restarts, and the [`ServerHandle`] tests drive
@@ -189,9 +191,12 @@
 //! - `scenario`: the test kit: a controller's replicas under seeded faults
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
+mod admission;
+mod admitted;
 mod auth;
 mod catalog;
 mod connection;
+mod conversion;
 mod crd;
 mod discovery;
 mod disrupt;
@@ -228,6 +233,8 @@ mod traffic;
 mod util;
 mod watch;
 mod watch_hub;
+mod webhook_client;
+mod webhook_config;
 
 pub use auth::{Authentication, ClientCertificate};
 pub use catalog::ResourceType;
