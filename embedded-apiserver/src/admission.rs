@@ -163,7 +163,8 @@ fn fail(hook: &Webhook, reason: &str) -> Result<(), ApiError> {
         tracing::warn!(webhook = %hook.name, %configuration, %error, "failed calling webhook, failing open");
         return Ok(());
     }
-    let mut status = ApiError::new(500, "InternalError", format!("Internal error occurred: {error}"));
+    let mut status =
+        ApiError::new(500, "InternalError", format!("Internal error occurred: {error}"));
     status.causes = vec![Cause { reason: String::new(), message: error, field: String::new() }];
     Err(status)
 }
@@ -191,7 +192,8 @@ async fn call(
         return (Err(Failure::Error(ApiError::bad_request(message))), Vec::new());
     }
     // `CreateAdmissionObjects`: the first version of the webhook's list this server speaks.
-    let Some(version) = hook.review_versions.iter().find(|v| matches!(v.as_str(), "v1" | "v1beta1"))
+    let Some(version) =
+        hook.review_versions.iter().find(|v| matches!(v.as_str(), "v1" | "v1beta1"))
     else {
         let reason = "could not create admission objects: webhook does not accept known \
                       AdmissionReview versions (v1, v1beta1)";
@@ -202,11 +204,21 @@ async fn call(
     let body = request.to_string().into_bytes();
     let reply = match client.post(&hook.client, body, hook.timeout).await {
         Ok(reply) => reply,
-        Err(reason) => return (Err(Failure::Calling(format!("failed to call webhook: {reason}"))), Vec::new()),
+        Err(reason) => {
+            return (
+                Err(Failure::Calling(format!("failed to call webhook: {reason}"))),
+                Vec::new(),
+            );
+        }
     };
     let answer = match decode(&reply) {
         Ok(answer) => answer,
-        Err(reason) => return (Err(Failure::Calling(format!("failed to call webhook: {reason}"))), Vec::new()),
+        Err(reason) => {
+            return (
+                Err(Failure::Calling(format!("failed to call webhook: {reason}"))),
+                Vec::new(),
+            );
+        }
     };
     match verify(version, &uid, mutating, &answer) {
         Ok((answer, warnings)) => {
@@ -310,7 +322,7 @@ fn verify(
         }
     } else if patch.is_some() {
         // v1beta1 answers were never checked for a patch type: JSON patch is the only one.
-        patch_type_text = "JSONPatch".to_owned();
+        "JSONPatch".clone_into(&mut patch_type_text);
     }
     let warnings = response
         .get("warnings")
@@ -348,11 +360,19 @@ fn patched(hook: &Webhook, review: &Review<'_>, answer: &Answer) -> Result<Optio
     }
     let mut object = object.clone();
     json_patch(&mut object, &patch).map_err(|why| {
-        Failure::Error(ApiError::new(500, "InternalError", format!("Internal error occurred: {why}")))
+        Failure::Error(ApiError::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {why}"),
+        ))
     })?;
     if !object.is_object() {
         let why = "the patched object is not a JSON object";
-        return Err(Failure::Error(ApiError::new(500, "InternalError", format!("Internal error occurred: {why}"))));
+        return Err(Failure::Error(ApiError::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {why}"),
+        )));
     }
     Ok(Some(object))
 }
@@ -374,14 +394,16 @@ fn denied(webhook: &str, status: Option<&Value>) -> ApiError {
     let code = u16::try_from(code).ok().filter(|&c| c >= 400).unwrap_or(400);
     let mut error = ApiError::new(code, text("reason"), message);
     if let Some(details) = status.get("details").filter(|d| d.is_object()) {
-        let field = |key: &str| details.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let field =
+            |key: &str| details.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
         error.details = Some(Box::new((field("name"), field("group"), field("kind"))));
         let causes = details.get("causes").and_then(Value::as_array);
         error.causes = causes
             .into_iter()
             .flatten()
             .map(|c| {
-                let field = |key: &str| c.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+                let field =
+                    |key: &str| c.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
                 Cause { reason: field("reason"), message: field("message"), field: field("field") }
             })
             .collect();
@@ -476,7 +498,10 @@ mod tests {
     /// `TestToStatusErr` in kube's `errors/statuserror_test.go`.
     #[test]
     fn denials_read_as_kube_apiserver_words_them() {
-        let denial = denied("w.example.com", Some(&json!({"message": "no", "code": 403, "reason": "Forbidden"})));
+        let denial = denied(
+            "w.example.com",
+            Some(&json!({"message": "no", "code": 403, "reason": "Forbidden"})),
+        );
         assert_eq!(
             (denial.code, denial.reason.as_str(), denial.message.as_str()),
             (403, "Forbidden", "admission webhook \"w.example.com\" denied the request: no")
@@ -486,7 +511,10 @@ mod tests {
             (reason_only.code, reason_only.message.as_str()),
             (400, "admission webhook \"w\" denied the request: because")
         );
-        assert_eq!(denied("w", None).message, "admission webhook \"w\" denied the request without explanation");
+        assert_eq!(
+            denied("w", None).message,
+            "admission webhook \"w\" denied the request without explanation"
+        );
     }
 
     /// kube's `TestAddWarning` cases of deduplication and truncation (`warning_test.go`).
@@ -532,6 +560,9 @@ mod tests {
             verify("v1", "u", true, &patching).err().unwrap(),
             "webhook returned response.patch but not response.patchType"
         );
-        assert_eq!(verify("v1", "u", true, &json!({})).err().unwrap(), "webhook response was absent");
+        assert_eq!(
+            verify("v1", "u", true, &json!({})).err().unwrap(),
+            "webhook response was absent"
+        );
     }
 }

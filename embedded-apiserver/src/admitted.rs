@@ -217,7 +217,11 @@ impl Write<'_> {
     /// # Errors
     ///
     /// The registry's, the webhooks' and the conversion's.
-    pub(crate) async fn create(&self, obj: Value, warnings: &mut Warnings) -> Result<Value, ApiError> {
+    pub(crate) async fn create(
+        &self,
+        obj: Value,
+        warnings: &mut Warnings,
+    ) -> Result<Value, ApiError> {
         let obj = self.typed(obj)?;
         self.create_admitted(obj, false, warnings).await
     }
@@ -269,7 +273,11 @@ impl Write<'_> {
     /// # Errors
     ///
     /// The registry's, the webhooks' and the conversion's; `409` when the object kept changing.
-    pub(crate) async fn update(&self, obj: Value, warnings: &mut Warnings) -> Result<Value, ApiError> {
+    pub(crate) async fn update(
+        &self,
+        obj: Value,
+        warnings: &mut Warnings,
+    ) -> Result<Value, ApiError> {
         let obj = self.typed(obj)?;
         for _ in 0..ATTEMPTS {
             let (existing, hooks) = self.existing()?;
@@ -426,7 +434,8 @@ impl Write<'_> {
         };
         let existing = existing.ok_or_else(|| self.not_found())?;
         self.admit_delete(self.name, Value::clone(&existing), &hooks, options, warnings).await?;
-        let deleted = registry::delete(&mut *self.state()?, self.scope(), self.name, options, self.dry_run)?;
+        let deleted =
+            registry::delete(&mut *self.state()?, self.scope(), self.name, options, self.dry_run)?;
         Ok(match deleted {
             Deleted::Object(obj) => Deleted::Object(self.to_request(obj).await?),
             status @ Deleted::Status(_) => status,
@@ -487,7 +496,8 @@ impl Write<'_> {
         for obj in items {
             let name = meta_str(&obj, "name").to_owned();
             let namespace = meta_str(&obj, "namespace").to_owned();
-            let admitted = self.admit_delete("", Value::clone(&obj), &hooks, options, warnings).await;
+            let admitted =
+                self.admit_delete("", Value::clone(&obj), &hooks, options, warnings).await;
             if let Err(error) = admitted {
                 first_error.get_or_insert(error);
                 continue;
@@ -496,7 +506,8 @@ impl Write<'_> {
                 resource: self.resource,
                 namespace: self.namespace.map(|_| namespace.as_str()),
             };
-            let outcome = registry::delete(&mut *self.state()?, scope, &name, options, self.dry_run);
+            let outcome =
+                registry::delete(&mut *self.state()?, scope, &name, options, self.dry_run);
             match outcome {
                 Ok(Deleted::Object(obj)) => deleted.push(Arc::new(obj)),
                 Ok(Deleted::Status(_)) => deleted.push(obj),

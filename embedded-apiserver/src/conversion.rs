@@ -65,8 +65,10 @@ pub(crate) async fn convert(
     };
     let Some(&first) = pending.first() else { return Ok(objects) };
     let from = gvk_of(&objects[first]);
-    let failed = |why: String| ApiError::internal(format!("conversion webhook for {from} failed: {why}"));
-    let Some(version) = webhook.review_versions.iter().find(|v| matches!(v.as_str(), "v1" | "v1beta1"))
+    let failed =
+        |why: String| ApiError::internal(format!("conversion webhook for {from} failed: {why}"));
+    let Some(version) =
+        webhook.review_versions.iter().find(|v| matches!(v.as_str(), "v1" | "v1beta1"))
     else {
         return Err(ApiError::internal("no supported conversion review versions"));
     };
@@ -139,7 +141,9 @@ fn checked(
     index: usize,
     single: bool,
 ) -> Result<Value, String> {
-    let invalid = if single { "returned invalid object at index 0".to_owned() } else {
+    let invalid = if single {
+        "returned invalid object at index 0".to_owned()
+    } else {
         format!("returned invalid converted object at index {index}")
     };
     if !converted.is_object() {
@@ -147,7 +151,9 @@ fn checked(
     }
     let api_version = converted.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
     if api_version != to {
-        return Err(format!("{invalid}: invalid groupVersion (expected {to}, received {api_version})"));
+        return Err(format!(
+            "{invalid}: invalid groupVersion (expected {to}, received {api_version})"
+        ));
     }
     let kind = |obj: &Value| obj.get("kind").and_then(Value::as_str).unwrap_or_default().to_owned();
     let (expected, got) = (kind(original), kind(&converted));
@@ -156,9 +162,14 @@ fn checked(
     }
     // `validateConvertedObject`.
     let meta = |obj: &Value, field: &str| {
-        obj.pointer(&format!("/metadata/{field}")).and_then(Value::as_str).unwrap_or_default().to_owned()
+        obj.pointer(&format!("/metadata/{field}"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
     };
-    let prefix = if single { "returned invalid object".to_owned() } else {
+    let prefix = if single {
+        "returned invalid object".to_owned()
+    } else {
         format!("returned invalid converted object at index {index}")
     };
     for (field, label) in [("name", "name"), ("namespace", "namespace"), ("uid", "UID")] {
@@ -244,7 +255,8 @@ impl Converter {
     /// As [`convert`].
     pub(crate) async fn object(&self, obj: &Object) -> Result<Object, ApiError> {
         let to = self.resource.api_version();
-        let mut converted = convert(&self.client, &self.resource, vec![Value::clone(obj)], &to).await?;
+        let mut converted =
+            convert(&self.client, &self.resource, vec![Value::clone(obj)], &to).await?;
         Ok(Arc::new(converted.pop().unwrap_or(Value::Object(Map::new()))))
     }
 }
@@ -266,7 +278,8 @@ mod tests {
             out["metadata"],
             json!({"name": "a", "uid": "u", "resourceVersion": "5", "annotations": {"b": "2"}})
         );
-        let renamed = json!({"apiVersion": "e.com/v2", "kind": "W", "metadata": {"name": "b", "uid": "u"}});
+        let renamed =
+            json!({"apiVersion": "e.com/v2", "kind": "W", "metadata": {"name": "b", "uid": "u"}});
         assert_eq!(
             checked(&original, renamed, "e.com/v2", 0, true).unwrap_err(),
             "returned invalid object: must have the same name: a != b"

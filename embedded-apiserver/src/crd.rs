@@ -176,7 +176,7 @@ pub(crate) fn resources(crd: &Value) -> Vec<ApiResource> {
             resource.columns = printer_columns(version);
             resource.crd = Some(name.clone());
             resource.scale = scale;
-            resource.conversion = conversion.clone();
+            resource.conversion.clone_from(&conversion);
             resource.crd_uid =
                 crd.pointer("/metadata/uid").and_then(Value::as_str).map(str::to_owned);
             resource

@@ -119,8 +119,26 @@
 //!   finalizers; the dependents of a deleted owner, and objects whose owners are all absent,
 //!   are deleted shortly after (wait for it with [`testing::eventually`]), each change a write
 //!   that watches see.
+//! - **Webhooks**, called as kube-apiserver calls them, over HTTPS trusting each
+//!   configuration's `caBundle`: `MutatingWebhookConfiguration` and
+//!   `ValidatingWebhookConfiguration` (`admissionregistration.k8s.io/v1`, defaulted and
+//!   validated) make creates, updates, patches, deletes and `/status` writes call the webhooks
+//!   whose rules (operations, resources with subresources, scope), namespace selector and
+//!   object selector select them: mutating ones in turn, their JSON patches applied, then
+//!   validating ones together, each within its `timeoutSeconds`. Denials, `failurePolicy`
+//!   `Fail` and `Ignore`, dry runs and warnings (`Warning` headers) are answered in
+//!   kube-apiserver's words (`admission webhook "NAME" denied the request: ...`,
+//!   `Internal error occurred: failed calling webhook "NAME": failed to call webhook: Post
+//!   "URL?timeout=10s": ...`). A CRD whose `spec.conversion.strategy` is `Webhook` has its
+//!   objects converted by its webhook (`ConversionReview` v1 or v1beta1; a list in one
+//!   review) when they are read or written in a version other than the storage version. A
+//!   `clientConfig.service` is reached at the address a test gives it
+//!   ([`Config::webhook_service_address`]). Not done: `reinvocationPolicy`, `matchConditions`,
+//!   `matchPolicy: Equivalent` (matched as `Exact`), and admission of the writes of the
+//!   [`ServerHandle`], of `/scale` and `/eviction`, and of the server's own controllers.
 //!
-//! Not simulated: authorization (whoever authenticates may do anything), admission, schema validation and
+//! Not simulated: authorization (whoever authenticates may do anything), admission plugins
+//! other than webhooks, schema validation and
 //! defaulting (`fieldValidation` is accepted and ignored), controllers
 //! (a deleted namespace goes at once, as if its controller had run), managedFields, protobuf
 //! and YAML bodies, aggregated discovery, the printers of the other built-ins, websockets.

@@ -21,7 +21,11 @@
 //! collector (`garbage_collector.rs`, kube-controller-manager's part), which also deletes the
 //! dependents of deleted owners and objects whose owners are all absent.
 //!
-//! Not done: schema validation and defaulting, admission, graceful pod termination (pods go at
+//! Admission and conversion webhooks take part in a write through `admitted.rs`, which calls
+//! these verbs as dry runs and stores what they made with [`commit_created`] and
+//! [`commit_updated`].
+//!
+//! Not done: schema validation and defaulting, graceful pod termination (pods go at
 //! once), CRD list types from `x-kubernetes-list-type` (a custom resource's lists are atomic to
 //! server-side apply), the cap of ten `Update` managers.
 
@@ -767,7 +771,10 @@ fn prepare(
             crd::validate(obj)?;
             crd::set_status(obj, previous);
         }
-        (webhook_config::GROUP, plural @ (webhook_config::MUTATING | webhook_config::VALIDATING)) => {
+        (
+            webhook_config::GROUP,
+            plural @ (webhook_config::MUTATING | webhook_config::VALIDATING),
+        ) => {
             webhook_config::prepare(obj, plural == webhook_config::MUTATING)?;
         }
         _ => {}

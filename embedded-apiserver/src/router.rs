@@ -29,12 +29,12 @@ use futures::{FutureExt, StreamExt};
 use parking_lot::MutexGuard;
 use serde_json::{Value, json};
 
-use crate::catalog::ApiResource;
-use crate::discovery;
-use crate::disrupt::disrupt;
 use crate::admission::Warnings;
 use crate::admitted::{self, Write};
+use crate::catalog::ApiResource;
 use crate::conversion::{self, Converter};
+use crate::discovery;
+use crate::disrupt::disrupt;
 use crate::list;
 use crate::patch::PatchKind;
 use crate::pod_logs;

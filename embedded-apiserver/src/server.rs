@@ -365,7 +365,12 @@ impl Config {
     /// ```
     #[doc(alias = "ServiceResolver")]
     #[must_use]
-    pub fn webhook_service_address(mut self, namespace: &str, name: &str, addr: SocketAddr) -> Self {
+    pub fn webhook_service_address(
+        mut self,
+        namespace: &str,
+        name: &str,
+        addr: SocketAddr,
+    ) -> Self {
         self.webhook_services.insert((namespace.to_owned(), name.to_owned()), addr);
         self
     }

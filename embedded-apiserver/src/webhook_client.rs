@@ -16,6 +16,7 @@
 //! system's roots); HTTP/2 is never offered (kube-apiserver offers it to loopback URLs).
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -174,7 +175,9 @@ async fn exchange(
         let (parts, body) = response.into_parts();
         let body = axum::body::to_bytes(Body::new(body), MAX_RESPONSE).await.map_err(|e| {
             if e.to_string().contains("length limit") {
-                format!("the response is larger than {MAX_RESPONSE} bytes, the most this server reads")
+                format!(
+                    "the response is larger than {MAX_RESPONSE} bytes, the most this server reads"
+                )
             } else {
                 "unexpected EOF".to_owned()
             }
@@ -243,16 +246,46 @@ fn tls_error(error: &std::io::Error, server_name: &str) -> String {
             "tls: failed to verify certificate: x509: certificate signed by unknown authority"
                 .to_owned()
         }
+        Some(rustls::Error::InvalidCertificate(Cert::NotValidForNameContext {
+            presented, ..
+        })) => {
+            format!("tls: failed to verify certificate: {}", hostname_error(server_name, presented))
+        }
+        Some(rustls::Error::InvalidCertificate(Cert::NotValidForName)) => {
+            format!("tls: failed to verify certificate: {}", hostname_error(server_name, &[]))
+        }
         Some(rustls::Error::InvalidCertificate(
-            Cert::NotValidForName | Cert::NotValidForNameContext { .. },
-        )) => format!("tls: failed to verify certificate: x509: certificate is not valid for {server_name}"),
-        Some(rustls::Error::InvalidCertificate(
-            Cert::Expired | Cert::ExpiredContext { .. } | Cert::NotValidYet | Cert::NotValidYetContext { .. },
-        )) => "tls: failed to verify certificate: x509: certificate has expired or is not yet valid"
-            .to_owned(),
+            Cert::Expired
+            | Cert::ExpiredContext { .. }
+            | Cert::NotValidYet
+            | Cert::NotValidYetContext { .. },
+        )) => {
+            "tls: failed to verify certificate: x509: certificate has expired or is not yet valid"
+                .to_owned()
+        }
         Some(other) => format!("tls: {other}"),
         None if error.kind() == std::io::ErrorKind::UnexpectedEof => "EOF".to_owned(),
         None => error.to_string(),
+    }
+}
+
+/// Go's `x509.HostnameError` for `host`, from the names the certificate presents (rustls
+/// writes them `DnsName("...")` and `IpAddress(...)`): the names of the kind `host` is.
+fn hostname_error(host: &str, presented: &[String]) -> String {
+    let ip = host.parse::<std::net::IpAddr>().is_ok();
+    let (prefix, suffix) = if ip { ("IpAddress(", ")") } else { ("DnsName(\"", "\")") };
+    let names: Vec<&str> = presented
+        .iter()
+        .filter_map(|name| name.strip_prefix(prefix)?.strip_suffix(suffix))
+        .collect();
+    match (ip, names.is_empty()) {
+        (true, true) => format!(
+            "x509: cannot validate certificate for {host} because it doesn't contain any IP SANs"
+        ),
+        (false, true) => {
+            format!("x509: certificate is not valid for any names, but wanted to match {host}")
+        }
+        (_, false) => format!("x509: certificate is valid for {}, not {host}", names.join(", ")),
     }
 }
 
@@ -281,14 +314,19 @@ fn go_duration(d: Duration) -> String {
 ///
 /// The error text client-go would return.
 pub(crate) fn decode(reply: &Reply) -> Result<Value, String> {
-    let media = reply.content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let media =
+        reply.content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
     if !(200..=206).contains(&reply.status) {
         // A failing `Status` in the body is the error (`Result.Error`).
         if let Ok(status) = serde_json::from_slice::<Value>(&reply.body)
             && status.get("kind").and_then(Value::as_str) == Some("Status")
             && status.get("status").and_then(Value::as_str) == Some("Failure")
         {
-            return Err(status.get("message").and_then(Value::as_str).unwrap_or_default().to_owned());
+            return Err(status
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned());
         }
         let text = media.is_empty() || media.starts_with("text/");
         let message = if text {
@@ -299,7 +337,8 @@ pub(crate) fn decode(reply: &Reply) -> Result<Value, String> {
         };
         return Err(generic_server_response(reply.status, &message));
     }
-    let content_type = if reply.content_type.is_empty() { "application/json" } else { &reply.content_type };
+    let content_type =
+        if reply.content_type.is_empty() { "application/json" } else { &reply.content_type };
     if !media.is_empty() && media != "application/json" {
         return Err(format!("serializer for {content_type} doesn't exist"));
     }
@@ -320,12 +359,11 @@ fn generic_server_response(code: u16, server_message: &str) -> String {
         404 => "the server could not find the requested resource".to_owned(),
         400 => "the server rejected our request for an unknown reason".to_owned(),
         401 => "the server has asked for the client to provide credentials".to_owned(),
-        403 | 415 => server_message.to_owned(),
         406 if server_message.is_empty() || server_message == "unknown" => {
             "the server was unable to respond with a content type that the client supports"
                 .to_owned()
         }
-        406 => server_message.to_owned(),
+        403 | 406 | 415 => server_message.to_owned(),
         405 => "the server does not allow this method on the requested resource".to_owned(),
         422 => "the server rejected our request due to an error in our request".to_owned(),
         503 => "the server is currently unable to handle the request".to_owned(),
@@ -338,7 +376,9 @@ fn generic_server_response(code: u16, server_message: &str) -> String {
             "an error on the server ({}) has prevented the request from succeeding",
             go_quote(server_message)
         ),
-        _ => format!("the server responded with the status code {code} but did not return more information"),
+        _ => format!(
+            "the server responded with the status code {code} but did not return more information"
+        ),
     }
 }
 
@@ -353,7 +393,9 @@ pub(crate) fn go_quote(text: &str) -> String {
             '\n' => quoted.push_str("\\n"),
             '\r' => quoted.push_str("\\r"),
             '\t' => quoted.push_str("\\t"),
-            c if c.is_control() => quoted.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c if c.is_control() => {
+                let _ = write!(quoted, "\\x{:02x}", u32::from(c));
+            }
             c => quoted.push(c),
         }
     }
@@ -415,5 +457,18 @@ mod tests {
         assert_eq!(gvk_of(&serde_json::json!({})), "/, Kind=");
         assert_eq!(split_host_port("[::1]:8443"), ("[::1]", 8443));
         assert_eq!(split_host_port("example.com"), ("example.com", 443));
+        let presented = ["DnsName(\"a.svc\")".to_owned(), "IpAddress(127.0.0.1)".to_owned()];
+        assert_eq!(
+            hostname_error("b.svc", &presented),
+            "x509: certificate is valid for a.svc, not b.svc"
+        );
+        assert_eq!(
+            hostname_error("10.0.0.1", &presented),
+            "x509: certificate is valid for 127.0.0.1, not 10.0.0.1"
+        );
+        assert_eq!(
+            hostname_error("10.0.0.1", &presented[..1]),
+            "x509: cannot validate certificate for 10.0.0.1 because it doesn't contain any IP SANs"
+        );
     }
 }

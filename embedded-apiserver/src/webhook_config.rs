@@ -33,6 +33,9 @@ pub(crate) const MUTATING: &str = "mutatingwebhookconfigurations";
 /// The resource of the validating webhook configurations.
 pub(crate) const VALIDATING: &str = "validatingwebhookconfigurations";
 
+/// What `ValidateWebhookURL` appends to its URL errors.
+const FORM: &str = "; desired format: https://host[/path]";
+
 /// The timeout of a webhook that sets none (the v1 default, `SetDefaults_ValidatingWebhook`).
 const DEFAULT_TIMEOUT_SECONDS: i64 = 10;
 
@@ -211,7 +214,8 @@ impl Webhook {
             return Ok(false);
         }
         // `MatchObjectSelector`: the new or the old object's labels.
-        let selected = |obj: Option<&Value>| obj.is_some_and(|o| self.object_selector.matches(&labels(o)));
+        let selected =
+            |obj: Option<&Value>| obj.is_some_and(|o| self.object_selector.matches(&labels(o)));
         if !self.object_selector.empty && !selected(object) && !selected(old) {
             return Ok(false);
         }
@@ -265,10 +269,7 @@ pub(crate) fn labels(obj: &Value) -> BTreeMap<String, String> {
     obj.pointer("/metadata/labels")
         .and_then(Value::as_object)
         .map(|labels| {
-            labels
-                .iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                .collect()
+            labels.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect()
         })
         .unwrap_or_default()
 }
@@ -437,7 +438,8 @@ pub(crate) fn prepare(obj: &mut Value, mutating: bool) -> Result<(), ApiError> {
     if errors.is_empty() {
         return Ok(());
     }
-    let kind = if mutating { "MutatingWebhookConfiguration" } else { "ValidatingWebhookConfiguration" };
+    let kind =
+        if mutating { "MutatingWebhookConfiguration" } else { "ValidatingWebhookConfiguration" };
     let errors: Vec<(&str, &str, String)> =
         errors.iter().map(|(f, r, m)| (f.as_str(), *r, m.clone())).collect();
     Err(ApiError::invalid(kind, GROUP, meta_str(obj, "name"), &errors))
@@ -551,6 +553,29 @@ fn validate_webhook(
             ),
         ));
     }
+    validate_rules(hook, path, errors);
+    for key in ["namespaceSelector", "objectSelector"] {
+        if Selector::parse(hook.get(key)).is_none() {
+            errors.push((
+                format!("{path}.{key}"),
+                "FieldValueInvalid",
+                "Invalid value: the selector does not parse as a metav1.LabelSelector".to_owned(),
+            ));
+        }
+    }
+    match hook.get("clientConfig") {
+        Some(config) => validate_client_config(config, &format!("{path}.clientConfig"), errors),
+        None => errors.push((
+            format!("{path}.clientConfig"),
+            "FieldValueRequired",
+            "Required value: exactly one of url or service is required".to_owned(),
+        )),
+    }
+}
+
+/// A webhook's `rules` (`validateRuleWithOperations`): operations among those that exist,
+/// and groups, versions and resources given.
+fn validate_rules(hook: &Value, path: &str, errors: &mut Vec<(String, &'static str, String)>) {
     for (i, rule) in hook.get("rules").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let operations = rule.get("operations").and_then(Value::as_array);
         if operations.is_none_or(Vec::is_empty) {
@@ -583,23 +608,6 @@ fn validate_webhook(
             }
         }
     }
-    for key in ["namespaceSelector", "objectSelector"] {
-        if Selector::parse(hook.get(key)).is_none() {
-            errors.push((
-                format!("{path}.{key}"),
-                "FieldValueInvalid",
-                "Invalid value: the selector does not parse as a metav1.LabelSelector".to_owned(),
-            ));
-        }
-    }
-    match hook.get("clientConfig") {
-        Some(config) => validate_client_config(config, &format!("{path}.clientConfig"), errors),
-        None => errors.push((
-            format!("{path}.clientConfig"),
-            "FieldValueRequired",
-            "Required value: exactly one of url or service is required".to_owned(),
-        )),
-    }
 }
 
 /// `url` xor `service`, an `https` URL with a host (`ValidateWebhookURL`), a service with a
@@ -614,13 +622,14 @@ fn validate_client_config(
     match (url, service) {
         (Some(url), None) => {
             let url = url.as_str().unwrap_or_default();
-            const FORM: &str = "; desired format: https://host[/path]";
             let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
             if scheme != "https" {
                 errors.push((
                     format!("{path}.url"),
                     "FieldValueInvalid",
-                    format!("Invalid value: {scheme:?}: 'https' is the only allowed URL scheme{FORM}"),
+                    format!(
+                        "Invalid value: {scheme:?}: 'https' is the only allowed URL scheme{FORM}"
+                    ),
                 ));
             }
             let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
@@ -636,7 +645,9 @@ fn validate_client_config(
                 errors.push((
                     format!("{path}.url"),
                     "FieldValueInvalid",
-                    format!("Invalid value: {query:?}: query parameters are not permitted in the URL"),
+                    format!(
+                        "Invalid value: {query:?}: query parameters are not permitted in the URL"
+                    ),
                 ));
             }
         }
@@ -694,13 +705,13 @@ mod tests {
         }
     }
 
-    fn configuration(hook: Value) -> Value {
+    fn configuration(hook: &Value) -> Value {
         let mut obj = json!({"metadata": {"name": "c"}, "webhooks": [hook]});
         prepare(&mut obj, false).unwrap();
         obj
     }
 
-    fn hook(rules: Value) -> Value {
+    fn hook(rules: &Value) -> Value {
         json!({"name": "w.example.com", "sideEffects": "None", "admissionReviewVersions": ["v1"],
                "clientConfig": {"url": "https://127.0.0.1:1/v"}, "rules": rules})
     }
@@ -724,7 +735,7 @@ mod tests {
         for (resource, sub, rule, expected) in cases {
             let rules = json!([{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"],
                                 "resources": [rule]}]);
-            let hooks = webhooks(std::iter::once(&configuration(hook(rules))));
+            let hooks = webhooks(std::iter::once(&configuration(&hook(&rules))));
             let a = attrs(Operation::Create, resource, sub, "ns");
             let got = hooks[0].matches(&a, None, None, None).unwrap();
             assert_eq!(got, expected, "{resource}/{sub} against {rule}");
@@ -735,11 +746,11 @@ mod tests {
     fn operations_scope_and_selectors_decide_too() {
         let rules = json!([{"operations": ["CREATE"], "apiGroups": ["example.com"],
                             "apiVersions": ["v1"], "resources": ["widgets"], "scope": "Namespaced"}]);
-        let mut with_selectors = hook(rules);
+        let mut with_selectors = hook(&rules);
         with_selectors["namespaceSelector"] = json!({"matchLabels": {"team": "a"}});
         with_selectors["objectSelector"] =
             json!({"matchExpressions": [{"key": "skip", "operator": "DoesNotExist"}]});
-        let hooks = webhooks(std::iter::once(&configuration(with_selectors)));
+        let hooks = webhooks(std::iter::once(&configuration(&with_selectors)));
         let hook = &hooks[0];
         let team_a = BTreeMap::from([("team".to_owned(), "a".to_owned())]);
         let in_a = Some(&team_a);

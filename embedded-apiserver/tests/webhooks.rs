@@ -7,6 +7,9 @@
 //! `crd_conversion_webhook.go`), named on each test; the messages are those of the kube-apiserver
 //! sources each module of the server names.
 
+// Helpers outside the `#[test]` functions fail the test on a broken expectation, too.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 mod support;
 
 use std::net::SocketAddr;
@@ -65,7 +68,8 @@ impl WebhookServer {
         let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
         ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
-        let mut leaf = CertificateParams::new(vec!["widget-webhook.webhooks.svc".to_owned()]).unwrap();
+        let mut leaf =
+            CertificateParams::new(vec!["widget-webhook.webhooks.svc".to_owned()]).unwrap();
         leaf.subject_alt_names.push(SanType::IpAddress([127, 0, 0, 1].into()));
         let key = KeyPair::generate().unwrap();
         let cert = leaf.signed_by(&key, &ca).unwrap();
@@ -119,7 +123,8 @@ async fn serve(
     request: hyper::Request<hyper::body::Incoming>,
 ) -> Result<hyper::Response<Body>, std::convert::Infallible> {
     let path = request.uri().path().to_owned();
-    let body = axum::body::to_bytes(Body::new(request.into_body()), 1 << 24).await.unwrap_or_default();
+    let body =
+        axum::body::to_bytes(Body::new(request.into_body()), 1 << 24).await.unwrap_or_default();
     let review: Value = serde_json::from_slice(&body).unwrap_or_default();
     recorded.lock().push((path.clone(), review.clone()));
     match handler(&path, &review) {
@@ -144,8 +149,9 @@ fn allow(review: &Value) -> Answer {
 
 /// A webhook of a configuration: `rules` on `url`, trusting `ca_bundle`, with `extra` fields.
 fn webhook(name: &str, client_config: Value, rules: Value, extra: &Value) -> Value {
-    let mut hook = json!({"name": name, "clientConfig": client_config, "rules": rules,
-                          "sideEffects": "None", "admissionReviewVersions": ["v1"]});
+    let mut hook = json!({"name": name, "sideEffects": "None", "admissionReviewVersions": ["v1"]});
+    hook["clientConfig"] = client_config;
+    hook["rules"] = rules;
     for (key, value) in extra.as_object().into_iter().flatten() {
         hook[key] = value.clone();
     }
@@ -181,7 +187,13 @@ impl Client {
         Self { http: reqwest::Client::new(), base: server.url() }
     }
 
-    async fn request(&self, method: &str, path: &str, content_type: &str, body: Option<&Value>) -> Reply {
+    async fn request(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: Option<&Value>,
+    ) -> Reply {
         let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
         let mut request = self.http.request(method, format!("{}{path}", self.base));
         if let Some(body) = body {
@@ -226,8 +238,10 @@ impl Client {
 }
 
 fn configmap(name: &str, labels: Value) -> Value {
-    json!({"apiVersion": "v1", "kind": "ConfigMap",
-           "metadata": {"name": name, "labels": labels}, "data": {"a": "1"}})
+    let mut configmap = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                               "metadata": {"name": name}, "data": {"a": "1"}});
+    configmap["metadata"]["labels"] = labels;
+    configmap
 }
 
 /// kube's e2e "should be able to deny pod and configmap creation" (`webhook.go`): a denial
@@ -238,11 +252,14 @@ async fn a_denial_reaches_the_client_with_the_webhooks_message_and_code() {
     let hooks = WebhookServer::start(|path, review| {
         let labels = &review["request"]["object"]["metadata"]["labels"];
         match (path, labels["webhook-e2e-test"].as_str()) {
-            ("/forbid", Some("webhook-disallow")) => admission_answer(review, json!({
+            ("/forbid", Some("webhook-disallow")) => admission_answer(
+                review,
+                json!({
                 "allowed": false,
                 "status": {"code": 403, "reason": "Forbidden",
                            "message": "the configmap contains unwanted key and value",
-                           "details": {"causes": [{"field": "data", "message": "unwanted"}]}}})),
+                           "details": {"causes": [{"field": "data", "message": "unwanted"}]}}}),
+            ),
             ("/quiet", Some("quiet")) => admission_answer(review, json!({"allowed": false})),
             _ => allow(review),
         }
@@ -252,13 +269,24 @@ async fn a_denial_reaches_the_client_with_the_webhooks_message_and_code() {
     let api = Client::new(&server);
     let rules = configmap_rules(&["CREATE"]);
     let extra = json!({});
-    api.configure(VALIDATING, "deny-configmaps", vec![
-        webhook("deny-unwanted.example.com", url_config(&hooks, "/forbid"), rules.clone(), &extra),
-        webhook("quiet.example.com", url_config(&hooks, "/quiet"), rules, &extra),
-    ])
+    api.configure(
+        VALIDATING,
+        "deny-configmaps",
+        vec![
+            webhook(
+                "deny-unwanted.example.com",
+                url_config(&hooks, "/forbid"),
+                rules.clone(),
+                &extra,
+            ),
+            webhook("quiet.example.com", url_config(&hooks, "/quiet"), rules, &extra),
+        ],
+    )
     .await;
 
-    let denied = api.post(CONFIGMAPS, &configmap("bad", json!({"webhook-e2e-test": "webhook-disallow"}))).await;
+    let denied = api
+        .post(CONFIGMAPS, &configmap("bad", json!({"webhook-e2e-test": "webhook-disallow"})))
+        .await;
     assert_eq!(denied.status, 403);
     assert_eq!(
         denied.body,
@@ -269,21 +297,33 @@ async fn a_denial_reaches_the_client_with_the_webhooks_message_and_code() {
                "details": {"causes": [{"message": "unwanted", "field": "data"}]},
                "code": 403})
     );
-    let quiet = api.post(CONFIGMAPS, &configmap("quiet", json!({"webhook-e2e-test": "quiet"}))).await;
+    let quiet =
+        api.post(CONFIGMAPS, &configmap("quiet", json!({"webhook-e2e-test": "quiet"}))).await;
     assert_eq!(
         (quiet.status, quiet.body["message"].as_str()),
-        (400, Some("admission webhook \"quiet.example.com\" denied the request without explanation"))
+        (
+            400,
+            Some("admission webhook \"quiet.example.com\" denied the request without explanation")
+        )
     );
     let allowed = api.post(CONFIGMAPS, &configmap("good", json!({}))).await;
     assert_eq!(allowed.status, 201, "{allowed:?}");
-    assert_eq!(api.get(&format!("{CONFIGMAPS}/bad")).await.status, 404, "a denied object is not stored");
+    assert_eq!(
+        api.get(&format!("{CONFIGMAPS}/bad")).await.status,
+        404,
+        "a denied object is not stored"
+    );
 
     // What the validating webhook saw: the object as it would be stored, with its uid.
     let review = &hooks.reviews("/forbid")[2]["request"];
     assert_eq!(
         (&review["operation"], &review["name"], &review["namespace"], &review["kind"]),
-        (&json!("CREATE"), &json!("good"), &json!("default"),
-         &json!({"group": "", "version": "v1", "kind": "ConfigMap"}))
+        (
+            &json!("CREATE"),
+            &json!("good"),
+            &json!("default"),
+            &json!({"group": "", "version": "v1", "kind": "ConfigMap"})
+        )
     );
     assert!(review["object"]["metadata"]["uid"].is_string(), "{review}");
     assert_eq!(review["oldObject"], Value::Null);
@@ -298,30 +338,39 @@ async fn a_mutating_webhook_patches_the_object_and_warnings_come_back() {
     let hooks = WebhookServer::start(|path, review| match path {
         "/mutate" => {
             let patch = json!([{"op": "add", "path": "/data/mutation-stage-1", "value": "yes"}]);
-            admission_answer(review, json!({
+            admission_answer(
+                review,
+                json!({
                 "allowed": true, "patchType": "JSONPatch",
                 "patch": BASE64_STANDARD.encode(patch.to_string()),
-                "warnings": ["mutated: a \"quoted\" word"]}))
+                "warnings": ["mutated: a \"quoted\" word"]}),
+            )
         }
-        _ => admission_answer(review, json!({"allowed": true, "warnings": ["validated", "validated"]})),
+        _ => admission_answer(
+            review,
+            json!({"allowed": true, "warnings": ["validated", "validated"]}),
+        ),
     })
     .await;
     let server = start().await;
     let api = Client::new(&server);
     let rules = configmap_rules(&["CREATE", "UPDATE"]);
-    api.configure(MUTATING, "mutate-configmaps", vec![webhook(
-        "adding-configmap-data-stage-1.example.com",
-        url_config(&hooks, "/mutate"),
-        rules.clone(),
-        &json!({}),
-    )])
+    api.configure(
+        MUTATING,
+        "mutate-configmaps",
+        vec![webhook(
+            "adding-configmap-data-stage-1.example.com",
+            url_config(&hooks, "/mutate"),
+            rules.clone(),
+            &json!({}),
+        )],
+    )
     .await;
-    api.configure(VALIDATING, "see-configmaps", vec![webhook(
-        "see.example.com",
-        url_config(&hooks, "/validate"),
-        rules,
-        &json!({}),
-    )])
+    api.configure(
+        VALIDATING,
+        "see-configmaps",
+        vec![webhook("see.example.com", url_config(&hooks, "/validate"), rules, &json!({}))],
+    )
     .await;
 
     let created = api.post(CONFIGMAPS, &configmap("to-be-mutated", json!({}))).await;
@@ -345,7 +394,10 @@ async fn a_mutating_webhook_patches_the_object_and_warnings_come_back() {
     let updated = api.put(&format!("{CONFIGMAPS}/to-be-mutated"), &update).await;
     assert_eq!(updated.body["data"], json!({"b": "2", "mutation-stage-1": "yes"}));
     let review = &hooks.reviews("/mutate")[1]["request"];
-    assert_eq!((&review["operation"], &review["oldObject"]["data"]["a"]), (&json!("UPDATE"), &json!("1")));
+    assert_eq!(
+        (&review["operation"], &review["oldObject"]["data"]["a"]),
+        (&json!("UPDATE"), &json!("1"))
+    );
 }
 
 /// kube's e2e "should honor timeout" and "should unconditionally reject operations on fail
@@ -372,12 +424,20 @@ async fn failing_webhooks_fail_closed_or_open_by_their_policy() {
         hook
     };
     let down = json!({"url": format!("https://{unreachable}/down"), "caBundle": hooks.ca_bundle});
-    api.configure(VALIDATING, "failing", vec![
-        slow("Fail", "slow-fail"),
-        slow("Ignore", "slow-ignore"),
-        webhook("down.example.com", down, configmap_rules(&["CREATE"]),
-                &json!({"objectSelector": {"matchLabels": {"case": "down"}}})),
-    ])
+    api.configure(
+        VALIDATING,
+        "failing",
+        vec![
+            slow("Fail", "slow-fail"),
+            slow("Ignore", "slow-ignore"),
+            webhook(
+                "down.example.com",
+                down,
+                configmap_rules(&["CREATE"]),
+                &json!({"objectSelector": {"matchLabels": {"case": "down"}}}),
+            ),
+        ],
+    )
     .await;
 
     let timed_out = api.post(CONFIGMAPS, &configmap("a", json!({"case": "slow-fail"}))).await;
@@ -414,7 +474,9 @@ async fn failing_webhooks_fail_closed_or_open_by_their_policy() {
 #[tokio::test]
 async fn rules_and_selectors_decide_which_requests_a_webhook_sees() {
     let hooks = WebhookServer::start(|path, review| match path {
-        "/no-deletes" => admission_answer(review, json!({"allowed": false, "status": {"message": "kept"}})),
+        "/no-deletes" => {
+            admission_answer(review, json!({"allowed": false, "status": {"message": "kept"}}))
+        }
         _ => allow(review),
     })
     .await;
@@ -430,12 +492,26 @@ async fn rules_and_selectors_decide_which_requests_a_webhook_sees() {
                              "resources": ["nodes"], "scope": "Cluster"}]);
     let status_rules = json!([{"operations": ["UPDATE"], "apiGroups": [""], "apiVersions": ["v1"],
                                "resources": ["namespaces/status"]}]);
-    api.configure(VALIDATING, "selective", vec![
-        webhook("creates.example.com", url_config(&hooks, "/creates"), configmap_rules(&["CREATE"]), &team_a),
-        webhook("no-deletes.example.com", url_config(&hooks, "/no-deletes"), configmap_rules(&["DELETE"]), &json!({})),
-        webhook("nodes.example.com", url_config(&hooks, "/nodes"), node_rules, &team_a),
-        webhook("status.example.com", url_config(&hooks, "/status"), status_rules, &json!({})),
-    ])
+    api.configure(
+        VALIDATING,
+        "selective",
+        vec![
+            webhook(
+                "creates.example.com",
+                url_config(&hooks, "/creates"),
+                configmap_rules(&["CREATE"]),
+                &team_a,
+            ),
+            webhook(
+                "no-deletes.example.com",
+                url_config(&hooks, "/no-deletes"),
+                configmap_rules(&["DELETE"]),
+                &json!({}),
+            ),
+            webhook("nodes.example.com", url_config(&hooks, "/nodes"), node_rules, &team_a),
+            webhook("status.example.com", url_config(&hooks, "/status"), status_rules, &json!({})),
+        ],
+    )
     .await;
 
     let in_a = "/api/v1/namespaces/team-a/configmaps";
@@ -454,7 +530,10 @@ async fn rules_and_selectors_decide_which_requests_a_webhook_sees() {
         (400, Some("admission webhook \"no-deletes.example.com\" denied the request: kept"))
     );
     let review = &hooks.reviews("/no-deletes")[0]["request"];
-    assert_eq!((&review["object"], &review["oldObject"]["metadata"]["name"]), (&Value::Null, &json!("other")));
+    assert_eq!(
+        (&review["object"], &review["oldObject"]["metadata"]["name"]),
+        (&Value::Null, &json!("other"))
+    );
 
     let node = json!({"metadata": {"name": "n1"}});
     assert_eq!(api.post("/api/v1/nodes", &node).await.status, 201);
@@ -469,7 +548,10 @@ async fn rules_and_selectors_decide_which_requests_a_webhook_sees() {
     let status = api.put("/api/v1/namespaces/team-a/status", &namespace).await;
     assert_eq!(status.status, 200, "{status:?}");
     let review = &hooks.reviews("/status")[0]["request"];
-    assert_eq!((&review["subResource"], &review["namespace"]), (&json!("status"), &json!("team-a")));
+    assert_eq!(
+        (&review["subResource"], &review["namespace"]),
+        (&json!("status"), &json!("team-a"))
+    );
 }
 
 /// A webhook reached through `clientConfig.service`: the call goes to the address the test
@@ -478,7 +560,10 @@ async fn rules_and_selectors_decide_which_requests_a_webhook_sees() {
 #[tokio::test]
 async fn services_are_reached_at_the_addresses_a_test_gives() {
     let hooks = WebhookServer::start(|_, review| {
-        admission_answer(review, json!({"allowed": false, "status": {"message": "via the service"}}))
+        admission_answer(
+            review,
+            json!({"allowed": false, "status": {"message": "via the service"}}),
+        )
     })
     .await;
     let server = Config::default()
@@ -488,13 +573,29 @@ async fn services_are_reached_at_the_addresses_a_test_gives() {
         .await
         .unwrap();
     let api = Client::new(&server);
-    let service = |name: &str| json!({"service": {"namespace": "webhooks", "name": name, "path": "/v", "port": 8443},
-                                     "caBundle": hooks.ca_bundle});
+    let service = |name: &str| {
+        json!({"service": {"namespace": "webhooks", "name": name, "path": "/v", "port": 8443},
+                                     "caBundle": hooks.ca_bundle})
+    };
     let only = |label: &str| json!({"objectSelector": {"matchLabels": {"to": label}}});
-    api.configure(VALIDATING, "services", vec![
-        webhook("mapped.example.com", service("widget-webhook"), configmap_rules(&["CREATE"]), &only("mapped")),
-        webhook("unmapped.example.com", service("nowhere"), configmap_rules(&["CREATE"]), &only("unmapped")),
-    ])
+    api.configure(
+        VALIDATING,
+        "services",
+        vec![
+            webhook(
+                "mapped.example.com",
+                service("widget-webhook"),
+                configmap_rules(&["CREATE"]),
+                &only("mapped"),
+            ),
+            webhook(
+                "unmapped.example.com",
+                service("nowhere"),
+                configmap_rules(&["CREATE"]),
+                &only("unmapped"),
+            ),
+        ],
+    )
     .await;
     let mapped = api.post(CONFIGMAPS, &configmap("a", json!({"to": "mapped"}))).await;
     assert_eq!(
@@ -513,7 +614,8 @@ async fn services_are_reached_at_the_addresses_a_test_gives() {
         now_mapped.body["message"],
         "Internal error occurred: failed calling webhook \"unmapped.example.com\": failed to call \
          webhook: Post \"https://nowhere.webhooks.svc:8443/v?timeout=10s\": tls: failed to verify \
-         certificate: x509: certificate is not valid for nowhere.webhooks.svc"
+         certificate: x509: certificate is valid for widget-webhook.webhooks.svc, not \
+         nowhere.webhooks.svc"
     );
 }
 
@@ -521,7 +623,7 @@ async fn services_are_reached_at_the_addresses_a_test_gives() {
 /// converted by the test's webhook at `path`.
 fn widget_crd(conversion: Value) -> Value {
     let schema = json!({"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}});
-    json!({
+    let mut crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "widgets.example.com"},
         "spec": {
@@ -531,14 +633,17 @@ fn widget_crd(conversion: Value) -> Value {
                 {"name": "v1", "served": true, "storage": true, "schema": schema},
                 {"name": "v2", "served": true, "storage": false, "schema": schema},
             ],
-            "conversion": conversion,
         }
-    })
+    });
+    crd["spec"]["conversion"] = conversion;
+    crd
 }
 
 fn webhook_conversion(client_config: Value) -> Value {
-    json!({"strategy": "Webhook",
-           "webhook": {"clientConfig": client_config, "conversionReviewVersions": ["v1"]}})
+    let mut conversion =
+        json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"]}});
+    conversion["webhook"]["clientConfig"] = client_config;
+    conversion
 }
 
 /// The test's conversion webhook: `spec.size` (v1) to and from `spec.dimensions.size` (v2).
@@ -580,7 +685,10 @@ async fn a_conversion_webhook_converts_reads_and_writes() {
     let written_v1 = json!({"apiVersion": "example.com/v1", "kind": "Widget",
                             "metadata": {"name": "w1", "labels": {"from": "v1"}}, "spec": {"size": 3}});
     assert_eq!(api.post(v1, &written_v1).await.status, 201);
-    assert!(hooks.reviews("/convert").is_empty(), "a write in the storage version converts nothing");
+    assert!(
+        hooks.reviews("/convert").is_empty(),
+        "a write in the storage version converts nothing"
+    );
 
     let read = api.get(&format!("{v2}/w1")).await;
     assert_eq!(
@@ -606,7 +714,12 @@ async fn a_conversion_webhook_converts_reads_and_writes() {
 
     let before = hooks.reviews("/convert").len();
     let list = api.get(v2).await;
-    let sizes: Vec<&Value> = list.body["items"].as_array().unwrap().iter().map(|w| &w["spec"]["dimensions"]["size"]).collect();
+    let sizes: Vec<&Value> = list.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| &w["spec"]["dimensions"]["size"])
+        .collect();
     assert_eq!(sizes, [&json!(3), &json!(5)]);
     let reviews = hooks.reviews("/convert");
     assert_eq!(reviews.len(), before + 1, "a list is converted in one review");
@@ -649,7 +762,12 @@ async fn a_failing_conversion_webhook_fails_reads_in_other_versions() {
     .await;
     let server = start().await;
     let api = Client::new(&server);
-    assert_eq!(api.post(CRDS, &widget_crd(webhook_conversion(url_config(&hooks, "/convert")))).await.status, 201);
+    assert_eq!(
+        api.post(CRDS, &widget_crd(webhook_conversion(url_config(&hooks, "/convert"))))
+            .await
+            .status,
+        201
+    );
     let v1 = "/apis/example.com/v1/namespaces/default/widgets";
     let widget = json!({"metadata": {"name": "w"}, "spec": {"size": 1}});
     assert_eq!(api.post(v1, &widget).await.status, 201);
@@ -660,24 +778,33 @@ async fn a_failing_conversion_webhook_fails_reads_in_other_versions() {
                "message": "conversion webhook for example.com/v1, Kind=Widget failed: size is not convertible",
                "code": 500})
     );
-    assert_eq!(api.get(&format!("{v1}/w")).await.status, 200, "the storage version needs no webhook");
+    assert_eq!(
+        api.get(&format!("{v1}/w")).await.status,
+        200,
+        "the storage version needs no webhook"
+    );
 
     let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let unreachable = closed.local_addr().unwrap();
     drop(closed);
     let mut crd = api.get(&format!("{CRDS}/widgets.example.com")).await.body;
-    crd["spec"]["conversion"]["webhook"]["clientConfig"]["url"] = json!(format!("https://{unreachable}/convert"));
+    crd["spec"]["conversion"]["webhook"]["clientConfig"]["url"] =
+        json!(format!("https://{unreachable}/convert"));
     assert_eq!(api.put(&format!("{CRDS}/widgets.example.com"), &crd).await.status, 200);
     let v2 = json!({"apiVersion": "example.com/v2", "kind": "Widget", "metadata": {"name": "x"},
                     "spec": {"dimensions": {"size": 2}}});
     let refused = api.post("/apis/example.com/v2/namespaces/default/widgets", &v2).await;
     assert_eq!(
         (refused.status, refused.body["message"].as_str().unwrap_or_default()),
-        (500, format!(
-            "conversion webhook for example.com/v2, Kind=Widget failed: Post \
+        (
+            500,
+            format!(
+                "conversion webhook for example.com/v2, Kind=Widget failed: Post \
              \"https://{unreachable}/convert?timeout=30s\": dial tcp {unreachable}: connect: \
              connection refused"
-        ).as_str())
+            )
+            .as_str()
+        )
     );
 }
 
@@ -687,13 +814,24 @@ async fn a_failing_conversion_webhook_fails_reads_in_other_versions() {
 async fn webhook_configurations_are_defaulted_and_validated() {
     let server = start().await;
     let api = Client::new(&server);
-    let hook = webhook("a.example.com", json!({"url": "https://127.0.0.1:1/a"}), configmap_rules(&["CREATE"]), &json!({}));
+    let hook = webhook(
+        "a.example.com",
+        json!({"url": "https://127.0.0.1:1/a"}),
+        configmap_rules(&["CREATE"]),
+        &json!({}),
+    );
     api.configure(MUTATING, "defaults", vec![hook]).await;
     let stored = api.get(&format!("{MUTATING}/defaults")).await.body;
     let hook = &stored["webhooks"][0];
     assert_eq!(
-        json!([hook["failurePolicy"], hook["matchPolicy"], hook["timeoutSeconds"],
-               hook["reinvocationPolicy"], hook["namespaceSelector"], hook["rules"][0]["scope"]]),
+        json!([
+            hook["failurePolicy"],
+            hook["matchPolicy"],
+            hook["timeoutSeconds"],
+            hook["reinvocationPolicy"],
+            hook["namespaceSelector"],
+            hook["rules"][0]["scope"]
+        ]),
         json!(["Fail", "Equivalent", 10, "Never", {}, "*"])
     );
     assert_eq!(stored["metadata"]["generation"], 1);
@@ -703,11 +841,21 @@ async fn webhook_configurations_are_defaulted_and_validated() {
     let refused = api.post(VALIDATING, &bad).await;
     assert_eq!(
         (refused.status, refused.body["message"].as_str()),
-        (422, Some("ValidatingWebhookConfiguration.admissionregistration.k8s.io \"bad\" is invalid: \
+        (
+            422,
+            Some(
+                "ValidatingWebhookConfiguration.admissionregistration.k8s.io \"bad\" is invalid: \
                     webhooks[0].sideEffects: Unsupported value: \"Some\": supported values: \
-                    \"None\", \"NoneOnDryRun\""))
+                    \"None\", \"NoneOnDryRun\""
+            )
+        )
     );
     let discovery = api.get("/apis/admissionregistration.k8s.io/v1").await.body;
-    let names: Vec<&str> = discovery["resources"].as_array().unwrap().iter().filter_map(|r| r["name"].as_str()).collect();
+    let names: Vec<&str> = discovery["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
     assert_eq!(names, ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"]);
 }
