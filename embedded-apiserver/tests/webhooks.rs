@@ -398,6 +398,45 @@ async fn a_mutating_webhook_patches_the_object_and_warnings_come_back() {
         (&review["operation"], &review["oldObject"]["data"]["a"]),
         (&json!("UPDATE"), &json!("1"))
     );
+
+    // A patch is admitted as the update it makes, on the patched object.
+    let path = format!("{CONFIGMAPS}/to-be-mutated");
+    let merge = json!({"data": {"c": "3", "mutation-stage-1": null}});
+    let patched = api.request("PATCH", &path, "application/merge-patch+json", Some(&merge)).await;
+    assert_eq!(patched.body["data"], json!({"b": "2", "c": "3", "mutation-stage-1": "yes"}));
+    let review = &hooks.reviews("/mutate")[2]["request"];
+    assert_eq!(
+        (&review["operation"], &review["object"]["data"]["c"]),
+        (&json!("UPDATE"), &json!("3"))
+    );
+
+    // An apply that creates is admitted as a create, with `CreateOptions`.
+    let apply = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"},
+                       "data": {"d": "4"}});
+    let applied = api
+        .request(
+            "PATCH",
+            &format!("{CONFIGMAPS}/applied?fieldManager=test"),
+            "application/apply-patch+yaml",
+            Some(&apply),
+        )
+        .await;
+    assert_eq!((applied.status, &applied.body["data"]["mutation-stage-1"]), (201, &json!("yes")));
+    let review = &hooks.reviews("/mutate")[3]["request"];
+    assert_eq!(
+        (&review["operation"], &review["options"]),
+        (
+            &json!("CREATE"),
+            &json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1", "fieldManager": "test"})
+        )
+    );
+
+    // A dry run calls the webhooks (their `sideEffects` are `None`) and stores nothing.
+    let dry = api.post(&format!("{CONFIGMAPS}?dryRun=All"), &configmap("dry", json!({}))).await;
+    assert_eq!((dry.status, &dry.body["data"]["mutation-stage-1"]), (201, &json!("yes")));
+    assert_eq!(api.get(&format!("{CONFIGMAPS}/dry")).await.status, 404);
+    let review = &hooks.reviews("/validate").last().cloned().unwrap_or_default()["request"];
+    assert_eq!((&review["dryRun"], &review["options"]["dryRun"]), (&json!(true), &json!(["All"])));
 }
 
 /// kube's e2e "should honor timeout" and "should unconditionally reject operations on fail
@@ -538,6 +577,15 @@ async fn rules_and_selectors_decide_which_requests_a_webhook_sees() {
     let node = json!({"metadata": {"name": "n1"}});
     assert_eq!(api.post("/api/v1/nodes", &node).await.status, 201);
     assert_eq!(hooks.reviews("/nodes").len(), 1, "cluster-scoped objects pass namespace selectors");
+
+    // A deletecollection admits each object it deletes, with an empty name.
+    let collection = api.delete(in_b).await;
+    assert_eq!(collection.status, 400, "{collection:?}");
+    let review = &hooks.reviews("/no-deletes").last().cloned().unwrap_or_default()["request"];
+    assert_eq!(
+        (review.get("name"), &review["namespace"], &review["oldObject"]["metadata"]["name"]),
+        (None, &json!("team-b"), &json!("other"))
+    );
 
     let mut namespace = api.get("/api/v1/namespaces/team-a").await.body;
     namespace["metadata"]["labels"]["more"] = json!("yes");
@@ -747,6 +795,14 @@ async fn a_conversion_webhook_converts_reads_and_writes() {
         (&event["type"], &event["object"]["spec"]),
         (&json!("MODIFIED"), &json!({"dimensions": {"size": 4}}))
     );
+
+    // A patch in v2 applies to the object in v2, and is stored in v1.
+    let merge = json!({"spec": {"dimensions": {"size": 7}}});
+    let patched = api
+        .request("PATCH", &format!("{v2}/w2"), "application/merge-patch+json", Some(&merge))
+        .await;
+    assert_eq!((patched.status, &patched.body["spec"]), (200, &json!({"dimensions": {"size": 7}})));
+    assert_eq!(api.get(&format!("{v1}/w2")).await.body["spec"], json!({"size": 7}));
 }
 
 /// A conversion webhook that fails, or cannot be reached: reads in the other version fail with
