@@ -193,10 +193,10 @@
 //!   webhook configurations (admission and CRD conversion) with their match rules
 //! - `auth`, `tls`, `faults`, `disrupt`, `webhook_client`: authentication, the server's
 //!   certificates, the faults a test injects, and the HTTPS client that calls webhooks
-//! - `printers`, `table`, `render`, `discovery`, `crd`, `watch_hub`, `admission`, `conversion`:
+//! - `printers`, `table`, `render`, `discovery`, `crd`, `watch_hub`, `admission`, `conversion`, `strategy`:
 //!   responses (tables, metadata, lists), discovery documents, CRDs turned into resource types,
-//!   the fan-out of each change to the open watches, admission webhook calls, and CRD
-//!   conversion webhook calls
+//!   the fan-out of each change to the open watches, admission webhook calls, CRD conversion
+//!   webhook calls, and the per-type defaults and validation of writes
 //! - `state`: the shared state behind one lock
 //! - `list`, `registry`, `watch`, `subresources`, `pod_logs`, `garbage_collector`, `admitted`:
 //!   the verbs: lists, gets and writes, watches; scale and eviction; pod logs; the collection
@@ -243,6 +243,7 @@ mod serving;
 mod state;
 mod status;
 mod storage;
+mod strategy;
 mod subresources;
 mod table;
 pub mod testing;

@@ -45,8 +45,8 @@ use crate::query::ListParams;
 use crate::state::{Settings, State};
 use crate::status::{ApiError, GroupResource};
 use crate::storage::{ChangeKind, Object, meta_str, metadata_mut, object_key};
+use crate::strategy::{prepare, set_field};
 use crate::util::{is_dns_label, is_dns_subdomain, new_uid, now_rfc3339, random_suffix};
-use crate::webhook_config;
 
 /// Where an object verb acts: a resource, and the namespace for a namespaced one.
 #[derive(Clone, Copy)]
@@ -631,16 +631,6 @@ fn set_type(obj: &mut Value, resource: &ApiResource) {
     }
 }
 
-/// Sets a top-level field, or removes it for `None`.
-fn set_field(obj: &mut Value, field: &str, value: Option<Value>) {
-    if let Value::Object(map) = obj {
-        match value {
-            Some(value) => map.insert(field.to_owned(), value),
-            None => map.remove(field),
-        };
-    }
-}
-
 /// `metadata.name` must be a DNS subdomain (a DNS label for namespaces).
 fn validate_name(kind: &str, group: &str, name: &str, label: bool) -> Result<(), ApiError> {
     let why = if name.is_empty() {
@@ -707,107 +697,6 @@ fn unchanged(new: &Value, old: &Value) -> bool {
         v
     };
     strip(new) == strip(old)
-}
-
-/// The per-type strategy work before a write.
-fn prepare(
-    obj: &mut Value,
-    resource: &ApiResource,
-    previous: Option<&Value>,
-) -> Result<(), ApiError> {
-    if !resource.builtin {
-        return Ok(());
-    }
-    match (resource.ty.group.as_str(), resource.ty.plural.as_str()) {
-        ("", "namespaces") => {
-            let name = meta_str(obj, "name").to_owned();
-            let meta = metadata_mut(obj);
-            let labels = meta.entry("labels").or_insert_with(|| json!({}));
-            if let Value::Object(labels) = labels {
-                labels.insert("kubernetes.io/metadata.name".into(), json!(name));
-            }
-            if previous.is_none() {
-                // The namespace strategy's PrepareForCreate: active, with the `kubernetes`
-                // finalizer the namespace controller removes once the namespace is empty.
-                set_field(obj, "status", Some(json!({"phase": "Active"})));
-                let spec = obj
-                    .as_object_mut()
-                    .and_then(|o| o.entry("spec").or_insert_with(|| json!({})).as_object_mut());
-                if let Some(spec) = spec {
-                    let finalizers = spec.entry("finalizers").or_insert_with(|| json!([]));
-                    if let Value::Array(finalizers) = finalizers
-                        && !finalizers.iter().any(|f| f == "kubernetes")
-                    {
-                        finalizers.push(json!("kubernetes"));
-                    }
-                }
-            } else if obj.pointer("/status/phase").is_none() {
-                set_field(obj, "status", Some(json!({"phase": "Active"})));
-            }
-        }
-        ("", "pods") if previous.is_none() => {
-            // The pod strategy's PrepareForCreate: a new pod is Pending (what a
-            // `status.phase` field selector sees) with its QoS class.
-            let qos = pod_qos_class(obj);
-            set_field(obj, "status", Some(json!({"phase": "Pending", "qosClass": qos})));
-        }
-        ("", "secrets") => {
-            if let Some(Value::Object(string_data)) = obj.get("stringData").cloned() {
-                let mut data =
-                    obj.get("data").and_then(Value::as_object).cloned().unwrap_or_default();
-                for (key, value) in string_data {
-                    let text = value.as_str().unwrap_or_default();
-                    data.insert(key, json!(crate::util::base64_encode(text.as_bytes(), false)));
-                }
-                set_field(obj, "data", Some(Value::Object(data)));
-                set_field(obj, "stringData", None);
-            }
-            if obj.get("type").is_none() {
-                set_field(obj, "type", Some(json!("Opaque")));
-            }
-        }
-        ("apiextensions.k8s.io", "customresourcedefinitions") => {
-            webhook_config::default_conversion(obj);
-            crd::validate(obj)?;
-            crd::set_status(obj, previous);
-        }
-        (
-            webhook_config::GROUP,
-            plural @ (webhook_config::MUTATING | webhook_config::VALIDATING),
-        ) => {
-            webhook_config::prepare(obj, plural == webhook_config::MUTATING)?;
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
-/// `qos.GetPodQOS`, for the common cases: `BestEffort` without any CPU or memory requests or
-/// limits, `Guaranteed` when every container limits both and requests what it limits,
-/// `Burstable` otherwise.
-fn pod_qos_class(pod: &Value) -> &'static str {
-    let containers: Vec<&Value> = ["containers", "initContainers"]
-        .iter()
-        .filter_map(|k| pod.pointer(&format!("/spec/{k}")).and_then(Value::as_array))
-        .flatten()
-        .collect();
-    let amount = |c: &Value, kind: &str, resource: &str| {
-        c.pointer(&format!("/resources/{kind}/{resource}")).filter(|v| !v.is_null()).cloned()
-    };
-    let mut any = false;
-    let mut guaranteed = !containers.is_empty();
-    for c in &containers {
-        for resource in ["cpu", "memory"] {
-            let (request, limit) = (amount(c, "requests", resource), amount(c, "limits", resource));
-            any |= request.is_some() || limit.is_some();
-            guaranteed &= limit.is_some() && request.is_none_or(|r| Some(r) == limit);
-        }
-    }
-    match (any, guaranteed) {
-        (false, _) => "BestEffort",
-        (true, true) => "Guaranteed",
-        (true, false) => "Burstable",
-    }
 }
 
 /// Serves the types of a CRD that was just written.
