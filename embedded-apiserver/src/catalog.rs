@@ -11,6 +11,7 @@ use informer_runtime::Resource;
 
 use crate::field_labels::FieldLabels;
 use crate::status::GroupResource;
+use crate::webhook_config::ConversionWebhook;
 
 /// A resource type the server serves: one group/version/resource with its kind and names, as
 /// discovery describes it (`APIResource`).
@@ -163,6 +164,9 @@ pub(crate) struct ApiResource {
     pub(crate) crd_uid: Option<String>,
     /// Where the `/scale` subresource reads and writes, for the types that have one.
     pub(crate) scale: Option<ScalePaths>,
+    /// The conversion webhook of a CRD whose `spec.conversion.strategy` is `Webhook`, which
+    /// converts its objects between this version and the storage version (`conversion.rs`).
+    pub(crate) conversion: Option<Arc<ConversionWebhook>>,
 }
 
 /// Where a type's `/scale` subresource (`autoscaling/v1` `Scale`) finds its numbers: a CRD
@@ -232,6 +236,7 @@ impl ApiResource {
             crd: None,
             crd_uid: None,
             scale: None,
+            conversion: None,
             ty,
         }
     }
@@ -288,6 +293,8 @@ const BUILTINS: &[Builtin] = &[
     ("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", true, NONE, NONE, false, false),
     ("events.k8s.io", "v1", "Event", "events", true, &["ev"], NONE, false, false),
     ("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false, &["crd", "crds"], &["api-extensions"], true, true),
+    ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", false, NONE, &["api-extensions"], false, false),
+    ("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", false, NONE, &["api-extensions"], false, false),
 ];
 
 /// The verbs every served resource supports.
@@ -323,7 +330,8 @@ impl Catalog {
                 let mut resource = ApiResource::custom(ty);
                 resource.builtin = true;
                 resource.generation =
-                    matches!(group, "apps" | "batch" | "policy" | "apiextensions.k8s.io");
+                    matches!(group, "apps" | "batch" | "policy" | "apiextensions.k8s.io")
+                        || group == crate::webhook_config::GROUP;
                 resource.returns_deleted_object = ret;
                 resource.field_labels = FieldLabels::builtin(group, kind);
                 // The namespace registry has no DeleteCollection.
@@ -462,7 +470,7 @@ fn group_priority(group: &str) -> u32 {
         "events.k8s.io" => 17_750,
         "policy" => 17_600,
         "batch" => 17_400,
-        "apiextensions.k8s.io" => 16_700,
+        "apiextensions.k8s.io" | "admissionregistration.k8s.io" => 16_700,
         "coordination.k8s.io" => 16_500,
         "discovery.k8s.io" => 16_200,
         _ => 1_000,

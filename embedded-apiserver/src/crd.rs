@@ -11,6 +11,7 @@ use crate::status::ApiError;
 use crate::storage::meta_str;
 use crate::table::printer_columns;
 use crate::util::now_rfc3339;
+use crate::webhook_config;
 
 /// Checks a CRD as apiextensions validation would for the fields this server relies on.
 pub(crate) fn validate(crd: &Value) -> Result<(), ApiError> {
@@ -59,6 +60,9 @@ pub(crate) fn validate(crd: &Value) -> Result<(), ApiError> {
         let why = "Invalid value: must have exactly one version marked as storage version";
         errors.push(("spec.versions", "FieldValueInvalid", why.into()));
     }
+    let mut conversion = Vec::new();
+    webhook_config::validate_conversion(crd, &mut conversion);
+    errors.extend(conversion.iter().map(|(f, r, m)| (f.as_str(), *r, m.clone())));
     if errors.is_empty() {
         Ok(())
     } else {
@@ -149,6 +153,7 @@ pub(crate) fn resources(crd: &Value) -> Vec<ApiResource> {
         .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
         .map(|v| text(v, "name"))
         .unwrap_or_default();
+    let conversion = webhook_config::conversion_webhook(crd).map(std::sync::Arc::new);
     versions
         .iter()
         .filter(|v| v.get("served").and_then(Value::as_bool) != Some(false))
@@ -171,6 +176,7 @@ pub(crate) fn resources(crd: &Value) -> Vec<ApiResource> {
             resource.columns = printer_columns(version);
             resource.crd = Some(name.clone());
             resource.scale = scale;
+            resource.conversion.clone_from(&conversion);
             resource.crd_uid =
                 crd.pointer("/metadata/uid").and_then(Value::as_str).map(str::to_owned);
             resource

@@ -106,6 +106,14 @@ impl ServerHandle {
         self.shared.auth.issue(user, valid_for)
     }
 
+    /// Sends the calls of webhooks naming the service `namespace/name` to `addr` from now on
+    /// (see [`Config::webhook_service_address`](crate::Config::webhook_service_address)): for
+    /// a webhook server that can only start once the API server runs.
+    #[doc(alias = "ServiceResolver")]
+    pub fn set_webhook_service_address(&self, namespace: &str, name: &str, addr: SocketAddr) {
+        self.shared.webhooks.set_service(namespace, name, addr);
+    }
+
     /// The PEM certificate of the CA whose client certificates the server accepts; `None`
     /// without [`Config::client_certificates`](crate::Config::client_certificates).
     #[must_use]

@@ -120,8 +120,26 @@
 //!   are deleted shortly after (wait for it with [`testing::eventually`]), each change a write
 //!   that watches see. [`Config::garbage_collector`] turns it off, for objects recorded from a
 //!   cluster whose owners a test does not create.
+//! - **Webhooks**, called as kube-apiserver calls them, over HTTPS trusting each
+//!   configuration's `caBundle`: `MutatingWebhookConfiguration` and
+//!   `ValidatingWebhookConfiguration` (`admissionregistration.k8s.io/v1`, defaulted and
+//!   validated) make creates, updates, patches, deletes and `/status` writes call the webhooks
+//!   whose rules (operations, resources with subresources, scope), namespace selector and
+//!   object selector select them: mutating ones in turn, their JSON patches applied, then
+//!   validating ones together, each within its `timeoutSeconds`. Denials, `failurePolicy`
+//!   `Fail` and `Ignore`, dry runs and warnings (`Warning` headers) are answered in
+//!   kube-apiserver's words (`admission webhook "NAME" denied the request: ...`,
+//!   `Internal error occurred: failed calling webhook "NAME": failed to call webhook: Post
+//!   "URL?timeout=10s": ...`). A CRD whose `spec.conversion.strategy` is `Webhook` has its
+//!   objects converted by its webhook (`ConversionReview` v1 or v1beta1; a list in one
+//!   review) when they are read or written in a version other than the storage version. A
+//!   `clientConfig.service` is reached at the address a test gives it
+//!   ([`Config::webhook_service_address`]). Not done: `reinvocationPolicy`, `matchConditions`,
+//!   `matchPolicy: Equivalent` (matched as `Exact`), and admission of the writes of the
+//!   [`ServerHandle`], of `/scale` and `/eviction`, and of the server's own controllers.
 //!
-//! Not simulated: authorization (whoever authenticates may do anything), admission, schema validation and
+//! Not simulated: authorization (whoever authenticates may do anything), admission plugins
+//! other than webhooks, schema validation and
 //! defaulting (`fieldValidation` is accepted and ignored), controllers
 //! (a deleted namespace goes at once, as if its controller had run), managedFields, protobuf
 //! and YAML bodies, aggregated discovery, the printers of the other built-ins, websockets.
@@ -169,19 +187,21 @@
 //!
 //! - `util`, `status`, `error`, `traffic`: helpers (times, base64, names), the `Status` errors
 //!   the API answers, the crate's [`Error`], and the [`Traffic`] counters
-//! - `field_labels`, `catalog`, `storage`, `kubelet_logs`, `query`, `patch`, `propagation`, `managed_fields`, `served`:
+//! - `field_labels`, `catalog`, `storage`, `kubelet_logs`, `query`, `patch`, `propagation`, `managed_fields`, `served`, `webhook_config`:
 //!   the resource types and their field labels, the versioned object store, the containers'
 //!   log text, list and watch parameters with their selectors, patches, field ownership
-//!   (server-side apply), deletion's propagation policies, and an object as it is served
-//! - `auth`, `tls`, `faults`, `disrupt`: authentication, the server's certificates, and the
-//!   faults a test injects
-//! - `printers`, `table`, `render`, `discovery`, `crd`, `watch_hub`: responses (tables,
-//!   metadata, lists), discovery documents, CRDs turned into resource types, and the fan-out of
-//!   each change to the open watches
+//!   (server-side apply), deletion's propagation policies, an object as it is served, and
+//!   webhook configurations (admission and CRD conversion) with their match rules
+//! - `auth`, `tls`, `faults`, `disrupt`, `webhook_client`: authentication, the server's
+//!   certificates, the faults a test injects, and the HTTPS client that calls webhooks
+//! - `printers`, `table`, `render`, `discovery`, `crd`, `watch_hub`, `admission`, `conversion`, `strategy`:
+//!   responses (tables, metadata, lists), discovery documents, CRDs turned into resource types,
+//!   the fan-out of each change to the open watches, admission webhook calls, CRD conversion
+//!   webhook calls, and the per-type defaults and validation of writes
 //! - `state`: the shared state behind one lock
-//! - `list`, `registry`, `watch`, `subresources`, `pod_logs`, `garbage_collector`: the verbs:
-//!   lists, gets and writes, watches; scale and eviction; pod logs; and the collection of
-//!   dependents whose owners are gone
+//! - `list`, `registry`, `watch`, `subresources`, `pod_logs`, `garbage_collector`, `admitted`:
+//!   the verbs: lists, gets and writes, watches; scale and eviction; pod logs; the collection
+//!   of dependents whose owners are gone; and writes that webhooks take part in
 //! - `connection`, `router`: one connection served with its bounds, and each request routed to
 //!   its verb
 //! - `serving`, `handle`: the accept loop with its restarts, and the [`ServerHandle`] tests drive
@@ -190,9 +210,12 @@
 //! - `scenario`: the test kit: a controller's replicas under seeded faults
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
+mod admission;
+mod admitted;
 mod auth;
 mod catalog;
 mod connection;
+mod conversion;
 mod crd;
 mod discovery;
 mod disrupt;
@@ -221,6 +244,7 @@ mod serving;
 mod state;
 mod status;
 mod storage;
+mod strategy;
 mod subresources;
 mod table;
 pub mod testing;
@@ -229,6 +253,8 @@ mod traffic;
 mod util;
 mod watch;
 mod watch_hub;
+mod webhook_client;
+mod webhook_config;
 
 pub use auth::{Authentication, ClientCertificate};
 pub use catalog::ResourceType;

@@ -21,7 +21,11 @@
 //! collector (`garbage_collector.rs`, kube-controller-manager's part), which also deletes the
 //! dependents of deleted owners and objects whose owners are all absent.
 //!
-//! Not done: schema validation and defaulting, admission, graceful pod termination (pods go at
+//! Admission and conversion webhooks take part in a write through `admitted.rs`, which calls
+//! these verbs as dry runs and stores what they made with [`commit_created`] and
+//! [`commit_updated`].
+//!
+//! Not done: schema validation and defaulting, graceful pod termination (pods go at
 //! once), CRD list types from `x-kubernetes-list-type` (a custom resource's lists are atomic to
 //! server-side apply), the cap of ten `Update` managers.
 
@@ -41,6 +45,7 @@ use crate::query::ListParams;
 use crate::state::{Settings, State};
 use crate::status::{ApiError, GroupResource};
 use crate::storage::{ChangeKind, Object, meta_str, metadata_mut, object_key};
+use crate::strategy::{prepare, set_field};
 use crate::util::{is_dns_label, is_dns_subdomain, new_uid, now_rfc3339, random_suffix};
 
 /// Where an object verb acts: a resource, and the namespace for a namespaced one.
@@ -136,21 +141,8 @@ pub(crate) fn create_by(
     check_type(&obj, resource)?;
     set_type(&mut obj, resource);
     let kind = resource.ty.kind.clone();
+    place_in_namespace(scope, &mut obj)?;
     let meta = metadata_mut(&mut obj);
-    match (scope.namespace, meta.get("namespace").and_then(Value::as_str).filter(|n| !n.is_empty()))
-    {
-        (Some(ns), Some(body)) if body != ns => {
-            return Err(ApiError::bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request",
-            ));
-        }
-        (Some(ns), _) => {
-            meta.insert("namespace".into(), json!(ns));
-        }
-        (None, _) => {
-            meta.remove("namespace");
-        }
-    }
     let name = meta.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
     let generate = meta.get("generateName").and_then(Value::as_str).unwrap_or_default().to_owned();
     let name = if name.is_empty() && !generate.is_empty() {
@@ -198,6 +190,54 @@ pub(crate) fn create_by(
     }
     if dry_run {
         return Ok(obj);
+    }
+    let change = state.commit(&resource.storage, &key, ChangeKind::Added, obj);
+    after_write(state, resource, &change.obj);
+    Ok(Value::clone(&change.obj))
+}
+
+/// Sets the namespace of an object to be created to the request's (none for a cluster-scoped
+/// resource), as the create handler does before admission
+/// (`EnsureObjectNamespaceMatchesRequestNamespace`).
+///
+/// # Errors
+///
+/// `400` when the object names another namespace.
+pub(crate) fn place_in_namespace(scope: Scope<'_>, obj: &mut Value) -> Result<(), ApiError> {
+    let meta = metadata_mut(obj);
+    match (scope.namespace, meta.get("namespace").and_then(Value::as_str).filter(|n| !n.is_empty()))
+    {
+        (Some(ns), Some(body)) if body != ns => {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        (Some(ns), _) => {
+            meta.insert("namespace".into(), json!(ns));
+        }
+        (None, _) => {
+            meta.remove("namespace");
+        }
+    }
+    Ok(())
+}
+
+/// Stores an object a dry run of [`create_by`] made (after its admission): the create's last
+/// step.
+///
+/// # Errors
+///
+/// `409 AlreadyExists` when an object of its name was created meanwhile.
+pub(crate) fn commit_created(
+    state: &mut State,
+    scope: Scope<'_>,
+    obj: Value,
+) -> Result<Value, ApiError> {
+    let resource = scope.resource;
+    let name = meta_str(&obj, "name").to_owned();
+    let key = scope.key(&name);
+    if state.store.get(&resource.storage, &key).is_some() {
+        return Err(ApiError::already_exists(resource.group_resource(), &name));
     }
     let change = state.commit(&resource.storage, &key, ChangeKind::Added, obj);
     after_write(state, resource, &change.obj);
@@ -287,6 +327,24 @@ pub(crate) fn update_by(
     if dry_run {
         return Ok(new);
     }
+    Ok(commit_updated(state, scope, name, new, &existing))
+}
+
+/// Stores `new`, what a dry run of [`update_by`] made of `existing` (after its admission): the
+/// update's last step. Nothing changes when `new` is `existing`; an object whose last finalizer
+/// is gone is deleted.
+pub(crate) fn commit_updated(
+    state: &mut State,
+    scope: Scope<'_>,
+    name: &str,
+    new: Value,
+    existing: &Value,
+) -> Value {
+    let resource = scope.resource;
+    if unchanged(&new, existing) {
+        return existing.clone();
+    }
+    let key = scope.key(name);
     let finalized = new.pointer("/metadata/deletionTimestamp").is_some()
         && new.pointer("/metadata/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty);
     let kind = if finalized { ChangeKind::Deleted } else { ChangeKind::Modified };
@@ -296,7 +354,7 @@ pub(crate) fn update_by(
     } else {
         after_write(state, resource, &change.obj);
     }
-    Ok(Value::clone(&change.obj))
+    Value::clone(&change.obj)
 }
 
 /// `PATCH`: applies a patch to an object (or its status) and stores the result. An apply
@@ -331,32 +389,76 @@ pub(crate) fn patch_by(
     writer: &Writer,
     force: bool,
 ) -> Result<(Value, bool), ApiError> {
-    let patch: Value = serde_json::from_slice(body).map_err(|e| match kind {
-        PatchKind::Apply => ApiError::bad_request(format!(
-            "this server takes apply patches in JSON (YAML's JSON subset) only: {e}"
-        )),
-        _ => ApiError::bad_request(format!("error decoding patch: {e}")),
-    })?;
+    let patch = decode_patch(kind, body)?;
     let existing = state.store.get(&scope.resource.storage, &scope.key(name)).cloned();
     let Some(existing) = existing else {
         if kind == PatchKind::Apply && part == Part::Main {
-            check_type(&patch, scope.resource)?;
-            let merged = managed_fields::apply(&json!({}), &patch, writer, force)?;
+            let merged = applied_new(scope, &patch, writer, force)?;
             let created = create_by(state, settings, scope, merged, dry_run, writer, true)?;
             return Ok((created, true));
         }
         return Err(scope.not_found(name));
     };
-    let mut patched = Value::clone(&existing);
+    let patched = patched(scope, &existing, kind, &patch, writer, force)?;
+    let owned = kind == PatchKind::Apply;
+    let updated = update_by(state, scope, name, patched, part, dry_run, writer, owned)?;
+    Ok((updated, false))
+}
+
+/// The body of a `PATCH` as JSON.
+///
+/// # Errors
+///
+/// `400` for a body that is not JSON.
+pub(crate) fn decode_patch(kind: PatchKind, body: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(body).map_err(|e| match kind {
+        PatchKind::Apply => ApiError::bad_request(format!(
+            "this server takes apply patches in JSON (YAML's JSON subset) only: {e}"
+        )),
+        _ => ApiError::bad_request(format!("error decoding patch: {e}")),
+    })
+}
+
+/// The object an apply patch creates (of an object that does not exist), with its ownership.
+///
+/// # Errors
+///
+/// `400` for a patch of another kind; an apply's own errors.
+pub(crate) fn applied_new(
+    scope: Scope<'_>,
+    patch: &Value,
+    writer: &Writer,
+    force: bool,
+) -> Result<Value, ApiError> {
+    check_type(patch, scope.resource)?;
+    managed_fields::apply(&json!({}), patch, writer, force)
+}
+
+/// `existing` with `patch` applied (an apply patch with its ownership); a patch that removes
+/// the resourceVersion leaves it empty, which makes the update unconditional.
+///
+/// # Errors
+///
+/// A patch of another kind (`400`), too many JSON patch operations (`413`), a JSON patch that
+/// does not apply (`422`), an apply's conflicts (`409`).
+pub(crate) fn patched(
+    scope: Scope<'_>,
+    existing: &Value,
+    kind: PatchKind,
+    patch: &Value,
+    writer: &Writer,
+    force: bool,
+) -> Result<Value, ApiError> {
+    let mut patched = existing.clone();
     match kind {
-        PatchKind::Merge => merge_patch(&mut patched, &patch),
-        PatchKind::StrategicMerge => strategic_merge_patch(&mut patched, &patch),
+        PatchKind::Merge => merge_patch(&mut patched, patch),
+        PatchKind::StrategicMerge => strategic_merge_patch(&mut patched, patch),
         PatchKind::Apply => {
-            check_type(&patch, scope.resource)?;
-            patched = managed_fields::apply(&existing, &patch, writer, force)?;
+            check_type(patch, scope.resource)?;
+            patched = managed_fields::apply(existing, patch, writer, force)?;
         }
         PatchKind::Json => {
-            let operations = crate::patch::operations(&patch);
+            let operations = crate::patch::operations(patch);
             if operations > MAX_JSON_PATCH_OPERATIONS {
                 // kube-apiserver's `errors.NewRequestEntityTooLargeError`.
                 let message = format!(
@@ -365,16 +467,14 @@ pub(crate) fn patch_by(
                 );
                 return Err(ApiError::new(413, "RequestEntityTooLarge", message));
             }
-            json_patch(&mut patched, &patch).map_err(|why| crate::patch::not_applied(&why))?;
+            json_patch(&mut patched, patch).map_err(|why| crate::patch::not_applied(&why))?;
         }
     }
     if patched.pointer("/metadata/resourceVersion").is_none() {
         // A patch that removed the version is unconditional.
         metadata_mut(&mut patched).insert("resourceVersion".into(), json!(""));
     }
-    let owned = kind == PatchKind::Apply;
-    let updated = update_by(state, scope, name, patched, part, dry_run, writer, owned)?;
-    Ok((updated, false))
+    Ok(patched)
 }
 
 /// What a DELETE answers with.
@@ -498,7 +598,7 @@ pub(crate) fn delete_collection(
 }
 
 /// Rejects a body whose `kind` or API group is not the endpoint's.
-fn check_type(obj: &Value, resource: &ApiResource) -> Result<(), ApiError> {
+pub(crate) fn check_type(obj: &Value, resource: &ApiResource) -> Result<(), ApiError> {
     if !obj.is_object() {
         return Err(ApiError::bad_request(format!(
             "the object provided is unrecognized (must be of type {})",
@@ -528,16 +628,6 @@ fn set_type(obj: &mut Value, resource: &ApiResource) {
     if let Value::Object(map) = obj {
         map.insert("kind".into(), json!(resource.ty.kind));
         map.insert("apiVersion".into(), json!(resource.storage_version));
-    }
-}
-
-/// Sets a top-level field, or removes it for `None`.
-fn set_field(obj: &mut Value, field: &str, value: Option<Value>) {
-    if let Value::Object(map) = obj {
-        match value {
-            Some(value) => map.insert(field.to_owned(), value),
-            None => map.remove(field),
-        };
     }
 }
 
@@ -607,100 +697,6 @@ fn unchanged(new: &Value, old: &Value) -> bool {
         v
     };
     strip(new) == strip(old)
-}
-
-/// The per-type strategy work before a write.
-fn prepare(
-    obj: &mut Value,
-    resource: &ApiResource,
-    previous: Option<&Value>,
-) -> Result<(), ApiError> {
-    if !resource.builtin {
-        return Ok(());
-    }
-    match (resource.ty.group.as_str(), resource.ty.plural.as_str()) {
-        ("", "namespaces") => {
-            let name = meta_str(obj, "name").to_owned();
-            let meta = metadata_mut(obj);
-            let labels = meta.entry("labels").or_insert_with(|| json!({}));
-            if let Value::Object(labels) = labels {
-                labels.insert("kubernetes.io/metadata.name".into(), json!(name));
-            }
-            if previous.is_none() {
-                // The namespace strategy's PrepareForCreate: active, with the `kubernetes`
-                // finalizer the namespace controller removes once the namespace is empty.
-                set_field(obj, "status", Some(json!({"phase": "Active"})));
-                let spec = obj
-                    .as_object_mut()
-                    .and_then(|o| o.entry("spec").or_insert_with(|| json!({})).as_object_mut());
-                if let Some(spec) = spec {
-                    let finalizers = spec.entry("finalizers").or_insert_with(|| json!([]));
-                    if let Value::Array(finalizers) = finalizers
-                        && !finalizers.iter().any(|f| f == "kubernetes")
-                    {
-                        finalizers.push(json!("kubernetes"));
-                    }
-                }
-            } else if obj.pointer("/status/phase").is_none() {
-                set_field(obj, "status", Some(json!({"phase": "Active"})));
-            }
-        }
-        ("", "pods") if previous.is_none() => {
-            // The pod strategy's PrepareForCreate: a new pod is Pending (what a
-            // `status.phase` field selector sees) with its QoS class.
-            let qos = pod_qos_class(obj);
-            set_field(obj, "status", Some(json!({"phase": "Pending", "qosClass": qos})));
-        }
-        ("", "secrets") => {
-            if let Some(Value::Object(string_data)) = obj.get("stringData").cloned() {
-                let mut data =
-                    obj.get("data").and_then(Value::as_object).cloned().unwrap_or_default();
-                for (key, value) in string_data {
-                    let text = value.as_str().unwrap_or_default();
-                    data.insert(key, json!(crate::util::base64_encode(text.as_bytes(), false)));
-                }
-                set_field(obj, "data", Some(Value::Object(data)));
-                set_field(obj, "stringData", None);
-            }
-            if obj.get("type").is_none() {
-                set_field(obj, "type", Some(json!("Opaque")));
-            }
-        }
-        ("apiextensions.k8s.io", "customresourcedefinitions") => {
-            crd::validate(obj)?;
-            crd::set_status(obj, previous);
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
-/// `qos.GetPodQOS`, for the common cases: `BestEffort` without any CPU or memory requests or
-/// limits, `Guaranteed` when every container limits both and requests what it limits,
-/// `Burstable` otherwise.
-fn pod_qos_class(pod: &Value) -> &'static str {
-    let containers: Vec<&Value> = ["containers", "initContainers"]
-        .iter()
-        .filter_map(|k| pod.pointer(&format!("/spec/{k}")).and_then(Value::as_array))
-        .flatten()
-        .collect();
-    let amount = |c: &Value, kind: &str, resource: &str| {
-        c.pointer(&format!("/resources/{kind}/{resource}")).filter(|v| !v.is_null()).cloned()
-    };
-    let mut any = false;
-    let mut guaranteed = !containers.is_empty();
-    for c in &containers {
-        for resource in ["cpu", "memory"] {
-            let (request, limit) = (amount(c, "requests", resource), amount(c, "limits", resource));
-            any |= request.is_some() || limit.is_some();
-            guaranteed &= limit.is_some() && request.is_none_or(|r| Some(r) == limit);
-        }
-    }
-    match (any, guaranteed) {
-        (false, _) => "BestEffort",
-        (true, true) => "Guaranteed",
-        (true, false) => "Burstable",
-    }
 }
 
 /// Serves the types of a CRD that was just written.

@@ -2,7 +2,8 @@
 //! objects, lists, tables and partial object metadata.
 //!
 //! Objects are stored at their storage version; they are served at the requested version
-//! (only `apiVersion` differs: CRD versions are converted with the `None` strategy). Lists of
+//! (only `apiVersion` differs for CRDs with the `None` conversion strategy; those with a
+//! conversion webhook are converted before they get here, see `conversion.rs`). Lists of
 //! built-in types omit `kind` and `apiVersion` on their items, as typed lists do on the wire;
 //! lists of custom resources keep them.
 //!

@@ -29,7 +29,10 @@ use futures::{FutureExt, StreamExt};
 use parking_lot::MutexGuard;
 use serde_json::{Value, json};
 
+use crate::admission::Warnings;
+use crate::admitted::{self, Write};
 use crate::catalog::ApiResource;
+use crate::conversion::{self, Converter};
 use crate::discovery;
 use crate::disrupt::disrupt;
 use crate::list;
@@ -109,7 +112,7 @@ async fn serve_request(shared: Arc<Shared>, request: Request) -> Response {
             return response;
         }
     };
-    let response = match serve(&shared, &parts, &body) {
+    let response = match serve(&shared, &parts, &body).await {
         Ok(response) => response,
         Err(error) => {
             tracing::debug!(method = %parts.method, uri = %parts.uri, %error, "request failed");
@@ -173,7 +176,7 @@ fn document(value: &Value) -> Response {
     json_response(StatusCode::OK, value.to_string().into_bytes())
 }
 
-fn serve(shared: &Arc<Shared>, parts: &Parts, body: &Bytes) -> Result<Response, ApiError> {
+async fn serve(shared: &Arc<Shared>, parts: &Parts, body: &Bytes) -> Result<Response, ApiError> {
     let segments: Vec<&str> = parts.uri.path().split('/').filter(|s| !s.is_empty()).collect();
     let query = Query::parse(parts.uri.query());
     let get_only = |response: Response| {
@@ -208,7 +211,9 @@ fn serve(shared: &Arc<Shared>, parts: &Parts, body: &Bytes) -> Result<Response, 
             openapi(shared, group, version).and_then(get_only)
         }
         ["api", "v1"] => get_only(resource_list(shared, "", "v1")?),
-        ["api", "v1", rest @ ..] => resource_request(shared, parts, &query, body, "", "v1", rest),
+        ["api", "v1", rest @ ..] => {
+            resource_request(shared, parts, &query, body, "", "v1", rest).await
+        }
         // Another core version: the core group's handler answers, with a Status.
         ["api", ..] => Err(ApiError::path_not_found()),
         ["apis", group, ..] if !serves_group(shared, group) => Ok(page_not_found()),
@@ -218,7 +223,7 @@ fn serve(shared: &Arc<Shared>, parts: &Parts, body: &Bytes) -> Result<Response, 
         }
         ["apis", group, version] => get_only(resource_list(shared, group, version)?),
         ["apis", group, version, rest @ ..] => {
-            resource_request(shared, parts, &query, body, group, version, rest)
+            resource_request(shared, parts, &query, body, group, version, rest).await
         }
         _ => Ok(page_not_found()),
     }
@@ -311,7 +316,7 @@ fn target<'a>(
     Ok(Target { resource, namespace, name, part, sub, watch_path })
 }
 
-fn resource_request(
+async fn resource_request(
     shared: &Arc<Shared>,
     parts: &Parts,
     query: &Query,
@@ -352,16 +357,17 @@ fn resource_request(
         }
         state.faults.take_disruption(verb, group, plural)
     };
-    let served = (|| {
+    let served = async {
         let accept = parts.headers.get(header::ACCEPT).and_then(|a| a.to_str().ok());
         let output = render::negotiate(accept, query)?;
         let dry_run = query.dry_run()?;
         let request = Call { shared, parts, query, body, target: &target, output, dry_run };
         match verb {
-            "watch" | "list" | "get" => request.read(verb),
-            _ => request.write(verb),
+            "watch" | "list" | "get" => request.read(verb).await,
+            _ => request.write(verb).await,
         }
-    })();
+    }
+    .await;
     let Some((kind, release)) = disruption else { return served };
     // Whatever the answer, its body is what the disruption acts on.
     let response = served.unwrap_or_else(IntoResponse::into_response);
@@ -455,8 +461,9 @@ impl Call<'_> {
         Ok(json_response(code, body.into_bytes()))
     }
 
-    /// `watch`, `list` and `get`.
-    fn read(&self, verb: &str) -> Result<Response, ApiError> {
+    /// `watch`, `list` and `get`; objects of a CRD with a conversion webhook are converted to
+    /// the version asked for (see `conversion.rs`).
+    async fn read(&self, verb: &str) -> Result<Response, ApiError> {
         let resource = &self.target.resource;
         match verb {
             "watch" => {
@@ -470,24 +477,108 @@ impl Call<'_> {
                     });
                 }
                 let namespace = self.target.namespace;
-                watch::watch(self.shared, Arc::clone(resource), namespace, &params, self.output)
+                let converter = conversion::needed(resource).then(|| Converter {
+                    client: Arc::clone(&self.shared.webhooks),
+                    resource: Arc::clone(resource),
+                });
+                let (shared, output) = (self.shared, self.output);
+                watch::watch(shared, Arc::clone(resource), namespace, &params, output, converter)
             }
             "list" => {
                 let params = ListParams::parse(self.query, resource, false)?;
                 // Items are shared: serialize them without holding the lock.
                 let page = list::list(&*self.state()?, resource, self.target.namespace, &params)?;
-                render::list_response(resource, page.items, &page.meta, self.output)
+                let items = admitted::converted(self.shared, resource, page.items).await?;
+                render::list_response(resource, items, &page.meta, self.output)
             }
             _ => {
                 let rv = self.query.get("resourceVersion").unwrap_or_default();
                 let obj = registry::get(&*self.state()?, self.scope(), self.name(), rv)?;
-                self.respond(StatusCode::OK, &obj)
+                let obj = admitted::converted(self.shared, resource, vec![obj]).await?;
+                self.respond(StatusCode::OK, obj.first().map_or(&Value::Null, |o| &**o))
             }
         }
     }
 
-    /// `create`, `update`, `patch`, `delete` and `deletecollection`.
-    fn write(&self, verb: &str) -> Result<Response, ApiError> {
+    /// `create`, `update`, `patch`, `delete` and `deletecollection`: through the webhooks when
+    /// any take part (see `admitted.rs`), else at once under the lock.
+    async fn write(&self, verb: &str) -> Result<Response, ApiError> {
+        if admitted::needed(&*self.state()?, &self.target.resource) {
+            return Ok(self.write_admitted(verb).await);
+        }
+        self.write_now(verb)
+    }
+
+    /// A write that webhooks take part in. Whatever its outcome, the answer carries the
+    /// webhooks' warnings as `Warning` headers.
+    async fn write_admitted(&self, verb: &str) -> Response {
+        let mut warnings = Warnings::default();
+        let outcome = self.admitted(verb, &mut warnings).await;
+        let mut response = outcome.unwrap_or_else(IntoResponse::into_response);
+        for warning in warnings.headers() {
+            // Go writes the text's bytes as they are: UTF-8 is `obs-text` to HTTP.
+            if let Ok(value) = HeaderValue::from_bytes(warning.as_bytes()) {
+                response.headers_mut().append(header::WARNING, value);
+            }
+        }
+        response
+    }
+
+    async fn admitted(&self, verb: &str, warnings: &mut Warnings) -> Result<Response, ApiError> {
+        let resource = &self.target.resource;
+        let write = Write {
+            shared: self.shared,
+            resource,
+            namespace: self.target.namespace,
+            name: self.name(),
+            part: self.target.part,
+            dry_run: self.dry_run,
+            writer: self.writer(),
+            field_manager: self.query.get("fieldManager"),
+        };
+        match verb {
+            "create" => {
+                self.check_body_type()?;
+                let obj = parse_body(self.body, resource)?;
+                let created = write.create(obj, warnings).await?;
+                self.respond(StatusCode::CREATED, &created)
+            }
+            "update" => {
+                self.check_body_type()?;
+                let obj = parse_body(self.body, resource)?;
+                let updated = write.update(obj, warnings).await?;
+                self.respond(StatusCode::OK, &updated)
+            }
+            "patch" => {
+                let kind = self.patch_kind()?;
+                let force = self.query.get("force") == Some("true");
+                let (obj, created) = write.patch(kind, self.body, force, warnings).await?;
+                let code = if created { StatusCode::CREATED } else { StatusCode::OK };
+                self.respond(code, &obj)
+            }
+            "delete" => {
+                self.check_body_type()?;
+                let options = delete_options(self.body)?;
+                match write.delete(&options, warnings).await? {
+                    Deleted::Object(obj) => self.respond(StatusCode::OK, &obj),
+                    Deleted::Status(status) => Ok(document(&status)),
+                }
+            }
+            _ => {
+                self.check_body_type()?;
+                let options = delete_options(self.body)?;
+                let params = ListParams::parse(self.query, resource, false)?;
+                let deleted = write.delete_collection(&params, &options, warnings).await?;
+                let resource_version = self.state()?.store.resource_version().to_string();
+                let meta = ListMeta { resource_version, ..ListMeta::default() };
+                let body = render::list(resource, &deleted, &meta, self.output)?;
+                Ok(json_response(StatusCode::OK, body))
+            }
+        }
+    }
+
+    /// A write no webhook takes part in: done under the lock, at once.
+    fn write_now(&self, verb: &str) -> Result<Response, ApiError> {
         let (shared, resource, dry_run) = (self.shared, &self.target.resource, self.dry_run);
         let (scope, name, part) = (self.scope(), self.name(), self.target.part);
         match verb {

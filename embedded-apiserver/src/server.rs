@@ -1,5 +1,6 @@
 //! Starting and stopping the server: [`Config`], [`ApiServer`] and [`serve`].
 
+use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::ops::Deref;
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use crate::storage::Store;
 use crate::tls::ServingTls;
 use crate::traffic::TrafficCounters;
 use crate::watch_hub::WatchHub;
+use crate::webhook_client::WebhookClient;
 
 /// How to start an [`ApiServer`]: public fields, or the chained setters.
 ///
@@ -94,6 +96,10 @@ pub struct Config {
     /// are all absent, as kube-controller-manager's garbage collector does (see
     /// [`garbage_collector`](Self::garbage_collector)). On by default.
     pub garbage_collector: bool,
+    /// Where the services that webhooks name (`clientConfig.service`, by namespace and name)
+    /// listen: a cluster would route to their pods (see
+    /// [`webhook_service_address`](Self::webhook_service_address)).
+    pub webhook_services: HashMap<(String, String), SocketAddr>,
 }
 
 impl Default for Config {
@@ -132,6 +138,9 @@ impl Default for Config {
             authentication: Authentication::default(),
             // A cluster runs kube-controller-manager's collector.
             garbage_collector: true,
+            // No services: a webhook that names one fails as for a service that does not
+            // exist, until a test says where it listens.
+            webhook_services: HashMap::new(),
         }
     }
 }
@@ -356,6 +365,43 @@ impl Config {
         self
     }
 
+    /// Sends the calls of webhooks that name the service `namespace/name` in their
+    /// `clientConfig.service` (admission webhooks, CRD conversion webhooks) to `addr`, where a
+    /// test's webhook server listens: the embedded server has no pods to route a service to.
+    ///
+    /// The call is otherwise the one kube-apiserver makes: to
+    /// `https://NAME.NAMESPACE.svc:PORT/PATH`, verifying that the webhook's certificate is
+    /// valid for `NAME.NAMESPACE.svc` and signed by the configuration's `caBundle`. A webhook
+    /// naming a service that has no address fails as for a missing service
+    /// (`service "NAME" not found`). [`ServerHandle::set_webhook_service_address`] adds or
+    /// changes one while the server runs.
+    ///
+    /// ```
+    /// use std::net::SocketAddr;
+    /// use embedded_apiserver::Config;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), embedded_apiserver::Error> {
+    /// let webhook: SocketAddr = "127.0.0.1:9443".parse().expect("an address");
+    /// let server = Config::default()
+    ///     .webhook_service_address("webhooks", "widget-webhook", webhook)
+    ///     .start()
+    ///     .await?;
+    /// server.shutdown().await
+    /// # }
+    /// ```
+    #[doc(alias = "ServiceResolver")]
+    #[must_use]
+    pub fn webhook_service_address(
+        mut self,
+        namespace: &str,
+        name: &str,
+        addr: SocketAddr,
+    ) -> Self {
+        self.webhook_services.insert((namespace.to_owned(), name.to_owned()), addr);
+        self
+    }
+
     /// Binds the address and starts serving, on the current tokio runtime.
     ///
     /// # Errors
@@ -424,6 +470,7 @@ impl Config {
             restarts,
             traffic: TrafficCounters::default(),
             auth,
+            webhooks: Arc::new(WebhookClient::new(self.webhook_services)),
         });
         let app = router(Arc::clone(&shared));
         if self.garbage_collector {

@@ -23,6 +23,7 @@ use crate::storage::{Change, ChangeKind, Store};
 use crate::tls::ServingTls;
 use crate::traffic::TrafficCounters;
 use crate::watch_hub::WatchHub;
+use crate::webhook_client::WebhookClient;
 
 /// Settings fixed when the server starts.
 #[derive(Clone, Debug)]
@@ -112,6 +113,9 @@ pub(crate) struct Shared {
     pub(crate) traffic: TrafficCounters,
     /// Who may make requests (`auth.rs`).
     pub(crate) auth: Authenticator,
+    /// Calls admission and conversion webhooks (`webhook_client.rs`); shared with the watches
+    /// that convert their events.
+    pub(crate) webhooks: Arc<WebhookClient>,
 }
 
 /// A restart asked for through [`ServerHandle::restart`](crate::ServerHandle::restart), which

@@ -29,6 +29,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::ApiResource;
+use crate::conversion::Converter;
 use crate::query::{Filter, ListParams, parse_version};
 use crate::render::Output;
 use crate::served::{ListMeta, partial_metadata, served};
@@ -69,6 +70,7 @@ pub(crate) fn watch(
     namespace: Option<&str>,
     params: &ListParams,
     output: Output,
+    converter: Option<Converter>,
 ) -> Result<Response, ApiError> {
     let filter = Filter::new(namespace, params);
     let (tx, rx) = mpsc::channel(shared.settings.watch_buffer.max(1));
@@ -91,7 +93,8 @@ pub(crate) fn watch(
             let error = ApiError::too_large_resource_version(n, current);
             initial.push_back(Frame::Error(Box::new(error)));
             drop(state);
-            return Ok(response(shared, resource, initial, None, output, params, stalled, current));
+            let parts = (initial, None, converter);
+            return Ok(response(shared, resource, parts, output, params, stalled, current));
         }
         let storage = &resource.storage;
         // Where the watch stands once its first events are queued: the version it starts from,
@@ -118,9 +121,8 @@ pub(crate) fn watch(
                     let message = format!("too old resource version: {n} ({oldest})");
                     initial.push_back(Frame::Error(Box::new(ApiError::expired(message))));
                     drop(state);
-                    return Ok(response(
-                        shared, resource, initial, None, output, params, stalled, current,
-                    ));
+                    let parts = (initial, None, converter);
+                    return Ok(response(shared, resource, parts, output, params, stalled, current));
                 }
                 let mut start = n;
                 for change in state.store.changes_after(n).filter(|c| &c.storage == storage) {
@@ -141,7 +143,8 @@ pub(crate) fn watch(
         start
     };
     shared.watch_opened.notify_waiters();
-    Ok(response(shared, resource, initial, Some(rx), output, params, stalled, start))
+    let parts = (initial, Some(rx), converter);
+    Ok(response(shared, resource, parts, output, params, stalled, start))
 }
 
 /// The answer to a watch beyond [`Config::max_watches`](crate::Config::max_watches): `429`
@@ -165,14 +168,16 @@ fn too_many_watches(max: usize) -> ApiError {
 /// `nextBookmarkTime`), so that its client resumes from as recent a version as possible.
 const PRE_TIMEOUT_BOOKMARK: Duration = Duration::from_secs(2);
 
-/// The chunked response of a watch that starts at version `start`: its `initial` frames,
-/// then what its buffer `rx` receives (nothing more without one).
-#[allow(clippy::too_many_arguments)] // One parameter per part of a watch's state.
+/// The frames of a watch: those it starts with, its buffer (none for a watch that ends after
+/// them), and the conversion of its objects, if any.
+type Frames = (VecDeque<Frame>, Option<mpsc::Receiver<Frame>>, Option<Converter>);
+
+/// The chunked response of a watch that starts at version `start`: its initial frames, then
+/// what its buffer receives (nothing more without one).
 fn response(
     shared: &Arc<Shared>,
     resource: Arc<ApiResource>,
-    initial: VecDeque<Frame>,
-    rx: Option<mpsc::Receiver<Frame>>,
+    (initial, rx, converter): Frames,
     output: Output,
     params: &ListParams,
     stalled: Arc<AtomicBool>,
@@ -188,6 +193,7 @@ fn response(
     let stream = WatchStream {
         initial,
         rx,
+        converter,
         encoder,
         stalled,
         shared: Arc::clone(shared),
@@ -214,6 +220,8 @@ struct WatchStream {
     initial: VecDeque<Frame>,
     /// The watch's buffer, fed by the hub; `None` for a watch that ends after `initial`.
     rx: Option<mpsc::Receiver<Frame>>,
+    /// Converts each event's object to the watch's version (a CRD's conversion webhook).
+    converter: Option<Converter>,
     encoder: Encoder,
     stalled: Arc<AtomicBool>,
     /// To read the current version for the pre-timeout bookmark.
@@ -240,6 +248,7 @@ impl WatchStream {
             return None;
         }
         if let Some(frame) = self.initial.pop_front() {
+            let frame = self.converted(frame).await;
             return self.send(frame);
         }
         loop {
@@ -247,7 +256,10 @@ impl WatchStream {
             tokio::select! {
                 biased;
                 () = self.shutdown.cancelled() => return None,
-                frame = rx.recv() => return self.send(frame?),
+                frame = rx.recv() => {
+                    let frame = self.converted(frame?).await;
+                    return self.send(frame);
+                }
                 () = &mut self.bookmark_at, if self.bookmark_armed => {
                     self.bookmark_armed = false;
                     // Only a bookmark past where the watch started is sent (the watch cache's
@@ -267,6 +279,18 @@ impl WatchStream {
                     self.timed_out = true;
                 }
             }
+        }
+    }
+
+    /// `frame` with its object in the watch's version: a conversion that fails is an `ERROR`
+    /// event with the converter's `500`, which ends the watch.
+    async fn converted(&self, frame: Frame) -> Frame {
+        let (Some(converter), Frame::Event(kind, obj)) = (&self.converter, &frame) else {
+            return frame;
+        };
+        match converter.object(obj).await {
+            Ok(obj) => Frame::Event(*kind, obj),
+            Err(error) => Frame::Error(Box::new(error)),
         }
     }
 
@@ -378,7 +402,7 @@ mod tests {
         handle.create(&crds, widget_crd("Cluster")).unwrap();
         let query = Query::parse(Some("watch=true&resourceVersion=1"));
         let params = ListParams::parse(&query, &routed, true).unwrap();
-        let answer = watch(&shared, routed, Some("default"), &params, Output::Json);
+        let answer = watch(&shared, routed, Some("default"), &params, Output::Json, None);
         let error = answer.err().map(|e| e.code);
         assert_eq!(error, Some(404), "the watch opened on the new CRD's storage");
         assert_eq!(handle.open_watches(), 0);

@@ -319,6 +319,7 @@ async fn discovery_edges_match_kube_apiserver() {
             "events.k8s.io",
             "policy",
             "batch",
+            "admissionregistration.k8s.io",
             "apiextensions.k8s.io",
             "coordination.k8s.io",
             "discovery.k8s.io"
