@@ -56,6 +56,7 @@ pub struct Builder {
     out_dir: Option<PathBuf>,
     file_name: PathBuf,
     emit_rerun_if_changed: bool,
+    explain: bool,
 }
 
 impl Default for Builder {
@@ -69,6 +70,7 @@ impl Default for Builder {
             // Cargo sets `CARGO` for build scripts; elsewhere (a test, a tool) nobody reads the
             // lines (tonic-build's rule).
             emit_rerun_if_changed: std::env::var_os("CARGO").is_some(),
+            explain: false,
         }
     }
 }
@@ -98,7 +100,9 @@ impl Builder {
     /// ([`versions`](Builder::versions), [`derive`](Builder::derive), the hooks
     /// ([`type_attribute`](Builder::type_attribute), [`field_attribute`](Builder::field_attribute),
     /// [`derive_for`](Builder::derive_for)), [`runtime_crate`](Builder::runtime_crate),
-    /// [`types_only`](Builder::types_only), [`strict`](Builder::strict)) before this call.
+    /// [`types_only`](Builder::types_only), [`strict`](Builder::strict),
+    /// [`k8s_types`](Builder::k8s_types), [`k8s_version`](Builder::k8s_version)) before this
+    /// call.
     pub fn generator(mut self, generator: Generator) -> Self {
         self.generator = generator;
         self
@@ -164,6 +168,36 @@ impl Builder {
         self
     }
 
+    /// Whether schema nodes that are k8s-openapi's types become those types
+    /// ([`Generator::k8s_types`], on by default).
+    ///
+    /// The Kubernetes version they must be those types in is the one the crate's k8s-openapi
+    /// is built for, which k8s-openapi gives build scripts (`DEP_K8S_OPENAPI_*_VERSION`, set
+    /// when the crate depends on k8s-openapi directly, as generated code needs), unless
+    /// [`k8s_version`](Builder::k8s_version) names one; without either (or for a version
+    /// informer-gen does not know), every version k8s-openapi 0.29 offers.
+    pub fn k8s_types(mut self, enabled: bool) -> Self {
+        self.generator = self.generator.k8s_types(enabled);
+        self
+    }
+
+    /// The Kubernetes version generated code is compiled against ([`Generator::k8s_version`]),
+    /// instead of the one k8s-openapi gives the build script.
+    pub fn k8s_version(mut self, minor: u32) -> Self {
+        self.generator = self.generator.k8s_version(minor);
+        self
+    }
+
+    /// Whether [`build`](Builder::build) prints which schema nodes became k8s-openapi's types,
+    /// and the near misses with the reason ([`Output::explain`](crate::Output::explain)), to
+    /// the build script's standard output: Cargo keeps it in the build's `output` file
+    /// (`target/debug/build/<crate>-*/output`) and shows it with `cargo build -vv`. Off by
+    /// default.
+    pub fn explain(mut self, enabled: bool) -> Self {
+        self.explain = enabled;
+        self
+    }
+
     /// Where to write, instead of the `OUT_DIR` environment variable. The `include!` must then
     /// name the same place.
     pub fn out_dir(mut self, path: impl Into<PathBuf>) -> Self {
@@ -203,11 +237,21 @@ impl Builder {
     /// `OUT_DIR` is not set either; the errors of [`schema::load`](crate::schema::load) and
     /// [`Generator::generate`]; [`Error::Write`] when the file cannot be written.
     pub fn build(&self) -> Result<PathBuf> {
-        self.build_with(std::env::var_os("OUT_DIR"), &mut io::stdout().lock())
+        let k8s = std::env::vars_os().find_map(|(key, value)| {
+            let key = key.to_str()?;
+            (key.starts_with("DEP_K8S_OPENAPI_") && key.ends_with("_VERSION")).then_some(value)
+        });
+        self.build_with(std::env::var_os("OUT_DIR"), k8s.as_ref(), &mut io::stdout().lock())
     }
 
-    /// [`build`](Builder::build), with `OUT_DIR` and standard output passed in.
-    fn build_with(&self, out_dir_env: Option<OsString>, stdout: &mut dyn Write) -> Result<PathBuf> {
+    /// [`build`](Builder::build), with `OUT_DIR`, `DEP_K8S_OPENAPI_*_VERSION` and standard
+    /// output passed in.
+    fn build_with(
+        &self,
+        out_dir_env: Option<OsString>,
+        k8s_openapi_version: Option<&OsString>,
+        stdout: &mut dyn Write,
+    ) -> Result<PathBuf> {
         if self.inputs.is_empty() {
             return Err(Error::Config(
                 "no CRD inputs: give Builder::crd a file or a directory".to_owned(),
@@ -229,17 +273,34 @@ impl Builder {
                 .map_err(|source| Error::Write { path: PathBuf::from("<stdout>"), source })?;
         }
         let crds = crate::schema::load(&self.inputs)?;
-        let output = self.generator.generate(&crds)?;
+        let mut generator = self.generator.clone();
+        if generator.k8s_version.is_none() {
+            generator.k8s_version = k8s_openapi_version.and_then(minor_of);
+        }
+        let output = generator.generate(&crds)?;
         for warning in output.warnings() {
             // One line each: Cargo shows `cargo:warning=` lines, and a newline would end one.
             let line = warning.to_string().replace(['\n', '\r'], " ");
             writeln!(stdout, "cargo:warning={line}")
                 .map_err(|source| Error::Write { path: PathBuf::from("<stdout>"), source })?;
         }
+        if self.explain {
+            stdout
+                .write_all(output.explain().as_bytes())
+                .map_err(|source| Error::Write { path: PathBuf::from("<stdout>"), source })?;
+        }
         let path = out_dir.join(&self.file_name);
         write_file_if_changed(&path, &output.to_file_string())?;
         Ok(path)
     }
+}
+
+/// The Kubernetes minor version in k8s-openapi's `DEP_K8S_OPENAPI_*_VERSION` (`0x00_MM_NN_00`
+/// as a decimal number: 1.34 is `74240`), if it is one informer-gen knows the types of.
+fn minor_of(value: &OsString) -> Option<u32> {
+    let number: u32 = value.to_str()?.trim().parse().ok()?;
+    let (major, minor) = ((number >> 16) & 0xff, (number >> 8) & 0xff);
+    (major == 1 && (crate::OLDEST_MINOR..=crate::NEWEST_MINOR).contains(&minor)).then_some(minor)
 }
 
 /// Generates code for the CRDs in `paths` (files or directories) with every default, into
@@ -325,16 +386,16 @@ spec:
         let builder = Builder::new().crd(&file).emit_rerun_if_changed(false);
 
         let env_dir = temp.path().join("env");
-        let path = builder.build_with(Some(env_dir.clone().into()), &mut Vec::new()).unwrap();
+        let path = builder.build_with(Some(env_dir.clone().into()), None, &mut Vec::new()).unwrap();
         assert_eq!(path, env_dir.join("custom_resources.rs"));
 
         let set_dir = temp.path().join("set");
         let builder = builder.out_dir(&set_dir).file_name("crds.rs");
-        let path = builder.build_with(Some(env_dir.into()), &mut Vec::new()).unwrap();
+        let path = builder.build_with(Some(env_dir.into()), None, &mut Vec::new()).unwrap();
         assert_eq!(path, set_dir.join("crds.rs"));
         assert!(fs::read_to_string(path).unwrap().contains("pub struct Widget"));
 
-        let error = Builder::new().crd(&file).build_with(None, &mut Vec::new()).unwrap_err();
+        let error = Builder::new().crd(&file).build_with(None, None, &mut Vec::new()).unwrap_err();
         assert!(
             matches!(&error, Error::Config(message) if message.starts_with("OUT_DIR is not set"))
         );
@@ -374,7 +435,7 @@ spec:
         fs::write(&file, loose).unwrap();
         let builder = Builder::new().crd(&file).out_dir(temp.path()).emit_rerun_if_changed(false);
         let mut printed = Vec::new();
-        builder.build_with(None, &mut printed).unwrap();
+        builder.build_with(None, None, &mut printed).unwrap();
         assert_eq!(
             String::from_utf8(printed).unwrap(),
             format!(
@@ -384,8 +445,49 @@ spec:
                 file.display()
             )
         );
-        let error = builder.strict(true).build_with(None, &mut Vec::new()).unwrap_err();
+        let error = builder.strict(true).build_with(None, None, &mut Vec::new()).unwrap_err();
         assert!(matches!(error, Error::NotStructural { ref warnings } if warnings.len() == 1));
+    }
+
+    #[test]
+    fn the_kubernetes_version_comes_from_k8s_openapi_unless_set_and_explain_prints_the_listing() {
+        // HTTPGetAction's `protocol` is new in Kubernetes 1.37.
+        let check = CRD.replace(
+            "openAPIV3Schema: {type: object}",
+            "openAPIV3Schema: {type: object, properties: {check: {type: object, required: [port], \
+             properties: {host: {type: string}, path: {type: string}, port: \
+             {x-kubernetes-int-or-string: true}, protocol: {type: string}, scheme: {type: string}}}}}",
+        );
+        let temp = tempfile::tempdir().unwrap();
+        let file = temp.path().join("widgets.yaml");
+        fs::write(&file, check).unwrap();
+        let builder = Builder::new().crd(&file).out_dir(temp.path()).emit_rerun_if_changed(false);
+        let mapped = "::k8s_openapi::api::core::v1::HTTPGetAction";
+        // What k8s-openapi's build script publishes: 0x00_01_25_00 for 1.37, 0x00_01_24_00 for 1.36.
+        let generated = |builder: &Builder, version: Option<&str>| {
+            let path = builder
+                .build_with(None, version.map(OsString::from).as_ref(), &mut Vec::new())
+                .unwrap();
+            fs::read_to_string(path).unwrap()
+        };
+        assert!(generated(&builder, Some("75008")).contains(mapped));
+        assert!(!generated(&builder, Some("74752")).contains(mapped));
+        // Without it (not run by Cargo), or for a version informer-gen does not know: every version.
+        assert!(!generated(&builder, None).contains(mapped));
+        assert!(!generated(&builder, Some("75264")).contains(mapped));
+        let set = builder.clone().k8s_version(37);
+        assert!(generated(&set, Some("74752")).contains(mapped));
+        assert!(!generated(&set.clone().k8s_types(false), Some("75008")).contains(mapped));
+
+        let mut printed = Vec::new();
+        builder.explain(true).build_with(None, Some(&"75008".into()), &mut printed).unwrap();
+        let printed = String::from_utf8(printed).unwrap();
+        assert!(
+            printed.starts_with("mapped to k8s-openapi's types: 1\n  ")
+                && printed
+                    .contains(".properties.check -> ::k8s_openapi::api::core::v1::HTTPGetAction\n"),
+            "{printed}"
+        );
     }
 
     #[test]

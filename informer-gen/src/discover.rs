@@ -66,6 +66,19 @@ pub fn builtin_resources(crate_dir: &Path) -> Result<Vec<ResourceSpec>, String> 
         .collect())
 }
 
+/// The catalog of k8s-openapi's types that informer-gen maps CRD schemas to (checked in as
+/// `informer-gen/src/k8s_types/catalog.tsv`, which `cargo xtask codegen` writes with this), for
+/// the k8s-openapi package whose root directory (the one with `Cargo.toml`) is `crate_dir`:
+/// every type of every Kubernetes version it offers, read from its source.
+///
+/// # Errors
+///
+/// A file that cannot be read or lexed, or a schema, impl or type the catalog cannot describe
+/// (a k8s-openapi release that generates different code: extend the reader).
+pub fn k8s_type_catalog(crate_dir: &Path) -> Result<String, String> {
+    crate::k8s_types::extract::catalog(crate_dir)
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
     for entry in fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
         let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();

@@ -2,6 +2,7 @@
 //! the CLI, [`Builder`](crate::Builder), or a test).
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use informer_emit::accessors::version_module_doc;
@@ -10,6 +11,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use crate::error::{Error, Warning};
+use crate::k8s_types::TypeMapping;
 
 /// Which versions of each CRD to generate.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -90,6 +92,10 @@ pub struct Generator {
     pub(crate) visibility: Visibility,
     pub(crate) strict: bool,
     pub(crate) types_only: bool,
+    pub(crate) k8s_types: bool,
+    /// The Kubernetes minor version (`1.x`) the consumer's k8s-openapi is built for; `None`:
+    /// every version of the catalog.
+    pub(crate) k8s_version: Option<u32>,
 }
 
 impl Default for Generator {
@@ -107,6 +113,10 @@ impl Default for Generator {
             visibility: Visibility::Public,
             strict: false,
             types_only: false,
+            // Kubernetes' own types where a schema is one: what users want (issue 34).
+            k8s_types: true,
+            // Unknown until a build script reads it from k8s-openapi: every version.
+            k8s_version: None,
         }
     }
 }
@@ -142,7 +152,7 @@ impl Generator {
     ///
     /// | derive | why not |
     /// |--------|---------|
-    /// | `Eq` | `ObjectMeta` (every root type's `metadata`), `NumberOrQuantity` and `f64` lack it |
+    /// | `Eq` | `ObjectMeta` (every root type's `metadata`), k8s-openapi's types, `NumberOrQuantity` and `f64` lack it |
     /// | `Hash` | as `Eq`, and `Time` and `IntOrString` lack it too |
     /// | `PartialOrd`, `Ord` | `ObjectMeta`, `NumberOrQuantity`, `IntOrString` and `serde_json::Value` lack them (and `f64` is not `Ord`) |
     /// | `Copy` | `String`, `Vec`, `BTreeMap` and `ObjectMeta` are not `Copy` |
@@ -334,6 +344,86 @@ impl Generator {
         self
     }
 
+    /// Whether a schema node that is one of k8s-openapi's types becomes that type (on by
+    /// default; the CLI's `--no-k8s-types` turns it off): a container's `Probe` becomes
+    /// `::k8s_openapi::api::core::v1::Probe`, a status's conditions
+    /// `Vec<::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>`, instead of structs
+    /// of their own.
+    ///
+    /// A node maps only where decoding any object valid for the CRD into the type, and encoding
+    /// it back, gives the same JSON (the rules are in the crate docs, "k8s-openapi's own
+    /// types"), in the Kubernetes versions of [`k8s_version`](Generator::k8s_version).
+    /// [`Output::type_mappings`] lists what was mapped, and the near misses with the reason.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), informer_gen::Error> {
+    /// let yaml = r#"
+    /// apiVersion: apiextensions.k8s.io/v1
+    /// kind: CustomResourceDefinition
+    /// metadata: {name: widgets.example.com}
+    /// spec:
+    ///   group: example.com
+    ///   names: {kind: Widget, plural: widgets}
+    ///   scope: Namespaced
+    ///   versions:
+    ///   - name: v1
+    ///     served: true
+    ///     storage: true
+    ///     schema:
+    ///       openAPIV3Schema:
+    ///         type: object
+    ///         properties:
+    ///           spec:
+    ///             type: object
+    ///             properties:
+    ///               tolerations:
+    ///                 type: array
+    ///                 items:
+    ///                   type: object
+    ///                   properties:
+    ///                     effect: {type: string}
+    ///                     key: {type: string}
+    ///                     operator: {type: string}
+    ///                     tolerationSeconds: {type: integer, format: int64}
+    ///                     value: {type: string}
+    /// "#;
+    /// let crds = informer_gen::schema::parse_str("widget.yaml".as_ref(), yaml)?;
+    /// let output = informer_gen::Generator::new().generate(&crds)?;
+    /// assert!(output.to_file_string().contains(
+    ///     "::std::vec::Vec<::k8s_openapi::api::core::v1::Toleration>"
+    /// ));
+    /// assert_eq!(
+    ///     output.type_mappings()[0].to_string(),
+    ///     "widget.yaml: spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.\
+    ///      tolerations.items -> ::k8s_openapi::api::core::v1::Toleration"
+    /// );
+    ///
+    /// let own = informer_gen::Generator::new().k8s_types(false).generate(&crds)?;
+    /// assert!(own.to_file_string().contains("pub struct WidgetSpecTolerations {"));
+    /// # Ok(()) }
+    /// ```
+    pub fn k8s_types(mut self, enabled: bool) -> Self {
+        self.k8s_types = enabled;
+        self
+    }
+
+    /// The Kubernetes version the generated code is compiled against, as its minor number
+    /// (`34` for 1.34, from [`OLDEST_MINOR`](crate::OLDEST_MINOR) to
+    /// [`NEWEST_MINOR`](crate::NEWEST_MINOR)): the k8s-openapi version feature of the
+    /// consumer. A schema node maps to a k8s-openapi type only where it is that type in this
+    /// version; without it, in every version k8s-openapi offers (a field Kubernetes added in
+    /// 1.36 is then no field of the type). [`Builder`](crate::Builder) sets it from the
+    /// version k8s-openapi was built for; the CLI's `--k8s-version 1.34`.
+    ///
+    /// # Errors
+    ///
+    /// Checked by [`generate`](Generator::generate): [`Error::Config`] for a version outside
+    /// that range.
+    pub fn k8s_version(mut self, minor: u32) -> Self {
+        self.k8s_version = Some(minor);
+        self
+    }
+
     // `generate`, the step these settings configure, is defined beside the code it runs
     // (`emit/crd.rs`), which reads the settings here: so the imports go one way.
 
@@ -355,6 +445,7 @@ pub struct Output {
     pub(crate) groups: Vec<GroupModule>,
     pub(crate) resources: Vec<GeneratedResource>,
     pub(crate) warnings: Vec<Warning>,
+    pub(crate) type_mappings: Vec<TypeMapping>,
 }
 
 /// One group's module.
@@ -398,6 +489,34 @@ impl Output {
     #[must_use]
     pub fn warnings(&self) -> &[Warning] {
         &self.warnings
+    }
+
+    /// The schema nodes mapped to k8s-openapi's types, and the near misses with the reason
+    /// (generated as structs of their own), in the order met (see
+    /// [`Generator::k8s_types`]). A node nested in a mapped one is not listed: it is the type
+    /// of its field.
+    #[must_use]
+    pub fn type_mappings(&self) -> &[TypeMapping] {
+        &self.type_mappings
+    }
+
+    /// [`type_mappings`](Output::type_mappings) as text, one line each, the mapped nodes first
+    /// (`file: path -> ::k8s_openapi::...`), then the near misses (`file: path: not
+    /// ::k8s_openapi::...: reason`), and a count of each: what the CLI's `--explain` prints.
+    #[must_use]
+    pub fn explain(&self) -> String {
+        let (mapped, missed): (Vec<&TypeMapping>, Vec<&TypeMapping>) =
+            self.type_mappings.iter().partition(|m| m.miss.is_none());
+        let mut text = format!("mapped to k8s-openapi's types: {}\n", mapped.len());
+        // Writing to a `String` does not fail.
+        for mapping in &mapped {
+            let _ = writeln!(text, "  {mapping}");
+        }
+        let _ = writeln!(text, "near misses, generated as their own types: {}", missed.len());
+        for mapping in &missed {
+            let _ = writeln!(text, "  {mapping}");
+        }
+        text
     }
 
     /// The whole output as one self-contained, formatted Rust file, starting with the

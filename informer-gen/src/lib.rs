@@ -101,6 +101,9 @@
 //!   `CustomResourceInformers` trait, which must be imported where they are called), unless
 //!   [`types_only`](Generator::types_only).
 //!
+//! A schema that is one of Kubernetes' own types becomes that type (see
+//! [k8s-openapi's own types](#k8s-openapis-own-types) below).
+//!
 //! Mapping: `x-kubernetes-int-or-string` → `IntOrString`, or, when the schema has the quantity
 //! pattern, `informer_runtime::quantity::NumberOrQuantity` (a quantity that writes a number
 //! back as a number, where k8s-openapi's `Quantity` would write a string); `date-time` →
@@ -130,6 +133,45 @@
 //! Rust types (`"."`, `CertificateSpec`, `cert_manager::v1::CertificateSpec`,
 //! `CertificateSpec.dnsNames`). [`Generator::derive`] refuses the derives some type cannot take.
 //!
+//! # k8s-openapi's own types
+//!
+//! Most large CRDs embed Kubernetes' types, their schemas written by controller-gen from the
+//! Go types k8s-openapi mirrors. Where a schema node is one of them, it becomes k8s-openapi's
+//! type instead of a struct of its own: a container's probes are
+//! `::k8s_openapi::api::core::v1::Probe`, a status's conditions
+//! `Vec<::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>` (which
+//! informer-controller's condition helpers take), an `affinity` an `Affinity`. Such code can be
+//! passed to code written for Kubernetes' types, and there is less of it to compile.
+//!
+//! A node maps only where decoding any object valid for the CRD, and encoding it back, gives
+//! the same JSON, in the Kubernetes version the code is compiled against:
+//! - every property of the node is a field of the type, of a compatible type and format
+//!   (`int32` fits `int32` and `int64` fields, `int64` only `int64`; `date-time` is `Time`;
+//!   `byte` is `ByteString`; int-or-string is `IntOrString`), and a declared
+//!   `x-kubernetes-list-type` (and map keys) is the type's;
+//! - every field the type requires is required by the node (k8s-openapi writes a required
+//!   field back even where the object had none: `LocalObjectReference`,
+//!   `SecretKeySelector` and `ConfigMapKeySelector` require `name`, which controller-gen CRDs
+//!   leave optional, so those do not map);
+//! - the node lacks at most a quarter of the type's fields (fields Kubernetes added later), and
+//!   keeps no field it does not name (`x-kubernetes-preserve-unknown-fields`,
+//!   `additionalProperties`), which the type would drop;
+//! - no quantity: k8s-openapi's `Quantity` reads a number (`cpu: 1`) and writes it back as a
+//!   string, so `ResourceRequirements`, and with it `Container` and `PodSpec`, stay generated
+//!   (their `Probe`s, `SecurityContext`s, `Affinity`, volume sources and so on map); nor
+//!   `MicroTime`, written with microseconds;
+//! - nested nodes match their fields' types, recursively; where a node could be several types,
+//!   its descriptions (controller-gen copies the Go doc comments k8s-openapi has too) decide,
+//!   and a tie is no match.
+//!
+//! The types and their fields come from a catalog of k8s-openapi 0.29's types in every
+//! Kubernetes version it offers (read from its source by `cargo xtask codegen`), so the
+//! generator needs no k8s-openapi itself. [`Builder`] matches in the Kubernetes version the
+//! crate's k8s-openapi is built for; [`Generator::k8s_version`] (`--k8s-version`) names one;
+//! otherwise a node must match in every version. [`Generator::k8s_types`] (`--no-k8s-types`)
+//! turns the mapping off. [`Output::type_mappings`] (and [`Builder::explain`], `--explain`)
+//! lists each node mapped, and each near miss with the rule it breaks.
+//!
 //! [`sample`] synthesises objects from a schema, for round-trip tests of generated code.
 //! `KOPIUM.md` in this crate compares the generator with kopium over the 112 real CRDs of the
 //! repository's corpus (`tests/fixtures/crd-corpus`).
@@ -143,6 +185,7 @@ pub mod emit;
 mod error;
 mod generator;
 mod ir;
+mod k8s_types;
 mod output;
 pub mod sample;
 pub mod schema;
@@ -151,6 +194,7 @@ mod spec;
 pub use builder::{Builder, compile_crds};
 pub use error::{Error, Result, Warning};
 pub use generator::{GeneratedResource, Generator, Output, Versions, Visibility};
+pub use k8s_types::TypeMapping;
 pub use spec::{NEWEST_MINOR, OLDEST_MINOR, ResourceSpec};
 
 // The README is the crate's registry page: its examples compile as doctests.

@@ -123,6 +123,22 @@ struct CrdArgs {
     #[arg(long)]
     strict: bool,
 
+    /// Generates a struct for every object schema, even where a schema is one of k8s-openapi's
+    /// types (Probe, Toleration, Condition, ...), which it otherwise becomes
+    #[arg(long)]
+    no_k8s_types: bool,
+
+    /// The Kubernetes version the generated code is compiled against (the k8s-openapi version
+    /// feature of its crate, 1.33 to 1.37): a schema becomes a k8s-openapi type only where it is
+    /// that type in this version; without it, in every version
+    #[arg(long, value_name = "1.MINOR", value_parser = parse_k8s_version)]
+    k8s_version: Option<u32>,
+
+    /// Prints which schemas became k8s-openapi's types, and the near misses with the reason,
+    /// instead of the code (with --out, writes the tree too)
+    #[arg(long)]
+    explain: bool,
+
     /// Path of the informer-runtime crate in generated code
     #[arg(long, value_name = "PATH", default_value = "::informer_runtime")]
     runtime_crate: String,
@@ -165,6 +181,14 @@ fn parse_versions(value: &str) -> Result<Versions, String> {
             Ok(Versions::Only(names))
         }
     }
+}
+
+/// `1.34` -> 34.
+fn parse_k8s_version(value: &str) -> Result<u32, String> {
+    value
+        .strip_prefix("1.")
+        .and_then(|minor| minor.parse().ok())
+        .ok_or_else(|| format!("expected a Kubernetes version such as 1.34, not {value:?}"))
 }
 
 /// `PATH=VALUE`, split at the first `=` (paths have none; attributes may).
@@ -210,7 +234,11 @@ fn crd(args: &CrdArgs) -> Result<String, Box<dyn std::error::Error>> {
             VisibilityArg::Crate => Visibility::Crate,
         })
         .runtime_crate(&args.runtime_crate)
-        .strict(args.strict);
+        .strict(args.strict)
+        .k8s_types(!args.no_k8s_types);
+    if let Some(minor) = args.k8s_version {
+        generator = generator.k8s_version(minor);
+    }
     for derive in &args.derive {
         generator = generator.derive(derive);
     }
@@ -230,8 +258,12 @@ fn crd(args: &CrdArgs) -> Result<String, Box<dyn std::error::Error>> {
     if let Some(dir) = &args.out {
         output.write_module_tree(dir)?;
     }
-    Ok(if args.list {
-        list(&output)
+    Ok(if args.list || args.explain {
+        let mut text = if args.list { list(&output) } else { String::new() };
+        if args.explain {
+            text.push_str(&output.explain());
+        }
+        text
     } else if args.out.is_some() {
         String::new()
     } else {

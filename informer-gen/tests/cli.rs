@@ -254,6 +254,86 @@ fn list_prints_one_tab_separated_line_per_resource() {
     assert!(temp.path().join("out/tools/v1alpha1.rs").is_file());
 }
 
+/// A CRD whose spec holds a `Toleration` list, and an `HTTPGetAction` with `protocol`, a field
+/// Kubernetes added in 1.37.
+const POOLS: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: pools.example.com}
+spec:
+  group: example.com
+  names: {kind: Pool, plural: pools}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              tolerations:
+                type: array
+                items:
+                  type: object
+                  properties:
+                    effect: {type: string}
+                    key: {type: string}
+                    operator: {type: string}
+                    tolerationSeconds: {type: integer, format: int64}
+                    value: {type: string}
+              check:
+                type: object
+                required: [port]
+                properties:
+                  host: {type: string}
+                  path: {type: string}
+                  port: {x-kubernetes-int-or-string: true}
+                  protocol: {type: string}
+                  scheme: {type: string}
+";
+
+#[test]
+fn kubernetes_types_are_used_explained_versioned_and_switched_off() {
+    let temp = tempfile::tempdir().unwrap();
+    fs::write(temp.path().join("pools.yaml"), POOLS).unwrap();
+    let code = stdout(&run(temp.path(), &["crd", "pools.yaml"]));
+    assert!(code.contains("::std::vec::Vec<::k8s_openapi::api::core::v1::Toleration>"), "{code}");
+    // `protocol` is no field of HTTPGetAction before 1.37: without a version, a struct.
+    assert!(code.contains("pub struct PoolSpecCheck {"), "{code}");
+    let code = stdout(&run(temp.path(), &["crd", "--k8s-version", "1.37", "pools.yaml"]));
+    assert!(code.contains("::k8s_openapi::api::core::v1::HTTPGetAction"), "{code}");
+
+    let explained = stdout(&run(temp.path(), &["crd", "--explain", "pools.yaml"]));
+    let schema = "pools.yaml: spec.versions[0].schema.openAPIV3Schema.properties.spec.properties";
+    assert_eq!(
+        explained,
+        format!(
+            "mapped to k8s-openapi's types: 1\n  \
+             {schema}.tolerations.items -> ::k8s_openapi::api::core::v1::Toleration\n\
+             near misses, generated as their own types: 1\n  \
+             {schema}.check: not ::k8s_openapi::api::core::v1::HTTPGetAction: `protocol` is no \
+             field of HTTPGetAction in Kubernetes 1.33\n"
+        )
+    );
+
+    let own = stdout(&run(temp.path(), &["crd", "--no-k8s-types", "pools.yaml"]));
+    assert!(!own.contains("k8s_openapi::api::core"), "{own}");
+    assert!(own.contains("pub struct PoolSpecTolerations {"), "{own}");
+
+    let output = run(temp.path(), &["crd", "--k8s-version", "1.20", "pools.yaml"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("Kubernetes 1.20 is not among the versions"),
+        "{}",
+        stderr(&output)
+    );
+    let output = run(temp.path(), &["crd", "--k8s-version", "37", "pools.yaml"]);
+    assert_eq!(output.status.code(), Some(2), "a bad command line");
+}
+
 #[test]
 fn versions_selects_served_storage_or_named_versions() {
     let temp = fixtures();

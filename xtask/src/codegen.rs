@@ -2,6 +2,9 @@
 //!
 //! - The grouped accessors of the built-in resources
 //!   (`informer-runtime/src/informers/generated.rs`), from the k8s-openapi the workspace uses.
+//! - The catalog of k8s-openapi's types that informer-gen maps CRD schemas to
+//!   (`informer-gen/src/k8s_types/catalog.tsv`), from the source of the same k8s-openapi: every
+//!   Kubernetes version it offers.
 //! - The round trip between the two front ends: the manifest of the example derived resource
 //!   (`examples/derive/crds/databases.example.com.json`, what `Database::crd()` returns) and
 //!   informer-gen's code for that manifest (`examples/derive/tests/generated/databases.rs`),
@@ -12,6 +15,8 @@ use std::process::Command;
 
 /// Where the generated accessors live, relative to the workspace root.
 const GENERATED: &str = "informer-runtime/src/informers/generated.rs";
+/// informer-gen's catalog of k8s-openapi's types.
+const K8S_TYPES: &str = "informer-gen/src/k8s_types/catalog.tsv";
 /// The example derived resource's manifest.
 const EXAMPLE_MANIFEST: &str = "examples/derive/crds/databases.example.com.json";
 /// informer-gen's code for [`EXAMPLE_MANIFEST`].
@@ -23,11 +28,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
         [flag] if flag == "--check" => true,
         _ => return Err("usage: cargo xtask codegen [--check]".to_owned()),
     };
-    let specs = informer_gen::discover::builtin_resources(&k8s_openapi_dir()?)?;
+    let k8s_openapi = k8s_openapi_dir()?;
+    let specs = informer_gen::discover::builtin_resources(&k8s_openapi)?;
     let accessors = informer_gen::emit::accessors(&specs, "crate")?;
     let summary = format!("{} resources", specs.len());
     let mut stale: Vec<String> =
         update(GENERATED, &accessors, &summary, check)?.into_iter().collect();
+    let catalog = informer_gen::discover::k8s_type_catalog(&k8s_openapi)?;
+    let summary = format!("{} types", catalog.lines().filter(|l| l.starts_with("T\t")).count());
+    stale.extend(update(K8S_TYPES, &catalog, &summary, check)?);
 
     // Generated in order: the manifest from the derived type, then the code from the manifest.
     let manifest = example_manifest()?;

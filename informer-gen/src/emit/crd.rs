@@ -16,6 +16,8 @@ use crate::generator::{
 };
 use crate::ir::convert::Converter;
 use crate::ir::{TypeSpace, naming};
+use crate::k8s_types::TypeMapping;
+use crate::k8s_types::matcher::Matcher;
 use crate::schema::Loaded;
 use crate::spec::ResourceSpec;
 
@@ -57,6 +59,12 @@ fn generate(generator: &Generator, crds: &[Loaded]) -> Result<Output> {
         groups: Vec::new(),
         resources: Vec::new(),
         warnings: crds.iter().flat_map(|loaded| loaded.warnings.iter().cloned()).collect(),
+        type_mappings: Vec::new(),
+    };
+    let matcher = if generator.k8s_types {
+        Some(crate::k8s_types::matcher(generator.k8s_version)?)
+    } else {
+        None
     };
     // Keys that are no schema keywords, in the versions generated only: a typo in a version
     // left out must not fail a strict build.
@@ -71,7 +79,8 @@ fn generate(generator: &Generator, crds: &[Loaded]) -> Result<Output> {
             group,
             module_name,
             &tree[group.as_str()],
-            (&mut out.resources, &mut out.warnings),
+            matcher.as_ref(),
+            (&mut out.resources, &mut out.warnings, &mut out.type_mappings),
         )?);
     }
     if generator.strict && !out.warnings.is_empty() {
@@ -181,7 +190,12 @@ fn group_module(
     group: &str,
     module_name: &str,
     versions: &BTreeMap<&str, BTreeMap<String, Selected<'_>>>,
-    (resources, warnings): (&mut Vec<GeneratedResource>, &mut Vec<Warning>),
+    k8s: Option<&Matcher<'_>>,
+    (resources, warnings, mappings): (
+        &mut Vec<GeneratedResource>,
+        &mut Vec<Warning>,
+        &mut Vec<TypeMapping>,
+    ),
 ) -> Result<GroupModule> {
     let mut modules = Vec::new();
     for (version, kinds) in versions {
@@ -227,7 +241,7 @@ fn group_module(
         }
         let mut specs = Vec::new();
         for (type_name, selected) in kinds {
-            Converter::new(&mut space, selected.loaded, warnings).root(
+            Converter::new(&mut space, selected.loaded, warnings, (k8s, mappings)).root(
                 selected.loaded,
                 selected.index,
                 type_name,

@@ -63,6 +63,11 @@ pub(crate) fn rust_type(space: &TypeSpace, style: &Style, ty: &Ty) -> TokenStrea
         Ty::QuantitySchema => quote!(::k8s_openapi::apimachinery::pkg::api::resource::Quantity),
         Ty::Json => quote!(::serde_json::Value),
         Ty::ObjectMeta => quote!(::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta),
+        Ty::K8s { path, .. } => {
+            // The catalog's paths are checked to be identifiers joined by `::` when it is read.
+            let segments = path.split("::").map(|s| format_ident!("{s}"));
+            quote!(::k8s_openapi #(:: #segments)*)
+        }
         Ty::Vec(item) => {
             let item = rust_type(space, style, item);
             quote!(::std::vec::Vec<#item>)

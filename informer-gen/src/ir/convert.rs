@@ -12,8 +12,11 @@
 //!    the API server checks those, not the format), else `i64`; `number` → `f64`; `boolean` →
 //!    `bool`.
 //! 4. `array` → `Vec` of the items' type.
-//! 5. Objects: `x-kubernetes-embedded-resource` or `properties` → a struct (an embedded resource
-//!    always has `apiVersion`, `kind` and `metadata: ObjectMeta`); fields beyond `properties`
+//! 5. Objects: a node with `properties` that is one of k8s-openapi's types (the rules are in
+//!    [`k8s_types`](crate::k8s_types); never in a CRD with `preserveUnknownFields: true`) →
+//!    that type. Otherwise `x-kubernetes-embedded-resource` or `properties` → a struct (an
+//!    embedded resource always has `apiVersion`, `kind` and `metadata: ObjectMeta`); fields
+//!    beyond `properties`
 //!    are kept in a flattened map when `additionalProperties` or
 //!    `x-kubernetes-preserve-unknown-fields` allows them. Without properties:
 //!    `additionalProperties` → `BTreeMap<String, T>`; preserve-unknown-fields → a map of JSON
@@ -38,6 +41,8 @@ use std::path::Path;
 use super::naming::{self, NESTED_ITEM};
 use super::{Extra, Field, Root, StringEnum, Struct, Ty, TypeDef, TypeId, TypeSpace};
 use crate::error::{Error, Result, Warning};
+use crate::k8s_types::TypeMapping;
+use crate::k8s_types::matcher::{Found, Matcher};
 use crate::schema::Loaded;
 use crate::schema::openapi::{AdditionalProperties, Items, Schema, path_segment};
 
@@ -52,16 +57,34 @@ pub(crate) struct Converter<'a> {
     keep_unknown: bool,
     /// Where the schema is not structural, and what it became.
     warnings: &'a mut Vec<Warning>,
+    /// k8s-openapi's types, unless the mapping is off.
+    k8s: Option<&'a Matcher<'a>>,
+    /// The nodes mapped to k8s-openapi's types, and the near misses.
+    mappings: &'a mut Vec<TypeMapping>,
 }
 
 impl<'a> Converter<'a> {
+    /// A converter of `loaded`'s schemas into `space`, recording in `warnings` where a schema
+    /// is not structural, and in `mappings` the nodes mapped to k8s-openapi's types by `k8s`
+    /// (none if `None`) and the near misses.
     pub(crate) fn new(
         space: &'a mut TypeSpace,
         loaded: &'a Loaded,
         warnings: &'a mut Vec<Warning>,
+        (k8s, mappings): (Option<&'a Matcher<'a>>, &'a mut Vec<TypeMapping>),
     ) -> Self {
         let keep_unknown = loaded.crd.spec.preserve_unknown_fields;
-        Self { space, file: &loaded.file, document: loaded.document, keep_unknown, warnings }
+        Self {
+            space,
+            file: &loaded.file,
+            document: loaded.document,
+            keep_unknown,
+            warnings,
+            // The API server keeps unknown fields of such a CRD's objects: k8s-openapi's types
+            // would drop them.
+            k8s: k8s.filter(|_| !keep_unknown),
+            mappings,
+        }
     }
 
     /// Adds the root type of `spec.versions[index]` of `loaded`, named `name` (reserved by the
@@ -197,6 +220,9 @@ impl<'a> Converter<'a> {
             if untyped {
                 self.warn(path, "no `type` beside `properties`: read as an object");
             }
+            if let Some(ty) = self.k8s_type(schema, path) {
+                return Ok(ty);
+            }
             let shape = if schema.embedded_resource { Shape::Embedded } else { Shape::Plain };
             let doc = description(schema);
             return Ok(Ty::Named(self.object(schema, path, name, shape, doc)?));
@@ -231,6 +257,25 @@ impl<'a> Converter<'a> {
         }
         let doc = description(schema);
         Ok(Ty::Named(self.object(schema, path, name, Shape::Plain, doc)?))
+    }
+
+    /// The k8s-openapi type the object node at `path` is, if any; records it, or a near miss.
+    fn k8s_type(&mut self, schema: &Schema, path: &str) -> Option<Ty> {
+        let matcher = self.k8s?;
+        let (def, miss) = match matcher.identify(schema) {
+            Found::Type(def) => (def, None),
+            Found::Miss(def, reason) => (def, Some(reason)),
+            Found::Nothing => return None,
+        };
+        let mapped = miss.is_none();
+        self.mappings.push(TypeMapping {
+            file: self.file.to_owned(),
+            document: self.document,
+            path: path.to_owned(),
+            rust_type: format!("::k8s_openapi::{}", def.path),
+            miss,
+        });
+        mapped.then(|| Ty::K8s { path: def.path.clone(), default: matcher.derives_default(def) })
     }
 
     /// A struct for an object node. Its fields are converted first, so that a struct identical
@@ -409,7 +454,7 @@ impl<'a> Converter<'a> {
 /// `integer`: `i32` for `format: int32` unless its bounds say values may not fit (`MetalLB`'s
 /// `format: int32` autonomous system numbers have a maximum of 2^32 - 1; kube-apiserver refuses
 /// objects against such a schema, but an `i64` holds whatever a server keeps), else `i64`.
-fn integer(schema: &Schema) -> Ty {
+pub(crate) fn integer(schema: &Schema) -> Ty {
     let fits = |bound: Option<f64>| {
         bound.is_none_or(|b| (f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&b))
     };

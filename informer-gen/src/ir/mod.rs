@@ -38,6 +38,13 @@ pub(crate) enum Ty {
     Json,
     /// `metadata` of a root or an embedded resource.
     ObjectMeta,
+    /// One of k8s-openapi's types, which the schema node is (see
+    /// [`k8s_types`](crate::k8s_types)): its path below `::k8s_openapi::`
+    /// (`api::core::v1::Probe`), and whether it implements `Default`.
+    K8s {
+        path: String,
+        default: bool,
+    },
     Vec(Box<Ty>),
     /// A nullable list item or map value: `Option<T>`, `null` read and written as `None`.
     Nullable(Box<Ty>),
@@ -201,6 +208,7 @@ impl TypeSpace {
     fn is_default_inner(&self, ty: &Ty, depth: usize) -> bool {
         match ty {
             Ty::Time => false,
+            Ty::K8s { default, .. } => *default,
             Ty::Named(id) => match self.get(*id) {
                 TypeDef::Enum(_) => false,
                 // Schemas have no references, so nesting is finite; the bound is a guard only.

@@ -533,7 +533,9 @@ pub mod example {
             /// The latest observations.
             #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
             pub conditions: ::std::option::Option<
-                ::std::vec::Vec<DatabaseStatusConditions>,
+                ::std::vec::Vec<
+                    ::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
+                >,
             >,
             /// Where to connect, by role (`primary`, `replica`).
             #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -552,32 +554,6 @@ pub mod example {
             /// The label selector of the database's pods, for the scale subresource.
             #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
             pub selector: ::std::option::Option<::std::string::String>,
-        }
-        /// Condition contains details for one aspect of the current state of this API Resource.
-        #[derive(Clone, Debug, PartialEq, ::serde::Serialize, ::serde::Deserialize)]
-        pub struct DatabaseStatusConditions {
-            /// lastTransitionTime is the last time the condition transitioned from one status to another. This should be when the underlying condition changed.  If that is not known, then using the time when the API field changed is acceptable.
-            #[serde(rename = "lastTransitionTime")]
-            pub last_transition_time: ::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
-            /// message is a human readable message indicating details about the transition. This may be an empty string.
-            #[serde(default)]
-            pub message: ::std::string::String,
-            /// observedGeneration represents the .metadata.generation that the condition was set based upon. For instance, if .metadata.generation is currently 12, but the .status.conditions[x].observedGeneration is 9, the condition is out of date with respect to the current state of the instance.
-            #[serde(
-                rename = "observedGeneration",
-                default,
-                skip_serializing_if = "::std::option::Option::is_none"
-            )]
-            pub observed_generation: ::std::option::Option<i64>,
-            /// reason contains a programmatic identifier indicating the reason for the condition's last transition. Producers of specific condition types may define expected values and meanings for this field, and whether the values are considered a guaranteed API. The value should be a CamelCase string. This field may not be empty.
-            #[serde(default)]
-            pub reason: ::std::string::String,
-            /// status of the condition, one of True, False, Unknown.
-            #[serde(default)]
-            pub status: ::std::string::String,
-            /// type of condition in CamelCase or in foo.example.com/CamelCase.
-            #[serde(default)]
-            pub r#type: ::std::string::String,
         }
         /// A network endpoint.
         #[derive(
