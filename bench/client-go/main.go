@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,6 +155,7 @@ func main() {
 	var informer cache.SharedIndexInformer
 	var listAll func(labels.Selector) int
 	var listNamespace func(string) int
+	var getOne func(namespace, name string) bool
 	var start func()
 	if a.metadataOnly {
 		client, err := metadata.NewForConfig(config)
@@ -168,6 +170,7 @@ func main() {
 			items, _ := generic.Lister().ByNamespace(ns).List(labels.Everything())
 			return len(items)
 		}
+		getOne = func(ns, name string) bool { _, err := generic.Lister().ByNamespace(ns).Get(name); return err == nil }
 		start = func() { factory.Start(ctx.Done()) }
 	} else {
 		client, err := kubernetes.NewForConfig(config)
@@ -182,6 +185,7 @@ func main() {
 			items, _ := pods.Lister().Pods(ns).List(labels.Everything())
 			return len(items)
 		}
+		getOne = func(ns, name string) bool { _, err := pods.Lister().Pods(ns).Get(name); return err == nil }
 		start = func() { factory.Start(ctx.Done()) }
 	}
 
@@ -297,6 +301,8 @@ func main() {
 		out["namespace_query_us"], out["namespace_hits"] = perQuery, hits
 		perQuery, hits = timeQueries(a.queries, func() int { return listAll(selector) })
 		out["selector_query_us"], out["selector_hits"] = perQuery, hits
+		perGet, found := timeGets(getOrder(informer.GetStore().ListKeys()), getOne)
+		out["get_us"], out["get_hits"] = perGet, found
 	default:
 		fail(a.scenario, "unknown scenario")
 	}
@@ -327,6 +333,46 @@ func synced() int64 {
 	rss, peak, _ := memory()
 	emit(map[string]any{"phase": "synced", "rss_kib": rss, "peak_rss_kib": peak})
 	return rss
+}
+
+// getOrder is the order in which the lister scenario gets every key once, as the Rust peers'
+// report::get_order: sorted, then visited with a stride that shares no factor with their number.
+func getOrder(keys []string) []string {
+	sort.Strings(keys)
+	n := len(keys)
+	if n == 0 {
+		return keys
+	}
+	stride := 7919 % n
+	for n > 1 && gcd(stride, n) != 1 {
+		stride++
+	}
+	ordered := make([]string, n)
+	for i := range n {
+		ordered[i] = keys[(i*stride)%n]
+	}
+	return ordered
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// timeGets gets each of keys (namespace/name) through the lister: microseconds per get, and how
+// many were found.
+func timeGets(keys []string, get func(namespace, name string) bool) (float64, int) {
+	began := time.Now()
+	found := 0
+	for _, key := range keys {
+		namespace, name, _ := strings.Cut(key, "/")
+		if get(namespace, name) {
+			found++
+		}
+	}
+	return float64(time.Since(began).Nanoseconds()) / 1e3 / float64(max(len(keys), 1)), found
 }
 
 func timeQueries(n int, query func() int) (float64, int) {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 /// The usage line of every peer.
 pub const USAGE: &str = "usage: PEER --server URL --scenario sync|churn|relist|lister|scale --objects N \
-[--events N] [--handlers N] [--transform strip-managed-fields] [--metadata-only] [--view] [--compact-storage RECENT] [--streaming-list] [--marker NAME] \
+[--events N] [--handlers N] [--transform strip-managed-fields] [--metadata-only] [--view] [--compact-storage RECENT] [--streaming-list] [--reconcile] [--marker NAME] \
 [--namespace NS] [--selector KEY=VALUE] [--queries N] [--settle-ms N] [--timeout-s N] \
 [--ca-file PEM] [--watch namespaced|cluster|none] [--namespaces N] [--get NS/NAME]";
 
@@ -125,6 +125,10 @@ pub struct PeerArgs {
     /// List with a streaming list (a watch with `sendInitialEvents=true`), where the library
     /// can.
     pub streaming_list: bool,
+    /// `churn`: each handler hands the key of each modified pod to a worker thread, which
+    /// reads the pod back from the lister by that key before it counts it, as a controller's
+    /// reconcile loop does (where the library has a lister).
+    pub reconcile: bool,
     /// `relist`: the name of the pod the server creates before it compacts.
     pub marker: String,
     /// `lister`: the namespace to list.
@@ -169,6 +173,7 @@ impl PeerArgs {
             view: false,
             compact_storage: None,
             streaming_list: false,
+            reconcile: false,
             marker: "bench-marker".to_owned(),
             namespace: "ns-000".to_owned(),
             selector: "app=app-00".to_owned(),
@@ -192,6 +197,10 @@ impl PeerArgs {
             }
             if flag == "--streaming-list" {
                 parsed.streaming_list = true;
+                continue;
+            }
+            if flag == "--reconcile" {
+                parsed.reconcile = true;
                 continue;
             }
             let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;

@@ -39,8 +39,8 @@ use informer_derive::Informer;
 use informer_runtime::metadata::PartialObjectMetadata;
 use informer_runtime::reflector::ReflectorConfig;
 use informer_runtime::{
-    HandlerFuncs, LabelSelector, ListWatchSource, Resource, ResourceEventHandlerRegistration,
-    SharedIndexInformer, SharedInformerFactory,
+    HandlerFuncs, LabelSelector, ListWatchSource, Lister, ObjectKey, Resource,
+    ResourceEventHandlerRegistration, SharedIndexInformer, SharedInformerFactory,
 };
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::Pod;
@@ -98,7 +98,8 @@ async fn measure<K: Resource<Scope = NamespaceResourceScope>, S: ListWatchSource
     let pods = factory.informer::<K>();
 
     let first_update: Arc<OnceLock<Instant>> = Arc::default();
-    let (counters, registrations) = add_counting_handlers(&pods, &args, &first_update)?;
+    let lister = factory.lister::<K>();
+    let (counters, registrations) = add_counting_handlers(&pods, &args, &first_update, &lister)?;
 
     let started = Instant::now();
     factory.start();
@@ -114,7 +115,6 @@ async fn measure<K: Resource<Scope = NamespaceResourceScope>, S: ListWatchSource
     }
     let sync = started.elapsed();
     let after_sync = memory::read()?;
-    let lister = factory.lister::<K>();
     // Counted by key: a list of every object would decode each one in compact storage, and
     // the memory figures after this would be that list's.
     let cached = pods.cache().len();
@@ -177,6 +177,11 @@ async fn measure<K: Resource<Scope = NamespaceResourceScope>, S: ListWatchSource
             out.set("namespace_query_us", per_query).set("namespace_hits", hits);
             let (per_query, hits) = time_queries(args.queries, || lister.list(&selector).len());
             out.set("selector_query_us", per_query).set("selector_hits", hits);
+            let keys = pods.cache().list_keys().iter().map(|k| k.as_str().to_owned()).collect();
+            let keys = report::get_order(keys);
+            let (per_get, hits) =
+                report::time_gets(&keys, |ns, name| lister.namespace(ns).get(name).is_ok());
+            out.set("get_us", per_get).set("get_hits", hits);
         }
     }
     Err(out.emit_and_exit())
@@ -213,12 +218,15 @@ fn factory<S: ListWatchSource>(
 }
 
 /// Adds `--handlers` handlers that count updates (and note the first), spot the relist
-/// marker, and touch what they get, as a real handler reads its objects.
+/// marker, and touch what they get, as a real handler reads its objects. With `--reconcile`,
+/// each handler hands the key of each update to a worker thread of its own, which reads the
+/// object back from `lister` and counts it.
 #[allow(clippy::type_complexity, reason = "the two lists the caller keeps")]
-fn add_counting_handlers<K: Resource>(
+fn add_counting_handlers<K: Resource<Scope = NamespaceResourceScope>>(
     pods: &SharedIndexInformer<K>,
     args: &PeerArgs,
     first_update: &Arc<OnceLock<Instant>>,
+    lister: &Lister<K>,
 ) -> Result<(Vec<Arc<Counter>>, Vec<ResourceEventHandlerRegistration<K>>), String> {
     let mut counters = Vec::new();
     let mut registrations = Vec::new();
@@ -227,6 +235,8 @@ fn add_counting_handlers<K: Resource>(
         counter.target.store(args.events, Ordering::SeqCst);
         let (on_add, on_update, first) =
             (Arc::clone(&counter), Arc::clone(&counter), Arc::clone(first_update));
+        let reconciles =
+            args.reconcile.then(|| reconcile_loop(lister.clone(), Arc::clone(&counter)));
         let marker = args.marker.clone();
         let handler = HandlerFuncs::new()
             .on_add(move |pod: Arc<K>, _initial| {
@@ -236,11 +246,13 @@ fn add_counting_handlers<K: Resource>(
             })
             .on_update(move |_old, new: Arc<K>| {
                 first.get_or_init(Instant::now);
-                std::hint::black_box(new.meta().resource_version.as_deref());
-                let seen = on_update.updates.fetch_add(1, Ordering::SeqCst) + 1;
-                if seen == on_update.target.load(Ordering::SeqCst) {
-                    on_update.reached.notify_one();
+                if let Some(keys) = &reconciles {
+                    // Blocks while the worker is behind: backpressure, as a bounded queue.
+                    let _ = keys.send(ObjectKey::of(&*new));
+                    return;
                 }
+                std::hint::black_box(new.meta().resource_version.as_deref());
+                on_update.count();
             })
             .on_delete(|deleted| {
                 std::hint::black_box(deleted.key());
@@ -251,6 +263,39 @@ fn add_counting_handlers<K: Resource>(
         registrations.push(registration);
     }
     Ok((counters, registrations))
+}
+
+impl Counter {
+    /// Counts one update, and notifies when it is the target.
+    fn count(&self) {
+        let seen = self.updates.fetch_add(1, Ordering::SeqCst) + 1;
+        if seen == self.target.load(Ordering::SeqCst) {
+            self.reached.notify_one();
+        }
+    }
+}
+
+/// Keys waiting for the reconcile worker at most: the handler waits beyond.
+const RECONCILE_QUEUE: usize = 1024;
+
+/// A reconcile worker, on a thread of its own: for each key it gets, it reads the object from
+/// `lister` (in compact storage, decoded unless recently read) and counts it in `counter`. It
+/// ends when the sender is dropped.
+fn reconcile_loop<K: Resource<Scope = NamespaceResourceScope>>(
+    lister: Lister<K>,
+    counter: Arc<Counter>,
+) -> std::sync::mpsc::SyncSender<ObjectKey> {
+    let (keys, queue) = std::sync::mpsc::sync_channel::<ObjectKey>(RECONCILE_QUEUE);
+    std::thread::spawn(move || {
+        for key in queue {
+            let Ok((namespace, name)) = key.split() else { continue };
+            if let Ok(obj) = lister.namespace(namespace).get(name) {
+                std::hint::black_box(obj.meta().resource_version.as_deref());
+            }
+            counter.count();
+        }
+    });
+    keys
 }
 
 /// Runs `query` `n` times; microseconds per query, and what the last one returned.

@@ -13,6 +13,7 @@
 //! ```text
 //! PEER --server URL --scenario sync|churn|relist|lister|scale --objects N
 //!      [--events N] [--handlers N] [--transform strip-managed-fields] [--metadata-only]
+//!      [--view] [--compact-storage RECENT] [--streaming-list] [--reconcile]
 //!      [--marker NAME] [--namespace NS] [--selector KEY=VALUE] [--queries N]
 //!      [--settle-ms N] [--timeout-s N]
 //!      [--ca-file PEM] [--watch namespaced|cluster|none] [--namespaces N] [--get NS/NAME]
@@ -36,11 +37,15 @@
 //!   and RSS after `--settle-ms`.
 //! - `churn`: sync, print `synced`, then count `--events` modifications (every one of
 //!   `--handlers` handlers must see each); events per second from the first to the last.
+//!   With `--reconcile`, each handler hands each modified pod's key to a worker thread that
+//!   reads the pod back from the lister before the event counts (a controller's reconcile
+//!   loop; `peer-informer` only).
 //! - `relist`: sync, settle, print `synced` with the steady RSS, reset the peak; the server then
 //!   creates the pod `--marker`, compacts its history and ends the watch, so the peer gets
 //!   `410 Expired` and relists; once the marker is in the cache, the peak RSS of the relist.
 //! - `lister`: sync, then `--queries` times list one `--namespace`, and the pods matching
-//!   `--selector` in all namespaces, from the cache; microseconds per query.
+//!   `--selector` in all namespaces, from the cache; microseconds per query. Then get every
+//!   cached pod once by key, in [`report::get_order`]: microseconds per get.
 //! - `scale`: one client, a watch per kind and namespace over TLS and HTTP/2 (`--ca-file`,
 //!   `--watch`, `--namespaces`, `--get`); time to sync, memory, and the latency of a get while
 //!   the watches run ([`scale`]). Only `peer-informer` and the client-go peer run it.

@@ -232,6 +232,11 @@ async fn run(args: PeerArgs) -> Result<(), String> {
                     == Some(value)
             });
             out.set("selector_query_us", per_query).set("selector_hits", hits);
+            let keys = report::get_order(floor.pods.keys().cloned().collect());
+            let (per_get, hits) = report::time_gets(&keys, |ns, name| {
+                floor.pods.get(&format!("{ns}/{name}")).map(std::hint::black_box).is_some()
+            });
+            out.set("get_us", per_get).set("get_hits", hits);
         }
     }
     Err(out.emit_and_exit())

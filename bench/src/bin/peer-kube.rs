@@ -170,6 +170,16 @@ where
             let (per_query, hits) =
                 time_queries(args.queries, &store, |obj| selector.matches(obj.labels()));
             out.set("selector_query_us", per_query).set("selector_hits", hits);
+            let keys = store
+                .state()
+                .iter()
+                .map(|obj| format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any()))
+                .collect();
+            let keys = report::get_order(keys);
+            let (per_get, hits) = report::time_gets(&keys, |ns, name| {
+                store.get(&reflector::ObjectRef::new(name).within(ns)).is_some()
+            });
+            out.set("get_us", per_get).set("get_hits", hits);
         }
     }
     Err(out.emit_and_exit())

@@ -341,7 +341,11 @@ fn plan(options: &Options) -> Vec<(usize, Vec<Case>)> {
 /// managedFields), and this project's informer as configured by default, skipping them while
 /// decoding (`churn-defaults`; the others' defaults keep them, which `churn` measures).
 /// `compact-churn`: this project's informer in compact storage, skipping managedFields.
-pub(crate) const CHURNS: [&str; 3] = ["churn", "churn-defaults", "compact-churn"];
+/// `reconcile`, `reconcile-compact`: `churn-defaults` and `compact-churn` with a reconcile
+/// loop behind each handler, which reads every modified pod back from the lister by its key
+/// (`--reconcile`): what a controller's reads cost in compact storage.
+pub(crate) const CHURNS: [&str; 5] =
+    ["churn", "churn-defaults", "compact-churn", "reconcile", "reconcile-compact"];
 
 /// The relist scenarios: every peer (`relist`), and this project's informer in compact storage
 /// (`compact-relist`).
@@ -391,7 +395,8 @@ fn measure(
                     let wrap = options.wrap_for(peer, case, run);
                     let command = PeerCommand { name: peer, exe, args: &args, wrap: &wrap };
                     let outcome = run_peer(&command, timeout, || match case.scenario {
-                        "churn" | "churn-defaults" | "compact-churn" => {
+                        "churn" | "churn-defaults" | "compact-churn" | "reconcile"
+                        | "reconcile-compact" => {
                             server.command("wait-watches 1", long)?;
                             server.command(&format!("churn {}", options.churn_events), long)
                         }
@@ -477,7 +482,7 @@ fn peer_args(
         (match case.scenario {
             s if VARIANTS.contains(&s) => "sync",
             "lister-compact" => "lister",
-            "churn-defaults" | "compact-churn" => "churn",
+            "churn-defaults" | "compact-churn" | "reconcile" | "reconcile-compact" => "churn",
             "compact-relist" => "relist",
             s => s,
         })
@@ -499,6 +504,12 @@ fn peer_args(
         "churn" => vec!["--events".into(), options.churn_events.to_string()],
         "churn-defaults" | "compact-churn" => {
             ["--events".to_owned(), options.churn_events.to_string()]
+                .into_iter()
+                .chain(strip())
+                .collect()
+        }
+        "reconcile" | "reconcile-compact" => {
+            ["--events".to_owned(), options.churn_events.to_string(), "--reconcile".to_owned()]
                 .into_iter()
                 .chain(strip())
                 .collect()
@@ -535,6 +546,7 @@ fn summary(outcome: &Result<Outcome, String>) -> String {
                 "relist_peak_rss_kib",
                 "namespace_query_us",
                 "selector_query_us",
+                "get_us",
             ];
             keys.iter()
                 .filter_map(|k| v[*k].as_f64().map(|x| format!("{k}={x:.1}")))

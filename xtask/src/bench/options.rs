@@ -8,7 +8,7 @@ use super::results::Case;
 pub(crate) const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [--counts N,N,...] \
 [--variant-counts N,...] [--churn-objects N] [--churn-events N] [--handlers N,N,...] \
 [--relist-objects N] [--lister-objects N] [--queries N] [--peers informer,informer-kube,kube-rs,floor,client-go] \
-[--scenarios sync,paged,strip,metadata,metadata-strip,view,compact,compact-strip,compact-paged,paged-strip,compact-stream,relist,compact-relist,lister,lister-compact,churn,churn-defaults,compact-churn,scale] [--out FILE] [--timeout-s N] \
+[--scenarios sync,paged,strip,metadata,metadata-strip,view,compact,compact-strip,compact-paged,paged-strip,compact-stream,relist,compact-relist,lister,lister-compact,churn,churn-defaults,compact-churn,reconcile,reconcile-compact,scale] [--out FILE] [--timeout-s N] \
 [--rerender RESULTS.json] [--wrap 'PROFILER ARGS'] [--system-allocator] \
 [--scale-namespaces N] [--scale-per-namespace N] [--scale-streams N] [--scale-gets N] \
 (scale is not in the default scenarios: --scenarios scale runs it alone and rewrites only its section of the report)";
@@ -18,7 +18,7 @@ pub(crate) const USAGE: &str = "usage: cargo xtask bench [--quick] [--runs N] [-
 pub(crate) const SCALE: &str = "scale";
 
 /// Every scenario of the default set, in the order they run at one object count.
-pub(crate) const SCENARIOS: [&str; 18] = [
+pub(crate) const SCENARIOS: [&str; 20] = [
     "sync",
     "paged",
     "strip",
@@ -37,6 +37,8 @@ pub(crate) const SCENARIOS: [&str; 18] = [
     "churn",
     "churn-defaults",
     "compact-churn",
+    "reconcile",
+    "reconcile-compact",
 ];
 
 /// The scenarios that are an initial sync of another kind of object (at `--variant-counts`).
@@ -63,13 +65,15 @@ pub(crate) const VARIANTS: [&str; 10] = [
 
 /// The scenarios only this project's informer runs: the others have no compact cache, no
 /// streaming list, or would repeat a scenario they run already.
-pub(crate) const OURS_ONLY: [&str; 6] = [
+pub(crate) const OURS_ONLY: [&str; 8] = [
     "lister-compact",
     "churn-defaults",
     "paged-strip",
     "compact-stream",
     "compact-relist",
     "compact-churn",
+    "reconcile",
+    "reconcile-compact",
 ];
 
 /// Whether `scenario` lists from a server that pages `resourceVersion=0` lists too.
@@ -79,7 +83,7 @@ pub(crate) fn paged(scenario: &str) -> bool {
 
 /// Whether this project's informer runs `scenario` with a compact cache.
 pub(crate) fn compact(scenario: &str) -> bool {
-    scenario.starts_with("compact") || scenario == "lister-compact"
+    scenario.starts_with("compact") || matches!(scenario, "lister-compact" | "reconcile-compact")
 }
 
 /// Recently read objects a compact cache keeps decoded, in the compact scenarios.
