@@ -231,16 +231,22 @@ impl Requirement {
     /// `LessThan` need the label present and parsable as a 64-bit integer.
     #[must_use]
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let label = labels.get(self.key.as_str());
-        let listed = |value: &String| self.values.contains(value);
+        self.matches_with(|name| labels.get(name).map(String::as_str))
+    }
+
+    /// Whether labels that `get` reads (a label's value by its key) satisfy this requirement:
+    /// [`matches`](Self::matches) for labels held other than as a map.
+    pub(crate) fn matches_with<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
+        let label = get(self.key.as_str());
+        let listed = |value: &str| self.values.iter().any(|v| v == value);
         match self.operator {
             Operator::In | Operator::Equals | Operator::DoubleEquals => label.is_some_and(listed),
             Operator::NotIn | Operator::NotEquals => !label.is_some_and(listed),
             Operator::Exists => label.is_some(),
             Operator::DoesNotExist => label.is_none(),
             Operator::GreaterThan | Operator::LessThan => {
-                let int = |v: Option<&String>| v.and_then(|v| v.parse::<i64>().ok());
-                match (int(label), int(self.values.first())) {
+                let int = |v: Option<&str>| v.and_then(|v| v.parse::<i64>().ok());
+                match (int(label), int(self.values.first().map(String::as_str))) {
                     (Some(label), Some(bound)) if self.operator == Operator::GreaterThan => {
                         label > bound
                     }
@@ -361,6 +367,11 @@ impl LabelSelector {
     #[must_use]
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.requirements.iter().all(|r| r.matches(labels))
+    }
+
+    /// Whether labels that `get` reads (a label's value by its key) satisfy every requirement.
+    pub(crate) fn matches_with<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
+        self.requirements.iter().all(|r| r.matches_with(&get))
     }
 
     /// Like [`LabelSelector::matches`], with `None` meaning no labels at all

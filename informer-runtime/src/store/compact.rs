@@ -369,7 +369,7 @@ pub(crate) struct Encoded {
     json: Box<[u8]>,
     /// The object's labels, decoded: the label index and selector matching read them without
     /// decoding the object.
-    labels: Option<Labels>,
+    labels: FlatLabels,
     /// The object's `resourceVersion` (empty when it has none): a relist finds an unchanged
     /// object by it without decoding it.
     resource_version: Box<str>,
@@ -378,13 +378,75 @@ pub(crate) struct Encoded {
 /// Label maps, as objects carry them.
 pub(crate) type Labels = std::collections::BTreeMap<String, String>;
 
+/// An object's labels as a compact entry keeps them: every key and value one after the other in
+/// one string, in the map's order (sorted by key), and where each ends. Two allocations, about
+/// 100 bytes for a few labels, where a `BTreeMap` of `String`s takes a node of about 550 bytes
+/// and one allocation per string: at 20,000 pods, about 10 MiB of a compact cache's 120.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FlatLabels {
+    /// Keys and values, in the order key, value, key, value ...
+    text: Box<str>,
+    /// Where each key and each value ends in `text`.
+    ends: Box<[usize]>,
+}
+
+impl FlatLabels {
+    /// `labels`, flattened.
+    pub(crate) fn new(labels: Option<&Labels>) -> Self {
+        let Some(labels) = labels.filter(|l| !l.is_empty()) else { return Self::default() };
+        let mut text = String::with_capacity(labels.iter().map(|(k, v)| k.len() + v.len()).sum());
+        let mut ends = Vec::with_capacity(labels.len() * 2);
+        for (key, value) in labels {
+            text.push_str(key);
+            ends.push(text.len());
+            text.push_str(value);
+            ends.push(text.len());
+        }
+        Self { text: text.into_boxed_str(), ends: ends.into_boxed_slice() }
+    }
+
+    /// How many labels there are.
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len() / 2
+    }
+
+    /// The `i`th label (in key order): its key and its value.
+    pub(crate) fn at(&self, i: usize) -> (&str, &str) {
+        let start = match i {
+            0 => 0,
+            i => self.ends.get(2 * i - 1).copied().unwrap_or_default(),
+        };
+        let key_end = self.ends.get(2 * i).copied().unwrap_or_default();
+        let value_end = self.ends.get(2 * i + 1).copied().unwrap_or_default();
+        // Ends made by `new` fall on the boundaries of the strings it copied.
+        let text = |from, to| self.text.get(from..to).unwrap_or_default();
+        (text(start, key_end), text(key_end, value_end))
+    }
+
+    /// The value of the label `key`.
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
+        // Sorted by key, as the map was: `str`'s order is `String`'s.
+        let mut range = 0..self.len();
+        while !range.is_empty() {
+            let middle = range.start + range.len() / 2;
+            let (name, value) = self.at(middle);
+            match name.cmp(key) {
+                std::cmp::Ordering::Equal => return Some(value),
+                std::cmp::Ordering::Less => range.start = middle + 1,
+                std::cmp::Ordering::Greater => range.end = middle,
+            }
+        }
+        None
+    }
+}
+
 impl Encoded {
     /// `obj`, held as `json`, its compact form.
     pub(crate) fn new<K: Object>(obj: &K, json: Box<[u8]>) -> Self {
         let meta = obj.meta();
         Self {
             json,
-            labels: meta.labels.clone(),
+            labels: FlatLabels::new(meta.labels.as_ref()),
             resource_version: meta.resource_version.as_deref().unwrap_or_default().into(),
         }
     }
@@ -395,8 +457,8 @@ impl Encoded {
     }
 
     /// The object's labels.
-    pub(crate) fn labels(&self) -> Option<&Labels> {
-        self.labels.as_ref()
+    pub(crate) fn labels(&self) -> &FlatLabels {
+        &self.labels
     }
 
     /// Whether this is the form of the object at `resource_version` (never for an empty one).
@@ -901,6 +963,46 @@ mod tests {
             assert_eq!(&decoders.decode(form, Some(&dictionary)).unwrap(), secret);
         }
         assert_eq!(forms[399].0[0], WITH_DICTIONARY);
+    }
+
+    /// A compact entry's flat labels answer every lookup and list every label as the map they
+    /// were made from: random maps (keys that prefix one another, empty strings, multi-byte
+    /// characters), looked up by their keys and by keys they lack.
+    #[test]
+    fn flat_labels_read_as_the_map_they_were_made_from() {
+        // `INFORMER_COMPACT_SEED=0x…` replays a failure (each assertion prints the seed).
+        let seed = std::env::var("INFORMER_COMPACT_SEED")
+            .ok()
+            .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+            .unwrap_or_else(|| fastrand::u64(..));
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let alphabet = ["", "a", "ab", "b", "é", "app", "app.kubernetes.io/name", "z"];
+        let word = |rng: &mut fastrand::Rng| -> String {
+            (0..rng.usize(0..3)).map(|_| alphabet[rng.usize(..alphabet.len())]).collect()
+        };
+        for _ in 0..500 {
+            let map: Labels =
+                (0..rng.usize(0..8)).map(|_| (word(&mut rng), word(&mut rng))).collect();
+            let flat = FlatLabels::new(Some(&map));
+            assert_eq!(flat.len(), map.len(), "seed {seed:#x}: {map:?}");
+            let listed: Vec<(&str, &str)> = (0..flat.len()).map(|i| flat.at(i)).collect();
+            let expected: Vec<(&str, &str)> =
+                map.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            assert_eq!(listed, expected, "seed {seed:#x}");
+            for _ in 0..8 {
+                let key = word(&mut rng);
+                assert_eq!(
+                    flat.get(&key),
+                    map.get(&key).map(String::as_str),
+                    "seed {seed:#x}: {key:?} in {map:?}"
+                );
+            }
+            for key in map.keys() {
+                assert_eq!(flat.get(key), map.get(key).map(String::as_str), "seed {seed:#x}");
+            }
+        }
+        assert_eq!(FlatLabels::new(None), FlatLabels::default());
+        assert_eq!(FlatLabels::new(Some(&Labels::new())).get(""), None);
     }
 
     #[test]

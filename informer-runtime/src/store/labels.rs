@@ -10,20 +10,17 @@
 //! (see [`Members`]), so that a query reads its candidates straight from the index. The labels
 //! it diffs are the decoded objects' (a compact store keeps them decoded beside the JSON).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use super::ObjectKey;
 use super::index::Reindex;
 use super::members::Members;
-use super::storage::Labels;
+use super::storage::LabelsRef;
 use crate::resource::Object;
 use crate::selector::{LabelSelector, Operator};
 
-/// What an object without labels has.
-static NO_LABELS: Labels = BTreeMap::new();
-
-fn labels_of<K: Object>(obj: Option<&K>) -> &Labels {
-    obj.and_then(|o| o.meta().labels.as_ref()).unwrap_or(&NO_LABELS)
+fn labels_of<K: Object>(obj: Option<&K>) -> LabelsRef<'_> {
+    LabelsRef::of(obj.and_then(|o| o.meta().labels.as_ref()))
 }
 
 /// Objects by label key, then label value.
@@ -96,17 +93,17 @@ impl<E: Clone> LabelIndex<E> {
     pub(super) fn update_labels(
         &mut self,
         key: &ObjectKey,
-        old_labels: &Labels,
-        new: Option<(&Labels, &E)>,
+        old_labels: LabelsRef<'_>,
+        new: Option<(LabelsRef<'_>, &E)>,
     ) {
-        let new_labels = new.map_or(&NO_LABELS, |(labels, _)| labels);
-        for (name, value) in old_labels {
+        let new_labels = new.map_or(LabelsRef::none(), |(labels, _)| labels);
+        for (name, value) in old_labels.iter() {
             if new_labels.get(name) != Some(value) {
                 self.remove(key, name, value);
             }
         }
         let Some((_, entry)) = new else { return };
-        for (name, value) in new_labels {
+        for (name, value) in new_labels.iter() {
             // Unchanged labels too: their entries still hold the old object.
             self.insert(key, name, value, entry);
         }
@@ -205,14 +202,17 @@ impl<E: Clone> LabelIndex<E> {
     /// built from scratch, with each entry holding the stored entry itself (`same`).
     pub(super) fn assert_consistent(
         &self,
-        objects: &[(ObjectKey, Option<Labels>, E)],
+        objects: &[(ObjectKey, Option<super::storage::Labels>, E)],
         same: impl Fn(&E, &E) -> bool,
     ) {
         let mut rebuilt = Self::default();
         let mut stored = HashMap::new();
         for (key, labels, entry) in objects {
-            let labels = labels.as_ref().unwrap_or(&NO_LABELS);
-            rebuilt.update_labels(key, &NO_LABELS, Some((labels, entry)));
+            rebuilt.update_labels(
+                key,
+                LabelsRef::none(),
+                Some((LabelsRef::of(labels.as_ref()), entry)),
+            );
             stored.insert(key.clone(), entry.clone());
         }
         for label in self.keys.values() {

@@ -23,7 +23,52 @@ use super::ObjectKey;
 use super::compact::{Codec, Encoded};
 use crate::resource::Object;
 
+use super::compact::FlatLabels;
 pub(super) use super::compact::Labels;
+
+/// What an object without labels has.
+static NO_LABELS: Labels = Labels::new();
+
+/// An entry's labels, as its storage holds them: a decoded object's map, or a compact entry's
+/// [`FlatLabels`]. Both are in key order.
+#[derive(Clone, Copy)]
+pub(super) enum LabelsRef<'a> {
+    /// A decoded object's `metadata.labels`.
+    Map(&'a Labels),
+    /// A compact entry's copy.
+    Flat(&'a FlatLabels),
+}
+
+impl<'a> LabelsRef<'a> {
+    /// The labels of an object whose `metadata.labels` is `labels`.
+    pub(super) fn of(labels: Option<&'a Labels>) -> Self {
+        Self::Map(labels.unwrap_or(&NO_LABELS))
+    }
+
+    /// No labels.
+    pub(super) fn none() -> Self {
+        Self::Map(&NO_LABELS)
+    }
+
+    /// The value of the label `key`.
+    pub(super) fn get(self, key: &str) -> Option<&'a str> {
+        match self {
+            Self::Map(map) => map.get(key).map(String::as_str),
+            Self::Flat(flat) => flat.get(key),
+        }
+    }
+
+    /// Every label, key and value, in key order.
+    pub(super) fn iter(self) -> impl Iterator<Item = (&'a str, &'a str)> {
+        let (map, flat) = match self {
+            Self::Map(map) => (Some(map), None),
+            Self::Flat(flat) => (None, Some(flat)),
+        };
+        let map = map.into_iter().flatten().map(|(k, v)| (k.as_str(), v.as_str()));
+        let flat = flat.into_iter().flat_map(|flat| (0..flat.len()).map(|i| flat.at(i)));
+        map.chain(flat)
+    }
+}
 
 /// How a cache holds its objects; see [`Indexer::with_compact_storage`](super::Indexer::with_compact_storage).
 ///
@@ -87,7 +132,7 @@ pub(super) trait Storage<K>: Send + Sync {
     fn entry(&self, key: &ObjectKey, obj: &Arc<K>) -> Self::Entry;
 
     /// The labels of an entry, which selectors are matched against.
-    fn labels(entry: &Self::Entry) -> Option<&Labels>;
+    fn labels(entry: &Self::Entry) -> LabelsRef<'_>;
 
     /// The namespace of an entry stored under `key`, for a selector query without the
     /// namespace index.
@@ -147,8 +192,8 @@ impl<K: Object> Storage<K> for Decoded {
     }
 
     #[inline]
-    fn labels(entry: &Arc<K>) -> Option<&Labels> {
-        entry.meta().labels.as_ref()
+    fn labels(entry: &Arc<K>) -> LabelsRef<'_> {
+        LabelsRef::of(entry.meta().labels.as_ref())
     }
 
     fn namespace<'a>(_key: &'a ObjectKey, entry: &'a Arc<K>) -> Option<&'a str> {
@@ -339,10 +384,10 @@ impl<K: Object> Storage<K> for Compact<K> {
         }
     }
 
-    fn labels(entry: &Slot<K>) -> Option<&Labels> {
+    fn labels(entry: &Slot<K>) -> LabelsRef<'_> {
         match entry {
-            Slot::Encoded(encoded) => encoded.labels(),
-            Slot::Decoded(obj) => obj.meta().labels.as_ref(),
+            Slot::Encoded(encoded) => LabelsRef::Flat(encoded.labels()),
+            Slot::Decoded(obj) => LabelsRef::of(obj.meta().labels.as_ref()),
         }
     }
 

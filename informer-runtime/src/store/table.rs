@@ -12,13 +12,10 @@ use std::sync::Arc;
 use super::index::{Index, IndexError, Indexers, Reindex};
 use super::labels::LabelIndex;
 use super::members::Members;
-use super::storage::{DecodeError, Labels, Storage};
+use super::storage::{DecodeError, LabelsRef, Storage};
 use super::{NAMESPACE_INDEX, ObjectKey};
 use crate::resource::{Object, same_version};
 use crate::selector::{LabelSelector, Requirement};
-
-/// What an object without labels is matched against.
-static NO_LABELS: Labels = Labels::new();
 
 /// Entries by key, and the indices over them.
 ///
@@ -131,9 +128,9 @@ impl<K: Object, S: Storage<K>> Table<K, S, S::Entry> {
             return self.load(candidates, capacity);
         }
         let meets = |entry: &S::Entry| {
-            let labels = S::labels(entry).unwrap_or(&NO_LABELS);
+            let labels = S::labels(entry);
             requirements.iter().enumerate().all(|(position, requirement): (usize, &Requirement)| {
-                Some(position) == satisfied || requirement.matches(labels)
+                Some(position) == satisfied || requirement.matches_with(|name| labels.get(name))
             })
         };
         self.load(candidates.filter(|(_, entry)| meets(entry)), 0)
@@ -157,7 +154,8 @@ impl<K: Object, S: Storage<K>> Table<K, S, S::Entry> {
             },
             Some((ns, None)) => {
                 return self.scan(|key, entry| {
-                    S::namespace(key, entry) == Some(ns) && selector.matches_opt(S::labels(entry))
+                    S::namespace(key, entry) == Some(ns)
+                        && selector.matches_with(|name| S::labels(entry).get(name))
                 });
             }
         };
@@ -175,7 +173,9 @@ impl<K: Object, S: Storage<K>> Table<K, S, S::Entry> {
                 let (satisfied, len) = (candidates.satisfied, candidates.len());
                 self.matching(candidates.into_iter(), selector, satisfied, len)
             }
-            (None, None) => self.scan(|_, entry| selector.matches_opt(S::labels(entry))),
+            (None, None) => {
+                self.scan(|_, entry| selector.matches_with(|name| S::labels(entry).get(name)))
+            }
         }
     }
 
@@ -234,8 +234,7 @@ impl<K: Object, S: Storage<K>> Table<K, S, S::Entry> {
         if enabled && self.labels.is_none() {
             let mut label_index = LabelIndex::default();
             for (key, entry) in &self.items {
-                let labels = S::labels(entry).unwrap_or(&NO_LABELS);
-                label_index.update_labels(key, &NO_LABELS, Some((labels, entry)));
+                label_index.update_labels(key, LabelsRef::none(), Some((S::labels(entry), entry)));
             }
             self.labels = Some(label_index);
         } else if !enabled {
@@ -259,7 +258,7 @@ impl<K: Object, S: Storage<K>> Table<K, S, S::Entry> {
             index.forget(key);
         }
         if let Some(label_index) = &mut self.labels {
-            label_index.update_labels(key, S::labels(entry).unwrap_or(&NO_LABELS), None);
+            label_index.update_labels(key, S::labels(entry), None);
         }
     }
 
@@ -354,7 +353,7 @@ impl<K: Object, S: Storage<K>> Table<K, S, S::Entry> {
             index.assert_consistent(&objects, S::same);
         }
         if let Some(label_index) = &self.labels {
-            let labels: Vec<(ObjectKey, Option<Labels>, S::Entry)> = objects
+            let labels: Vec<(ObjectKey, Option<super::storage::Labels>, S::Entry)> = objects
                 .iter()
                 .map(|(k, o, e)| (k.clone(), o.meta().labels.clone(), e.clone()))
                 .collect();
