@@ -22,6 +22,7 @@ use informer_controller::leader_election::Leadership;
 use informer_runtime::GroupVersionResource;
 use informer_runtime::metrics::Metrics;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tokio_util::sync::CancellationToken;
 
@@ -116,7 +117,21 @@ async fn the_controller_converges_through_a_seeded_schedule_of_faults() {
 
     put(&server, &set("web", &["shop", "blog"], &[("mode", "fast")]));
     put(&server, &set("api", &["blog", "docs", "later"], &[("tier", "1")]));
-    scenario.converge("the sets in place", || converged(&server)).await;
+    // The events too, before the first fault: a replica publishes `NamespaceMissing` once, when
+    // the condition turns (as Kubernetes' controllers do), and a leader killed before its
+    // recorder wrote it takes it along; no later reconcile publishes it again.
+    scenario
+        .converge("the sets in place", || {
+            converged(&server)?;
+            let events = server.objects(&GroupVersionResource::of::<Event>());
+            for reason in ["Created", "NamespaceMissing"] {
+                if !events.iter().any(|e| e["reason"] == reason) {
+                    return Err(format!("no {reason} event yet"));
+                }
+            }
+            Ok(())
+        })
+        .await;
 
     let changes: [Change; 5] = [
         ("a config map tampered with", |server| {
@@ -153,7 +168,7 @@ async fn the_controller_converges_through_a_seeded_schedule_of_faults() {
     {
         assert!(text.contains(metric), "{metric} in the replicas' metrics");
     }
-    let events = server.objects(&GroupVersionResource::of::<k8s_openapi::api::events::v1::Event>());
+    let events = server.objects(&GroupVersionResource::of::<Event>());
     assert!(events.iter().any(|e| e["reason"] == "Created"), "events of what was created");
     assert!(events.iter().any(|e| e["reason"] == "NamespaceMissing"), "and of what was missing");
 }
