@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use embedded_apiserver::{ApiServer, Config};
+use informer_client::ClientError;
 use informer_tests::kube_apiserver::KubeApiServer;
 use informer_webhook::admission::AdmissionRequest;
 use informer_webhook::conversion::ConversionRequest;
@@ -59,7 +60,7 @@ enum Server {
     /// An embedded server of the scenario's own, kept running while the target lives.
     Embedded { _server: ApiServer },
     /// The real kube-apiserver the test process shares.
-    Real,
+    Real(&'static KubeApiServer),
 }
 
 /// One of the two servers a scenario runs against, and an HTTP client for it.
@@ -127,13 +128,25 @@ impl Target {
             .default_headers(headers)
             .build()
             .expect("an HTTPS client");
-        Self { server: Server::Real, base: endpoints.server.clone(), http }
+        Self { server: Server::Real(server), base: endpoints.server.clone(), http }
     }
 
     fn name(&self) -> &'static str {
         match self.server {
             Server::Embedded { .. } => "embedded",
-            Server::Real => "kube-apiserver",
+            Server::Real(_) => "kube-apiserver",
+        }
+    }
+
+    /// This project's client for the server: how a controller meets the server's answers.
+    fn client(&self) -> informer_client::Client {
+        match &self.server {
+            Server::Real(server) => server.client("cert"),
+            Server::Embedded { .. } => {
+                let url = self.base.parse().expect("the embedded server's URL");
+                informer_client::Client::new(informer_client::Config::new(url))
+                    .expect("a client for the embedded server")
+            }
         }
     }
 
@@ -440,6 +453,7 @@ async fn a_denied_create_reaches_the_client_with_the_webhooks_message() {
             target.name()
         );
         transcript.push(("denied".into(), json!([denied.status, denied.body])));
+        denied_through_the_client(&target, &namespace).await;
 
         let invalid = target
             .post(
@@ -476,6 +490,28 @@ async fn a_denied_create_reaches_the_client_with_the_webhooks_message() {
         transcripts.push((target.name(), transcript));
     }
     same_transcripts(&transcripts);
+}
+
+/// The denial of the validating scenario through this project's client, as a controller meets
+/// it: the API server's `Status`, with the webhook's message.
+async fn denied_through_the_client(target: &Target, namespace: &str) {
+    let typed: ConfigMap =
+        serde_json::from_value(configmap(namespace, "bad-typed", &[], &[("forbidden", "x")]))
+            .expect("a ConfigMap");
+    match target.client().create(Some(namespace), &typed).await {
+        Err(ClientError::Api { status, .. }) => assert_eq!(
+            (status.code, status.reason.as_str(), status.message.as_str()),
+            (
+                403,
+                "Forbidden",
+                "admission webhook \"deny.webhooks.informer.test\" denied the request: \
+                 the configmap holds the key \"forbidden\""
+            ),
+            "{}",
+            target.name()
+        ),
+        other => panic!("{}: the denied create answered {other:?}", target.name()),
+    }
 }
 
 /// kube's e2e "should mutate configmap" (`webhook.go`): a mutating webhook's change (a label
