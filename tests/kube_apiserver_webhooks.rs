@@ -622,7 +622,10 @@ async fn a_webhook_that_times_out_fails_closed_or_open_by_its_policy() {
         move |request: AdmissionRequest<Value>| {
             calls.fetch_add(1, Ordering::SeqCst);
             async move {
-                // Past the webhook's `timeoutSeconds: 1`: the API server gives up first.
+                // Past the webhook's `timeoutSeconds: 1`. The server stops waiting for this
+                // handler at the request's `?timeout=1s` too and answers a denial then, but the
+                // API server's deadline started earlier (before it connected and sent the
+                // review), so it has given up by the time that denial could arrive.
                 tokio::time::sleep(Duration::from_secs(5)).await;
                 Ok::<_, std::convert::Infallible>(request.allow())
             }
