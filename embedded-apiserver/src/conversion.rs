@@ -11,7 +11,8 @@
 //! `conversion webhook for GROUP/VERSION, Kind=KIND failed: Post "URL?timeout=30s": ...`.
 //!
 //! Where objects are converted (the callers): a read (get, list, each watch event) converts
-//! from the storage version to the requested one; a write converts the request's object to
+//! from the version each object was stored in (the storage version when it was last written:
+//! the storage version may have moved since) to the requested one; a write converts the request's object to
 //! the storage version and what it stored back. Lists are converted in one review (the
 //! converter's `UnstructuredList` form). kube-apiserver converts when its watch cache for each
 //! served version takes in an object, one object a review, rather than per request: a webhook
@@ -33,10 +34,14 @@ use crate::webhook_client::{WebhookClient, decode, gvk_of};
 /// client-go also sends as the `?timeout=` parameter.
 const TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Whether objects served at `resource` go through its CRD's conversion webhook (the CRD asks
-/// for one, and this is not its storage version).
+/// Whether objects served at `resource` go through its CRD's conversion webhook: whenever the
+/// CRD asks for one, even at its storage version, because an object keeps the version it was
+/// stored in until it is written again, and the storage version may have moved since (as
+/// kube-apiserver decodes each object from etcd in its own version). [`convert`] sends only
+/// the objects not already in the version asked for, so a read of objects stored in that
+/// version calls no webhook.
 pub(crate) fn needed(resource: &ApiResource) -> bool {
-    resource.conversion.is_some() && resource.api_version() != resource.storage_version
+    resource.conversion.is_some()
 }
 
 /// `objects` in the `apiVersion` `to` (a version of `resource`'s group).

@@ -132,8 +132,9 @@
 //!   `Internal error occurred: failed calling webhook "NAME": failed to call webhook: Post
 //!   "URL?timeout=10s": ...`). A CRD whose `spec.conversion.strategy` is `Webhook` has its
 //!   objects converted by its webhook (`ConversionReview` v1 or v1beta1; a list in one
-//!   review) when they are read or written in a version other than the storage version. A
-//!   `clientConfig.service` is reached at the address a test gives it
+//!   review) when they are read or written in a version other than the one they are stored
+//!   in (objects stored before the storage version moved keep their version until written
+//!   again, as in etcd). A `clientConfig.service` is reached at the address a test gives it
 //!   ([`Config::webhook_service_address`]). Not done: `reinvocationPolicy`, `matchConditions`,
 //!   `matchPolicy: Equivalent` (matched as `Exact`), and admission of the writes of the
 //!   [`ServerHandle`], of `/scale` and `/eviction`, and of the server's own controllers.
