@@ -623,9 +623,9 @@ async fn a_webhook_that_times_out_fails_closed_or_open_by_its_policy() {
             calls.fetch_add(1, Ordering::SeqCst);
             async move {
                 // Past the webhook's `timeoutSeconds: 1`. The server stops waiting for this
-                // handler at the request's `?timeout=1s` too and answers a denial then, but the
-                // API server's deadline started earlier (before it connected and sent the
-                // review), so it has given up by the time that denial could arrive.
+                // handler at the request's `?timeout=1s` too and answers HTTP 504 then: should
+                // that answer arrive before the API server's own deadline passes, it is a
+                // failed call all the same, and the policy decides.
                 tokio::time::sleep(Duration::from_secs(5)).await;
                 Ok::<_, std::convert::Infallible>(request.allow())
             }

@@ -240,10 +240,15 @@ async fn a_slow_handler_is_answered_at_the_deadline_or_the_api_servers_timeout()
     let mut client = Client::new(running.addr, &ca.ca_pem(), Http::Two).await;
     let review = fixture("admission-review-create.json");
     let started = tokio::time::Instant::now();
-    let answer = tokio::time::timeout(Duration::from_secs(10), client.review("/slow", &review))
-        .await
-        .expect("answered at the deadline, not left hanging");
+    let body = Bytes::from(serde_json::to_vec(&review).unwrap());
+    let (status, answer) =
+        tokio::time::timeout(Duration::from_secs(10), client.send("POST", "/slow", body.clone()))
+            .await
+            .expect("answered at the deadline, not left hanging");
     assert!(started.elapsed() >= Duration::from_millis(300));
+    // A failed call, so that the API server applies the webhook's failurePolicy.
+    assert_eq!(status, StatusCode::GATEWAY_TIMEOUT);
+    let answer: Value = serde_json::from_slice(&answer).unwrap();
     let response = &answer["response"];
     assert_eq!(response["uid"], review["request"]["uid"]);
     assert_eq!(response["allowed"], false);
@@ -254,7 +259,9 @@ async fn a_slow_handler_is_answered_at_the_deadline_or_the_api_servers_timeout()
     );
 
     // kube-apiserver's `?timeout=` (the webhook's timeoutSeconds), when shorter, is the deadline.
-    let answer = client.review("/slow?timeout=100ms", &review).await;
+    let (status, answer) = client.send("POST", "/slow?timeout=100ms", body).await;
+    assert_eq!(status, StatusCode::GATEWAY_TIMEOUT);
+    let answer: Value = serde_json::from_slice(&answer).unwrap();
     assert_eq!(
         answer["response"]["status"]["message"],
         "webhook /slow: the handler did not answer within 100ms"

@@ -46,7 +46,14 @@ impl Inner {
         let took = started.elapsed();
         tracing::debug!(webhook = %path, outcome = answer.outcome.as_str(), ?took, "answered");
         self.observer.answered(&path, answer.outcome, took);
+        let timed_out = answer.outcome == Outcome::Timeout;
         let mut response = Response::new(Full::new(answer.body));
+        if timed_out {
+            // A failed call, not a denial: kube-apiserver lets the webhook's `failurePolicy`
+            // decide, as when its own deadline passes first (`Ignore` admits). The denied
+            // review stays in the body for a caller that reads it.
+            *response.status_mut() = StatusCode::GATEWAY_TIMEOUT;
+        }
         response
             .headers_mut()
             .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));

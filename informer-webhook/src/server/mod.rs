@@ -34,7 +34,9 @@
 //!   [`request_timeout`](WebhookServerBuilder::request_timeout) (30 seconds by default, the
 //!   longest `timeoutSeconds` the API server allows), or the `?timeout=` kube-apiserver adds to
 //!   each call when that is shorter: no work goes on after the caller gave up. A handler past
-//!   its deadline is dropped and the review denied with code 504.
+//!   its deadline is dropped and the call answered with HTTP 504 (a review denied with code
+//!   504 in its body): the API server counts it a failed call, so the webhook's
+//!   `failurePolicy` decides, as when the API server's own deadline passes first.
 //! - **Handler errors and panics** are denials with code 500 naming the error or the panic's
 //!   message; the connection and the server go on.
 //! - **Connections**: at most [`max_connections`](WebhookServerBuilder::max_connections) at once
