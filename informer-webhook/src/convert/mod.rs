@@ -121,8 +121,9 @@
 //! [`Conversions::hub`] registers the kind. `#[derive(Informer)]` emits that impl for the
 //! version marked `#[informer(..., hub(v1::Widget, ...))]` (with [`KindHub`] for the hub and
 //! each spoke, and the CRD with the webhook, `v2::Widget::crd_with_conversion(target,
-//! ca_bundle)`); see informer-derive's "Conversion through a hub". By hand, or from another
-//! generator, it is:
+//! ca_bundle)`); see informer-derive's "Conversion through a hub". informer-gen's
+//! `Generator::conversion_hubs(true)` emits it for each generated kind, its storage version as
+//! the hub. By hand, it is:
 //!
 //! ```
 //! # use informer_webhook::convert::{Conversions, Converter, Hub};
