@@ -34,6 +34,7 @@ const VALIDATION: &str = "validation";
 const SCHEMA: &str = "schema";
 const CRATES: &str = "crates";
 const VIEW: &str = "view";
+const HUB: &str = "hub";
 
 /// Every attribute, for the unknown-attribute message.
 const ALL: &[&str] = &[
@@ -60,6 +61,7 @@ const ALL: &[&str] = &[
     SCHEMA,
     CRATES,
     VIEW,
+    HUB,
 ];
 
 /// A value that may be given once; the span is where it was given.
@@ -119,6 +121,7 @@ pub(crate) struct PrintColumn {
 /// `crates(informer_runtime = path, k8s_openapi = path, ...)`.
 pub(crate) struct Crates {
     pub(crate) informer_runtime: Attr<syn::Path>,
+    pub(crate) informer_webhook: Attr<syn::Path>,
     pub(crate) k8s_openapi: Attr<syn::Path>,
     pub(crate) schemars: Attr<syn::Path>,
     pub(crate) serde: Attr<syn::Path>,
@@ -158,6 +161,9 @@ pub(crate) struct Attrs {
     /// Whether `view` was written, even with a value that could not be read: then the struct is
     /// meant as a view, and the missing group and version are no error to add.
     pub(crate) view_written: bool,
+    /// `hub` or `hub(v1::Foo, ...)`: this version is its kind's conversion hub, with these
+    /// spokes.
+    pub(crate) hub: Attr<Vec<syn::Path>>,
 }
 
 impl Attrs {
@@ -187,6 +193,7 @@ impl Attrs {
             schema: Attr::none(SCHEMA),
             crates: Crates {
                 informer_runtime: Attr::none("informer_runtime"),
+                informer_webhook: Attr::none("informer_webhook"),
                 k8s_openapi: Attr::none("k8s_openapi"),
                 schemars: Attr::none("schemars"),
                 serde: Attr::none("serde"),
@@ -194,6 +201,7 @@ impl Attrs {
             },
             view: Attr::none(VIEW),
             view_written: false,
+            hub: Attr::none(HUB),
         }
     }
 }
@@ -310,6 +318,9 @@ fn suggestion(name: &str) -> Option<&'static str> {
         "cluster_scoped" | "clusterscoped" => "write `cluster`",
         "list_kind" => "the list kind is always the kind followed by `List`",
         "crate" => "write `crates(informer_runtime = path)`",
+        "spokes" | "spoke" | "conversion" | "hub_of" | "storage_hub" => {
+            "write `hub(v1::Foo, ...)` on the hub version, naming its spokes"
+        }
         "projection" | "project" | "view_of" | "projection_of" | "viewed" => {
             "write `view = Pod` for a view (projection) of another resource type"
         }
@@ -380,6 +391,7 @@ fn one(cx: &mut Ctxt, out: &mut Attrs, meta: &ParseNestedMeta<'_>) -> syn::Resul
             out.view_written = true;
             out.view.set(cx, span, view(meta)?);
         }
+        HUB => out.hub.set(cx, span, hub(meta)?),
         _ => {
             let message = match suggestion(&name) {
                 Some(instead) => format!("unknown informer attribute `{name}`: {instead}"),
@@ -405,6 +417,24 @@ fn view(meta: &ParseNestedMeta<'_>) -> syn::Result<syn::Path> {
         return lit.parse().map_err(|_| syn::Error::new(lit.span(), USAGE));
     }
     value.parse().map_err(|e| syn::Error::new(e.span(), USAGE))
+}
+
+/// `hub` (no spoke yet) or `hub(v1::Foo, super::v3::Foo)`: the spokes by path.
+fn hub(meta: &ParseNestedMeta<'_>) -> syn::Result<Vec<syn::Path>> {
+    const USAGE: &str = "write `hub(v1::Foo, ...)`, the paths of the spoke versions this hub \
+                         converts, or `hub` alone for a hub without spokes yet";
+    if meta.input.peek(Token![=]) {
+        return Err(meta.error(USAGE));
+    }
+    if !meta.input.peek(syn::token::Paren) {
+        return Ok(Vec::new());
+    }
+    let content;
+    syn::parenthesized!(content in meta.input);
+    let paths = content
+        .parse_terminated(syn::Path::parse_mod_style, Token![,])
+        .map_err(|e| syn::Error::new(e.span(), USAGE))?;
+    Ok(paths.into_iter().collect())
 }
 
 /// `annotation("key", "value")` (kube-derive's form) or `annotation(key = "...", value = "...")`.
@@ -506,6 +536,7 @@ fn crates(cx: &mut Ctxt, crates: &mut Crates, meta: &ParseNestedMeta<'_>) -> syn
         let span = span_of(&inner);
         let slot = match name_of(&inner).as_str() {
             "informer_runtime" => &mut crates.informer_runtime,
+            "informer_webhook" => &mut crates.informer_webhook,
             "k8s_openapi" => &mut crates.k8s_openapi,
             "schemars" => &mut crates.schemars,
             "serde" => &mut crates.serde,
@@ -514,7 +545,7 @@ fn crates(cx: &mut Ctxt, crates: &mut Crates, meta: &ParseNestedMeta<'_>) -> syn
                 cx.error_at(
                     span,
                     format!(
-                        "unknown crate `{other}`: expected `informer_runtime`, `k8s_openapi`, `schemars`, `serde` or `serde_json`"
+                        "unknown crate `{other}`: expected `informer_runtime`, `informer_webhook`, `k8s_openapi`, `schemars`, `serde` or `serde_json`"
                     ),
                 );
                 return skip_value(&inner);

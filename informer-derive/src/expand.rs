@@ -22,7 +22,7 @@ use syn::spanned::Spanned as _;
 use crate::ctxt::Ctxt;
 use crate::parts::{hidden, path_string, remote_serialize, serde_attrs};
 use crate::valid::{self, Input};
-use crate::{fallback, informers, view};
+use crate::{conversion, fallback, informers, view};
 
 /// `#[derive(Informer)]` on `input`.
 pub(crate) fn derive(input: &syn::DeriveInput) -> TokenStream {
@@ -49,10 +49,12 @@ fn expand(input: &Input) -> TokenStream {
     let resource = resource_impls(input);
     let serialize = serialize(input);
     let crd = crd(input);
+    let hub = input.hub.as_deref().map(|spokes| conversion::hub(input, spokes));
     let impls = hidden(&quote! {
         #resource
         #serialize
         #crd
+        #hub
     });
     quote! {
         #aliases

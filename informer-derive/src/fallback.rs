@@ -57,6 +57,9 @@ pub(crate) fn stub(input: &syn::DeriveInput) -> TokenStream {
             }
         }
     });
+    // A hub's CRD is installed somewhere too.
+    let hub = (!parsed.view_written && parsed.hub.get().is_some())
+        .then(|| crate::conversion::stub(ident, &crates.informer_webhook, rt, k8s));
     // Code naming `FooInformer` or `FooLister` should not fail too. The scope is unknown here,
     // so `FooNamespaceLister` is written as well; the docs are never read.
     let aliases = (!parsed.view_written).then(|| {
@@ -85,6 +88,7 @@ pub(crate) fn stub(input: &syn::DeriveInput) -> TokenStream {
             }
             #metadata
             #crd
+            #hub
         };
     }
 }

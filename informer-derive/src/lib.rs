@@ -4,7 +4,7 @@
 //!
 //! Stages, one module each (dtolnay's layout): `attrs` parses `#[informer(...)]`, `valid`
 //! checks the struct and the values and fills in defaults, `expand` generates the code (`view`
-//! the code of a view), `fallback` stubs the traits when there are errors. What `crd()` does at
+//! the code of a view, `conversion` a conversion hub's), `fallback` stubs the traits when there are errors. What `crd()` does at
 //! run time (schemars' schema made structural, recursion found, versions merged) is
 //! `informer_runtime::crd`, as a proc-macro crate cannot export functions. `ctxt` collects every error so one build reports them all. `informers` is
 //! [`informers!`], the grouped factory accessors. The code informer-gen writes too (names,
@@ -17,6 +17,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 mod attrs;
+mod conversion;
 mod ctxt;
 mod expand;
 mod fallback;
@@ -83,11 +84,15 @@ use proc_macro::TokenStream;
 ///   `metadata` added. The fields' types need `schemars::JsonSchema`; the root does not (derive
 ///   it or not, as you like). See "Schemas" below for what serde's attributes become, and
 ///   "Several versions" for a kind with a struct per version.
+/// - With `hub(...)`: `informer_webhook::convert::Hub` and `KindHub`, and
+///   `Foo::crd_with_conversion()` / `Foo::try_crd_with_conversion()` (see "Conversion through a
+///   hub").
 /// - A hidden macro, named like the type in the macro namespace, that [`informers!`] reads the
 ///   resource's names from.
 ///
 /// The user's crate needs `k8s-openapi`, `informer-runtime`, `serde` (with `derive`),
-/// `serde_json` and `schemars` 1 as dependencies, or `crates(...)` paths to them.
+/// `serde_json` and `schemars` 1 as dependencies, or `crates(...)` paths to them; and
+/// `informer-webhook` if a version is a conversion hub (`hub(...)`).
 ///
 /// # Schemas
 ///
@@ -172,7 +177,108 @@ use proc_macro::TokenStream;
 /// that exactly one is the storage version; each error names the field and the two versions.
 /// The informers are per version (`factory.informer::<WidgetV1>()` lists and watches
 /// `/apis/example.com/v1/...`); the API server converts objects between versions with the CRD's
-/// strategy, `None` unless set, which changes `apiVersion` alone.
+/// strategy, `None` unless set, which changes `apiVersion` alone. When the versions' schemas
+/// differ, mark one version as the hub (next section).
+///
+/// # Conversion through a hub
+///
+/// `hub(v1::Widget, ...)` on one version makes it the hub of its kind, converting the spokes it
+/// names (controller-runtime's hub and spoke). Write `From` (or `TryFrom`) between each spoke
+/// and the hub, both ways; the derive implements `informer-webhook`'s
+/// `informer_webhook::convert::Hub`, so that `Conversions::new().hub::<v2::Widget>()` is the
+/// conversion webhook's handler: it converts any served version to any other through the hub,
+/// and keeps what a spoke cannot hold in the annotation `<group>/conversion-data`, so a round
+/// trip through the spoke loses nothing. `v2::Widget::crd_with_conversion(target, ca_bundle)`
+/// (and `try_crd_with_conversion`) is the CRD of the hub and its spokes, merged, with
+/// `spec.conversion` sending conversions to the webhook (strategy `Webhook`, the service or URL,
+/// the `caBundle`, `conversionReviewVersions: ["v1"]`).
+///
+/// ```
+/// use informer_webhook::conversion::ConversionRequest;
+/// use informer_webhook::convert::Conversions;
+/// use informer_webhook::crd::WebhookTarget;
+///
+/// mod v1 {
+///     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+///     use serde::{Deserialize, Serialize};
+///
+///     #[derive(Clone, Debug, Deserialize, informer_derive::Informer)]
+///     #[informer(group = "example.com", version = "v1", storage = false)]
+///     pub struct Widget {
+///         pub metadata: ObjectMeta,
+///         pub spec: WidgetSpec,
+///     }
+///
+///     #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+///     pub struct WidgetSpec {
+///         pub replicas: i32,
+///     }
+/// }
+///
+/// mod v2 {
+///     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+///     use serde::{Deserialize, Serialize};
+///
+///     /// The hub (here also the storage version): `replicas` is `count` now, and a color came.
+///     #[derive(Clone, Debug, Deserialize, informer_derive::Informer)]
+///     #[informer(group = "example.com", version = "v2", hub(super::v1::Widget))]
+///     pub struct Widget {
+///         pub metadata: ObjectMeta,
+///         pub spec: WidgetSpec,
+///     }
+///
+///     #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+///     pub struct WidgetSpec {
+///         pub count: i32,
+///         #[serde(default, skip_serializing_if = "Option::is_none")]
+///         pub color: Option<String>,
+///     }
+/// }
+///
+/// impl From<v1::Widget> for v2::Widget {
+///     fn from(w: v1::Widget) -> Self {
+///         Self { metadata: w.metadata, spec: v2::WidgetSpec { count: w.spec.replicas, color: None } }
+///     }
+/// }
+///
+/// impl From<v2::Widget> for v1::Widget {
+///     fn from(w: v2::Widget) -> Self {
+///         Self { metadata: w.metadata, spec: v1::WidgetSpec { replicas: w.spec.count } }
+///     }
+/// }
+///
+/// # fn main() {
+/// // The conversion webhook's handler: serve it with `WebhookServer::builder().conversion(..)`.
+/// let conversions = Conversions::new().hub::<v2::Widget>();
+/// let v2 = serde_json::json!({
+///     "apiVersion": "example.com/v2", "kind": "Widget", "metadata": {"name": "w"},
+///     "spec": {"count": 3, "color": "red"},
+/// });
+/// let to_v1 = ConversionRequest::new("1", "example.com/v1", vec![v2.clone()]);
+/// let v1 = conversions.convert(&to_v1).converted_objects.remove(0);
+/// assert_eq!(v1["spec"], serde_json::json!({"replicas": 3}));
+/// // The color v1 cannot hold comes back when the object is read as v2 again.
+/// let to_v2 = ConversionRequest::new("2", "example.com/v2", vec![v1]);
+/// assert_eq!(conversions.convert(&to_v2).converted_objects, [v2]);
+///
+/// // The CRD to install, both versions and the webhook in one call.
+/// let target = WebhookTarget::service("widgets-system", "widgets-webhook").path("/convert");
+/// # let ca_bundle = b"-----BEGIN CERTIFICATE-----\n...\n-----END CERTIFICATE-----\n";
+/// let crd = v2::Widget::crd_with_conversion(&target, ca_bundle);
+/// assert_eq!(crd.spec.versions.len(), 2);
+/// assert_eq!(crd.spec.conversion.unwrap().strategy, "Webhook");
+/// # }
+/// ```
+///
+/// The generated code names `::informer_webhook` (or the path `crates(informer_webhook =
+/// path)` gives) only when `hub` is written: add `informer-webhook` to the crate's dependencies
+/// then. It also implements `informer_webhook::convert::KindHub` for the hub and each spoke,
+/// which is how a second hub is refused: two versions marked `hub` that name each other (or
+/// one spoke in common) fail to compile with *conflicting implementations of trait `KindHub`*.
+/// A spoke without the conversions fails at its path in `hub(...)`, naming the missing `From`.
+/// `hub` alone marks a hub without spokes yet. The spokes must be `#[derive(Informer)]` types
+/// of the same kind (`crd_with_conversion` merges their `try_crd()`; the converter panics on
+/// its first use if one is of another kind).
 ///
 /// # Required attributes
 ///
@@ -203,12 +309,14 @@ use proc_macro::TokenStream;
 /// - `annotation("key", "value")`, `label("key", "value")`, repeatable: on the CRD's metadata.
 /// - `validation = "self.spec.replicas >= 0"`, repeatable: CEL rules
 ///   (`x-kubernetes-validations`) on the root of the schema.
+/// - `hub(v1::Foo, ...)` (or `hub` alone): this version is the conversion hub of its kind,
+///   with these spokes; see "Conversion through a hub".
 /// - `schema = "disabled"`: the schema accepts any object (`x-kubernetes-preserve-unknown-fields`)
 ///   and the fields' types need no `JsonSchema`; `schema = "derived"` (from schemars) is the
 ///   default.
 /// - `crates(informer_runtime = path, k8s_openapi = path, schemars = path, serde = path,
-///   serde_json = path)`: where the generated code finds these crates (defaults
-///   `::informer_runtime`, …), as kube-derive's `crates(...)`.
+///   serde_json = path, informer_webhook = path)`: where the generated code finds these crates
+///   (defaults `::informer_runtime`, …), as kube-derive's `crates(...)`.
 ///
 /// # Errors
 ///

@@ -45,6 +45,9 @@ pub(crate) struct Input {
     /// `view = Pod`: the type this struct is a view of. A view takes that type's identity and
     /// has no CRD: the names and CRD settings above are then empty and unused.
     pub(crate) view: Option<syn::Path>,
+    /// `hub(...)`: this version is its kind's conversion hub, with these spokes (see
+    /// `conversion.rs`).
+    pub(crate) hub: Option<Vec<syn::Path>>,
 }
 
 /// The scale subresource's paths.
@@ -68,6 +71,9 @@ pub(crate) struct PrintColumn {
 /// Paths of the crates the expansion names.
 pub(crate) struct Crates {
     pub(crate) informer_runtime: syn::Path,
+    /// Named only by a hub's expansion (`hub(...)`): a crate without hubs needs no
+    /// informer-webhook.
+    pub(crate) informer_webhook: syn::Path,
     pub(crate) k8s_openapi: syn::Path,
     pub(crate) schemars: syn::Path,
     pub(crate) serde: syn::Path,
@@ -228,6 +234,7 @@ pub(crate) fn check(cx: &mut Ctxt, input: &syn::DeriveInput) -> Option<Input> {
         derived_schema,
         crates,
         view: None,
+        hub: attrs.hub.get().cloned(),
     })
 }
 
@@ -269,6 +276,7 @@ fn view_input(
         derived_schema: false,
         crates: crates(&attrs.crates),
         view: Some(view),
+        hub: None,
     }
 }
 
@@ -292,6 +300,7 @@ fn view_conflicts(cx: &mut Ctxt, attrs: &Attrs, view: &syn::Path) {
         ("deprecated", attrs.deprecated.span()),
         ("deprecation_warning", attrs.deprecation_warning.span()),
         ("schema", attrs.schema.span()),
+        ("hub", attrs.hub.span()),
     ];
     spans.extend(single.into_iter().filter_map(|(name, span)| Some((name, span?))));
     spans.extend(attrs.short_names.iter().map(|(_, span)| ("shortname", *span)));
@@ -644,6 +653,7 @@ pub(crate) fn crates(crates: &attrs::Crates) -> Crates {
     let or = |given: Option<&syn::Path>, default: syn::Path| given.cloned().unwrap_or(default);
     Crates {
         informer_runtime: or(crates.informer_runtime.get(), syn::parse_quote!(::informer_runtime)),
+        informer_webhook: or(crates.informer_webhook.get(), syn::parse_quote!(::informer_webhook)),
         k8s_openapi: or(crates.k8s_openapi.get(), syn::parse_quote!(::k8s_openapi)),
         schemars: or(crates.schemars.get(), syn::parse_quote!(::schemars)),
         serde: or(crates.serde.get(), syn::parse_quote!(::serde)),

@@ -96,6 +96,8 @@ pub struct Generator {
     /// The Kubernetes minor version (`1.x`) the consumer's k8s-openapi is built for; `None`:
     /// every version of the catalog.
     pub(crate) k8s_version: Option<u32>,
+    /// `Some(path of informer-webhook)`: each kind's storage version is its conversion hub.
+    pub(crate) conversion_hubs: Option<String>,
 }
 
 impl Default for Generator {
@@ -117,6 +119,7 @@ impl Default for Generator {
             k8s_types: true,
             // Unknown until a build script reads it from k8s-openapi: every version.
             k8s_version: None,
+            conversion_hubs: None,
         }
     }
 }
@@ -244,6 +247,44 @@ impl Generator {
     /// Whether schema descriptions become doc comments (on by default).
     pub fn docs(mut self, enabled: bool) -> Self {
         self.docs = enabled;
+        self
+    }
+
+    /// Makes each kind's storage version its conversion hub (off by default): implements
+    /// `informer_webhook::convert::Hub` for it, naming every other generated version of the kind
+    /// as a spoke, and `informer_webhook::convert::KindHub` for each version, as
+    /// `#[derive(Informer)]` does for `#[informer(hub(...))]`. Then
+    /// `Conversions::new().hub::<example::v2::Widget>()` is the kind's conversion webhook
+    /// handler, converting any generated version to any other through the storage version.
+    ///
+    /// The consumer depends on `informer-webhook`, and writes `From` (or `TryFrom`) between
+    /// each spoke and the hub, both ways (the generated types are its own, so it may); until
+    /// it does, the generated code does not compile. A kind whose storage version is not
+    /// generated (see [`versions`](Generator::versions)) gets no hub.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), informer_gen::Error> {
+    /// use informer_gen::Generator;
+    /// let yaml = r#"
+    /// apiVersion: apiextensions.k8s.io/v1
+    /// kind: CustomResourceDefinition
+    /// metadata: {name: widgets.example.com}
+    /// spec:
+    ///   group: example.com
+    ///   names: {kind: Widget, plural: widgets}
+    ///   scope: Namespaced
+    ///   versions:
+    ///   - {name: v1, served: true, storage: false, schema: {openAPIV3Schema: {type: object}}}
+    ///   - {name: v2, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}
+    /// "#;
+    /// let crds = informer_gen::schema::parse_str("widget.yaml".as_ref(), yaml)?;
+    /// let code = Generator::new().conversion_hubs(true).generate(&crds)?.to_file_string();
+    /// assert!(code.contains("impl ::informer_webhook::convert::Hub for self::example::v2::Widget {"));
+    /// assert!(code.contains(".spoke::<self::example::v1::Widget>()"));
+    /// # Ok(()) }
+    /// ```
+    pub fn conversion_hubs(mut self, enabled: bool) -> Self {
+        self.conversion_hubs = enabled.then(|| "::informer_webhook".to_owned());
         self
     }
 

@@ -6,6 +6,10 @@
 //! with warm standbys (the manager's: informers synced on every replica) and with cold ones
 //! (informers started on taking the Lease), over `--noise` config maps the controller's
 //! informers cache besides its own.
+//!
+//! Before the sets, the controller's validating admission webhook is served on loopback TLS
+//! (informer-webhook's server, a throwaway CA in the configuration's `caBundle`), and an
+//! invalid set is refused by the API server with the webhook's message.
 
 use std::time::{Duration, Instant};
 
@@ -15,6 +19,9 @@ use informer_client::{Client, Config};
 use informer_controller::leader_election::Leadership;
 use informer_runtime::GroupVersionResource;
 use informer_runtime::metrics::Metrics;
+use informer_webhook::WebhookServer;
+use informer_webhook::crd::WebhookTarget;
+use informer_webhook::testing::TestCa;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -230,11 +237,50 @@ async fn compare_failovers(
     Ok(())
 }
 
+/// Serves the controller's validating webhook on loopback TLS, registers it, and shows an
+/// invalid set refused with its message. The webhook serves until `stop`.
+async fn admission_webhook(
+    client: &Client,
+    stop: CancellationToken,
+) -> Result<JoinHandle<()>, String> {
+    let ca = TestCa::new().map_err(text)?;
+    let certificate = ca.issue(&["127.0.0.1"]).map_err(text)?;
+    let server = example_controller::webhook::webhooks(WebhookServer::builder())
+        .certificate_pem(certificate.cert_pem.clone(), certificate.key_pem.clone())
+        .build()
+        .map_err(text)?;
+    // Bound before the configuration exists: the API server's first call finds it listening.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(text)?;
+    let addr = listener.local_addr().map_err(text)?;
+    let task = tokio::spawn(async move { server.serve(listener, stop).await });
+    let url = format!("https://{addr}{}", example_controller::webhook::PATH);
+    let target = WebhookTarget::url(url.clone());
+    let configuration = example_controller::webhook::configuration(&target, ca.ca_pem().as_bytes());
+    client.create(None, &configuration).await.map_err(text)?;
+    println!("demo-controller: validating webhook {} at {url}", example_controller::webhook::NAME);
+
+    let spec = ConfigMapSetSpec {
+        namespaces: vec!["Shop".to_owned()],
+        data: [("app/mode".to_owned(), "fast".to_owned())].into(),
+    };
+    let invalid = ConfigMapSet { metadata: named("invalid"), spec, status: None };
+    match client.create(None, &invalid).await {
+        Ok(_) => Err("the webhook let an invalid set in".to_owned()),
+        Err(e) if e.to_string().contains("denied the request") => {
+            println!("demo-controller: an invalid set is refused: {e}");
+            Ok(task)
+        }
+        Err(e) => Err(format!("creating an invalid set failed otherwise than by the webhook: {e}")),
+    }
+}
+
 async fn demo(count: usize, noise: usize) -> Result<(), String> {
     let server = ApiServer::start().await.map_err(text)?;
     let client = Client::new(Config::new(server.url().parse().map_err(text)?)).map_err(text)?;
     println!("demo-controller: embedded API server at {}", server.url());
     client.create(None, &ConfigMapSet::crd()).await.map_err(text)?;
+    let webhook_stop = CancellationToken::new();
+    let webhook = admission_webhook(&client, webhook_stop.clone()).await?;
     let namespaces = ["shop", "blog", "docs", "mail"];
     for ns in namespaces {
         let namespace = Namespace { metadata: named(ns), ..Namespace::default() };
@@ -321,6 +367,8 @@ async fn demo(count: usize, noise: usize) -> Result<(), String> {
     }
 
     compare_failovers(&server, &client, noise).await?;
+    webhook_stop.cancel();
+    webhook.await.map_err(text)?;
     println!("demo-controller: OK: every set's config maps, status and finalizer are as it asks");
     Ok(())
 }

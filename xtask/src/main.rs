@@ -4,7 +4,8 @@
 //!   end to end over HTTP on the embedded API server, or read-only against a real cluster.
 //! - `cargo xtask demo-controller [--sets N]`: the `ConfigMapSet` controller of
 //!   `examples/controller` on the embedded API server, two replicas behind a Lease, through
-//!   faults and a killed leader, with progress lines.
+//!   faults and a killed leader, with progress lines; its validating webhook refuses an
+//!   invalid set first.
 //! - `cargo xtask serve [--addr 127.0.0.1:PORT] [--tls] [--max-streams N]`: the embedded API
 //!   server alone, for any client; over TLS and HTTP/2 with `--tls` (it writes a kubeconfig
 //!   with its CA and prints the path).

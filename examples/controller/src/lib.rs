@@ -19,6 +19,10 @@
 //! Every read comes from the informers' listers; writes carry the version read, so a stale
 //! cache gets a `409 Conflict`, which the controller retries at once.
 //!
+//! A validating admission [`webhook`] (on `informer-webhook`'s server) keeps sets the
+//! controller could never satisfy (no namespace, a namespace name the API server refuses, a
+//! data key no config map may have) out of the API server, with a message saying what to fix.
+//!
 //! ```
 //! use example_controller::ConfigMapSet;
 //!
@@ -59,6 +63,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
+
+pub mod webhook;
 
 /// The finalizer the controller puts on every set, to delete its config maps first.
 pub const FINALIZER: &str = "sets.example.com/cleanup";

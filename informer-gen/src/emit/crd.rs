@@ -96,7 +96,65 @@ fn generate(generator: &Generator, crds: &[Loaded]) -> Result<Output> {
     if !style.types_only {
         out.top = factory_trait(&rt, &style.vis, &modules, &types);
     }
+    if let Some(webhook) = &generator.conversion_hubs {
+        let webhook: syn::Path = syn::parse_str(webhook)
+            .map_err(|e| config_error(format!("webhook crate {webhook:?} is not a path: {e}")))?;
+        out.top.extend(hubs(&webhook, &tree, &out.resources)?);
+    }
     out.resources.sort();
+    Ok(out)
+}
+
+/// A kind's generated versions: the storage version's path, if generated, and the others'.
+type KindVersions = (Option<syn::Path>, Vec<syn::Path>);
+
+/// For each kind whose storage version is generated: `Hub` for that version with every other
+/// generated version of the kind as a spoke, and `KindHub` for each (see
+/// [`Generator::conversion_hubs`]). Paths start with `self::`, from the top of the output.
+fn hubs(
+    webhook: &syn::Path,
+    tree: &Tree<'_>,
+    resources: &[GeneratedResource],
+) -> Result<TokenStream> {
+    let mut kinds: BTreeMap<(&str, &str), KindVersions> = BTreeMap::new();
+    for r in resources {
+        let storage = tree
+            .get(r.group.as_str())
+            .and_then(|versions| versions.get(r.version.as_str()))
+            .and_then(|kinds| kinds.values().find(|s| s.loaded.crd.spec.names.kind == r.kind))
+            .and_then(|s| s.loaded.crd.spec.versions.get(s.index))
+            .is_some_and(|v| v.storage);
+        let path: syn::Path = syn::parse_str(&format!("self::{}", r.rust_path))
+            .map_err(|e| config_error(format!("type path {}: {e}", r.rust_path)))?;
+        let entry = kinds.entry((&r.group, &r.kind)).or_default();
+        if storage {
+            entry.0 = Some(path);
+        } else {
+            entry.1.push(path);
+        }
+    }
+    let mut out = TokenStream::new();
+    for (hub, spokes) in kinds.into_values() {
+        let Some(hub) = hub else { continue };
+        out.extend(quote! {
+            #[automatically_derived]
+            impl #webhook::convert::Hub for #hub {
+                fn converter() -> #webhook::convert::Converter<Self> {
+                    #webhook::convert::Converter::<Self>::new() #(.spoke::<#spokes>())*
+                }
+            }
+            #[automatically_derived]
+            impl #webhook::convert::KindHub for #hub {
+                type Hub = Self;
+            }
+            #(
+                #[automatically_derived]
+                impl #webhook::convert::KindHub for #spokes {
+                    type Hub = #hub;
+                }
+            )*
+        });
+    }
     Ok(out)
 }
 

@@ -118,8 +118,12 @@
 //!
 //! Everything a version needs is [`Version`], which `#[derive(Informer)]` types have. A kind's
 //! hub may implement [`Hub`], naming its spokes once: then
-//! [`Conversions::hub`] registers the kind. That impl is what a derive (or a generator) that
-//! knows a kind's versions emits:
+//! [`Conversions::hub`] registers the kind. `#[derive(Informer)]` emits that impl for the
+//! version marked `#[informer(..., hub(v1::Widget, ...))]` (with [`KindHub`] for the hub and
+//! each spoke, and the CRD with the webhook, `v2::Widget::crd_with_conversion(target,
+//! ca_bundle)`); see informer-derive's "Conversion through a hub". informer-gen's
+//! `Generator::conversion_hubs(true)` emits it for each generated kind, its storage version as
+//! the hub. By hand, it is:
 //!
 //! ```
 //! # use informer_webhook::convert::{Conversions, Converter, Hub};
@@ -178,6 +182,18 @@ impl<T: k8s_openapi::Resource + Serialize + DeserializeOwned + Send + Sync + 'st
 pub trait Hub: Version + Sized {
     /// The kind's converter: this hub and every spoke.
     fn converter() -> Converter<Self>;
+}
+
+/// The hub of a version's kind: `#[derive(Informer)]` with `hub(...)` implements it for the hub
+/// (as its own hub) and for each spoke it names.
+///
+/// It is how a kind with two hubs is refused at compile time: two hubs that name each other (or
+/// a spoke in common) implement it twice for one type, and rustc reports *conflicting
+/// implementations of trait `KindHub`*. It also finds a version's converter:
+/// `Conversions::new().hub::<<v1::Widget as KindHub>::Hub>()`.
+pub trait KindHub: Version {
+    /// The hub version of this version's kind.
+    type Hub: Hub;
 }
 
 /// Why an object did not convert. Each message names the object's version and what to fix.
