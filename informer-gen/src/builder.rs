@@ -181,6 +181,15 @@ impl Builder {
         self
     }
 
+    /// Whether each kind served in several versions gets a conversion handler through its
+    /// storage version, the hub ([`Generator::conversion_hubs`], off by default): the crate
+    /// then writes `From` both ways between each other version and the hub, and depends on
+    /// `informer-webhook`.
+    pub fn conversion_hubs(mut self, enabled: bool) -> Self {
+        self.generator = self.generator.conversion_hubs(enabled);
+        self
+    }
+
     /// The Kubernetes version generated code is compiled against ([`Generator::k8s_version`]),
     /// instead of the one k8s-openapi gives the build script.
     pub fn k8s_version(mut self, minor: u32) -> Self {

@@ -128,6 +128,13 @@ struct CrdArgs {
     #[arg(long)]
     no_k8s_types: bool,
 
+    /// Makes each kind's storage version the hub of its other versions: the hub implements
+    /// informer-webhook's `Hub`, a conversion handler that converts any served version to any
+    /// other through `From` conversions to and from the hub, which your crate writes (and
+    /// depends on informer-webhook)
+    #[arg(long)]
+    conversion_hubs: bool,
+
     /// The Kubernetes version the generated code is compiled against (the k8s-openapi version
     /// feature of its crate, 1.33 to 1.37): a schema becomes a k8s-openapi type only where it is
     /// that type in this version; without it, in every version
@@ -235,7 +242,8 @@ fn crd(args: &CrdArgs) -> Result<String, Box<dyn std::error::Error>> {
         })
         .runtime_crate(&args.runtime_crate)
         .strict(args.strict)
-        .k8s_types(!args.no_k8s_types);
+        .k8s_types(!args.no_k8s_types)
+        .conversion_hubs(args.conversion_hubs);
     if let Some(minor) = args.k8s_version {
         generator = generator.k8s_version(minor);
     }
