@@ -42,7 +42,9 @@ pub(super) fn cargo_output(args: &[&str], dir: &Path) -> Result<Output, String> 
         .map_err(|e| format!("could not run {cargo}: {e}"))
 }
 
-/// Runs cargo on a scratch workspace with its own target directory.
+/// Runs cargo on a scratch workspace with its own target directory. Its crates pick their
+/// Kubernetes version with a k8s-openapi feature, which the variable that overrides it (set for
+/// the workspace's own builds) must not contradict.
 pub(super) fn scratch_cargo(args: &[&str], dir: &Path, target: &Path) -> Result<Output, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     Command::new(&cargo)
@@ -50,6 +52,7 @@ pub(super) fn scratch_cargo(args: &[&str], dir: &Path, target: &Path) -> Result<
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", target)
         .env_remove("RUSTFLAGS")
+        .env_remove("K8S_OPENAPI_ENABLED_VERSION")
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .output()
