@@ -20,8 +20,11 @@ pub(super) fn cargo_install(root: &Path) -> Result<(), String> {
     let root = root.display().to_string();
     let args = ["install", "kopium", "--locked", "--root", &root];
     eprintln!("+ cargo {}", args.join(" "));
+    // kopium's k8s-openapi picks its own Kubernetes version; the variable set for the
+    // workspace's builds may name one it does not know.
     let status = Command::new(&cargo)
         .args(args)
+        .env_remove("K8S_OPENAPI_ENABLED_VERSION")
         .status()
         .map_err(|e| format!("could not run {cargo}: {e}"))?;
     if status.success() {
