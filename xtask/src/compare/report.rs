@@ -237,3 +237,23 @@ fn command_line(program: &str, args: &[&str]) -> Option<String> {
     let stdout = String::from_utf8(output.stdout).ok()?;
     output.status.success().then(|| stdout.lines().next().unwrap_or_default().trim().to_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{change, thousands};
+
+    #[test]
+    fn changes_are_signed_percentages_of_the_before() {
+        assert_eq!(change(200.0, 150.0), "−25 %");
+        assert_eq!(change(100.0, 123.0), "+23 %");
+        assert_eq!(change(0.0, 5.0), "–");
+    }
+
+    #[test]
+    fn counts_are_grouped_by_thousands() {
+        assert_eq!(thousands(7), "7");
+        assert_eq!(thousands(1_000), "1\u{202f}000");
+        assert_eq!(thousands(196_186), "196\u{202f}186");
+        assert_eq!(thousands(1_234_567), "1\u{202f}234\u{202f}567");
+    }
+}

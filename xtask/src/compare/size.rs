@@ -113,7 +113,25 @@ fn clock_ticks_per_second() -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::count_types;
+    use super::{Stopwatch, count_types};
+
+    #[test]
+    fn the_stopwatch_counts_the_cpu_time_of_children_waited_for() {
+        let stopwatch = Stopwatch::start();
+        // A child that spends some CPU time (a shell loop), waited for.
+        let status = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let time = stopwatch.stop(1);
+        assert_eq!(time.crates, 1);
+        assert!(time.wall_seconds > 0.0);
+        if cfg!(target_os = "linux") {
+            let cpu = time.cpu_seconds.unwrap();
+            assert!(cpu > 0.0 && cpu <= time.wall_seconds * 2.0 + 0.1, "{cpu}");
+        }
+    }
 
     #[test]
     fn counts_struct_and_enum_items_of_any_visibility() {
