@@ -479,7 +479,16 @@ spec:
                 .unwrap();
             fs::read_to_string(path).unwrap()
         };
-        assert!(generated(&builder, Some("75008")).contains(mapped));
+        let code = generated(&builder, Some("75008"));
+        assert!(code.contains(mapped));
+        // The field's docs name the type it maps to, for a reader without `--explain`.
+        assert!(
+            code.contains(
+                "/// Kubernetes' own type, k8s-openapi's `api::core::v1::HTTPGetAction`: the schema \
+                 is that type's (`--no-k8s-types` generates a struct instead).\n"
+            ),
+            "{code}"
+        );
         assert!(!generated(&builder, Some("74752")).contains(mapped));
         // Without it (not run by Cargo), or for a version informer-gen does not know: every version.
         assert!(!generated(&builder, None).contains(mapped));

@@ -174,7 +174,7 @@ fn schema_type(space: &TypeSpace, style: &Style, ty: &Ty) -> Option<TokenStream>
 fn field(space: &TypeSpace, f: &Field, style: &Style, attributes: &TokenStream) -> TokenStream {
     let name = ident(&f.rust_name);
     let vis = &style.vis;
-    let doc = docs::attrs(&f.doc, style.docs);
+    let doc = docs::attrs(&field_doc(f), style.docs);
     let bare = f.rust_name.strip_prefix("r#").unwrap_or(&f.rust_name);
     let rename = (bare != f.json_name).then(|| {
         let json = &f.json_name;
@@ -218,6 +218,31 @@ fn field(space: &TypeSpace, f: &Field, style: &Style, attributes: &TokenStream) 
             #attributes
             #vis #name: ::std::option::Option<#ty>,
         }
+    }
+}
+
+/// The field's description, and for a field of one of Kubernetes' own types (alone, or as the
+/// items or values of a list or map) a line naming it: the reader of the generated code or its
+/// rustdoc learns the field maps to k8s-openapi's type without running `--explain`.
+fn field_doc(f: &Field) -> Vec<String> {
+    let Some(path) = k8s_path(&f.ty) else { return f.doc.clone() };
+    let mut doc = f.doc.clone();
+    if !doc.is_empty() {
+        doc.push(String::new());
+    }
+    doc.push(format!(
+        "Kubernetes' own type, k8s-openapi's `{path}`: the schema is that type's \
+         (`--no-k8s-types` generates a struct instead)."
+    ));
+    doc
+}
+
+/// The k8s-openapi type `ty` is, or holds as list items or map values.
+fn k8s_path(ty: &Ty) -> Option<&str> {
+    match ty {
+        Ty::K8s { path, .. } => Some(path),
+        Ty::Vec(inner) | Ty::Nullable(inner) | Ty::Map(inner) => k8s_path(inner),
+        _ => None,
     }
 }
 

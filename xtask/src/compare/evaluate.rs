@@ -14,6 +14,7 @@ use super::inputs::Input;
 use super::process::{
     create_dir, failure_line, remove_dir, scratch_cargo, write, write_if_changed,
 };
+use super::size::{CompileTime, Size, Stopwatch, clean, count_types};
 use super::tools::{Generated, Tool};
 
 /// The harness around one generated file.
@@ -40,13 +41,14 @@ pub(super) struct ToolRow {
     pub(super) roundtrips: Outcome,
 }
 
+/// Runs `tool` on every input: a row per input, and the size of its output over all of them.
 pub(super) fn evaluate(
     tool: &dyn Tool,
     inputs: &[Input],
     work: &Path,
     root: &Path,
-) -> Result<Vec<ToolRow>, String> {
-    let dir = work.join(tool.name());
+) -> Result<(Vec<ToolRow>, Size), String> {
+    let dir = work.join(tool.slug());
     let crates_dir = dir.join("crates");
     create_dir(&crates_dir)?;
 
@@ -68,11 +70,18 @@ pub(super) fn evaluate(
     remove_stale_crates(&crates_dir, &packages)?;
 
     // Compile every crate, then a runner over those that compiled.
-    let runner = format!("{}-roundtrip", tool.name());
-    write_workspace(&dir, &packages, &runner, root)?;
-    let mut builds = build_crates(&dir, work, &packages, &runner)?;
+    let runner = format!("{}-roundtrip", tool.slug());
+    let deps = format!("{}-dependencies", tool.slug());
+    write_workspace(&dir, &packages, (&runner, &deps), tool, root)?;
+    let (mut builds, compile_time) = build_crates(&dir, work, &packages, (&runner, &deps))?;
     let compiled: Vec<&str> =
         packages.iter().copied().filter(|p| builds.get(*p).is_some_and(Result::is_ok)).collect();
+    let size = Size {
+        files: packages.len(),
+        lines: generated.iter().flatten().map(|g| g.code.lines().count()).sum(),
+        types: generated.iter().flatten().map(|g| count_types(&g.code)).sum(),
+        compile: compile_time,
+    };
     write_runner(&dir, &runner, &compiled)?;
     let runner_bin =
         if compiled.is_empty() { None } else { Some(build_runner(&dir, work, &runner)?) };
@@ -117,7 +126,7 @@ pub(super) fn evaluate(
         }
         rows.push(row);
     }
-    Ok(rows)
+    Ok((rows, size))
 }
 
 impl Generated {
@@ -177,13 +186,30 @@ fn remove_stale_crates(dir: &Path, packages: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
-fn write_workspace(dir: &Path, packages: &[&str], runner: &str, root: &Path) -> Result<(), String> {
+/// The scratch workspace: the crates, the runner, and a crate with the crates' dependencies and
+/// no code of its own, built first so that the crates' build times their code alone.
+fn write_workspace(
+    dir: &Path,
+    packages: &[&str],
+    (runner, deps): (&str, &str),
+    tool: &dyn Tool,
+    root: &Path,
+) -> Result<(), String> {
     let members: Vec<String> = packages.iter().map(|p| format!("\"crates/{p}\"")).collect();
     let manifest = format!(
         "# Written by `cargo xtask compare-kopium`.\n[workspace]\nresolver = \"3\"\n\
-         members = [\"{runner}\", {}]\n\n[profile.dev]\ndebug = false\nincremental = false\n",
+         members = [\"{runner}\", \"{deps}\", {}]\n\n[profile.dev]\ndebug = false\n\
+         incremental = false\n",
         members.join(", ")
     );
+    let deps_manifest = format!(
+        "[package]\nname = \"{deps}\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\
+         publish = false\n\n[dependencies]\n{}{HARNESS_DEPENDENCIES}",
+        tool.dependencies()
+    );
+    create_dir(&dir.join(deps).join("src"))?;
+    write_if_changed(&dir.join(deps).join("Cargo.toml"), &deps_manifest)?;
+    write_if_changed(&dir.join(deps).join("src/lib.rs"), "")?;
     write_if_changed(&dir.join("Cargo.toml"), &manifest)?;
     // Start from the project's lock file: the same versions of shared dependencies, fewer
     // downloads; cargo adds what is missing.
@@ -215,23 +241,40 @@ fn write_runner(dir: &Path, runner: &str, packages: &[&str]) -> Result<(), Strin
     )
 }
 
-/// Builds every generated crate with `--keep-going`: for each package, its warning count or why
-/// it did not compile.
+/// Builds every generated crate with `--keep-going`, timed: for each package, its warning count
+/// or why it did not compile; and how long they took, their dependencies built beforehand.
 fn build_crates(
     dir: &Path,
     work: &Path,
     packages: &[&str],
-    runner: &str,
-) -> Result<BTreeMap<String, Result<usize, String>>, String> {
+    (runner, deps): (&str, &str),
+) -> Result<(CrateBuilds, Result<CompileTime, String>), String> {
     let mut results = BTreeMap::new();
     if packages.is_empty() {
-        return Ok(results);
+        return Ok((results, Err("nothing generated".to_owned())));
     }
     let target = work.join("target");
-    let args =
-        ["build", "--workspace", "--exclude", runner, "--keep-going", "--message-format=json"];
+    let args = ["build", "--package", deps];
     eprintln!("  + cargo {} (in {})", args.join(" "), dir.display());
     let output = scratch_cargo(&args, dir, &target)?;
+    if !output.status.success() {
+        return Err(format!("the crates' dependencies do not build: {}", failure_line(&output)));
+    }
+    clean(dir, &target, packages)?;
+    let args = [
+        "build",
+        "--workspace",
+        "--exclude",
+        runner,
+        "--exclude",
+        deps,
+        "--keep-going",
+        "--message-format=json",
+    ];
+    eprintln!("  + cargo {} (timed, in {})", args.join(" "), dir.display());
+    let stopwatch = Stopwatch::start();
+    let output = scratch_cargo(&args, dir, &target)?;
+    let compile_time = Ok(stopwatch.stop(packages.len()));
     write(&dir.join("build.jsonl"), &String::from_utf8_lossy(&output.stdout))?;
 
     // Messages by package name (the last segment of the manifest path's directory).
@@ -269,8 +312,11 @@ fn build_crates(
         };
         results.insert((*package).to_owned(), result);
     }
-    Ok(results)
+    Ok((results, compile_time))
 }
+
+/// For each package, its warning count or why it did not compile.
+type CrateBuilds = BTreeMap<String, Result<usize, String>>;
 
 /// The package a cargo JSON message is about: the directory name of its manifest.
 fn package_of(message: &Value) -> Option<String> {

@@ -19,13 +19,17 @@
 //! - `target/`: the `CARGO_TARGET_DIR` of both scratch workspaces.
 //!
 //! One file per job: `inputs.rs` (the corpus and its samples), `tools.rs` (the generators),
-//! `evaluate.rs` (build and round-trip), `report.rs` (the table), `process.rs` (processes and
-//! files).
+//! `evaluate.rs` (build and round-trip), `size.rs` (lines, types and compile time of each tool's
+//! output), `report.rs` (the tables), `process.rs` (processes and files).
+//!
+//! informer-gen runs twice: with Kubernetes' own types mapped to k8s-openapi's (its default, the
+//! report's "after") and with `--no-k8s-types` ("before").
 
 mod evaluate;
 mod inputs;
 mod process;
 mod report;
+mod size;
 mod tools;
 
 use std::path::{Path, PathBuf};
@@ -70,17 +74,18 @@ pub fn run(args: &[String]) -> Result<(), String> {
 
     let kopium = Kopium::ensure(&work)?;
     let informer_gen = InformerGen::build(&root);
-    let tools: [&dyn Tool; 2] = [&kopium, &informer_gen];
+    let without_k8s_types = informer_gen.without_k8s_types();
+    let tools: [&dyn Tool; 3] = [&kopium, &without_k8s_types, &informer_gen];
     let mut columns = Vec::new();
     for tool in tools {
         let tool_started = Instant::now();
-        let rows = evaluate(tool, &inputs, &work, &root)?;
+        let (rows, size) = evaluate(tool, &inputs, &work, &root)?;
         eprintln!(
             "compare-kopium: {}: done in {:.0} s",
             tool.name(),
             tool_started.elapsed().as_secs_f64()
         );
-        columns.push((tool, rows));
+        columns.push((tool, rows, size));
     }
 
     let report = Report {

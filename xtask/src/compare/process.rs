@@ -20,8 +20,11 @@ pub(super) fn cargo_install(root: &Path) -> Result<(), String> {
     let root = root.display().to_string();
     let args = ["install", "kopium", "--locked", "--root", &root];
     eprintln!("+ cargo {}", args.join(" "));
+    // kopium's k8s-openapi picks its own Kubernetes version; the variable set for the
+    // workspace's builds may name one it does not know.
     let status = Command::new(&cargo)
         .args(args)
+        .env_remove("K8S_OPENAPI_ENABLED_VERSION")
         .status()
         .map_err(|e| format!("could not run {cargo}: {e}"))?;
     if status.success() {
@@ -42,7 +45,9 @@ pub(super) fn cargo_output(args: &[&str], dir: &Path) -> Result<Output, String> 
         .map_err(|e| format!("could not run {cargo}: {e}"))
 }
 
-/// Runs cargo on a scratch workspace with its own target directory.
+/// Runs cargo on a scratch workspace with its own target directory. Its crates pick their
+/// Kubernetes version with a k8s-openapi feature, which the variable that overrides it (set for
+/// the workspace's own builds) must not contradict.
 pub(super) fn scratch_cargo(args: &[&str], dir: &Path, target: &Path) -> Result<Output, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     Command::new(&cargo)
@@ -50,6 +55,7 @@ pub(super) fn scratch_cargo(args: &[&str], dir: &Path, target: &Path) -> Result<
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", target)
         .env_remove("RUSTFLAGS")
+        .env_remove("K8S_OPENAPI_ENABLED_VERSION")
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .output()

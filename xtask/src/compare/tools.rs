@@ -14,8 +14,10 @@ const K8S_FEATURE: &str = "v1_35";
 
 /// A generator under comparison.
 pub(super) trait Tool {
-    /// Its name, as shown in the table; also its directory under the work directory.
+    /// Its name, as shown in the table.
     fn name(&self) -> &'static str;
+    /// Its directory under the work directory, and the stem of its runner's package name.
+    fn slug(&self) -> &'static str;
     /// Its version and how it is invoked, for the notes under the table.
     fn describe(&self) -> String;
     /// Generates the Rust code for one CRD file.
@@ -81,6 +83,10 @@ impl Tool for Kopium {
         "kopium"
     }
 
+    fn slug(&self) -> &'static str {
+        "kopium"
+    }
+
     fn describe(&self) -> String {
         format!(
             "{}, run as `kopium -A --api-version <storage version> -f FILE` (`-A`, as its README \
@@ -137,10 +143,11 @@ fn kube_root(code: &str) -> Option<Root> {
     Some(Root { version: value("version")?, path })
 }
 
-/// informer-gen's command line, built from this workspace.
-pub(super) enum InformerGen {
-    Built { bin: PathBuf },
-    Unavailable { reason: String },
+/// informer-gen's command line, built from this workspace, with Kubernetes' own types mapped to
+/// k8s-openapi's (its default) or not (`--no-k8s-types`): the report's after and before.
+pub(super) struct InformerGen {
+    bin: Result<PathBuf, String>,
+    k8s_types: bool,
 }
 
 impl InformerGen {
@@ -148,52 +155,70 @@ impl InformerGen {
     pub(super) fn build(root: &Path) -> InformerGen {
         let args =
             ["build", "--package", "informer-gen", "--features", "cli", "--message-format=json"];
-        let output = match cargo_output(&args, root) {
-            Ok(output) => output,
-            Err(reason) => return InformerGen::Unavailable { reason },
-        };
-        let executable = String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .filter(|message| message["target"]["name"] == "informer-gen")
-            .find_map(|message| message["executable"].as_str().map(PathBuf::from));
-        match executable {
-            Some(bin) if output.status.success() => InformerGen::Built { bin },
-            _ => InformerGen::Unavailable {
-                reason: format!("its CLI does not build: {}", failure_line(&output)),
-            },
-        }
+        let bin = cargo_output(&args, root).and_then(|output| {
+            let executable = String::from_utf8_lossy(&output.stdout)
+                .lines()
+                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                .filter(|message| message["target"]["name"] == "informer-gen")
+                .find_map(|message| message["executable"].as_str().map(PathBuf::from));
+            match executable {
+                Some(bin) if output.status.success() => Ok(bin),
+                _ => Err(format!("its CLI does not build: {}", failure_line(&output))),
+            }
+        });
+        InformerGen { bin, k8s_types: true }
+    }
+
+    /// The same command line with `--no-k8s-types`: every schema node its own generated type.
+    pub(super) fn without_k8s_types(&self) -> InformerGen {
+        InformerGen { bin: self.bin.clone(), k8s_types: false }
     }
 }
 
 impl Tool for InformerGen {
     fn name(&self) -> &'static str {
-        "informer-gen"
+        if self.k8s_types { "informer-gen" } else { "informer-gen --no-k8s-types" }
+    }
+
+    fn slug(&self) -> &'static str {
+        if self.k8s_types { "informer-gen" } else { "informer-gen-no-k8s-types" }
     }
 
     fn describe(&self) -> String {
-        let state = match self {
-            InformerGen::Built { .. } => "this workspace's `informer-gen`",
-            InformerGen::Unavailable { .. } => "this workspace's `informer-gen` (not available)",
+        let state = match &self.bin {
+            Ok(_) => "this workspace's `informer-gen`",
+            Err(_) => "this workspace's `informer-gen` (not available)",
+        };
+        let (run, mapping) = if self.k8s_types {
+            (
+                "informer-gen crd FILE",
+                "Schemas that are Kubernetes' own types become k8s-openapi's types (the \
+                 default).",
+            )
+        } else {
+            (
+                "informer-gen crd --no-k8s-types FILE",
+                "Every schema node becomes a generated type, as before the mapping existed.",
+            )
         };
         format!(
-            "{state}, run as `informer-gen crd FILE` (its root types from \
-             `informer-gen crd --list FILE`); it generates every served version of a CRD, and \
-             every one is compared. Its crates depend on `informer-runtime` (this \
-             workspace's), `k8s-openapi` 0.29 (`{K8S_FEATURE}`), `serde` and `serde_json`."
+            "{state}, run as `{run}` (its root types from `informer-gen crd --list FILE`). \
+             {mapping} It generates every served version of a CRD, and every one is compared. \
+             Its crates depend on `informer-runtime` (this workspace's), `k8s-openapi` 0.29 \
+             (`{K8S_FEATURE}`), `serde` and `serde_json`."
         )
     }
 
     fn generate(&self, input: &Input) -> Result<Generated, String> {
-        let bin = match self {
-            InformerGen::Built { bin } => bin,
-            InformerGen::Unavailable { reason } => return Err(reason.clone()),
-        };
+        let bin = self.bin.as_ref().map_err(Clone::clone)?;
         let run = |list: bool| {
             let mut command = Command::new(bin);
             command.arg("crd");
             if list {
                 command.arg("--list");
+            }
+            if !self.k8s_types {
+                command.arg("--no-k8s-types");
             }
             let output = command
                 .arg(&input.path)

@@ -531,6 +531,8 @@ pub mod example {
         )]
         pub struct DatabaseStatus {
             /// The latest observations.
+            ///
+            /// Kubernetes' own type, k8s-openapi's `apimachinery::pkg::apis::meta::v1::Condition`: the schema is that type's (`--no-k8s-types` generates a struct instead).
             #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
             pub conditions: ::std::option::Option<
                 ::std::vec::Vec<
