@@ -31,8 +31,6 @@ use std::time::Duration;
 use embedded_apiserver::testing::{WatchLines, crontab_crd};
 use embedded_apiserver::{ApiServer, Config};
 use informer_tests::kube_apiserver::KubeApiServer;
-use rustls::pki_types::CertificateDer;
-use rustls::pki_types::pem::PemObject;
 use serde_json::{Value, json};
 
 /// How long any single answer, event or condition may take: the real server is slower.
@@ -87,33 +85,8 @@ impl Target {
     /// The real server, reached with the bearer token of the harness's kubeconfig and trusting
     /// its CA.
     fn real(server: &'static KubeApiServer) -> Self {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let endpoints = server.endpoints();
-        let ca = std::fs::read(endpoints.dir.join("ca.crt")).expect("the harness's ca.crt");
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in CertificateDer::pem_slice_iter(&ca) {
-            roots.add(cert.expect("a PEM certificate")).expect("a usable CA certificate");
-        }
-        let tls =
-            rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth();
-        let kubeconfig = std::fs::read_to_string(&endpoints.kubeconfig).expect("the kubeconfig");
-        let kubeconfig: Value = serde_yaml_ng::from_str(&kubeconfig).expect("kubeconfig YAML");
-        let token = kubeconfig["users"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find_map(|u| u["user"]["token"].as_str())
-            .expect("a token user in the kubeconfig")
-            .to_owned();
-        let mut headers = reqwest::header::HeaderMap::new();
-        let bearer = format!("Bearer {token}").parse().expect("a header value");
-        headers.insert(reqwest::header::AUTHORIZATION, bearer);
-        let http = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls)
-            .default_headers(headers)
-            .build()
-            .expect("an HTTPS client");
-        Self { server: Server::Real(server), base: endpoints.server.clone(), http }
+        let base = server.endpoints().server.clone();
+        Self { server: Server::Real(server), base, http: server.https_client() }
     }
 
     fn name(&self) -> &'static str {

@@ -226,6 +226,44 @@ impl KubeApiServer {
         informer_client::Client::new(config).expect("a client for the harness")
     }
 
+    /// A plain HTTPS client for tests that speak the protocol themselves: it trusts the
+    /// harness's CA and sends the bearer token of the kubeconfig's `token` user.
+    ///
+    /// # Panics
+    ///
+    /// When the harness's CA or kubeconfig cannot be read: a broken harness.
+    #[allow(clippy::expect_used, reason = "the harness's own CA and kubeconfig must load")]
+    pub fn https_client(&self) -> reqwest::Client {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject;
+
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let ca = std::fs::read(self.endpoints.dir.join("ca.crt")).expect("the harness's ca.crt");
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(&ca) {
+            roots.add(cert.expect("a PEM certificate")).expect("a usable CA certificate");
+        }
+        let tls =
+            rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth();
+        let kubeconfig = std::fs::read_to_string(self.kubeconfig()).expect("the kubeconfig");
+        let kubeconfig: serde_json::Value =
+            serde_yaml_ng::from_str(&kubeconfig).expect("kubeconfig YAML");
+        let token = kubeconfig["users"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find_map(|u| u["user"]["token"].as_str())
+            .expect("a token user in the kubeconfig");
+        let mut headers = reqwest::header::HeaderMap::new();
+        let bearer = format!("Bearer {token}").parse().expect("a header value");
+        headers.insert(reqwest::header::AUTHORIZATION, bearer);
+        reqwest::Client::builder()
+            .tls_backend_preconfigured(tls)
+            .default_headers(headers)
+            .build()
+            .expect("an HTTPS client")
+    }
+
     /// Stops the API server and starts it again on the same port and etcd; returns once it is
     /// ready. Watches end, and the new server's watch cache starts at etcd's current revision.
     ///
