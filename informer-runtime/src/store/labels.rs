@@ -202,17 +202,13 @@ impl<E: Clone> LabelIndex<E> {
     /// built from scratch, with each entry holding the stored entry itself (`same`).
     pub(super) fn assert_consistent(
         &self,
-        objects: &[(ObjectKey, Option<super::storage::Labels>, E)],
+        objects: &[(ObjectKey, LabelsRef<'_>, E)],
         same: impl Fn(&E, &E) -> bool,
     ) {
         let mut rebuilt = Self::default();
         let mut stored = HashMap::new();
         for (key, labels, entry) in objects {
-            rebuilt.update_labels(
-                key,
-                LabelsRef::none(),
-                Some((LabelsRef::of(labels.as_ref()), entry)),
-            );
+            rebuilt.update_labels(key, LabelsRef::none(), Some((*labels, entry)));
             stored.insert(key.clone(), entry.clone());
         }
         for label in self.keys.values() {

@@ -353,9 +353,9 @@ impl<K: Object, S: Storage<K>> Table<K, S, S::Entry> {
             index.assert_consistent(&objects, S::same);
         }
         if let Some(label_index) = &self.labels {
-            let labels: Vec<(ObjectKey, Option<super::storage::Labels>, S::Entry)> = objects
+            let labels: Vec<(ObjectKey, LabelsRef<'_>, S::Entry)> = objects
                 .iter()
-                .map(|(k, o, e)| (k.clone(), o.meta().labels.clone(), e.clone()))
+                .map(|(k, o, e)| (k.clone(), LabelsRef::of(o.meta().labels.as_ref()), e.clone()))
                 .collect();
             label_index.assert_consistent(&labels, S::same);
         }
