@@ -20,10 +20,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use quick_cache::sync::Cache as RecentCache;
 
 use super::ObjectKey;
-use super::compact::{Codec, Encoded};
+use super::compact::{Codec, Encoded, FlatLabels};
 use crate::resource::Object;
 
-use super::compact::FlatLabels;
 pub(super) use super::compact::Labels;
 
 /// What an object without labels has.

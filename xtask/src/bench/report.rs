@@ -400,36 +400,83 @@ fn churn(out: &mut String, cx: &Context<'_>) {
     out.push('\n');
 }
 
+/// A path objects reach a compact cache by, and the decoded cache's scenario on that path.
+struct CompactPath {
+    /// As the report's table names it.
+    path: &'static str,
+    /// As the targets name it.
+    short: &'static str,
+    scenario: &'static str,
+    /// The decoded cache on the same path; empty where there is none.
+    reference: &'static str,
+    /// Its metrics: time, peak and settled RSS.
+    metrics: (&'static str, &'static str, &'static str),
+    /// One of the list paths whose peak and time issue 33 states targets for.
+    list_path: bool,
+}
+
+const SYNC: (&str, &str, &str) = ("sync_ms", "peak_rss_kib", "rss_kib");
+const CHURN: (&str, &str, &str) = ("churn_ms", "churn_peak_rss_kib", "rss_kib");
+
+/// Every path compact storage is measured on, in the report's order.
+const COMPACT_PATHS: [CompactPath; 6] = [
+    CompactPath {
+        path: "one body at resourceVersion 0",
+        short: "one body",
+        scenario: "compact-strip",
+        reference: "strip",
+        metrics: SYNC,
+        list_path: true,
+    },
+    CompactPath {
+        path: "pages of 500",
+        short: "pages",
+        scenario: "compact-paged",
+        reference: "paged-strip",
+        metrics: SYNC,
+        list_path: true,
+    },
+    CompactPath {
+        path: "streaming list (reference: one body)",
+        short: "streaming",
+        scenario: "compact-stream",
+        reference: "strip",
+        metrics: SYNC,
+        list_path: true,
+    },
+    CompactPath {
+        path: "relist after 410 Expired",
+        short: "relist",
+        scenario: "compact-relist",
+        reference: "",
+        metrics: ("relist_ms", "relist_peak_rss_kib", "rss_kib"),
+        list_path: true,
+    },
+    CompactPath {
+        path: "20,000 watch events at once",
+        short: "burst",
+        scenario: "compact-churn",
+        reference: "churn-defaults",
+        metrics: CHURN,
+        list_path: true,
+    },
+    CompactPath {
+        path: "the same events, each pod read back by key in a reconcile loop",
+        short: "reconcile",
+        scenario: "reconcile-compact",
+        reference: "reconcile",
+        metrics: CHURN,
+        list_path: false,
+    },
+];
+
 /// Compact storage on every path objects arrive by, against this project's decoded cache on the
 /// same path in the same run: the memory promise (peak ÷ settled) and the time.
 fn compact_paths(out: &mut String, cx: &Context<'_>) {
-    // (path, compact scenario, decoded reference scenario, its metrics: time, peak, settled)
-    let sync = ("sync_ms", "peak_rss_kib", "rss_kib");
-    let paths = [
-        ("one body at resourceVersion 0", "compact-strip", "strip", sync),
-        ("pages of 500", "compact-paged", "paged-strip", sync),
-        ("streaming list (reference: one body)", "compact-stream", "strip", sync),
-        (
-            "relist after 410 Expired",
-            "compact-relist",
-            "",
-            ("relist_ms", "relist_peak_rss_kib", "rss_kib"),
-        ),
-        (
-            "20,000 watch events at once",
-            "compact-churn",
-            "churn-defaults",
-            ("churn_ms", "churn_peak_rss_kib", "rss_kib"),
-        ),
-        (
-            "the same events, each pod read back by key in a reconcile loop",
-            "reconcile-compact",
-            "reconcile",
-            ("churn_ms", "churn_peak_rss_kib", "rss_kib"),
-        ),
-    ];
     let mut rows = String::new();
-    for (path, scenario, reference, (time, peak, settled)) in paths {
+    for &CompactPath { path, scenario, reference, metrics: (time, peak, settled), .. } in
+        &COMPACT_PATHS
+    {
         for case in cx.results.cases(scenario).iter().filter(|c| c.handlers <= 1) {
             let cell = cx.results.cell(case, OURS);
             if let Some(text) = absent(&cell) {
@@ -772,21 +819,12 @@ fn memory_targets(out: &mut String, cx: &Context<'_>) {
 fn compact_targets(out: &mut String, cx: &Context<'_>) {
     let r = cx.results;
     let m = |case: &Case, metric: &str| r.median(case, OURS, metric);
-    let sync = ("sync_ms", "peak_rss_kib", "rss_kib");
-    let churn = ("churn_ms", "churn_peak_rss_kib", "rss_kib");
-    // (path, compact scenario, decoded scenario, metrics: time, peak, settled)
-    let paths = [
-        ("one body", "compact-strip", "strip", sync),
-        ("pages", "compact-paged", "paged-strip", sync),
-        ("streaming", "compact-stream", "strip", sync),
-        ("relist", "compact-relist", "", ("relist_ms", "relist_peak_rss_kib", "rss_kib")),
-        ("burst", "compact-churn", "churn-defaults", churn),
-    ];
     let mut time = Vec::new();
     let mut peak = Vec::new();
-    for (path, scenario, reference, (t, p, settled)) in paths {
+    let list_paths = COMPACT_PATHS.iter().filter(|p| p.list_path);
+    for &CompactPath { short, scenario, reference, metrics: (t, p, settled), .. } in list_paths {
         for case in r.cases(scenario).iter().filter(|c| c.handlers <= 1) {
-            let label = format!("{path} at {}", count(case.objects));
+            let label = format!("{short} at {}", count(case.objects));
             if !reference.is_empty() {
                 let decoded = Case { scenario: reference, ..case.clone() };
                 time.push((label.clone(), ratio(m(case, t), m(&decoded, t))));
