@@ -12,11 +12,12 @@
 //!
 //! Where objects are converted (the callers): a read (get, list, each watch event) converts
 //! from the version each object was stored in (the storage version when it was last written:
-//! the storage version may have moved since) to the requested one; a write converts the request's object to
-//! the storage version and what it stored back. Lists are converted in one review (the
-//! converter's `UnstructuredList` form). kube-apiserver converts when its watch cache for each
-//! served version takes in an object, one object a review, rather than per request: a webhook
-//! here is called for every read in a version other than the storage one, and once per list.
+//! the storage version may have moved since) to the requested one; a write converts the
+//! request's object to the storage version and what it stored back. Lists are converted in one
+//! review (the converter's `UnstructuredList` form). kube-apiserver converts when its watch
+//! cache for each served version takes in an object, one object a review, rather than per
+//! request: a webhook here is called for every read of objects stored in a version other than
+//! the one asked for, and once per list.
 
 use std::sync::Arc;
 use std::time::Duration;
