@@ -30,15 +30,7 @@ pub(crate) fn hub(input: &Input, spokes: &[syn::Path]) -> TokenStream {
     let rt = &input.crates.informer_runtime;
     let k8s = &input.crates.k8s_openapi;
     // Each spoke's bounds (`TryFrom` both ways, a `Version`) are checked at its path.
-    let spoke_calls = spokes.iter().map(|s| quote_spanned!(s.span()=> .spoke::<#s>()));
-    let spoke_impls = spokes.iter().map(|s| {
-        quote_spanned! {s.span()=>
-            #[automatically_derived]
-            impl #wh::convert::KindHub for #s {
-                type Hub = #ident;
-            }
-        }
-    });
+    let impls = informer_emit::conversion_hub(wh, &syn::Path::from(ident.clone()), spokes);
     let spoke_crds = spokes.iter().map(|s| quote_spanned!(s.span()=> <#s>::try_crd()?));
     let crd = quote!(#k8s::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition);
     let kind = &input.kind;
@@ -49,19 +41,7 @@ pub(crate) fn hub(input: &Input, spokes: &[syn::Path]) -> TokenStream {
          `ca_bundle` (the PEM of the CA that signed the webhook's serving certificate)."
     );
     quote! {
-        #[automatically_derived]
-        impl #wh::convert::Hub for #ident {
-            fn converter() -> #wh::convert::Converter<Self> {
-                #wh::convert::Converter::<Self>::new() #(#spoke_calls)*
-            }
-        }
-
-        #[automatically_derived]
-        impl #wh::convert::KindHub for #ident {
-            type Hub = Self;
-        }
-
-        #(#spoke_impls)*
+        #impls
 
         #[automatically_derived]
         impl #ident {

@@ -6,7 +6,9 @@
 //! - [`resource_impls`]: k8s-openapi's `Resource`, `ListableResource` and `Metadata`;
 //! - [`aliases`]: client-go's `FooInformer`, `FooLister` and `FooNamespaceLister`;
 //! - [`accessors`]: the grouped factory accessors, `factory.<group>().<version>().<plural>()`,
-//!   through a `CustomResourceInformers` extension trait.
+//!   through a `CustomResourceInformers` extension trait;
+//! - [`conversion_hub`]: the conversion of a kind's versions through its hub version
+//!   (`informer-webhook`'s `Hub` and `KindHub`).
 //!
 //! Everything is a [`TokenStream`](proc_macro2::TokenStream) naming crates by the paths it is
 //! given; formatting is the caller's (informer-gen unparses, a derive hands tokens to rustc).
@@ -14,9 +16,11 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 pub mod accessors;
+mod conversion;
 pub mod names;
 mod resource;
 
+pub use conversion::conversion_hub;
 pub use resource::{Identity, aliases, resource_impls};
 
 // The README is the crate's registry page: its examples compile as doctests.

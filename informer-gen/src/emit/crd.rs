@@ -136,24 +136,7 @@ fn hubs(
     let mut out = TokenStream::new();
     for (hub, spokes) in kinds.into_values() {
         let Some(hub) = hub else { continue };
-        out.extend(quote! {
-            #[automatically_derived]
-            impl #webhook::convert::Hub for #hub {
-                fn converter() -> #webhook::convert::Converter<Self> {
-                    #webhook::convert::Converter::<Self>::new() #(.spoke::<#spokes>())*
-                }
-            }
-            #[automatically_derived]
-            impl #webhook::convert::KindHub for #hub {
-                type Hub = Self;
-            }
-            #(
-                #[automatically_derived]
-                impl #webhook::convert::KindHub for #spokes {
-                    type Hub = #hub;
-                }
-            )*
-        });
+        out.extend(informer_emit::conversion_hub(webhook, &hub, &spokes));
     }
     Ok(out)
 }
