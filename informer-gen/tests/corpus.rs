@@ -1,9 +1,9 @@
-//! informer-gen on the repository's corpus of real CRDs (`tests/fixtures/crd-corpus`, 120
-//! files from 67 projects): every file loads, the quirks of real files load as the API server
+//! informer-gen on the repository's corpus of real CRDs (`tests/fixtures/crd-corpus`, 128
+//! files from 70 projects): every file loads, the quirks of real files load as the API server
 //! reads them, the samples of every version respect their schema and hold every enum value, and
 //! the `informer-gen` binary generates a module tree for the whole corpus that parses.
 //!
-//! The corpus (19 MB) is the workspace's, in `tests/fixtures/crd-corpus` at the root; these
+//! The corpus (25 MB) is the workspace's, in `tests/fixtures/crd-corpus` at the root; these
 //! tests are not in informer-gen's package, which holds only its library.
 //!
 //! The binary's run over the whole corpus takes about a minute on 2 cores in a debug build, so

@@ -32,6 +32,6 @@ fn every_corpus_file_is_generated() {
     let mut generated: Vec<String> = RESOURCES.iter().map(|r| r.file.to_owned()).collect();
     generated.sort();
     generated.dedup();
-    assert_eq!(files.len(), 120);
+    assert_eq!(files.len(), 128);
     assert_eq!(generated, files);
 }
