@@ -173,7 +173,7 @@
 //! lists each node mapped, and each near miss with the rule it breaks.
 //!
 //! [`sample`] synthesises objects from a schema, for round-trip tests of generated code.
-//! `KOPIUM.md` in this crate compares the generator with kopium over the 120 real CRDs of the
+//! `KOPIUM.md` in this crate compares the generator with kopium over the 128 real CRDs of the
 //! repository's corpus (`tests/fixtures/crd-corpus`).
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
