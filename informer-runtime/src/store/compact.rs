@@ -18,11 +18,11 @@
 //! of a cache to refer to: the *skeletons* of the first objects, which are their JSON with
 //! every value blanked (strings `""`, numbers `0`, booleans `true`), only field names and
 //! punctuation left, up to 16 KiB ([`DICTIONARY_BYTES`] says why not LZ4's window of 64 KiB).
-//! A skeleton keeps two kinds of string, neither
-//! of them an object's data: the values of `apiVersion` and `kind` (type names), and the values
-//! of a fixed [vocabulary](VOCABULARY) of constants the Kubernetes API itself defines and
-//! fills in (`IfNotPresent`, `ClusterFirst`, `/dev/termination-log`, …). Map keys that are not
-//! spelt like field names (`app.kubernetes.io/name`, `tls.crt`) are blanked too.
+//! A skeleton keeps two kinds of string, neither of them an object's data: the values of
+//! `apiVersion` and `kind` (type names), and the values of a fixed [vocabulary](VOCABULARY) of
+//! constants the Kubernetes API itself defines and fills in (`IfNotPresent`, `ClusterFirst`,
+//! `/dev/termination-log`, …). Map keys that are not spelt like field names
+//! (`app.kubernetes.io/name`, `tls.crt`) are blanked too.
 //!
 //! # No object data outlives its object
 //!
@@ -38,10 +38,10 @@
 //! values, owner names), which a dictionary of raw JSON let every object refer to. The recorded
 //! kind pods and the every-field pod of `tests/fixtures`, without `managedFields`, each
 //! compressed with a dictionary learnt from the seven others, come out 4.0 times smaller than
-//! their JSON with 16 KiB of skeletons, against 4.8 times with up to 64 KiB of the others' raw
-//! JSON (what this module did before) and 2.8 times without a dictionary (`cargo test --release -p informer-runtime
-//! --lib store::compact::tests::dictionary_figures -- --ignored --nocapture`, which also times
-//! encoding and decoding).
+//! their JSON with 16 KiB of skeletons, against 4.4 times with 16 KiB of the others' raw JSON
+//! (4.8 with the 64 KiB this module learnt before) and 2.8 times without a dictionary
+//! (`cargo test --release -p informer-runtime --lib store::compact::tests::dictionary_figures
+//! -- --ignored --nocapture`, which also times encoding and decoding).
 
 use std::sync::{Arc, OnceLock, Weak};
 
@@ -748,9 +748,9 @@ pub(crate) fn decompress(
 mod tests {
     #![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
 
-    use k8s_openapi::api::core::v1::Pod;
-
     use std::time::Instant;
+
+    use k8s_openapi::api::core::v1::Pod;
 
     use super::*;
     use crate::testing::objects::{holds, pod, secret};
@@ -848,13 +848,23 @@ mod tests {
     /// A dictionary made from `others` as a [`Dictionary`] learns it: each one's `learn`ed
     /// bytes, at most [`DICTIONARY_BYTES_PER_OBJECT`] of each.
     fn dictionary_of(others: &[&Vec<u8>], learn: impl Fn(&[u8]) -> Vec<u8>) -> Dictionary {
+        dictionary_of_at_most(others, learn, DICTIONARY_BYTES, DICTIONARY_BYTES_PER_OBJECT)
+    }
+
+    /// [`dictionary_of`] with other limits: at most `total` bytes, `each` of one object.
+    fn dictionary_of_at_most(
+        others: &[&Vec<u8>],
+        learn: impl Fn(&[u8]) -> Vec<u8>,
+        total: usize,
+        each: usize,
+    ) -> Dictionary {
         let mut bytes = Vec::new();
         for json in others {
             let mut learnt = learn(json);
-            learnt.truncate(DICTIONARY_BYTES_PER_OBJECT);
+            learnt.truncate(each);
             bytes.extend_from_slice(&learnt);
         }
-        bytes.truncate(DICTIONARY_BYTES);
+        bytes.truncate(total);
         Dictionary {
             learning: parking_lot::Mutex::default(),
             learnt: OnceLock::from(bytes.into_boxed_slice()),
@@ -895,6 +905,19 @@ mod tests {
         assert!(with_shapes * 3 < json, "{with_shapes} bytes of {json}");
     }
 
+    /// Microseconds `encode` takes for one of `objects`, averaged over `ROUNDS` of them all.
+    #[allow(clippy::cast_precision_loss, reason = "figures for a person")]
+    fn encode_us(objects: &[Pod], dictionary: Option<&Dictionary>) -> f64 {
+        const ROUNDS: usize = 300;
+        let start = Instant::now();
+        for _ in 0..ROUNDS {
+            for pod in objects {
+                std::hint::black_box(encode(pod, dictionary).unwrap());
+            }
+        }
+        start.elapsed().as_secs_f64() * 1e6 / (ROUNDS * objects.len()) as f64
+    }
+
     /// The figures the module docs give: compression ratios, and encode and decode times,
     /// with a dictionary of the others' raw JSON (before skeletons), of their skeletons, and
     /// none. `cargo test --release -p informer-runtime --lib
@@ -916,13 +939,7 @@ mod tests {
             let dictionary = learn.map(|learn| dictionary_of(&all, learn));
             let forms: Vec<Box<[u8]>> =
                 objects.iter().map(|p| encode(p, dictionary.as_ref()).unwrap()).collect();
-            let start = std::time::Instant::now();
-            for _ in 0..ROUNDS {
-                for pod in &objects {
-                    std::hint::black_box(encode(pod, dictionary.as_ref()).unwrap());
-                }
-            }
-            let encode_us = start.elapsed().as_secs_f64() * 1e6 / (ROUNDS * pods.len()) as f64;
+            let encode_us = encode_us(&objects, dictionary.as_ref());
             let decoders = Decoders::<Pod>::default();
             let start = std::time::Instant::now();
             for _ in 0..ROUNDS {
@@ -960,55 +977,31 @@ mod tests {
     #[ignore = "prints figures; times are only meaningful in a release build"]
     #[allow(clippy::cast_precision_loss, reason = "figures for a person")]
     fn dictionary_length_figures() {
-        const ROUNDS: usize = 300;
         const KIB: usize = 1024;
         let pods = recorded_pods();
         let objects: Vec<Pod> = pods.iter().map(|p| serde_json::from_slice(p).unwrap()).collect();
-        let shapes: Vec<Vec<u8>> = pods.iter().map(|p| shape_of(p)).collect();
-        let learnt = |skip: Option<usize>, total: usize, each: usize| {
-            let mut bytes = Vec::new();
-            for (j, shape) in shapes.iter().enumerate() {
-                if Some(j) != skip {
-                    bytes.extend_from_slice(&shape[..shape.len().min(each)]);
-                }
-            }
-            bytes.truncate(total);
-            Dictionary {
-                learning: parking_lot::Mutex::default(),
-                learnt: OnceLock::from(bytes.into_boxed_slice()),
-            }
-        };
-        let none = Instant::now();
-        for _ in 0..ROUNDS {
-            for pod in &objects {
-                std::hint::black_box(encode(pod, None).unwrap());
-            }
-        }
-        let none_us = none.elapsed().as_secs_f64() * 1e6 / (ROUNDS * pods.len()) as f64;
-        println!("no dictionary: encode {none_us:.1} µs a pod");
+        println!("no dictionary: encode {:.1} µs a pod", encode_us(&objects, None));
         for (total, each) in
             [(64 * KIB, 16 * KIB), (32 * KIB, 8 * KIB), (16 * KIB, 8 * KIB), (16 * KIB, 4 * KIB)]
         {
             let (mut json, mut compact) = (0, 0);
             for (i, pod) in objects.iter().enumerate() {
+                let others: Vec<&Vec<u8>> =
+                    pods.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, p)| p).collect();
+                let dictionary = dictionary_of_at_most(&others, shape_of, total, each);
                 json += pods[i].len();
-                compact += encode(pod, Some(&learnt(Some(i), total, each))).unwrap().len();
+                compact += encode(pod, Some(&dictionary)).unwrap().len();
             }
-            let dictionary = learnt(None, total, each);
-            let start = Instant::now();
-            for _ in 0..ROUNDS {
-                for pod in &objects {
-                    std::hint::black_box(encode(pod, Some(&dictionary)).unwrap());
-                }
-            }
-            let encode_us = start.elapsed().as_secs_f64() * 1e6 / (ROUNDS * pods.len()) as f64;
+            let all: Vec<&Vec<u8>> = pods.iter().collect();
+            let dictionary = dictionary_of_at_most(&all, shape_of, total, each);
             println!(
                 "dictionary of at most {} KiB, {} KiB an object ({} bytes here): {:.2} times \
-                 smaller than JSON; encode {encode_us:.1} µs a pod",
+                 smaller than JSON; encode {:.1} µs a pod",
                 total / KIB,
                 each / KIB,
                 dictionary.learnt().map_or(0, <[u8]>::len),
-                json as f64 / compact as f64
+                json as f64 / compact as f64,
+                encode_us(&objects, Some(&dictionary)),
             );
         }
     }
