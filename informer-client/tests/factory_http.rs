@@ -20,6 +20,7 @@ use std::time::Duration;
 use embedded_apiserver::ApiServer;
 use informer_client::{Client, Config};
 use informer_runtime::delta_fifo::HANDOVER_BOUND;
+use informer_runtime::dynamic::DynamicObject;
 use informer_runtime::reflector::ReflectorConfig;
 use informer_runtime::{GroupVersionResource, SharedIndexInformer, SharedInformerFactory};
 use k8s_openapi::api::core::v1::Pod;
@@ -119,6 +120,48 @@ fn sorted(mut pods: Vec<std::sync::Arc<Pod>>) -> Vec<Pod> {
 // relist, reads as the decoded cache fed by the same server: whole objects, managedFields kept.
 #[tokio::test]
 async fn over_http_a_compact_cache_reads_as_a_decoded_one() {
+    compact_reads_as_decoded(true).await;
+}
+
+// The same without managedFields (the default), which a compact cache's list cuts out of each
+// item's JSON without decoding it (issue 33), where the decoded cache's list skips them while
+// decoding; a dynamic informer's objects get the `apiVersion` and `kind` the list's items leave
+// out either way.
+#[tokio::test]
+async fn over_http_a_compact_cache_without_managed_fields_reads_as_a_decoded_one() {
+    compact_reads_as_decoded(false).await;
+}
+
+/// Whether `informer` holds the 14 pods of the test with `listed-3`'s last change.
+fn settled<K: informer_runtime::Object>(informer: &SharedIndexInformer<K>) -> bool {
+    let cache = informer.cache();
+    cache
+        .get_by_key("kube-system/listed-3")
+        .is_some_and(|o| o.meta().labels.as_ref().is_some_and(|l| l.contains_key("moved")))
+        && cache.len() == 14
+}
+
+/// Whether `informer` holds what the test's relist brings.
+fn relisted<K: informer_runtime::Object>(informer: &SharedIndexInformer<K>) -> bool {
+    let cache = informer.cache();
+    cache.get_by_key("kube-system/relisted").is_some()
+        && cache.get_by_key("kube-system/listed-8").is_none()
+}
+
+/// The decoded and the compact dynamic informer hold the same objects, with their type.
+fn assert_dynamic_alike(dynamic: [SharedIndexInformer<DynamicObject>; 2]) {
+    let [decoded, compact] = dynamic.map(|objects| {
+        let mut objects: Vec<DynamicObject> =
+            objects.cache().list().iter().map(|o| (**o).clone()).collect();
+        objects.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        objects
+    });
+    assert_eq!(compact.len(), 14);
+    assert_eq!(compact, decoded);
+    assert!(compact.iter().all(|o| (o.api_version(), o.kind()) == ("v1", "Pod")));
+}
+
+async fn compact_reads_as_decoded(keep_managed_fields: bool) {
     use informer_runtime::{LabelSelector, StorageMode};
 
     let server = ApiServer::start().await.unwrap();
@@ -132,11 +175,17 @@ async fn over_http_a_compact_cache_reads_as_a_decoded_one() {
         server.create(&pods_gvr, labeled(&format!("listed-{i}"), "web")).unwrap();
     }
     let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
-    let decoded = SharedInformerFactory::builder(client.clone()).keep_managed_fields(true).build();
-    let compact =
-        SharedInformerFactory::builder(client).keep_managed_fields(true).compact_storage(3).build();
+    let decoded = SharedInformerFactory::builder(client.clone())
+        .keep_managed_fields(keep_managed_fields)
+        .build();
+    let compact = SharedInformerFactory::builder(client)
+        .keep_managed_fields(keep_managed_fields)
+        .compact_storage(3)
+        .build();
     let informers = [&decoded, &compact].map(SharedInformerFactory::informer::<Pod>);
+    let dynamic = [&decoded, &compact].map(|f| f.dynamic_informer(&pods_gvr).unwrap());
     assert_eq!(informers[1].cache().storage_mode(), StorageMode::Compact { recent: 3 });
+    assert_eq!(dynamic[1].cache().storage_mode(), StorageMode::Compact { recent: 3 });
     for factory in [&decoded, &compact] {
         factory.start();
         assert!(factory.wait_for_cache_sync(Duration::from_secs(20)).await.all_synced());
@@ -153,45 +202,39 @@ async fn over_http_a_compact_cache_reads_as_a_decoded_one() {
     for pods in &informers {
         wait_for_len(pods, 14).await;
     }
-    // The last change through the watch, then the same state in both caches.
-    let settled = |pods: &SharedIndexInformer<Pod>| {
-        pods.lister()
-            .namespace("kube-system")
-            .get("listed-3")
-            .is_ok_and(|p| p.metadata.labels.as_ref().is_some_and(|l| l.contains_key("moved")))
-            && pods.cache().len() == 14
-    };
+    // The last change through the watch, then the same state in every cache.
     tokio::time::timeout(Duration::from_secs(20), async {
-        while !informers.iter().all(&settled) {
+        while !(informers.iter().all(settled) && dynamic.iter().all(settled)) {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
     .await
-    .expect("both caches settle");
+    .expect("every cache settles");
 
     // Changes the watches miss, then a relist: the server forgets its history and ends them.
-    assert_eq!(server.stall_watches(), 2);
+    assert_eq!(server.stall_watches(), 4);
     server.delete(&pods_gvr, "kube-system", "listed-8").unwrap();
     server.create(&pods_gvr, labeled("relisted", "web")).unwrap();
     server.compact();
     server.drop_watches();
-    let relisted = |pods: &SharedIndexInformer<Pod>| {
-        let lister = pods.lister();
-        lister.namespace("kube-system").get("relisted").is_ok()
-            && lister.namespace("kube-system").get("listed-8").is_err()
-    };
     tokio::time::timeout(Duration::from_secs(30), async {
-        while !informers.iter().all(&relisted) {
+        while !(informers.iter().all(relisted) && dynamic.iter().all(relisted)) {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
     .await
-    .expect("both caches relist");
+    .expect("every cache relists");
+    assert_dynamic_alike(dynamic);
 
     let [decoded, compact] = informers.map(|pods| pods.lister());
     let everything = LabelSelector::everything();
     assert_eq!(sorted(compact.list(&everything)), sorted(decoded.list(&everything)));
-    assert!(compact.list(&everything).iter().all(|p| p.metadata.managed_fields.is_some()));
+    assert!(
+        compact
+            .list(&everything)
+            .iter()
+            .all(|p| p.metadata.managed_fields.is_some() == keep_managed_fields)
+    );
     for selector in ["app=db", "app=web", "moved", "!moved,app in (db,web)"] {
         let selector = LabelSelector::parse(selector).unwrap();
         assert_eq!(

@@ -14,7 +14,8 @@
 //! cache already holds unchanged is dropped as soon as it is decoded, and the cached object
 //! stands in for it; and each item goes to the intake as soon as it is decoded, once the body
 //! has shown it is a list of `K` (its `kind`) at a resource version (its `metadata`), which API
-//! servers write before `items`. Items of a body that has not shown both yet are held in the
+//! servers write before `items`; it is offered the item's bytes first
+//! ([`ListIntake::take_json`]), and an item it takes that way is not decoded here. Items of a body that has not shown both yet are held in the
 //! page and checked with it, so a body that is not such a list never reaches the cache.
 
 use std::marker::PhantomData;
@@ -183,6 +184,15 @@ impl<K: Object, F: FnOnce(&str)> PageDecoder<K, F> {
                         .map_err(|e| part_error(self.target.name(), key, value, offset, &e))?;
                 }
                 Piece::Item { value, offset } => {
+                    // Offered undecoded first: a compact cache's intake keeps it as it came.
+                    let taken_whole = self.list_shown
+                        && self.intake.as_ref().is_some_and(|intake| {
+                            intake.take_json(value, self.target.served_type())
+                        });
+                    if taken_whole {
+                        self.decoded += 1;
+                        continue;
+                    }
                     let mut item = self.objects.decode(value).map_err(|e| {
                         let what = format!("item {}", self.decoded);
                         part_error(self.target.name(), &what, value, offset, &e)

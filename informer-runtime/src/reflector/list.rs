@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::staged_list::StagedList;
+use super::staged_list::{StagedList, Unstaged};
 use super::{Reflector, ReflectorStore};
 use crate::listwatch::{Error, ListIntake, ListOptions};
 use crate::resource::Object;
@@ -24,8 +24,11 @@ impl<K: Object> Reflector<K> {
     /// Lists and replaces the store. `Ok(false)` when cancelled first.
     pub(super) async fn list(&self, cancel: &CancellationToken) -> Result<bool, Error> {
         let rv = self.relist_resource_version();
-        let intake =
-            Arc::new(StoreIntake::new(Arc::clone(&self.store), self.compact_cache.clone()));
+        let intake = Arc::new(StoreIntake::new(
+            Arc::clone(&self.store),
+            self.compact_cache.clone(),
+            self.config.keep_managed_fields,
+        ));
         let listing = async {
             match self.list_pages(&rv, &intake).await {
                 Err(e) if e.is_expired() || e.is_resource_version_too_large() => {
@@ -52,7 +55,7 @@ impl<K: Object> Reflector<K> {
         match &intake.staged {
             Some(staged) if !staged.is_empty() => {
                 tracing::debug!(resource = %self.resource, items = items.len() + staged.len(), rv = list_rv, "listed");
-                if !self.hand_over_staged(staged, items, &list_rv, cancel).await {
+                if !self.hand_over_staged(staged, items, &list_rv, cancel).await? {
                     return Ok(false);
                 }
             }
@@ -66,26 +69,37 @@ impl<K: Object> Reflector<K> {
     }
 
     /// Replaces the store with the complete list `staged` and `rest` (items held decoded), item
-    /// by item, each decoded as the store has room for it. `false` when cancelled first.
+    /// by item, each decoded as the store has room for it. `Ok(false)` when cancelled first.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Decode`] naming the item, when an item kept as the server sent it does not
+    /// decode: the list fails there, its deletions and its version not applied (see
+    /// `staged_list`).
     pub(super) async fn hand_over_staged(
         &self,
         staged: &StagedList<K>,
         rest: Vec<Arc<K>>,
         resource_version: &str,
         cancel: &CancellationToken,
-    ) -> bool {
-        let lazy = staged.take().into_iter().map(|item| match staged.unstage(item) {
-            Ok(obj) => Some(obj),
+    ) -> Result<bool, Error> {
+        let lazy = staged.take().into_iter().map(|(key, item)| match staged.unstage(item) {
+            Ok(obj) => Ok(Some(obj)),
+            Err(Unstaged::Listed(error)) => Err(Error::Decode(format!(
+                "{} list: the item {key}: {error}; the list is retried",
+                self.resource
+            ))),
             // Bytes encoded from an object of this very type: only a type whose serde does not
             // round-trip gets here. Logged, never a panic; the object is left out of this
             // list, so a relist or its next change brings it back.
-            Err(error) => {
+            Err(Unstaged::Encoded(error)) => {
                 tracing::error!(
                     resource = %self.resource,
+                    %key,
                     %error,
                     "a listed object held in compact form could not be decoded again; it is left out of this list"
                 );
-                None
+                Ok(None)
             }
         });
         self.hand_over(lazy, rest, resource_version, cancel).await
@@ -93,29 +107,34 @@ impl<K: Object> Reflector<K> {
 
     /// Replaces the store with a complete list, item by item: `lazy` makes each object (its
     /// decoding) only when the store has room for it (see [`ReflectorStore::poll_ready`]), and
-    /// `rest` holds objects decoded already. `false` when cancelled first.
+    /// `rest` holds objects decoded already. `Ok(false)` when cancelled first.
+    ///
+    /// # Errors
+    ///
+    /// The first error `lazy` gives: the replace is left unfinished (the next one starts
+    /// afresh), so nothing is deleted and the list's version is not taken.
     pub(super) async fn hand_over(
         &self,
-        mut lazy: impl Iterator<Item = Option<Arc<K>>>,
+        mut lazy: impl Iterator<Item = Result<Option<Arc<K>>, Error>>,
         mut rest: Vec<Arc<K>>,
         resource_version: &str,
         cancel: &CancellationToken,
-    ) -> bool {
+    ) -> Result<bool, Error> {
         self.store.start_replace();
         loop {
             tokio::select! {
                 biased;
-                () = cancel.cancelled() => return false,
+                () = cancel.cancelled() => return Ok(false),
                 () = std::future::poll_fn(|cx| self.store.poll_ready(cx)) => {}
             }
-            match lazy.next() {
+            match lazy.next().transpose()? {
                 Some(Some(obj)) => rest.extend(self.store.replace_item(obj)),
                 Some(None) => {}
                 None => break,
             }
         }
         self.store.finish_replace(rest, resource_version);
-        true
+        Ok(true)
     }
 
     /// All pages of one list at `rv`, their items handed to `intake` as they are decoded: the
@@ -199,18 +218,27 @@ impl<K: Object> Reflector<K> {
 
 /// The reflector's [`ListIntake`]: the store's unchanged objects stand in for listed ones, and
 /// for a store that [holds lists compactly](ReflectorStore::compact_lists), each item is
-/// [staged](StagedList) in compact form as soon as it is decoded, until the list is complete
-/// and [`Reflector::hand_over_staged`] hands it over.
+/// [staged](StagedList) in compact form as soon as it arrives (as the server sent it, when the
+/// lister-watcher offers its JSON), until the list is complete and
+/// [`Reflector::hand_over_staged`] hands it over.
 struct StoreIntake<K> {
     store: Arc<dyn ReflectorStore<K>>,
     /// The list's items so far in compact form, when the store asks for that.
     staged: Option<StagedList<K>>,
+    /// Whether items keep their `managedFields` ([`ReflectorConfig::keep_managed_fields`]).
+    ///
+    /// [`ReflectorConfig::keep_managed_fields`]: super::ReflectorConfig::keep_managed_fields
+    keep_managed_fields: bool,
 }
 
 impl<K: Object> StoreIntake<K> {
-    fn new(store: Arc<dyn ReflectorStore<K>>, cache: Option<Indexer<K>>) -> Self {
+    fn new(
+        store: Arc<dyn ReflectorStore<K>>,
+        cache: Option<Indexer<K>>,
+        keep_managed_fields: bool,
+    ) -> Self {
         let staged = store.compact_lists().then(|| StagedList::new(cache));
-        Self { store, staged }
+        Self { store, staged, keep_managed_fields }
     }
 
     /// Forgets the items taken so far: the list starts again.
@@ -231,6 +259,12 @@ impl<K: Object> ListIntake<K> for StoreIntake<K> {
         // Kept decoded rather than lost if it cannot be encoded (a `Serialize` impl that can
         // refuse); the store logs it when it finds it cannot hold the object compactly either.
         (!staged.stage(&item)).then_some(item)
+    }
+
+    fn take_json(&self, json: &[u8], served: (&str, &str)) -> bool {
+        self.staged
+            .as_ref()
+            .is_some_and(|staged| staged.stage_json(json, served, self.keep_managed_fields))
     }
 }
 

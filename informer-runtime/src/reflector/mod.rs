@@ -862,7 +862,7 @@ impl<K: Object> Reflector<K> {
             match end {
                 WatchEnd::InitialEventsEnd => {
                     if let Some(staged) = &staged {
-                        if !self.hand_over_staged(staged, Vec::new(), &rv, cancel).await {
+                        if !self.hand_over_staged(staged, Vec::new(), &rv, cancel).await? {
                             return Ok(None);
                         }
                     } else {

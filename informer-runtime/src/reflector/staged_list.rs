@@ -6,6 +6,15 @@
 //! made as soon as the item is decoded, until the list is complete; the reflector then decodes
 //! them one at a time, as the informer's queue has room ([`Reflector::hand_over`]).
 //!
+//! An item of a list read over HTTP is kept as the server sent it: its JSON (without
+//! `managedFields`, unless the informer keeps them) is compressed as it arrives, never decoded
+//! before the handover, where it is decoded once ([`stage_json`](StagedList::stage_json),
+//! [`RawItem`]). Its type is then checked only at the handover: an item that does not decode
+//! there fails the list, as it would have failed it when it arrived, though the items before it
+//! have entered the queue by then (as their current versions; the list's deletions have not).
+//! Items that arrive decoded (from a lister-watcher of another transport, the initial events of
+//! a streaming list) are encoded from the object.
+//!
 //! Each item is encoded once. The forms are made with the cache's own [`Codec`] (its
 //! dictionary) when the reflector has the cache, and each is handed to the codec with the
 //! object decoded from it ([`Codec::prepare`]), so that the cache stores that form as it is
@@ -22,6 +31,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::ReflectorStore;
+use crate::codec::raw_item::RawItem;
 use crate::resource::{Object, ObjectKey, resource_version};
 use crate::store::Indexer;
 use crate::store::compact::{Codec, Encoded, Undecodable};
@@ -34,12 +44,17 @@ pub(super) struct StagedList<K> {
     /// list's own.
     cache: Option<Indexer<K>>,
     items: Mutex<Items>,
+    /// Where an item's JSON is written before it is compressed, kept from one item to the
+    /// next; wiped when the list is taken.
+    scratch: Mutex<Vec<u8>>,
 }
 
 /// One item of the list, in compact form.
 pub(super) enum Staged {
-    /// A form made for this list.
+    /// A form made for this list from a decoded object.
     New(Box<[u8]>),
+    /// A form made for this list from an item's JSON as the server sent it, never decoded.
+    Listed(Box<[u8]>),
     /// The cache's own form of the object, which it holds at the listed version.
     Held(Arc<Encoded>),
 }
@@ -57,8 +72,15 @@ impl<K: Object> StagedList<K> {
     /// when `None` (or when the cache is not compact).
     pub(super) fn new(cache: Option<Indexer<K>>) -> Self {
         match cache.as_ref().and_then(Indexer::compact_codec) {
-            Some(codec) => Self { codec, cache, items: Mutex::default() },
-            None => Self { codec: Arc::default(), cache: None, items: Mutex::default() },
+            Some(codec) => {
+                Self { codec, cache, items: Mutex::default(), scratch: Mutex::default() }
+            }
+            None => Self {
+                codec: Arc::default(),
+                cache: None,
+                items: Mutex::default(),
+                scratch: Mutex::default(),
+            },
         }
     }
 
@@ -74,6 +96,39 @@ impl<K: Object> StagedList<K> {
                 Err(_) => return false,
             },
         };
+        self.keep(key, form);
+        true
+    }
+
+    /// Keeps `json`, one item of a list as the server sent it, compressed without decoding it
+    /// (see the [module documentation](self)), with `apiVersion` and `kind` from `served` where
+    /// it leaves them out, and without `managedFields` unless `keep_managed_fields`. `false`
+    /// when it cannot be read without decoding it ([`RawItem::read`]): the caller decodes it.
+    pub(super) fn stage_json(
+        &self,
+        json: &[u8],
+        served: (&str, &str),
+        keep_managed_fields: bool,
+    ) -> bool {
+        let Some(item) = RawItem::read(json) else { return false };
+        let key = item.key().clone();
+        let held = self.cache.as_ref().and_then(|c| c.held_form(&key, item.resource_version()));
+        let form = if let Some(held) = held {
+            Staged::Held(held)
+        } else {
+            let mut scratch = self.scratch.lock();
+            item.write_json(served, keep_managed_fields, &mut scratch);
+            match self.codec.encode_json(&scratch) {
+                Ok(form) => Staged::Listed(form),
+                Err(_) => return false,
+            }
+        };
+        self.keep(key, form);
+        true
+    }
+
+    /// Keeps `form` under `key`, in place of an earlier item with that key.
+    fn keep(&self, key: ObjectKey, form: Staged) {
         let mut items = self.items.lock();
         let Items { forms, at } = &mut *items;
         if let Some(&i) = at.get(&key) {
@@ -82,7 +137,6 @@ impl<K: Object> StagedList<K> {
             at.insert(key, forms.len());
             forms.push(Some(form));
         }
-        true
     }
 
     /// Forgets the item with `obj`'s key.
@@ -97,6 +151,14 @@ impl<K: Object> StagedList<K> {
     /// Forgets every item: the list starts again.
     pub(super) fn clear(&self) {
         *self.items.lock() = Items::default();
+        self.wipe_scratch();
+    }
+
+    /// Zeroes the last item's JSON: no object's data outlives the list.
+    fn wipe_scratch(&self) {
+        let mut scratch = self.scratch.lock();
+        scratch.fill(0);
+        scratch.clear();
     }
 
     /// Whether no item waits.
@@ -109,10 +171,16 @@ impl<K: Object> StagedList<K> {
         self.items.lock().at.len()
     }
 
-    /// The items' forms, in the order they came; the list is left empty.
-    pub(super) fn take(&self) -> Vec<Staged> {
-        let items = std::mem::take(&mut *self.items.lock());
-        items.forms.into_iter().flatten().collect()
+    /// The items' keys and forms, in the order they came; the list is left empty.
+    pub(super) fn take(&self) -> Vec<(ObjectKey, Staged)> {
+        let Items { forms, at } = std::mem::take(&mut *self.items.lock());
+        self.wipe_scratch();
+        let mut keys: Vec<Option<ObjectKey>> = Vec::new();
+        keys.resize_with(forms.len(), || None);
+        for (key, i) in at {
+            keys[i] = Some(key);
+        }
+        keys.into_iter().zip(forms).filter_map(|(key, form)| Some((key?, form?))).collect()
     }
 
     /// The object of one of [`take`](Self::take)'s forms; the cache's codec gets the form back
@@ -120,21 +188,39 @@ impl<K: Object> StagedList<K> {
     ///
     /// # Errors
     ///
-    /// [`Undecodable`]: only a type whose serde does not round-trip gets here.
-    pub(super) fn unstage(&self, staged: Staged) -> Result<Arc<K>, Undecodable> {
+    /// [`Unstaged::Listed`]: an item kept as the server sent it does not decode (as it would
+    /// not have when it arrived); [`Unstaged::Encoded`]: a form made from an object does not,
+    /// which only a type whose serde does not round-trip gets.
+    pub(super) fn unstage(&self, staged: Staged) -> Result<Arc<K>, Unstaged> {
         let (obj, form) = match staged {
             Staged::New(form) => {
-                let obj = Arc::new(self.codec.decode(&form)?);
+                let obj = Arc::new(self.codec.decode(&form).map_err(Unstaged::Encoded)?);
                 let form = Arc::new(Encoded::new(&*obj, form));
                 (obj, form)
             }
-            Staged::Held(form) => (Arc::new(self.codec.decode(form.bytes())?), form),
+            Staged::Listed(form) => {
+                let obj = Arc::new(self.codec.decode(&form).map_err(Unstaged::Listed)?);
+                let form = Arc::new(Encoded::new(&*obj, form));
+                (obj, form)
+            }
+            Staged::Held(form) => {
+                (Arc::new(self.codec.decode(form.bytes()).map_err(Unstaged::Encoded)?), form)
+            }
         };
         if self.cache.is_some() {
             self.codec.prepare(&obj, form);
         }
         Ok(obj)
     }
+}
+
+/// Why a staged item did not decode at the handover.
+#[derive(Debug)]
+pub(super) enum Unstaged {
+    /// An item kept as the server sent it: the list fails, as it would have on its arrival.
+    Listed(Undecodable),
+    /// A form encoded from an object of this very type: left out of the list, logged.
+    Encoded(Undecodable),
 }
 
 /// A streaming list's temporary store: its initial events wait here until the bookmark that
@@ -195,9 +281,9 @@ mod tests {
         assert!(staged.stage(&pod("ns", "same", "1")));
         assert!(staged.stage(&pod("ns", "changed", "2")));
         let items = staged.take();
-        assert!(matches!(items[0], Staged::Held(_)), "the cache's own form");
-        assert!(matches!(items[1], Staged::New(_)), "a form of its own");
-        for item in items {
+        assert!(matches!(items[0].1, Staged::Held(_)), "the cache's own form");
+        assert!(matches!(items[1].1, Staged::New(_)), "a form of its own");
+        for (_, item) in items {
             let obj = staged.unstage(item).unwrap();
             let old = cache.insert_listed(ObjectKey::of(&*obj), obj).unwrap();
             assert_eq!(old.metadata.resource_version.as_deref(), Some("1"));
@@ -209,6 +295,73 @@ mod tests {
         assert_eq!(cache.decode_failures(), 0);
     }
 
+    /// The recorded pods as the server sent them (pretty-printed, with `managedFields`), and
+    /// compact without `apiVersion` and `kind`, as items of a list of built-in kinds come.
+    fn listed_items() -> Vec<Vec<u8>> {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+        let mut items = Vec::new();
+        for name in [
+            "kind-v1-36-pod-coredns.json",
+            "kind-v1-36-pod-etcd.json",
+            "kind-v1-36-pod-kube-apiserver.json",
+            "k8s-api-allfields-core.v1.Pod.json",
+        ] {
+            let body = std::fs::read(format!("{dir}/{name}")).unwrap();
+            let mut value: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            let map = value.as_object_mut().unwrap();
+            map.remove("apiVersion");
+            map.remove("kind");
+            items.push(serde_json::to_vec(&value).unwrap());
+            items.push(body);
+        }
+        items
+    }
+
+    // Issue 33: an item kept as the server sent it (managedFields cut from its bytes, the type
+    // filled in) decodes at the handover to what decoding it on arrival gave, for a typed and
+    // a dynamic informer, with managedFields and without.
+    #[test]
+    fn an_item_kept_as_sent_decodes_as_it_would_have_on_arrival() {
+        use crate::dynamic::DynamicObject;
+
+        for keep in [false, true] {
+            for json in listed_items() {
+                let mut expected: Pod = serde_json::from_slice(&json).unwrap();
+                let mut dynamic: DynamicObject = serde_json::from_slice(&json).unwrap();
+                dynamic.fill_type("v1", "Pod");
+                if !keep {
+                    expected.metadata.managed_fields = None;
+                    dynamic.metadata.managed_fields = None;
+                }
+                let cache = Indexer::<Pod>::default().with_compact_storage(0);
+                let staged = StagedList::new(Some(cache));
+                assert!(staged.stage_json(&json, ("v1", "Pod"), keep));
+                let (key, item) = staged.take().pop().unwrap();
+                assert_eq!(key, ObjectKey::of(&expected));
+                assert!(matches!(item, Staged::Listed(_)));
+                assert_eq!(*staged.unstage(item).unwrap(), expected);
+
+                let staged = StagedList::<DynamicObject>::new(None);
+                assert!(staged.stage_json(&json, ("v1", "Pod"), keep));
+                let (_, item) = staged.take().pop().unwrap();
+                assert_eq!(*staged.unstage(item).unwrap(), dynamic);
+            }
+        }
+    }
+
+    // Issue 33: an item of the wrong type is kept as sent, and found at the handover, where it
+    // fails the list (`Unstaged::Listed`), with a message that quotes none of its data.
+    #[test]
+    fn an_item_of_the_wrong_type_is_found_at_the_handover() {
+        let staged = StagedList::<Pod>::new(None);
+        let json = br#"{"metadata":{"name":"a","namespace":"ns"},"spec":{"containers":"secret"}}"#;
+        assert!(staged.stage_json(json, ("v1", "Pod"), false));
+        let (key, item) = staged.take().pop().unwrap();
+        assert_eq!(key.as_str(), "ns/a");
+        let Err(Unstaged::Listed(error)) = staged.unstage(item) else { panic!("decoded") };
+        assert!(!error.to_string().contains("secret"), "{error}");
+    }
+
     // A list for a store that is not a compact cache stages forms of its own, which read back.
     #[test]
     fn a_list_without_a_compact_cache_reads_back_its_own_forms() {
@@ -218,7 +371,8 @@ mod tests {
         ReflectorStore::delete(&staged, Arc::new(pod("ns", "b", "1")));
         assert_eq!(staged.len(), 1, "the later item of a key replaces the earlier");
         let items = staged.take();
-        let objs: Vec<Arc<Pod>> = items.into_iter().map(|i| staged.unstage(i).unwrap()).collect();
+        let objs: Vec<Arc<Pod>> =
+            items.into_iter().map(|(_, i)| staged.unstage(i).unwrap()).collect();
         assert_eq!(*objs[0], pod("ns", "a", "2"));
         assert!(staged.is_empty());
     }

@@ -291,8 +291,9 @@ fn string_end(json: &[u8], start: usize) -> Option<usize> {
 /// `apiVersion` and `kind`, and with the keys that are not [field names](is_field_name) blanked.
 /// What a [`Dictionary`] learns from: an object's shape without its data.
 ///
-/// `json` is `serde_json`'s compact output; anything else gives bytes no longer than it too,
-/// and never a panic.
+/// `json` is compact JSON, as `serde_json` and API servers write it (a key followed by white
+/// space before its `:` is blanked as a value is); anything else gives bytes no longer than it
+/// too, and never a panic.
 fn skeleton(json: &[u8], out: &mut Vec<u8>) {
     let mut at = 0;
     // Whether the value being read is that of an `apiVersion` or a `kind`.
@@ -348,19 +349,30 @@ pub(crate) fn encode<K: Serialize>(
     obj: &K,
     dictionary: Option<&Dictionary>,
 ) -> Result<Box<[u8]>, serde_json::Error> {
-    let json = serde_json::to_vec(obj)?;
+    compress(&serde_json::to_vec(obj)?, dictionary)
+}
+
+/// The compact form of an object whose JSON is `json` (see [`encode`]).
+///
+/// # Errors
+///
+/// JSON over 4 GiB.
+pub(crate) fn compress(
+    json: &[u8],
+    dictionary: Option<&Dictionary>,
+) -> Result<Box<[u8]>, serde_json::Error> {
     let length = u32::try_from(json.len()).map_err(|_| {
         <serde_json::Error as serde::ser::Error>::custom("an object of over 4 GiB of JSON")
     })?;
-    let dictionary = dictionary.and_then(|d| d.for_encoding(&json));
+    let dictionary = dictionary.and_then(|d| d.for_encoding(json));
     let mut form = vec![0; 5 + lz4_flex::block::get_maximum_output_size(json.len())];
     form[0] = if dictionary.is_some() { WITH_DICTIONARY } else { PLAIN };
     form[1..5].copy_from_slice(&length.to_le_bytes());
     let compressed = match dictionary {
         Some(dictionary) => {
-            lz4_flex::block::compress_into_with_dict(&json, &mut form[5..], dictionary)
+            lz4_flex::block::compress_into_with_dict(json, &mut form[5..], dictionary)
         }
-        None => lz4_flex::block::compress_into(&json, &mut form[5..]),
+        None => lz4_flex::block::compress_into(json, &mut form[5..]),
     };
     // The output has the room LZ4 says the worst case needs.
     let compressed = compressed.map_err(|error| {
@@ -522,6 +534,12 @@ impl<K: Object> Codec<K> {
     /// `obj`'s compact form, with this cache's dictionary (see [`encode`]).
     pub(crate) fn encode(&self, obj: &K) -> Result<Box<[u8]>, serde_json::Error> {
         encode(obj, Some(&self.dictionary))
+    }
+
+    /// The compact form of an object whose JSON is `json`, with this cache's dictionary: the
+    /// form of a listed item kept as the server sent it ([`raw_item`](crate::codec::raw_item)).
+    pub(crate) fn encode_json(&self, json: &[u8]) -> Result<Box<[u8]>, serde_json::Error> {
+        compress(json, Some(&self.dictionary))
     }
 
     /// The object of a form this codec made (see [`Decoders::decode`]).
