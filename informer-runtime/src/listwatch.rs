@@ -453,8 +453,9 @@ pub trait ListIntake<K>: Send + Sync {
     /// of its own takes them: the reflector of a compact cache keeps each item compressed as it
     /// came, and decodes it once, at the handover to the cache, instead of decoding it here and
     /// encoding it again. Its type is then checked at the handover, where an item that does not
-    /// decode fails the list. `served` is the `apiVersion` and `kind` of what is listed, which
-    /// lists of built-in kinds leave out of their items. The default takes nothing.
+    /// decode fails the list (an item that never gets there, one a later item of the same key
+    /// replaces, is not checked). `served` is the `apiVersion` and `kind` of what is listed,
+    /// which lists of built-in kinds leave out of their items. The default takes nothing.
     fn take_json(&self, json: &[u8], served: (&str, &str)) -> bool {
         let _ = (json, served);
         false

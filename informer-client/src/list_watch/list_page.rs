@@ -15,8 +15,9 @@
 //! stands in for it; and each item goes to the intake as soon as it is decoded, once the body
 //! has shown it is a list of `K` (its `kind`) at a resource version (its `metadata`), which API
 //! servers write before `items`; it is offered the item's bytes first
-//! ([`ListIntake::take_json`]), and an item it takes that way is not decoded here. Items of a body that has not shown both yet are held in the
-//! page and checked with it, so a body that is not such a list never reaches the cache.
+//! ([`ListIntake::take_json`]), and an item it takes that way is not decoded here. Items of a
+//! body that has not shown both yet are held in the page and checked with it, so a body that is
+//! not such a list never reaches the cache.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -88,7 +89,8 @@ pub(crate) struct PageDecoder<K, F> {
     status: StatusParts,
     /// Items not taken by the intake.
     items: Vec<Arc<K>>,
-    /// Items decoded so far, taken or not (errors count items from 0).
+    /// Items read so far: decoded (taken or not), or taken undecoded by the intake (errors
+    /// count items from 0).
     decoded: usize,
     /// [`shows_the_list`](Self::shows_the_list), as of the last member read.
     list_shown: bool,

@@ -13,11 +13,12 @@
 //! where its `metadata.managedFields` is, which an informer drops unless told to keep it.
 //!
 //! What this reader cannot be sure of it refuses (`None`): an item that is not valid UTF-8,
-//! not an object, without a string `metadata.name`, with an escaped member name, with a member
-//! it needs given twice. The caller then decodes such an item as it always did, and its errors
-//! are the decoder's. It checks the structure only as far as it walks it: anything else wrong
-//! (a value of the wrong type, a syntax error inside `spec`) is found by the decode that the
-//! item gets when the cache takes it.
+//! not an object, without a string `metadata.name`, with an `apiVersion` or `kind` that is not
+//! a string, with an escaped member name, with a member it needs given twice. The caller then
+//! decodes such an item as it always did, and its errors are the decoder's. It checks the
+//! structure only as far as it walks it: anything else wrong (a value of the wrong type, a
+//! syntax error inside `spec`) is found by the decode that the item gets when the cache takes
+//! it.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -51,8 +52,15 @@ impl<'a> RawItem<'a> {
         let (mut has_api_version, mut has_kind) = (false, false);
         cursor.members(|cursor, name, _| {
             match name {
-                b"apiVersion" if !has_api_version => has_api_version = true,
-                b"kind" if !has_kind => has_kind = true,
+                // A string, which a decoded object keeps: `null` it would fill in.
+                b"apiVersion" if !has_api_version => {
+                    has_api_version = true;
+                    return cursor.string().map(drop);
+                }
+                b"kind" if !has_kind => {
+                    has_kind = true;
+                    return cursor.string().map(drop);
+                }
                 b"metadata" if meta.is_none() => {
                     meta = Some(Meta::read(cursor)?);
                     return Some(());
@@ -107,7 +115,7 @@ impl<'a> RawItem<'a> {
         for (has, name, value) in
             [(self.has_api_version, "apiVersion", api_version), (self.has_kind, "kind", kind)]
         {
-            if !has && !value.is_empty() {
+            if !has {
                 out.push(b'"');
                 out.extend_from_slice(name.as_bytes());
                 out.extend_from_slice(b"\":");
@@ -243,10 +251,10 @@ impl<'a> Cursor<'a> {
         let start = self.at + 1;
         let mut at = start;
         loop {
-            at = at.checked_add(next_quote_or_escape(self.json.get(at..)?)?)?;
             match self.json.get(at)? {
                 b'\\' => at += 2,
-                _ => break,
+                b'"' => break,
+                _ => at += 1,
             }
         }
         self.at = at + 1;
@@ -304,20 +312,6 @@ impl<'a> Cursor<'a> {
             }
         }
     }
-}
-
-/// Where the first `"` or `\\` of `text` is. Most of an object's bytes are in its strings
-/// (images, annotations, messages), so the walk skips through them with memchr's vector search
-/// where it is built.
-#[cfg(feature = "simd-json")]
-fn next_quote_or_escape(text: &[u8]) -> Option<usize> {
-    memchr::memchr2(b'"', b'\\', text)
-}
-
-/// Where the first `"` or `\\` of `text` is.
-#[cfg(not(feature = "simd-json"))]
-fn next_quote_or_escape(text: &[u8]) -> Option<usize> {
-    text.iter().position(|&b| b == b'"' || b == b'\\')
 }
 
 #[cfg(test)]
@@ -390,6 +384,7 @@ mod tests {
             br#"{"metadata":{"name":"a","name":"b"}}"#,
             br#"{"metadata":{"name":"a"},"metadata":{"name":"b"}}"#,
             br#"{"kind":"Pod","kind":"Pod","metadata":{"name":"a"}}"#,
+            br#"{"apiVersion":null,"metadata":{"name":"a"}}"#,
             br#"{"metad\u0061ta":{"name":"a"}}"#,
             br#"{"metadata":{"name":"a"}"#,
             br#"{"metadata":{"name":"a"}} x"#,

@@ -27,7 +27,7 @@ impl<K: Object> Reflector<K> {
         let intake = Arc::new(StoreIntake::new(
             Arc::clone(&self.store),
             self.compact_cache.clone(),
-            self.config.keep_managed_fields,
+            self.items_as_sent.then_some(self.config.keep_managed_fields),
         ));
         let listing = async {
             match self.list_pages(&rv, &intake).await {
@@ -225,20 +225,21 @@ struct StoreIntake<K> {
     store: Arc<dyn ReflectorStore<K>>,
     /// The list's items so far in compact form, when the store asks for that.
     staged: Option<StagedList<K>>,
-    /// Whether items keep their `managedFields` ([`ReflectorConfig::keep_managed_fields`]).
+    /// Whether items may be kept as the server sent them (`Reflector::items_as_sent`), and if
+    /// so whether they keep their `managedFields` ([`ReflectorConfig::keep_managed_fields`]).
     ///
     /// [`ReflectorConfig::keep_managed_fields`]: super::ReflectorConfig::keep_managed_fields
-    keep_managed_fields: bool,
+    as_sent: Option<bool>,
 }
 
 impl<K: Object> StoreIntake<K> {
     fn new(
         store: Arc<dyn ReflectorStore<K>>,
         cache: Option<Indexer<K>>,
-        keep_managed_fields: bool,
+        as_sent: Option<bool>,
     ) -> Self {
         let staged = store.compact_lists().then(|| StagedList::new(cache));
-        Self { store, staged, keep_managed_fields }
+        Self { store, staged, as_sent }
     }
 
     /// Forgets the items taken so far: the list starts again.
@@ -262,9 +263,12 @@ impl<K: Object> ListIntake<K> for StoreIntake<K> {
     }
 
     fn take_json(&self, json: &[u8], served: (&str, &str)) -> bool {
-        self.staged
-            .as_ref()
-            .is_some_and(|staged| staged.stage_json(json, served, self.keep_managed_fields))
+        match (&self.staged, self.as_sent) {
+            (Some(staged), Some(keep_managed_fields)) => {
+                staged.stage_json(json, served, keep_managed_fields)
+            }
+            _ => false,
+        }
     }
 }
 

@@ -323,6 +323,11 @@ pub struct Reflector<K> {
     /// The compact cache the store feeds, whose codec encodes its lists' items (see
     /// `staged_list`); `None` for any other store.
     compact_cache: Option<Indexer<K>>,
+    /// Whether a compact list may keep each item as the server sent it (see `staged_list`):
+    /// only where `K` holds all the server sends for an object (whole objects, or the metadata
+    /// a metadata-only list sends), never for a view, whose cache would then keep what the
+    /// view leaves out.
+    items_as_sent: bool,
 }
 
 impl<K: Resource> Reflector<K> {
@@ -333,6 +338,7 @@ impl<K: Resource> Reflector<K> {
         config: ReflectorConfig,
     ) -> Self {
         Self::named(lister_watcher, store, config, crate::resource::resource_name::<K>())
+            .with_items_as_sent(!K::PARTIAL || K::METADATA_ONLY)
     }
 }
 
@@ -361,6 +367,7 @@ impl<K: Object> Reflector<K> {
             observer: None,
             listed: std::sync::atomic::AtomicBool::new(false),
             compact_cache: None,
+            items_as_sent: false,
         }
     }
 
@@ -369,6 +376,14 @@ impl<K: Object> Reflector<K> {
     #[must_use]
     pub(crate) fn with_compact_cache(mut self, cache: Option<Indexer<K>>) -> Self {
         self.compact_cache = cache;
+        self
+    }
+
+    /// Lets a compact list keep each item as the server sent it, when `K` holds all the server
+    /// sends for an object (see the field's documentation); off unless set.
+    #[must_use]
+    pub(crate) fn with_items_as_sent(mut self, as_sent: bool) -> Self {
+        self.items_as_sent = as_sent;
         self
     }
 

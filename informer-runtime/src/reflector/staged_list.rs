@@ -12,6 +12,12 @@
 //! [`RawItem`]). Its type is then checked only at the handover: an item that does not decode
 //! there fails the list, as it would have failed it when it arrived, though the items before it
 //! have entered the queue by then (as their current versions; the list's deletions have not).
+//! What never reaches the handover is never decoded, so never checked: an item a later item of
+//! the same list replaces (a server that lists one key twice), one the cache holds at the same
+//! resource version (the cache keeps its own form), and the `managedFields` cut from an item's
+//! bytes. Only where the informer's type holds all the server sends for an object: a view
+//! (which holds a part) gets its items decoded on arrival and encoded from the object, so that
+//! its cache never keeps what it leaves out.
 //! Items that arrive decoded (from a lister-watcher of another transport, the initial events of
 //! a streaming list) are encoded from the object.
 //!
@@ -45,7 +51,7 @@ pub(super) struct StagedList<K> {
     cache: Option<Indexer<K>>,
     items: Mutex<Items>,
     /// Where an item's JSON is written before it is compressed, kept from one item to the
-    /// next; wiped when the list is taken.
+    /// next; dropped with the list, as its forms are.
     scratch: Mutex<Vec<u8>>,
 }
 
@@ -151,14 +157,6 @@ impl<K: Object> StagedList<K> {
     /// Forgets every item: the list starts again.
     pub(super) fn clear(&self) {
         *self.items.lock() = Items::default();
-        self.wipe_scratch();
-    }
-
-    /// Zeroes the last item's JSON: no object's data outlives the list.
-    fn wipe_scratch(&self) {
-        let mut scratch = self.scratch.lock();
-        scratch.fill(0);
-        scratch.clear();
     }
 
     /// Whether no item waits.
@@ -174,7 +172,6 @@ impl<K: Object> StagedList<K> {
     /// The items' keys and forms, in the order they came; the list is left empty.
     pub(super) fn take(&self) -> Vec<(ObjectKey, Staged)> {
         let Items { forms, at } = std::mem::take(&mut *self.items.lock());
-        self.wipe_scratch();
         let mut keys: Vec<Option<ObjectKey>> = Vec::new();
         keys.resize_with(forms.len(), || None);
         for (key, i) in at {

@@ -168,6 +168,9 @@ pub(crate) struct Identity {
     #[cfg_attr(not(feature = "metrics"), allow(dead_code, reason = "read by metrics only"))]
     metric_label: String,
     partial: bool,
+    /// Whether values hold all the server sends for an object: whole objects, or the metadata
+    /// a metadata-only list sends; not a view.
+    as_sent: bool,
 }
 
 impl Identity {
@@ -190,6 +193,7 @@ impl Identity {
             lister_label: crate::lister::typed_label::<K>(),
             metric_label,
             partial: K::PARTIAL,
+            as_sent: !K::PARTIAL || K::METADATA_ONLY,
         }
     }
 
@@ -197,7 +201,14 @@ impl Identity {
         let name: Arc<str> = gvr.qualified_name().into();
         let metric_label =
             if metadata_only { format!("{name}(metadata)") } else { name.to_string() };
-        Self { gvr, lister_label: Arc::clone(&name), name, metric_label, partial: metadata_only }
+        Self {
+            gvr,
+            lister_label: Arc::clone(&name),
+            name,
+            metric_label,
+            partial: metadata_only,
+            as_sent: true,
+        }
     }
 
     /// The resource's group, version and plural name.
@@ -879,10 +890,13 @@ impl<K: Object> SharedIndexInformer<K> {
         if let Some(handler) = &settings.watch_error_handler {
             reflector = reflector.with_watch_error_handler(Arc::clone(handler));
         }
-        reflector.with_observer(settings.observer.clone()).with_compact_cache(
-            matches!(self.shared.indexer.storage_mode(), StorageMode::Compact { .. })
-                .then(|| self.shared.indexer.clone()),
-        )
+        reflector
+            .with_observer(settings.observer.clone())
+            .with_compact_cache(
+                matches!(self.shared.indexer.storage_mode(), StorageMode::Compact { .. })
+                    .then(|| self.shared.indexer.clone()),
+            )
+            .with_items_as_sent(self.shared.identity.as_sent)
     }
 }
 
