@@ -9,9 +9,7 @@
 //!
 //! - `object_decoder`: an object's JSON to `K`, with simd-json and exact capacities, and
 //!   `serde_json` for what simd-json would take differently;
-//! - `prune`: the deserializer wrapper that skips `metadata.managedFields` while decoding;
-//! - `raw_item`: what a compact cache's list reads of an item's JSON without decoding it (its
-//!   key, its version, where its `managedFields` are), so that it decodes the item only once.
+//! - `prune`: the deserializer wrapper that skips `metadata.managedFields` while decoding.
 //!
 //! (List bodies are cut into their items by the client's read path, `client/list_watch/`, the
 //! splitter's one user.)
@@ -24,4 +22,3 @@
 
 pub mod object_decoder;
 pub mod prune;
-pub(crate) mod raw_item;

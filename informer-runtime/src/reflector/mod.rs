@@ -10,9 +10,10 @@
 //!    The store is replaced with the result, and only with a complete list: a list that fails
 //!    part-way changes nothing. For a store that holds its objects compactly, each item waits
 //!    for the end of the list in compact form (its JSON) instead of decoded, and is decoded
-//!    again as the store has room for it, so that the list is never held decoded whole; for
-//!    an informer's compact cache, in the cache's own form, which it then stores as it is
-//!    (`staged_list`).
+//!    as the store has room for it, so that the list is never held decoded whole; for an
+//!    informer's compact cache, in the cache's own form, which it then stores as it is
+//!    (`staged_list`), and, read over HTTP, as the server sent it, decoded only then
+//!    (`raw_item`).
 //! 2. **Watch** from the listed version, bookmarks allowed, with a random server timeout in
 //!    `[min_watch_timeout, 2 × min_watch_timeout)` so that informers restarted together do not
 //!    relist together. Every event, bookmarks included, advances the last seen version.
@@ -41,6 +42,7 @@
 
 mod backoff;
 mod list;
+mod raw_item;
 mod reflector_store;
 mod staged_list;
 mod state;

@@ -37,7 +37,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::ReflectorStore;
-use crate::codec::raw_item::RawItem;
+use super::raw_item::RawItem;
 use crate::resource::{Object, ObjectKey, resource_version};
 use crate::store::Indexer;
 use crate::store::compact::{Codec, Encoded, Undecodable};

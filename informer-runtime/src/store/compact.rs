@@ -537,7 +537,7 @@ impl<K: Object> Codec<K> {
     }
 
     /// The compact form of an object whose JSON is `json`, with this cache's dictionary: the
-    /// form of a listed item kept as the server sent it ([`raw_item`](crate::codec::raw_item)).
+    /// form of a listed item kept as the server sent it (the reflector's `raw_item`).
     pub(crate) fn encode_json(&self, json: &[u8]) -> Result<Box<[u8]>, serde_json::Error> {
         compress(json, Some(&self.dictionary))
     }
