@@ -199,6 +199,12 @@ impl<T> WholeObject for T where
 {
 }
 
+/// Whether values of `K` hold all the server sends for an object: whole objects, or the
+/// metadata a metadata-only list sends; not a view, which keeps a part of what is sent.
+pub(crate) const fn holds_all_it_is_sent<K: Resource>() -> bool {
+    !K::PARTIAL || K::METADATA_ONLY
+}
+
 /// `K`'s resource as messages, logs and metrics name it: `pods`, `deployments.apps`.
 // Public so that informer-client's messages and informer-controller's metric labels name a
 // resource as the runtime's do; users have `K::plural` and `K::group`: hidden from the docs.

@@ -340,7 +340,7 @@ impl<K: Resource> Reflector<K> {
         config: ReflectorConfig,
     ) -> Self {
         Self::named(lister_watcher, store, config, crate::resource::resource_name::<K>())
-            .with_items_as_sent(!K::PARTIAL || K::METADATA_ONLY)
+            .with_items_as_sent(crate::resource::holds_all_it_is_sent::<K>())
     }
 }
 

@@ -77,17 +77,11 @@ impl<K: Object> StagedList<K> {
     /// Items for `cache`, a compact cache, encoded with its codec; with a codec of their own
     /// when `None` (or when the cache is not compact).
     pub(super) fn new(cache: Option<Indexer<K>>) -> Self {
-        match cache.as_ref().and_then(Indexer::compact_codec) {
-            Some(codec) => {
-                Self { codec, cache, items: Mutex::default(), scratch: Mutex::default() }
-            }
-            None => Self {
-                codec: Arc::default(),
-                cache: None,
-                items: Mutex::default(),
-                scratch: Mutex::default(),
-            },
-        }
+        let (codec, cache) = match cache.as_ref().and_then(Indexer::compact_codec) {
+            Some(codec) => (codec, cache),
+            None => (Arc::default(), None),
+        };
+        Self { codec, cache, items: Mutex::default(), scratch: Mutex::default() }
     }
 
     /// Keeps `obj` in compact form, in place of an earlier item with its key. `false` when it
@@ -189,19 +183,18 @@ impl<K: Object> StagedList<K> {
     /// not have when it arrived); [`Unstaged::Encoded`]: a form made from an object does not,
     /// which only a type whose serde does not round-trip gets.
     pub(super) fn unstage(&self, staged: Staged) -> Result<Arc<K>, Unstaged> {
+        let failed = match staged {
+            Staged::Listed(_) => Unstaged::Listed,
+            Staged::New(_) | Staged::Held(_) => Unstaged::Encoded,
+        };
         let (obj, form) = match staged {
-            Staged::New(form) => {
-                let obj = Arc::new(self.codec.decode(&form).map_err(Unstaged::Encoded)?);
-                let form = Arc::new(Encoded::new(&*obj, form));
-                (obj, form)
-            }
-            Staged::Listed(form) => {
-                let obj = Arc::new(self.codec.decode(&form).map_err(Unstaged::Listed)?);
+            Staged::New(form) | Staged::Listed(form) => {
+                let obj = Arc::new(self.codec.decode(&form).map_err(failed)?);
                 let form = Arc::new(Encoded::new(&*obj, form));
                 (obj, form)
             }
             Staged::Held(form) => {
-                (Arc::new(self.codec.decode(form.bytes()).map_err(Unstaged::Encoded)?), form)
+                (Arc::new(self.codec.decode(form.bytes()).map_err(failed)?), form)
             }
         };
         if self.cache.is_some() {

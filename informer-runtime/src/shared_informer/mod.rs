@@ -193,7 +193,7 @@ impl Identity {
             lister_label: crate::lister::typed_label::<K>(),
             metric_label,
             partial: K::PARTIAL,
-            as_sent: !K::PARTIAL || K::METADATA_ONLY,
+            as_sent: crate::resource::holds_all_it_is_sent::<K>(),
         }
     }
 
