@@ -268,12 +268,14 @@ impl<K> Clone for Slot<K> {
 /// Objects held in compact form, decoded on read, with a bounded cache of recently used ones.
 ///
 /// The cache of recent objects is [`quick_cache`]'s (S3-FIFO eviction, concurrent reads), split
-/// in two halves ([`HOT_SHARE`]): an object written or read once enters the first, a queue,
-/// where it stays while fewer than about `recent / 2` others enter after it, long enough for a
-/// controller's worker to read back what its handler was told of; one read again while there
-/// moves to the second, which keeps the objects read again and again. So an object read once,
-/// as by a lister's `list` of a whole namespace, is evicted before one read again and again,
-/// and a scan does not flush the objects a controller keeps reading. Its entries are replaced
+/// in two halves ([`HOT_SHARE`]): an object written or read enters the first, a queue (the
+/// second while it has room, as when the cache starts), where it stays while fewer than about
+/// `recent / 2` others enter after it, long enough for a controller's worker to read back what
+/// its handler was told of; one used twice while there (written then read, or read twice)
+/// moves to the second when it leaves the queue, where an object stays while it is read again
+/// within about two turns of that half. So an object read once, as by a lister's `list` of a
+/// whole namespace, is evicted before one read again and again, and a scan does not flush the
+/// objects a controller keeps reading. Its entries are replaced
 /// or dropped under the store's write lock whenever the stored object changes, so it never
 /// answers with an old version.
 pub(super) struct Compact<K> {
@@ -337,8 +339,8 @@ impl<K: Object> Compact<K> {
     }
 }
 
-/// The share of the recent objects kept for those read more than once; the rest is the queue
-/// that every object written or read enters first.
+/// The share of the recent objects kept for those used twice while in the queue (written then
+/// read, or read twice); the rest is the queue that every object written or read enters first.
 ///
 /// `quick_cache`'s default, 97 %, suits caches whose reads repeat; a controller's do not: its
 /// worker reads each changed object once, shortly after the change was written to the store
@@ -346,12 +348,13 @@ impl<K: Object> Compact<K> {
 /// 16 writes behind was still decoded for about half the reads, 64 behind for none once the
 /// cache was full, whatever `recent` was. Half and half keeps an object for its first read
 /// while up to about `recent / 2` others enter after it (`examples/compact_reads.rs`, 20,000
-/// pods, `recent` 1,024, each read 200 writes behind: 1.5–1.8 µs a read, against 36 µs without
+/// pods, `recent` 1,024, each read 200 writes behind: 1.5–2.3 µs a read, against 36 µs without
 /// recent objects; 62 µs before), and the objects read again and again through scans while
 /// they fit in the other half (a working set of 400 re-read between lists of 2,000: 99.8 % of
 /// its reads answered decoded; one of 700: 83 %). What it gives up: a list of more than
 /// `recent / 2` objects read again and again, each once a list, is decoded on every list (the
-/// example's 1,000 pods of `app=app-00`: 56–62 ms a list, against 43–50 ms).
+/// example's 1,000 pods of `app=app-00`: 71–81 ms a list, against 43–50 ms; these times vary
+/// by ±20 % from run to run on the machine they were taken on).
 const HOT_SHARE: f64 = 0.5;
 
 /// A cache of recent objects that never holds more than `capacity`.
@@ -369,6 +372,15 @@ fn recent_cache<K: Object>(capacity: usize) -> RecentCache<ObjectKey, Arc<K>> {
         .estimated_items_capacity(capacity)
         .weight_capacity(capacity as u64)
         .hot_allocation(HOT_SHARE)
+        // No ghosts: `quick_cache` remembers keys it evicted from the queue and inserts such a
+        // key straight into the other half without evicting from that half, so each ghost
+        // read again took a place from the queue, not given back while no queued object was
+        // read. Lists read again and again make them by the hundred: a cache read through
+        // lists, then by key behind its writes, ended with a queue of almost nothing, where no
+        // written object stayed until its read (0 of 19,800 reads 200 writes behind in
+        // `examples/compact_reads.rs`). Without them, an object enters the other half only by
+        // being used twice while in the queue.
+        .ghost_allocation(0.0)
         .shards(shards)
         .build();
     match options {
@@ -381,21 +393,6 @@ fn recent_cache<K: Object>(capacity: usize) -> RecentCache<ObjectKey, Arc<K>> {
         // Every option is set above; should quick_cache ever refuse them, its defaults will do.
         Err(_) => RecentCache::new(capacity),
     }
-}
-
-/// Makes `obj` the recent object of `key`, entering the queue half as a new object.
-///
-/// `quick_cache` remembers keys it evicted from the queue (its "ghosts") and inserts such a key
-/// straight into the other half, without evicting from that half to make room: each ghost
-/// inserted takes a place from the queue, never to give it back. Scans make ghosts by the
-/// hundred, and a cache read through a namespace list, then by key behind its writes, ended
-/// with a queue of almost nothing, where no written object stayed until its read (0 of 19,800
-/// reads 200 writes behind, `examples/compact_reads.rs`). Removing the key first, ghost
-/// included, keeps the halves at their shares; an object gets into the other half by being
-/// read again while in the queue.
-fn admit<K>(recent: &RecentCache<ObjectKey, Arc<K>>, key: &ObjectKey, obj: Arc<K>) {
-    recent.remove(key);
-    recent.insert(key.clone(), obj);
 }
 
 impl<K: Object> Storage<K> for Compact<K> {
@@ -454,7 +451,7 @@ impl<K: Object> Storage<K> for Compact<K> {
             return Ok(obj);
         }
         let obj = self.decode(key, encoded)?;
-        admit(recent, key, Arc::clone(&obj));
+        recent.insert(key.clone(), Arc::clone(&obj));
         Ok(obj)
     }
 
@@ -491,7 +488,7 @@ impl<K: Object> Storage<K> for Compact<K> {
 
     fn stored(&self, key: &ObjectKey, obj: Arc<K>) {
         if let Some(recent) = &self.recent {
-            admit(recent, key, obj);
+            recent.insert(key.clone(), obj);
         }
     }
 

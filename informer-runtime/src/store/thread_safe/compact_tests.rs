@@ -687,24 +687,36 @@ fn a_worker_behind_its_handler_reads_each_changed_object_decoded() {
 }
 
 // The other half of the recent objects keeps those read again and again while lists of whole
-// namespaces, each read once, pass through.
+// namespaces, each object read once, pass through the queue, and so do changed objects a
+// worker reads back.
 #[test]
-fn objects_read_again_and_again_stay_decoded_through_scans() {
+fn objects_read_again_and_again_stay_decoded_through_scans_and_changes() {
     let recent = 1024;
     let store = compact(recent);
     for i in 0..10_000 {
         let pod = pod(&format!("ns-{}", i % 5), &format!("pod-{i}"), "1");
         store.insert_listed(ObjectKey::of(&pod), Arc::new(pod));
     }
-    let working_set: Vec<String> =
-        (0..recent / 8).map(|i| format!("ns-{}/pod-{}", i * 7 % 5, i * 7)).collect();
+    let key = |i: usize| format!("ns-{}/pod-{i}", i % 5);
+    // Other objects, each read once, fill the half for objects read again (while it has room,
+    // new objects go there) and then the queue.
+    for i in 5_000..5_000 + recent {
+        store.get_by_key(&key(i)).unwrap();
+    }
+    let working_set: Vec<String> = (0..recent / 8).map(|i| key(i * 7)).collect();
     let read_all = || working_set.iter().map(|key| store.get_by_key(key).unwrap()).collect();
-    // Read twice: the second read, while the object is in the queue, keeps it.
+    // Read twice while in the queue: moved to the other half when the queue pushes them out.
     let _: Vec<Arc<Pod>> = read_all();
     let first: Vec<Arc<Pod>> = read_all();
     for round in 0..20 {
         let scanned = store.by_index(crate::store::NAMESPACE_INDEX, &format!("ns-{}", round % 5));
         assert_eq!(scanned.unwrap().len(), 2_000);
+        for i in 0..64 {
+            let changed = Arc::new(pod("changed", &format!("pod-{round}-{i}"), "1"));
+            store.add(Arc::clone(&changed));
+            let read = store.get_by_key(&format!("changed/pod-{round}-{i}")).unwrap();
+            assert!(Arc::ptr_eq(&read, &changed), "a changed object read back at once");
+        }
         let again: Vec<Arc<Pod>> = read_all();
         let decoded_again = first.iter().zip(&again).filter(|(a, b)| !Arc::ptr_eq(a, b)).count();
         assert_eq!(decoded_again, 0, "after scan {round}");

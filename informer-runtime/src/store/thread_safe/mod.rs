@@ -359,8 +359,8 @@ impl<K: Object> Indexer<K> {
     /// object. Half of `recent` is a queue every object written (by a watched event) or read
     /// first enters, where it stays while about `recent / 2` others enter after it: a worker
     /// that reads back each changed object within that many changes reads it decoded. The other
-    /// half keeps the objects read again while in the queue, and a scan (a `list` of a whole
-    /// namespace) does not flush them. So choose `recent` at about twice the larger of the
+    /// half keeps the objects used twice while in the queue (written then read back, or read
+    /// twice), and a scan (a `list` of a whole namespace) does not flush them. So choose `recent` at about twice the larger of the
     /// number of objects read repeatedly (the objects of one reconcile) and how far a worker may
     /// fall behind its handler.
     ///
