@@ -275,9 +275,8 @@ impl<K> Clone for Slot<K> {
 /// moves to the second when it leaves the queue, where an object stays while it is read again
 /// within about two turns of that half. So an object read once, as by a lister's `list` of a
 /// whole namespace, is evicted before one read again and again, and a scan does not flush the
-/// objects a controller keeps reading. Its entries are replaced
-/// or dropped under the store's write lock whenever the stored object changes, so it never
-/// answers with an old version.
+/// objects a controller keeps reading. Its entries are replaced or dropped under the store's
+/// write lock whenever the stored object changes, so it never answers with an old version.
 pub(super) struct Compact<K> {
     recent: Option<RecentCache<ObjectKey, Arc<K>>>,
     capacity: usize,

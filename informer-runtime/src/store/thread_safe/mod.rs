@@ -353,16 +353,16 @@ impl<K: Object> Indexer<K> {
     /// takes about an eighth of the memory (20,000 recorded pods: 82 MiB against 690 MiB,
     /// `examples/compact_reads.rs`). In exchange a read of an object not among the recent ones
     /// costs a decompression and a decode (about 22 µs for such a pod, with the `client`
-    /// feature's simd-json decoder, against 0.6 µs), and so does each object a `list` returns: the mode suits large caches read mostly through handler notifications
-    /// and by key within a working set, not controllers that list whole namespaces in a hot
-    /// loop. A recent object reads as fast as in the default mode; each one kept costs a decoded
+    /// feature's simd-json decoder, against 0.6 µs), and so does each object a `list` returns:
+    /// the mode suits large caches read mostly through handler notifications and by key within
+    /// a working set, not controllers that list whole namespaces in a hot loop. A recent object reads as fast as in the default mode; each one kept costs a decoded
     /// object. Half of `recent` is a queue every object written (by a watched event) or read
     /// first enters, where it stays while about `recent / 2` others enter after it: a worker
     /// that reads back each changed object within that many changes reads it decoded. The other
     /// half keeps the objects used twice while in the queue (written then read back, or read
-    /// twice), and a scan (a `list` of a whole namespace) does not flush them. So choose `recent` at about twice the larger of the
-    /// number of objects read repeatedly (the objects of one reconcile) and how far a worker may
-    /// fall behind its handler.
+    /// twice), and a scan (a `list` of a whole namespace) does not flush them. So choose
+    /// `recent` at about twice the larger of the number of objects read repeatedly (the objects
+    /// of one reconcile) and how far a worker may fall behind its handler.
     ///
     /// Writes cost more too: each stored object is encoded (an informer's listed objects once,
     /// as their list arrives, the form then stored as it is), and an update or delete decodes the
