@@ -341,9 +341,9 @@ impl<K: Object> Indexer<K> {
     /// converted at once.
     ///
     /// Reads hand out `Arc<K>` as before, decoded from the compact form on each read of an
-    /// object that is not among the recent ones. Indices and the label index are computed on the decoded
-    /// object when it is stored, so every query answers exactly as in the default mode; only
-    /// the objects it returns are decoded, never the ones it passes over.
+    /// object that is not among the recent ones. Indices and the label index are computed on
+    /// the decoded object when it is stored, so every query answers exactly as in the default
+    /// mode; only the objects it returns are decoded, never the ones it passes over.
     ///
     /// # When to choose it
     ///
@@ -355,10 +355,10 @@ impl<K: Object> Indexer<K> {
     /// costs a decompression and a decode (about 22 µs for such a pod, with the `client`
     /// feature's simd-json decoder, against 0.6 µs), and so does each object a `list` returns:
     /// the mode suits large caches read mostly through handler notifications and by key within
-    /// a working set, not controllers that list whole namespaces in a hot loop. A recent object reads as fast as in the default mode; each one kept costs a decoded
-    /// object. Half of `recent` is a queue every object written (by a watched event) or read
-    /// first enters, where it stays while about `recent / 2` others enter after it: a worker
-    /// that reads back each changed object within that many changes reads it decoded. The other
+    /// a working set, not controllers that list whole namespaces in a hot loop. A recent object
+    /// reads as fast as in the default mode; each one kept costs a decoded object. Half of
+    /// `recent` is a queue every object written (by a watched event) or read first enters,
+    /// where it stays while about `recent / 2` others enter after it: a worker that reads back each changed object within that many changes reads it decoded. The other
     /// half keeps the objects used twice while in the queue (written then read back, or read
     /// twice), and a scan (a `list` of a whole namespace) does not flush them. So choose
     /// `recent` at about twice the larger of the number of objects read repeatedly (the objects
